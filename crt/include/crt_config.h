@@ -75,6 +75,11 @@
 #define TVM_CRT_MAX_TIME_EVALUATORS 4
 #endif
 
+/* Tensors the MinRPC server may have allocated for the host at once. */
+#ifndef TVM_CRT_MAX_RPC_ALLOCATIONS
+#define TVM_CRT_MAX_RPC_ALLOCATIONS 16
+#endif
+
 /* Compile-time checks. A negative array size fails the build in C99 and C++. */
 #define TVM_CRT_STATIC_CHECK(cond, name) typedef char tvm_crt_static_check_##name[(cond) ? 1 : -1]
 
@@ -96,5 +101,7 @@ TVM_CRT_STATIC_CHECK(TVM_CRT_PAGE_BYTES >= 8 && (TVM_CRT_PAGE_BYTES & (TVM_CRT_P
 TVM_CRT_STATIC_CHECK(TVM_CRT_MEMORY_POOL_SIZE_BYTES >= 4 * TVM_CRT_PAGE_BYTES, memory_pool_size);
 TVM_CRT_STATIC_CHECK(TVM_CRT_MAX_TIME_EVALUATORS >= 1 && TVM_CRT_MAX_TIME_EVALUATORS <= 64,
                      max_time_evaluators);
+TVM_CRT_STATIC_CHECK(TVM_CRT_MAX_RPC_ALLOCATIONS >= 1 && TVM_CRT_MAX_RPC_ALLOCATIONS <= 1024,
+                     max_rpc_allocations);
 
 #endif /* TVM_RUNTIME_CRT_CONFIG_H_ */
