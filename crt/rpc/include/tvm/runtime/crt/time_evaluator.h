@@ -48,8 +48,12 @@ extern "C" {
 #endif
 
 #define CRT_TIME_EVALUATOR_NUM_ARGS 12
+#ifndef CRT_TIME_EVALUATOR_MAX_REPEAT
 #define CRT_TIME_EVALUATOR_MAX_REPEAT 1024
+#endif
+#ifndef CRT_TIME_EVALUATOR_MAX_NUMBER
 #define CRT_TIME_EVALUATOR_MAX_NUMBER ((int64_t)1 << 31)
+#endif
 
 /*
  * Registers the global runtime.RPCTimeEvaluator and installs the evaluator

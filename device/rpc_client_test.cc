@@ -1,0 +1,206 @@
+// HostSession + RpcClient against the real host-process board (//crt/host:board) over
+// ChildProcessTransport pipes: handshake, DeviceInfo, every sample operator checked against the
+// reference kernels, the time evaluator, a 1 MiB round trip, device errors as typed statuses,
+// deadlines, and a killed board reported as a reset/unavailable link within the deadline.
+
+#include "device/rpc_client.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "benchfarm/ops/reference.h"
+#include "device/host_session.h"
+#include "device/pipe_transport.h"
+
+namespace benchfarm::device {
+namespace {
+
+std::string BoardPath() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  return std::string(srcdir ? srcdir : ".") + "/" + (workspace ? workspace : "benchfarm") +
+         "/crt/host/board";
+}
+
+absl::Time Soon() { return absl::Now() + absl::Seconds(20); }
+
+std::string Floats(const std::vector<float>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+std::vector<float> ToFloats(const std::string& s) {
+  std::vector<float> v(s.size() / sizeof(float));
+  std::memcpy(v.data(), s.data(), v.size() * sizeof(float));
+  return v;
+}
+
+class RpcClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(board_.Open().ok());
+    SessionOptions options;
+    options.board_id = "hp0";
+    options.log_sink = [this](absl::string_view, absl::string_view text) {
+      logs_.emplace_back(text);
+    };
+    session_ = std::make_unique<HostSession>(&board_, options);
+    absl::Status s = session_->Connect(Soon());
+    ASSERT_TRUE(s.ok()) << s;
+    client_ = std::make_unique<RpcClient>(session_.get());
+  }
+
+  ChildProcessTransport board_{{BoardPath()}};
+  std::unique_ptr<HostSession> session_;
+  std::unique_ptr<RpcClient> client_;
+  std::vector<std::string> logs_;
+};
+
+TEST_F(RpcClientTest, DeviceInfoAndPacketSize) {
+  auto info = client_->GetDeviceInfo(Soon());
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->board_kind, "host-process");
+  EXPECT_EQ(info->firmware_hash.size(), 16u);
+  EXPECT_EQ(info->max_packet_size, 2037);
+  EXPECT_GT(info->timer_resolution_s, 0.0);
+  auto max = client_->GetMaxPacketSize(Soon());
+  ASSERT_TRUE(max.ok());
+  EXPECT_EQ(*max, 2037);
+  EXPECT_EQ(session_->counters().handshakes, 1u);
+  EXPECT_GT(session_->counters().bytes_received, 0u);
+}
+
+TEST_F(RpcClientTest, OperatorsMatchTheReferenceAndAreTimed) {
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  auto random = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+  };
+  struct Case {
+    std::string op;
+    std::vector<std::vector<int64_t>> shapes;
+  };
+  for (const Case& c : std::vector<Case>{{"add", {{256}, {256}, {256}}},
+                                          {"matmul", {{16, 8}, {8, 12}, {16, 12}}},
+                                          {"conv2d", {{1, 3, 8, 8}, {4, 3, 3, 3}, {1, 4, 6, 6}}}}) {
+    SCOPED_TRACE(c.op);
+    std::vector<RemoteTensor> t;
+    std::vector<std::vector<float>> host;
+    for (const auto& shape : c.shapes) {
+      auto tensor = client_->AllocTensor(shape, DlDataType{}, Soon());
+      ASSERT_TRUE(tensor.ok()) << tensor.status();
+      t.push_back(*tensor);
+      host.push_back(random(tensor->NumBytes() / 4));
+    }
+    ASSERT_TRUE(client_->CopyToRemote(t[0], Floats(host[0]), Soon()).ok());
+    ASSERT_TRUE(client_->CopyToRemote(t[1], Floats(host[1]), Soon()).ok());
+    auto fn = client_->GetFunction(c.op, Soon());
+    ASSERT_TRUE(fn.ok()) << fn.status();
+    std::vector<Arg> args = {Arg::Tensor(t[0]), Arg::Tensor(t[1]), Arg::Tensor(t[2])};
+    ASSERT_TRUE(client_->CallFunc(*fn, args, Soon()).ok());
+    auto out = client_->CopyFromRemote(t[2], t[2].NumBytes(), Soon());
+    ASSERT_TRUE(out.ok()) << out.status();
+    std::vector<float> got = ToFloats(*out), want(got.size());
+    const auto& s = c.shapes;
+    if (c.op == "add") {
+      bf_ops_reference_add(host[0].data(), host[1].data(), want.data(), 256);
+    } else if (c.op == "matmul") {
+      bf_ops_reference_matmul(host[0].data(), host[1].data(), want.data(), 16, 12, 8);
+    } else {
+      bf_ops_conv2d_dims_t dims = {};
+      dims.n = 1, dims.c = 3, dims.h = 8, dims.w = 8, dims.o = 4, dims.kh = 3, dims.kw = 3;
+      bf_ops_reference_conv2d(host[0].data(), host[1].data(), want.data(), &dims);
+    }
+    (void)s;
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_NEAR(got[i], want[i], 1e-4f * (1 + std::fabs(want[i]))) << i;
+    }
+    TimeEvaluatorOptions options;
+    options.number = 3;
+    options.repeat = 4;
+    options.min_repeat_ms = 1;
+    auto costs = client_->TimeFunction(c.op, args, options, Soon());
+    ASSERT_TRUE(costs.ok()) << costs.status();
+    ASSERT_EQ(costs->size(), 4u);
+    for (double cost : *costs) EXPECT_GT(cost, 0.0);
+    for (const RemoteTensor& x : t) EXPECT_TRUE(client_->FreeTensor(x, Soon()).ok());
+  }
+}
+
+TEST_F(RpcClientTest, OneMebibyteRoundTrip) {
+  auto t = client_->AllocTensor({256 * 1024}, DlDataType{}, Soon());
+  ASSERT_TRUE(t.ok()) << t.status();
+  std::string payload(1 << 20, '\0');
+  std::mt19937 rng(3);
+  for (char& c : payload) c = static_cast<char>(rng());
+  ASSERT_TRUE(client_->CopyToRemote(*t, payload, Soon()).ok());
+  auto back = client_->CopyFromRemote(*t, payload.size(), Soon());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(*back == payload);
+}
+
+TEST_F(RpcClientTest, ErrorsAreTyped) {
+  EXPECT_TRUE(absl::IsNotFound(client_->GetGlobalFunc("no.such.global", Soon()).status()));
+  EXPECT_TRUE(absl::IsNotFound(client_->GetFunction("no_such_op", Soon()).status()));
+  auto add = client_->GetFunction("add", Soon());
+  ASSERT_TRUE(add.ok());
+  absl::StatusOr<Arg> bad = client_->CallFunc(*add, {Arg::Int(1)}, Soon());
+  EXPECT_TRUE(absl::IsUnknown(bad.status())) << bad.status();
+  EXPECT_NE(bad.status().message().find("hp0"), absl::string_view::npos);
+  RemoteTensor stray;
+  stray.shape = {4};
+  stray.data = 0x1000;
+  EXPECT_TRUE(absl::IsUnknown(client_->CopyToRemote(stray, std::string(16, 'x'), Soon())));
+  // A call longer than its deadline is DeadlineExceeded; the client then refuses to run out of
+  // step with the board until it reconnects, after which everything works again.
+  auto t = client_->AllocTensor({4}, DlDataType{}, Soon());
+  ASSERT_TRUE(t.ok());
+  TimeEvaluatorOptions slow;
+  slow.number = 1;
+  slow.min_repeat_ms = 1500;
+  absl::Time start = absl::Now();
+  auto late = client_->TimeFunction("add", {Arg::Tensor(*t), Arg::Tensor(*t), Arg::Tensor(*t)},
+                                    slow, start + absl::Milliseconds(300));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(late.status())) << late.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  EXPECT_TRUE(absl::IsFailedPrecondition(client_->GetGlobalFunc("runtime.SystemLib", Soon()).status()));
+  ASSERT_TRUE(client_->Reconnect(Soon()).ok());
+  EXPECT_TRUE(client_->GetGlobalFunc("runtime.SystemLib", Soon()).ok());
+  EXPECT_TRUE(client_->GetFunction("add", Soon()).ok());
+}
+
+TEST_F(RpcClientTest, KilledBoardIsReportedWithinTheDeadline) {
+  ASSERT_GT(board_.pid(), 0);
+  kill(board_.pid(), SIGKILL);
+  absl::Time start = absl::Now();
+  absl::StatusOr<uint64_t> r = client_->GetGlobalFunc("runtime.SystemLib", start + absl::Seconds(5));
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(absl::IsUnavailable(r.status()) || absl::IsAborted(r.status())) << r.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  auto exit = board_.WaitExit(Soon());
+  ASSERT_TRUE(exit.ok()) << exit.status();
+}
+
+TEST_F(RpcClientTest, ShutdownEndsTheBoard) {
+  ASSERT_TRUE(client_->Shutdown(Soon()).ok());
+  auto exit = board_.WaitExit(Soon());
+  ASSERT_TRUE(exit.ok()) << exit.status();
+}
+
+TEST(DeviceInfoParse, RejectsMalformedLines) {
+  EXPECT_FALSE(ParseDeviceInfo("board_kind\n").ok());
+  EXPECT_FALSE(ParseDeviceInfo("max_packet_size=lots\n").ok());
+  auto info = ParseDeviceInfo("board_kind=x\nextra=1\n");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->fields.at("extra"), "1");
+}
+
+}  // namespace
+}  // namespace benchfarm::device
