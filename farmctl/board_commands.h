@@ -1,0 +1,66 @@
+// The `farmctl board ...` commands, as functions over a connected RpcClient: what they ask the
+// board, and how their answers are printed (human-readable tables, or JSON for scripts).
+//
+// Thread-safety: none (an RpcClient is single-threaded).
+
+#ifndef BENCHFARM_FARMCTL_BOARD_COMMANDS_H_
+#define BENCHFARM_FARMCTL_BOARD_COMMANDS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "device/minrpc_codec.h"
+#include "device/rpc_client.h"
+
+namespace benchfarm::farmctl {
+
+using Shape = std::vector<int64_t>;
+
+// "32x32,32x32,32x32" -> {{32,32},{32,32},{32,32}}. InvalidArgument naming the bad part.
+absl::StatusOr<std::vector<Shape>> ParseShapes(absl::string_view text);
+std::string FormatShapes(const std::vector<Shape>& shapes);
+
+// The sample operators' default argument shapes (crt/ops/knobs.json's default dims).
+// NotFound for an operator that is not a sample operator.
+absl::StatusOr<std::vector<Shape>> DefaultShapes(absl::string_view op);
+
+// One `board call` argument: "int:3", "float:1.5", "str:text", or a bare integer / decimal.
+absl::StatusOr<device::Arg> ParseCallArg(absl::string_view text);
+
+struct TimeRequest {
+  std::string op;              // a float32 operator of the system library: inputs..., output
+  std::vector<Shape> shapes;   // one per argument
+  device::TimeEvaluatorOptions measure;
+  bool check = true;           // compare the output with "<op>_reference" on the board
+  uint64_t seed = 1;           // inputs are uniform in [-1, 1) from this seed
+};
+
+struct TimeResult {
+  std::string op;
+  std::vector<Shape> shapes;
+  device::TimeEvaluatorOptions measure;
+  device::DeviceInfo info;
+  std::vector<double> costs;  // seconds per call, one per repeat
+  double mean = 0, median = 0, min = 0, max = 0, stddev = 0;
+  // "ok", "skipped", or "mismatch"; max_abs_error is over the output elements.
+  std::string check = "skipped";
+  double max_abs_error = 0;
+};
+
+// Allocates the arguments on the board, fills the inputs, runs the operator (and its reference
+// when check is set), then times it with the board's time evaluator. Frees what it allocated.
+// Errors: the RpcClient's; NotFound for an unknown operator.
+absl::StatusOr<TimeResult> TimeOperator(device::RpcClient& rpc, const TimeRequest& request,
+                                        absl::Time deadline);
+
+std::string FormatInfo(const device::DeviceInfo& info, absl::string_view board, bool json);
+std::string FormatTime(const TimeResult& result, absl::string_view board, bool json);
+std::string FormatCallResult(const device::Arg& value, bool json);
+
+}  // namespace benchfarm::farmctl
+
+#endif  // BENCHFARM_FARMCTL_BOARD_COMMANDS_H_
