@@ -1,0 +1,627 @@
+// JobQueue: see job_queue.h.
+#include "tracker/job_queue.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "device/status_macros.h"
+#include "google/protobuf/util/time_util.h"
+#include "proto/error_codes.h"
+
+namespace benchfarm::tracker {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+google::protobuf::Timestamp ToProto(absl::Time t) {
+  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+}
+
+absl::Status Invalid(int index, const std::string& field, const std::string& problem) {
+  return absl::InvalidArgumentError(absl::StrCat("trials[", index, "].", field, ": ", problem));
+}
+
+constexpr int kMaxArgs = 16;
+constexpr int kMaxNdim = 6;
+constexpr int64_t kMaxElements = int64_t{1} << 28;
+
+std::string NewJobId() {
+  static absl::Mutex mu(absl::kConstInit);
+  static absl::BitGen* gen = new absl::BitGen();
+  absl::MutexLock lock(&mu);
+  return absl::StrFormat("j-%016x", absl::Uniform<uint64_t>(*gen));
+}
+
+}  // namespace
+
+JobQueue::JobQueue(Store* store, const Clock* clock, JobQueueOptions options)
+    : store_(store), clock_(clock), options_(std::move(options)) {
+  for (const std::string& kind : options_.known_kinds) kinds_.insert(kind);
+}
+
+absl::Status JobQueue::Recover() {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(std::vector<v1::Board> boards, store_->LoadBoards());
+  for (v1::Board& board : boards) {
+    BoardRecord& record = boards_[board.board_id()];
+    if (board.state() != v1::QUARANTINED) board.set_state(v1::OFFLINE);
+    board.clear_current_job_id();
+    record.board = std::move(board);
+    kinds_.insert(record.board.kind());
+    agent_boards_[record.board.agent_id()].insert(record.board.board_id());
+  }
+  ASSIGN_OR_RETURN(std::vector<StoredJob> jobs, store_->LoadUnfinishedJobs());
+  absl::Time now = clock_->Now();
+  for (StoredJob& stored : jobs) {
+    LiveJob& live = jobs_[stored.job.job_id()];
+    live.seq = stored.seq;
+    live.job = std::move(stored.job);
+    job_by_seq_[live.seq] = live.job.job_id();
+    kinds_.insert(live.job.trial().board_kind());
+    if (live.job.state() == v1::RUNNING) {
+      // Its agent may come back holding it: give it one lease period to do so.
+      live.lease_deadline = now + options_.lease;
+      auto board = boards_.find(live.job.board_id());
+      if (board != boards_.end()) {
+        live.agent_id = board->second.board.agent_id();
+        board->second.board.set_current_job_id(live.job.job_id());
+      }
+    } else {
+      Enqueue(&live);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---- validation -----------------------------------------------------------------------------
+
+absl::Status JobQueue::ValidateTrial(const v1::Trial& t, int i) const {
+  if (t.board_kind().empty()) return Invalid(i, "board_kind", "required");
+  if (kinds_.count(t.board_kind()) == 0) {
+    return Invalid(i, "board_kind", absl::StrCat("unknown board kind \"", t.board_kind(), "\""));
+  }
+  const v1::OperatorSpec& op = t.op();
+  switch (op.source_case()) {
+    case v1::OperatorSpec::kTemplateOp:
+      if (op.template_op().op().empty()) return Invalid(i, "op.template_op.op", "required");
+      if (op.template_op().op().size() > 64) return Invalid(i, "op.template_op.op", "too long");
+      if (op.template_op().knobs_size() > 64) return Invalid(i, "op.template_op.knobs", "too many");
+      break;
+    case v1::OperatorSpec::kCSource:
+      if (op.c_source().size() > (1u << 20)) return Invalid(i, "op.c_source", "larger than 1 MiB");
+      if (op.entry_function().empty()) {
+        return Invalid(i, "op.entry_function", "required with c_source");
+      }
+      break;
+    default:
+      return Invalid(i, "op", "set template_op or c_source");
+  }
+  if (op.entry_function().size() > 79) return Invalid(i, "op.entry_function", "too long");
+  if (t.args_size() < 1 || t.args_size() > kMaxArgs) {
+    return Invalid(i, "args", absl::StrCat("need 1..", kMaxArgs, " arguments"));
+  }
+  for (int a = 0; a < t.args_size(); ++a) {
+    const v1::ArgSpec& arg = t.args(a);
+    std::string field = absl::StrCat("args[", a, "]");
+    if (!arg.dtype().empty() && arg.dtype() != "float32") {
+      return Invalid(i, field + ".dtype", "only float32 is supported");
+    }
+    if (arg.shape_size() > kMaxNdim) return Invalid(i, field + ".shape", "more than 6 dimensions");
+    int64_t elements = 1;
+    for (int d = 0; d < arg.shape_size(); ++d) {
+      if (arg.shape(d) < 1 || arg.shape(d) > kMaxElements) {
+        return Invalid(i, absl::StrCat(field, ".shape[", d, "]"), "must be in 1..2^28");
+      }
+      elements *= arg.shape(d);
+      if (elements > kMaxElements) return Invalid(i, field + ".shape", "more than 2^28 elements");
+    }
+  }
+  const v1::MeasureOptions& m = t.measure();
+  if (m.number() < 0 || m.number() > 1000000) return Invalid(i, "measure.number", "must be in 0..1e6");
+  if (m.repeat() < 0 || m.repeat() > 1024) return Invalid(i, "measure.repeat", "must be in 0..1024");
+  if (m.min_repeat_ms() < 0 || m.min_repeat_ms() > 600000) {
+    return Invalid(i, "measure.min_repeat_ms", "must be in 0..600000");
+  }
+  if (m.cooldown_ms() < 0 || m.cooldown_ms() > 600000) {
+    return Invalid(i, "measure.cooldown_ms", "must be in 0..600000");
+  }
+  if (m.timeout_ms() < 0 || m.timeout_ms() > 3600000) {
+    return Invalid(i, "measure.timeout_ms", "must be in 0..3600000");
+  }
+  if (t.priority() < 0 || t.priority() > 100) return Invalid(i, "priority", "must be in 0..100");
+  if (t.labels_size() > 32) return Invalid(i, "labels", "too many");
+  return absl::OkStatus();
+}
+
+// ---- queues ---------------------------------------------------------------------------------
+
+void JobQueue::Enqueue(LiveJob* job) {
+  job->job.set_state(v1::QUEUED);
+  job->job.clear_board_id();
+  job->agent_id.clear();
+  Level& level = queues_[job->job.trial().board_kind()][job->job.trial().priority()];
+  std::deque<int64_t>& q = level.by_client[job->job.client_id()];
+  // Keep submission order even for re-queued jobs.
+  q.insert(std::upper_bound(q.begin(), q.end(), job->seq), job->seq);
+}
+
+void JobQueue::Dequeue(const LiveJob& job) {
+  auto kind = queues_.find(job.job.trial().board_kind());
+  if (kind == queues_.end()) return;
+  auto level = kind->second.find(job.job.trial().priority());
+  if (level == kind->second.end()) return;
+  auto client = level->second.by_client.find(job.job.client_id());
+  if (client == level->second.by_client.end()) return;
+  auto& q = client->second;
+  auto it = std::lower_bound(q.begin(), q.end(), job.seq);
+  if (it != q.end() && *it == job.seq) q.erase(it);
+  if (q.empty()) level->second.by_client.erase(client);
+  if (level->second.by_client.empty()) kind->second.erase(level);
+}
+
+bool JobQueue::Eligible(const v1::Trial& trial, const v1::Board& board) const {
+  if (!trial.board_id().empty() && trial.board_id() != board.board_id()) return false;
+  for (const auto& [key, value] : trial.labels()) {
+    auto it = board.labels().find(key);
+    if (it == board.labels().end() || it->second != value) return false;
+  }
+  return true;
+}
+
+JobQueue::LiveJob* JobQueue::PickFor(const v1::Board& board) {
+  auto kind = queues_.find(board.kind());
+  if (kind == queues_.end()) return nullptr;
+  for (auto& [priority, level] : kind->second) {
+    // Clients take turns: start after the one served last.
+    auto start = level.by_client.upper_bound(level.last_client);
+    for (size_t n = 0; n < level.by_client.size(); ++n, ++start) {
+      if (start == level.by_client.end()) start = level.by_client.begin();
+      for (int64_t seq : start->second) {
+        LiveJob& job = jobs_[job_by_seq_[seq]];
+        if (Eligible(job.job.trial(), board)) {
+          level.last_client = start->first;
+          return &job;
+        }
+      }
+    }
+  }
+  return nullptr;
+}
+
+// ---- client side ----------------------------------------------------------------------------
+
+absl::StatusOr<std::vector<std::string>> JobQueue::Submit(const std::string& client_id,
+                                                          const std::string& request_id,
+                                                          const std::vector<v1::Trial>& trials) {
+  if (client_id.empty() || client_id.size() > 128) {
+    return absl::InvalidArgumentError("client_id: required, at most 128 bytes");
+  }
+  if (request_id.empty() || request_id.size() > 128) {
+    return absl::InvalidArgumentError("request_id: required, at most 128 bytes");
+  }
+  if (trials.empty() || static_cast<int>(trials.size()) > options_.max_trials_per_submission) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trials: need 1..", options_.max_trials_per_submission, " per submission"));
+  }
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(auto earlier, store_->FindSubmission(client_id, request_id));
+  if (earlier.has_value()) return *earlier;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    RETURN_IF_ERROR(ValidateTrial(trials[i], static_cast<int>(i)));
+  }
+  std::vector<v1::Job> jobs(trials.size());
+  std::vector<std::string> ids;
+  google::protobuf::Timestamp now = ToProto(clock_->Now());
+  for (size_t i = 0; i < trials.size(); ++i) {
+    jobs[i].set_job_id(NewJobId());
+    jobs[i].set_client_id(client_id);
+    *jobs[i].mutable_trial() = trials[i];
+    jobs[i].set_state(v1::QUEUED);
+    *jobs[i].mutable_submitted_at() = now;
+    ids.push_back(jobs[i].job_id());
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> seqs, store_->InsertSubmission(client_id, request_id, jobs));
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    LiveJob& live = jobs_[jobs[i].job_id()];
+    live.seq = seqs[i];
+    live.job = std::move(jobs[i]);
+    job_by_seq_[live.seq] = live.job.job_id();
+    Enqueue(&live);
+    Notify(live.job);
+  }
+  counters_.trials_by_client[client_id] += static_cast<int64_t>(trials.size());
+  return ids;
+}
+
+absl::StatusOr<v1::Job> JobQueue::GetJob(const std::string& job_id) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(job_id);
+    if (it != jobs_.end()) return it->second.job;
+  }
+  ASSIGN_OR_RETURN(std::optional<StoredJob> stored, store_->GetJob(job_id));
+  if (!stored.has_value()) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+  return stored->job;
+}
+
+absl::StatusOr<v1::Job> JobQueue::Cancel(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) {
+    ASSIGN_OR_RETURN(std::optional<StoredJob> stored, store_->GetJob(job_id));
+    if (!stored.has_value()) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+    return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " has already finished"));
+  }
+  LiveJob& job = it->second;
+  v1::Result result;
+  result.set_error_code(v1::CANCELLED);
+  result.set_message("cancelled by the client");
+  if (job.job.state() == v1::RUNNING) {
+    pending_cancels_[job.agent_id].push_back(job_id);
+    FreeBoard(job.job.board_id());
+  } else {
+    Dequeue(job);
+  }
+  return Finish(&job, result, v1::CANCELLED_STATE);
+}
+
+absl::StatusOr<std::vector<StoredJob>> JobQueue::List(const JobFilter& filter) {
+  return store_->ListJobs(filter);
+}
+
+std::vector<v1::KindSummary> JobQueue::Summary() {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, v1::KindSummary> kinds;
+  for (const std::string& kind : kinds_) kinds[kind].set_board_kind(kind);
+  for (const auto& [id, record] : boards_) {
+    v1::KindSummary& k = kinds[record.board.kind()];
+    k.set_board_kind(record.board.kind());
+    k.set_boards_total(k.boards_total() + 1);
+    if (record.board.state() == v1::IDLE) k.set_boards_free(k.boards_free() + 1);
+    if (record.board.state() == v1::QUARANTINED || record.board.state() == v1::HEALTH_CHECK) {
+      k.set_boards_quarantined(k.boards_quarantined() + 1);
+    }
+  }
+  for (const auto& [id, job] : jobs_) {
+    v1::KindSummary& k = kinds[job.job.trial().board_kind()];
+    if (job.job.state() == v1::RUNNING) {
+      k.set_running(k.running() + 1);
+    } else {
+      (*k.mutable_queued_by_priority())[job.job.trial().priority()]++;
+    }
+  }
+  std::vector<v1::KindSummary> out;
+  for (auto& [kind, summary] : kinds) out.push_back(std::move(summary));
+  return out;
+}
+
+std::vector<v1::Board> JobQueue::Boards(const std::string& kind) {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::Board> out;
+  for (const auto& [id, record] : boards_) {
+    if (kind.empty() || record.board.kind() == kind) out.push_back(record.board);
+  }
+  return out;
+}
+
+// ---- agent side -----------------------------------------------------------------------------
+
+absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
+  if (reg.agent_id().empty()) return absl::InvalidArgumentError("register.agent_id: required");
+  absl::MutexLock lock(&mu_);
+  std::set<std::string> held(reg.held_job_ids().begin(), reg.held_job_ids().end());
+  std::set<std::string>& mine = agent_boards_[reg.agent_id()];
+  for (const v1::BoardRegistration& b : reg.boards()) {
+    if (b.board_id().empty() || b.kind().empty()) {
+      return absl::InvalidArgumentError("register.boards: board_id and kind are required");
+    }
+    auto other = boards_.find(b.board_id());
+    if (other != boards_.end() && other->second.board.agent_id() != reg.agent_id() &&
+        connected_agents_.count(other->second.board.agent_id()) > 0) {
+      return absl::AlreadyExistsError(absl::StrCat("board ", b.board_id(),
+                                                   " is registered by connected agent ",
+                                                   other->second.board.agent_id()));
+    }
+  }
+  connected_agents_.insert(reg.agent_id());
+  for (const v1::BoardRegistration& b : reg.boards()) {
+    BoardRecord& record = boards_[b.board_id()];
+    v1::Board& board = record.board;
+    board.set_board_id(b.board_id());
+    board.set_kind(b.kind());
+    *board.mutable_labels() = b.labels();
+    *board.mutable_capabilities() = b.capabilities();
+    board.set_agent_id(reg.agent_id());
+    board.set_flashes(std::max(board.flashes(), b.flashes()));
+    if (board.state() != v1::QUARANTINED) board.set_state(v1::IDLE);
+    kinds_.insert(b.kind());
+    mine.insert(b.board_id());
+    RETURN_IF_ERROR(SaveBoard(record));
+  }
+  // Running jobs on this agent's boards that it no longer holds lost their attempt.
+  absl::Time now = clock_->Now();
+  std::vector<LiveJob*> lost;
+  for (auto& [id, job] : jobs_) {
+    if (job.job.state() != v1::RUNNING || mine.count(job.job.board_id()) == 0) continue;
+    if (held.count(id) > 0) {
+      job.agent_id = reg.agent_id();
+      job.lease_deadline = now + options_.lease;
+      BoardRecord& record = boards_[job.job.board_id()];
+      record.board.set_state(v1::BUSY);
+      record.board.set_current_job_id(id);
+    } else {
+      lost.push_back(&job);
+    }
+  }
+  for (LiveJob* job : lost) {
+    RETURN_IF_ERROR(EndAttemptWithoutResult(job, v1::BOARD_LOST,
+                                            "the agent reconnected without this job"));
+  }
+  return absl::OkStatus();
+}
+
+void JobQueue::DisconnectAgent(const std::string& agent_id) {
+  absl::MutexLock lock(&mu_);
+  connected_agents_.erase(agent_id);
+  for (const std::string& id : agent_boards_[agent_id]) {
+    auto it = boards_.find(id);
+    if (it == boards_.end() || it->second.board.agent_id() != agent_id) continue;
+    if (it->second.board.state() != v1::QUARANTINED) it->second.board.set_state(v1::OFFLINE);
+  }
+}
+
+void JobQueue::Touch(const std::string& agent_id) {
+  absl::MutexLock lock(&mu_);
+  absl::Time deadline = clock_->Now() + options_.lease;
+  for (auto& [id, job] : jobs_) {
+    if (job.job.state() == v1::RUNNING && job.agent_id == agent_id) job.lease_deadline = deadline;
+  }
+}
+
+std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
+  absl::MutexLock lock(&mu_);
+  std::vector<Offer> offers;
+  if (connected_agents_.count(agent_id) == 0) return offers;
+  absl::Time now = clock_->Now();
+  for (const std::string& board_id : agent_boards_[agent_id]) {
+    BoardRecord& record = boards_[board_id];
+    v1::Board& board = record.board;
+    if (board.agent_id() != agent_id) continue;
+    if (board.state() == v1::QUARANTINED && now >= record.next_health_check) {
+      if (options_.health_check_trial.op().source_case() == v1::OperatorSpec::SOURCE_NOT_SET) {
+        board.set_state(v1::IDLE);  // no check configured: back after the backoff
+        record.recent_infra.clear();
+        board.set_consecutive_infra_failures(0);
+      } else {
+        Offer offer;
+        offer.agent_id = agent_id;
+        record.health_job_id = absl::StrCat("health-", board_id, "-", next_health_++);
+        record.health_deadline = now + options_.lease;
+        offer.offer.set_job_id(record.health_job_id);
+        offer.offer.set_board_id(board_id);
+        *offer.offer.mutable_trial() = options_.health_check_trial;
+        offer.offer.mutable_trial()->set_board_kind(board.kind());
+        offer.offer.mutable_trial()->set_board_id(board_id);
+        offer.offer.set_attempt(1);
+        offer.offer.set_health_check(true);
+        *offer.offer.mutable_lease_deadline() = ToProto(record.health_deadline);
+        board.set_state(v1::HEALTH_CHECK);
+        offers.push_back(std::move(offer));
+        (void)SaveBoard(record);
+        continue;
+      }
+    }
+    if (board.state() != v1::IDLE) continue;
+    LiveJob* job = PickFor(board);
+    if (job == nullptr) continue;
+    Dequeue(*job);
+    job->job.set_state(v1::RUNNING);
+    job->job.set_board_id(board_id);
+    job->agent_id = agent_id;
+    job->lease_deadline = now + options_.lease;
+    v1::Attempt* attempt = job->job.add_attempts();
+    attempt->set_board_id(board_id);
+    attempt->set_agent_id(agent_id);
+    *attempt->mutable_started_at() = ToProto(now);
+    board.set_state(v1::BUSY);
+    board.set_current_job_id(job->job.job_id());
+    // Recorded so a restarted tracker knows the job is out; a failed write only means the job
+    // would be re-queued after a restart, so it does not stop the offer.
+    (void)store_->UpdateJob(job->job);
+    Notify(job->job);
+    Offer offer;
+    offer.agent_id = agent_id;
+    offer.offer.set_job_id(job->job.job_id());
+    offer.offer.set_board_id(board_id);
+    *offer.offer.mutable_trial() = job->job.trial();
+    offer.offer.set_attempt(job->job.attempts_size());
+    *offer.offer.mutable_lease_deadline() = ToProto(job->lease_deadline);
+    offers.push_back(std::move(offer));
+  }
+  return offers;
+}
+
+absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobResult& report) {
+  absl::MutexLock lock(&mu_);
+  // A health check?
+  for (auto& [board_id, record] : boards_) {
+    if (!record.health_job_id.empty() && record.health_job_id == report.job_id()) {
+      record.health_job_id.clear();
+      if (report.result().error_code() == v1::NO_ERROR) {
+        record.board.set_state(v1::IDLE);
+        record.recent_infra.clear();
+        record.board.set_consecutive_infra_failures(0);
+      } else {
+        record.board.set_state(v1::QUARANTINED);
+        record.next_health_check = clock_->Now() + options_.health_check_backoff;
+      }
+      return SaveBoard(record);
+    }
+  }
+  auto it = jobs_.find(report.job_id());
+  if (it == jobs_.end() || it->second.job.state() != v1::RUNNING ||
+      it->second.job.attempts_size() != report.attempt() || it->second.agent_id != agent_id) {
+    return absl::OkStatus();  // already recorded, cancelled, or from a lost attempt: ignore
+  }
+  LiveJob& job = it->second;
+  v1::ErrorCode code = report.result().error_code();
+  bool infra = IsInfrastructureError(code);
+  NoteBoardOutcome(job.job.board_id(), infra);
+  if (infra && job.job.attempts_size() < options_.retry_budget) {
+    return EndAttemptWithoutResult(&job, code, report.result().message());
+  }
+  v1::Attempt* attempt = job.job.mutable_attempts(job.job.attempts_size() - 1);
+  *attempt->mutable_ended_at() = ToProto(clock_->Now());
+  attempt->set_error_code(code);
+  attempt->set_message(report.result().message());
+  FreeBoard(job.job.board_id());
+  return Finish(&job, report.result(), v1::DONE).status();
+}
+
+void JobQueue::RecordFlashes(const std::string& agent_id, const v1::BoardUpdate& update) {
+  absl::MutexLock lock(&mu_);
+  auto it = boards_.find(update.board_id());
+  if (it == boards_.end() || it->second.board.agent_id() != agent_id) return;
+  it->second.board.set_flashes(update.flashes());
+  (void)SaveBoard(it->second);
+}
+
+std::vector<std::string> JobQueue::TakeCancels(const std::string& agent_id) {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> out;
+  auto it = pending_cancels_.find(agent_id);
+  if (it != pending_cancels_.end()) {
+    out = std::move(it->second);
+    pending_cancels_.erase(it);
+  }
+  return out;
+}
+
+int JobQueue::ExpireLeases() {
+  absl::MutexLock lock(&mu_);
+  absl::Time now = clock_->Now();
+  std::vector<LiveJob*> expired;
+  for (auto& [id, job] : jobs_) {
+    if (job.job.state() == v1::RUNNING && now >= job.lease_deadline) expired.push_back(&job);
+  }
+  for (LiveJob* job : expired) {
+    counters_.lease_expiries++;
+    NoteBoardOutcome(job->job.board_id(), true);
+    (void)EndAttemptWithoutResult(job, v1::BOARD_LOST, "the lease expired");
+  }
+  for (auto& [board_id, record] : boards_) {
+    if (!record.health_job_id.empty() && now >= record.health_deadline) {
+      record.health_job_id.clear();
+      record.board.set_state(v1::QUARANTINED);
+      record.next_health_check = now + options_.health_check_backoff;
+      counters_.lease_expiries++;
+    }
+  }
+  return static_cast<int>(expired.size());
+}
+
+// ---- attempts and results -------------------------------------------------------------------
+
+absl::Status JobQueue::EndAttemptWithoutResult(LiveJob* job, v1::ErrorCode code,
+                                               const std::string& why) {
+  v1::Attempt* attempt = job->job.mutable_attempts(job->job.attempts_size() - 1);
+  *attempt->mutable_ended_at() = ToProto(clock_->Now());
+  attempt->set_error_code(code);
+  attempt->set_message(why);
+  FreeBoard(job->job.board_id());
+  if (job->job.attempts_size() < options_.retry_budget) {
+    counters_.requeues++;
+    Enqueue(job);
+    RETURN_IF_ERROR(store_->UpdateJob(job->job));
+    Notify(job->job);
+    return absl::OkStatus();
+  }
+  v1::Result result;
+  result.set_error_code(v1::BOARD_LOST);
+  result.set_message(absl::StrCat("no result after ", job->job.attempts_size(),
+                                  " attempts; last: ", why));
+  result.set_board_id(job->job.board_id());
+  return Finish(job, result, v1::DONE).status();
+}
+
+absl::StatusOr<v1::Job> JobQueue::Finish(LiveJob* job, const v1::Result& result,
+                                          v1::JobState state) {
+  v1::Job j = job->job;
+  j.set_state(state);
+  *j.mutable_result() = result;
+  j.mutable_result()->set_attempts(j.attempts_size());
+  *j.mutable_result()->mutable_submitted_at() = j.submitted_at();
+  j.mutable_result()->set_autotvm_error_no(ToAutoTvmErrorNo(result.error_code()));
+  // Stored first: if that fails the job stays live and the agent sends the result again.
+  RETURN_IF_ERROR(store_->UpdateJob(j));
+  Notify(j);
+  if (state == v1::CANCELLED_STATE) {
+    counters_.jobs_cancelled++;
+  } else {
+    counters_.jobs_done++;
+  }
+  job_by_seq_.erase(job->seq);
+  jobs_.erase(j.job_id());  // `job` dangles from here
+  return j;
+}
+
+void JobQueue::NoteBoardOutcome(const std::string& board_id, bool infra_error) {
+  auto it = boards_.find(board_id);
+  if (it == boards_.end()) return;
+  BoardRecord& record = it->second;
+  record.board.set_consecutive_infra_failures(
+      infra_error ? record.board.consecutive_infra_failures() + 1 : 0);
+  if (infra_error && record.board.consecutive_infra_failures() >= options_.quarantine_threshold) {
+    record.board.set_state(v1::QUARANTINED);
+    record.next_health_check = clock_->Now();
+  }
+  (void)SaveBoard(record);
+}
+
+void JobQueue::FreeBoard(const std::string& board_id) {
+  auto it = boards_.find(board_id);
+  if (it == boards_.end()) return;
+  v1::Board& board = it->second.board;
+  board.clear_current_job_id();
+  if (board.state() == v1::BUSY) {
+    board.set_state(connected_agents_.count(board.agent_id()) ? v1::IDLE : v1::OFFLINE);
+  }
+}
+
+void JobQueue::Notify(const v1::Job& job) {
+  for (auto& [id, listener] : listeners_) listener(job);
+}
+
+absl::Status JobQueue::SaveBoard(const BoardRecord& record) {
+  return store_->UpsertBoard(record.board);
+}
+
+int JobQueue::AddListener(Listener listener) {
+  absl::MutexLock lock(&mu_);
+  int id = next_listener_++;
+  listeners_[id] = std::move(listener);
+  return id;
+}
+
+void JobQueue::RemoveListener(int id) {
+  absl::MutexLock lock(&mu_);
+  listeners_.erase(id);
+}
+
+QueueStats JobQueue::Stats() {
+  absl::MutexLock lock(&mu_);
+  QueueStats stats = counters_;
+  for (const auto& [id, job] : jobs_) {
+    stats.jobs_by_state[job.job.state()]++;
+    if (job.job.state() == v1::QUEUED) {
+      stats.queued_by_kind_priority[{job.job.trial().board_kind(), job.job.trial().priority()}]++;
+    }
+  }
+  for (const auto& [id, record] : boards_) stats.boards_by_state[record.board.state()]++;
+  return stats;
+}
+
+}  // namespace benchfarm::tracker

@@ -1,0 +1,192 @@
+// JobQueue: the tracker's gRPC-free core — per board-kind queues, scheduling, leases, retries,
+// board health, cancellation — over a durable Store and an injected Clock.
+//
+// Scheduling: each board kind has its own queue. A free board gets the highest-priority job it
+// may run (a job pinned to a board id, or to labels, runs only on a matching board); among jobs
+// of equal priority, clients take turns (fair share), and each client's jobs go in submission
+// order.
+//
+// Leases: an offered job is leased to its board until now + lease; any message from the agent
+// (heartbeat, ack, progress) renews the leases of all its running jobs. An expired lease, or an
+// agent that re-registers without the job, ends the attempt with BOARD_LOST; the job is queued
+// again with its attempt history until it has used retry_budget attempts, then it is DONE with
+// BOARD_LOST. An infrastructure error reported by the agent (IsInfrastructureError) re-queues
+// the same way. A board whose last quarantine_threshold attempts all ended in infrastructure
+// errors is QUARANTINED: it gets no work except a health check (health_check_trial, pinned to
+// it), and returns to service when that passes.
+//
+// Durability: every accepted submission and every recorded result is in the Store before the
+// call returns OK. After a restart, Recover() queues the stored QUEUED jobs and keeps the RUNNING
+// ones leased for one more lease period, so agents that reconnect holding them carry on; the
+// rest re-queue when the lease expires.
+//
+// Errors: InvalidArgument naming the field for a malformed submission (nothing is stored);
+// NotFound for unknown jobs or agents; FailedPrecondition for a job in the wrong state;
+// the Store's errors.
+//
+// Thread-safety: every method is safe to call from any thread; state is guarded by one mutex.
+// Listeners are called with that mutex held: they must not block or call back into the queue.
+
+#ifndef BENCHFARM_TRACKER_JOB_QUEUE_H_
+#define BENCHFARM_TRACKER_JOB_QUEUE_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "proto/benchfarm.pb.h"
+#include "tracker/clock.h"
+#include "tracker/store.h"
+
+namespace benchfarm::tracker {
+
+struct JobQueueOptions {
+  absl::Duration lease = absl::Seconds(60);
+  int retry_budget = 3;
+  int quarantine_threshold = 3;
+  // Run on a quarantined board (board_kind and board_id are set to the board's). Empty op: a
+  // quarantined board is given back to service after health_check_backoff without a check.
+  v1::Trial health_check_trial;
+  absl::Duration health_check_backoff = absl::Seconds(30);
+  int max_trials_per_submission = 10000;
+  // Board kinds jobs may name; empty: any kind that has ever registered a board, plus any kind
+  // named here. A trial for another kind is InvalidArgument.
+  std::vector<std::string> known_kinds;
+};
+
+// What one free board should run now.
+struct Offer {
+  std::string agent_id;
+  v1::JobOffer offer;
+};
+
+// Counters and gauges for /metrics.
+struct QueueStats {
+  std::map<std::pair<std::string, int>, int64_t> queued_by_kind_priority;
+  std::map<v1::JobState, int64_t> jobs_by_state;  // live jobs (QUEUED, RUNNING); finished counted below
+  int64_t jobs_done = 0;
+  int64_t jobs_cancelled = 0;
+  int64_t lease_expiries = 0;
+  int64_t requeues = 0;
+  std::map<v1::BoardState, int64_t> boards_by_state;
+  std::map<std::string, int64_t> trials_by_client;
+};
+
+class JobQueue {
+ public:
+  // store and clock are borrowed and outlive the queue.
+  JobQueue(Store* store, const Clock* clock, JobQueueOptions options);
+
+  // Loads boards and unfinished jobs from the store (see Durability). Call once, before use.
+  absl::Status Recover();
+
+  // ---- client side ----
+  // Validates and stores the trials as new jobs; returns their ids. A repeated
+  // (client_id, request_id) returns the first submission's ids and stores nothing.
+  absl::StatusOr<std::vector<std::string>> Submit(const std::string& client_id,
+                                                  const std::string& request_id,
+                                                  const std::vector<v1::Trial>& trials);
+  absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
+  // A queued job is cancelled at once; a running one is cancelled and its agent told to stop
+  // (PendingCancels); a finished one is FailedPrecondition.
+  absl::StatusOr<v1::Job> Cancel(const std::string& job_id);
+  absl::StatusOr<std::vector<StoredJob>> List(const JobFilter& filter);
+  std::vector<v1::KindSummary> Summary();
+  std::vector<v1::Board> Boards(const std::string& kind);
+
+  // ---- agent side ----
+  // The agent (re)connects with its boards and the jobs it still holds. Its other RUNNING jobs
+  // lose their attempt (BOARD_LOST) and re-queue.
+  absl::Status RegisterAgent(const v1::Register& registration);
+  // The agent's stream ended: its boards go OFFLINE; its jobs keep their leases (it may return).
+  void DisconnectAgent(const std::string& agent_id);
+  // Any sign of life: renews the leases of the agent's running jobs.
+  void Touch(const std::string& agent_id);
+  // Jobs for the agent's free boards (each board gets at most one), marked RUNNING and leased.
+  std::vector<Offer> TakeOffers(const std::string& agent_id);
+  // Records a result. Exactly once: a result for a job that is not running this attempt (e.g.
+  // sent again after a reconnect) is accepted and ignored. Returns the job as it now is.
+  absl::Status ReportResult(const std::string& agent_id, const v1::JobResult& result);
+  void RecordFlashes(const std::string& agent_id, const v1::BoardUpdate& update);
+  // Cancellations to deliver to the agent (each returned once).
+  std::vector<std::string> TakeCancels(const std::string& agent_id);
+  // Ends every attempt whose lease has expired (see Leases). Returns how many.
+  int ExpireLeases();
+
+  // Called with every job whose state or result changed.
+  using Listener = std::function<void(const v1::Job&)>;
+  int AddListener(Listener listener);
+  void RemoveListener(int id);
+
+  QueueStats Stats();
+
+ private:
+  struct LiveJob {
+    int64_t seq = 0;
+    v1::Job job;
+    absl::Time lease_deadline;
+    std::string agent_id;
+  };
+  struct Level {  // one priority of one kind
+    std::map<std::string, std::deque<int64_t>> by_client;  // client -> job seqs, in order
+    std::string last_client;
+  };
+  struct BoardRecord {
+    v1::Board board;
+    std::deque<bool> recent_infra;  // last attempts: true = infrastructure error
+    absl::Time next_health_check;
+    std::string health_job_id;
+    absl::Time health_deadline;
+  };
+
+  absl::Status ValidateTrial(const v1::Trial& trial, int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void Enqueue(LiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Dequeue(const LiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Eligible(const v1::Trial& trial, const v1::Board& board) const;
+  LiveJob* PickFor(const v1::Board& board) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the current attempt of a running job that produced no result: re-queue or fail.
+  absl::Status EndAttemptWithoutResult(LiveJob* job, v1::ErrorCode code, const std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores the job as finished and drops it from memory; returns it as stored.
+  absl::StatusOr<v1::Job> Finish(LiveJob* job, const v1::Result& result, v1::JobState state)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NoteBoardOutcome(const std::string& board_id, bool infra_error)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FreeBoard(const std::string& board_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Notify(const v1::Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status SaveBoard(const BoardRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  Store* const store_;
+  const Clock* const clock_;
+  const JobQueueOptions options_;
+
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, LiveJob> jobs_ ABSL_GUARDED_BY(mu_);  // QUEUED and RUNNING
+  absl::flat_hash_map<int64_t, std::string> job_by_seq_ ABSL_GUARDED_BY(mu_);
+  // kind -> priority (highest first) -> level
+  std::map<std::string, std::map<int, Level, std::greater<int>>> queues_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, BoardRecord> boards_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::set<std::string>> agent_boards_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> connected_agents_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<std::string>> pending_cancels_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> kinds_ ABSL_GUARDED_BY(mu_);
+  std::map<int, Listener> listeners_ ABSL_GUARDED_BY(mu_);
+  int next_listener_ ABSL_GUARDED_BY(mu_) = 1;
+  int64_t next_health_ ABSL_GUARDED_BY(mu_) = 1;
+  QueueStats counters_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace benchfarm::tracker
+
+#endif  // BENCHFARM_TRACKER_JOB_QUEUE_H_

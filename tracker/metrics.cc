@@ -1,0 +1,132 @@
+// Metrics: see metrics.h.
+#include "tracker/metrics.h"
+
+#include <exception>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace benchfarm::tracker {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+const prometheus::Histogram::BucketBoundaries& SecondsBuckets() {
+  static const auto* b = new prometheus::Histogram::BucketBoundaries{
+      0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800};
+  return *b;
+}
+
+std::string StateName(v1::JobState s) { return v1::JobState_Name(s); }
+std::string BoardStateName(v1::BoardState s) { return v1::BoardState_Name(s); }
+
+}  // namespace
+
+Metrics::Metrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      queue_depth_(prometheus::BuildGauge()
+                       .Name("benchfarm_tracker_queue_depth")
+                       .Help("Queued jobs by board kind and priority")
+                       .Register(*registry_)),
+      jobs_(prometheus::BuildGauge()
+                .Name("benchfarm_tracker_jobs")
+                .Help("Live jobs by state")
+                .Register(*registry_)),
+      finished_(prometheus::BuildCounter()
+                    .Name("benchfarm_tracker_jobs_finished_total")
+                    .Help("Jobs that finished, by how")
+                    .Register(*registry_)),
+      boards_(prometheus::BuildGauge()
+                  .Name("benchfarm_tracker_boards")
+                  .Help("Boards by state")
+                  .Register(*registry_)),
+      lease_expiries_(prometheus::BuildCounter()
+                          .Name("benchfarm_tracker_lease_expiries_total")
+                          .Help("Job leases that expired without a result")
+                          .Register(*registry_)
+                          .Add({})),
+      requeues_(prometheus::BuildCounter()
+                    .Name("benchfarm_tracker_requeues_total")
+                    .Help("Jobs queued again after a lost or failed attempt")
+                    .Register(*registry_)
+                    .Add({})),
+      submitted_(prometheus::BuildCounter()
+                     .Name("benchfarm_tracker_trials_submitted_total")
+                     .Help("Trials accepted, by client")
+                     .Register(*registry_)),
+      wait_(prometheus::BuildHistogram()
+                .Name("benchfarm_tracker_job_wait_seconds")
+                .Help("Time from submission to the first start on a board")
+                .Register(*registry_)
+                .Add({}, SecondsBuckets())),
+      run_(prometheus::BuildHistogram()
+               .Name("benchfarm_tracker_job_run_seconds")
+               .Help("Time from the last start on a board to the result")
+               .Register(*registry_)
+               .Add({}, SecondsBuckets())) {
+  for (v1::JobState s : {v1::QUEUED, v1::RUNNING}) jobs_.Add({{"state", StateName(s)}});
+  for (const char* r : {"done", "cancelled"}) finished_.Add({{"result", r}});
+}
+
+absl::Status Metrics::Serve(const std::string& address) {
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(address);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("metrics: cannot serve on ", address, ": ", e.what()));
+  }
+  exposer_->RegisterCollectable(registry_);
+  return absl::OkStatus();
+}
+
+int Metrics::port() const {
+  if (!exposer_) return 0;
+  std::vector<int> ports = exposer_->GetListeningPorts();
+  return ports.empty() ? 0 : ports[0];
+}
+
+void Metrics::Update(const QueueStats& stats) {
+  absl::MutexLock lock(&mu_);
+  // Gauges: reset the series we set last time, then set the current values.
+  for (const auto& [key, n] : last_.queued_by_kind_priority) {
+    queue_depth_.Add({{"board_kind", key.first}, {"priority", absl::StrCat(key.second)}}).Set(0);
+  }
+  for (const auto& [key, n] : stats.queued_by_kind_priority) {
+    queue_depth_.Add({{"board_kind", key.first}, {"priority", absl::StrCat(key.second)}})
+        .Set(static_cast<double>(n));
+  }
+  for (v1::JobState s : {v1::QUEUED, v1::RUNNING}) {
+    auto it = stats.jobs_by_state.find(s);
+    jobs_.Add({{"state", StateName(s)}}).Set(it == stats.jobs_by_state.end() ? 0 : it->second);
+  }
+  for (const auto& [state, n] : last_.boards_by_state) boards_.Add({{"state", BoardStateName(state)}}).Set(0);
+  for (const auto& [state, n] : stats.boards_by_state) {
+    boards_.Add({{"state", BoardStateName(state)}}).Set(static_cast<double>(n));
+  }
+  // Counters: add what grew since last time.
+  lease_expiries_.Increment(static_cast<double>(stats.lease_expiries - last_.lease_expiries));
+  requeues_.Increment(static_cast<double>(stats.requeues - last_.requeues));
+  finished_.Add({{"result", "done"}}).Increment(static_cast<double>(stats.jobs_done - last_.jobs_done));
+  finished_.Add({{"result", "cancelled"}})
+      .Increment(static_cast<double>(stats.jobs_cancelled - last_.jobs_cancelled));
+  for (const auto& [client, n] : stats.trials_by_client) {
+    auto it = last_.trials_by_client.find(client);
+    int64_t before = it == last_.trials_by_client.end() ? 0 : it->second;
+    submitted_.Add({{"client", client}}).Increment(static_cast<double>(n - before));
+  }
+  last_ = stats;
+}
+
+void Metrics::JobFinished(const v1::Job& job) {
+  if (job.attempts_size() == 0) return;
+  const v1::Attempt& first = job.attempts(0);
+  const v1::Attempt& last = job.attempts(job.attempts_size() - 1);
+  double wait = TimeUtil::DurationToNanoseconds(first.started_at() - job.submitted_at()) * 1e-9;
+  if (wait >= 0) wait_.Observe(wait);
+  if (last.has_ended_at()) {
+    double run = TimeUtil::DurationToNanoseconds(last.ended_at() - last.started_at()) * 1e-9;
+    if (run >= 0) run_.Observe(run);
+  }
+}
+
+}  // namespace benchfarm::tracker

@@ -1,0 +1,104 @@
+// TrackerService: the tracker's gRPC surface over JobQueue — the client service (Tracker) and the
+// agent service (TrackerAgent: one bidirectional stream per agent) — on gRPC's callback API.
+// Methods stay thin: they check the request, call the core, convert the status.
+//
+// A dispatcher thread offers queued jobs to free boards of connected agents (at once when
+// something changes, and every dispatch_period otherwise) and expires leases.
+//
+// Thread-safety: all methods are called by gRPC on its threads; reactors never block beyond the
+// core's short critical sections (which include SQLite commits).
+
+#ifndef BENCHFARM_TRACKER_SERVICE_H_
+#define BENCHFARM_TRACKER_SERVICE_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "proto/benchfarm.grpc.pb.h"
+#include "tracker/job_queue.h"
+
+namespace benchfarm::tracker {
+
+class AgentStream;
+class Metrics;
+
+// absl::Status -> grpc::Status, keeping the code and the message.
+grpc::Status ToGrpc(const absl::Status& status);
+
+struct ServiceOptions {
+  absl::Duration heartbeat = absl::Seconds(5);  // told to agents
+  absl::Duration lease = absl::Seconds(60);     // told to agents
+  absl::Duration dispatch_period = absl::Milliseconds(200);
+};
+
+class TrackerService final : public v1::Tracker::CallbackService,
+                             public v1::TrackerAgent::CallbackService {
+ public:
+  // queue and metrics (may be null) are borrowed and outlive the service.
+  TrackerService(JobQueue* queue, Metrics* metrics, ServiceOptions options);
+  ~TrackerService() override;
+
+  // Stops the dispatcher and ends every agent stream. Call before shutting the server down.
+  void Stop();
+
+  // ---- Tracker ----
+  grpc::ServerUnaryReactor* SubmitTrials(grpc::CallbackServerContext* context,
+                                         const v1::SubmitTrialsRequest* request,
+                                         v1::SubmitTrialsResponse* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
+                                   const v1::GetJobRequest* request, v1::Job* response) override;
+  grpc::ServerWriteReactor<v1::JobEvent>* WatchJobs(grpc::CallbackServerContext* context,
+                                                    const v1::WatchJobsRequest* request) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
+                                      const v1::CancelJobRequest* request,
+                                      v1::CancelJobResponse* response) override;
+  grpc::ServerUnaryReactor* ListResults(grpc::CallbackServerContext* context,
+                                        const v1::ListResultsRequest* request,
+                                        v1::ListResultsResponse* response) override;
+  grpc::ServerUnaryReactor* QueueSummary(grpc::CallbackServerContext* context,
+                                         const v1::QueueSummaryRequest* request,
+                                         v1::QueueSummaryResponse* response) override;
+  grpc::ServerUnaryReactor* ListBoards(grpc::CallbackServerContext* context,
+                                       const v1::ListBoardsRequest* request,
+                                       v1::ListBoardsResponse* response) override;
+
+  // ---- TrackerAgent ----
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::TrackerMessage>* Connect(
+      grpc::CallbackServerContext* context) override;
+
+  // Wakes the dispatcher (new work or a freed board).
+  void Poke();
+
+  // For AgentStream.
+  JobQueue* queue() const { return queue_; }
+  Metrics* metrics() const { return metrics_; }
+  const ServiceOptions& options() const { return options_; }
+  void Attach(const std::string& agent_id, AgentStream* stream);
+  void Detach(const std::string& agent_id, AgentStream* stream);
+
+ private:
+  void DispatchLoop();
+  void DispatchOnce();
+
+  JobQueue* const queue_;
+  Metrics* const metrics_;
+  const ServiceOptions options_;
+
+  // Lock order: mu_, then the queue's lock, then a stream's. JobQueue listeners (which run under
+  // the queue's lock) only take poke_mu_.
+  absl::Mutex mu_;
+  std::map<std::string, AgentStream*> streams_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex poke_mu_;
+  bool poked_ ABSL_GUARDED_BY(poke_mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(poke_mu_) = false;
+  std::thread dispatcher_;
+};
+
+}  // namespace benchfarm::tracker
+
+#endif  // BENCHFARM_TRACKER_SERVICE_H_

@@ -1,0 +1,566 @@
+#include "tracker/sqlite_store.h"
+
+#include <sqlite3.h>
+
+#include <cstring>
+#include <string_view>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include "absl/memory/memory.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "device/status_macros.h"
+
+namespace benchfarm::tracker {
+namespace {
+
+// The schema of version 1. seq is AUTOINCREMENT so a sequence number is never reused, even after
+// the newest job is deleted by hand: clients page with after_seq. The single-column indexes also
+// order by seq (SQLite appends the rowid to every index), so "state = ? AND seq > ? ORDER BY seq"
+// is one index range. submissions.job_ids is a serialized v1::SubmitTrialsResponse: the answer a
+// retried submission gets.
+constexpr char kSchemaSql[] = R"sql(
+CREATE TABLE IF NOT EXISTS jobs (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id TEXT UNIQUE NOT NULL,
+  client_id TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  board_kind TEXT NOT NULL,
+  op TEXT NOT NULL,
+  priority INTEGER NOT NULL,
+  data BLOB NOT NULL  -- serialized v1::Job
+);
+CREATE INDEX IF NOT EXISTS jobs_client_seq ON jobs (client_id, seq);
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state);
+CREATE INDEX IF NOT EXISTS jobs_board_kind ON jobs (board_kind);
+CREATE TABLE IF NOT EXISTS submissions (
+  client_id TEXT NOT NULL,
+  request_id TEXT NOT NULL,
+  job_ids BLOB NOT NULL,  -- serialized v1::SubmitTrialsResponse
+  PRIMARY KEY (client_id, request_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS boards (
+  board_id TEXT PRIMARY KEY NOT NULL,
+  data BLOB NOT NULL  -- serialized v1::Board
+);
+)sql";
+
+// ListJobs' optional conditions, one bit each in the key of list_statements_.
+constexpr int kByClient = 1;
+constexpr int kByBoardKind = 2;
+constexpr int kByOp = 4;
+constexpr int kByState = 8;
+
+// Resets a cached statement and drops its bindings when a use of it ends, whatever the path out,
+// so the next use starts clean and no statement keeps a read transaction open. Build any error
+// status before this runs: sqlite3_errmsg belongs to the last call.
+class StatementUse {
+ public:
+  explicit StatementUse(sqlite3_stmt* statement) : statement_(statement) {}
+  ~StatementUse() {
+    sqlite3_reset(statement_);
+    sqlite3_clear_bindings(statement_);
+  }
+  StatementUse(const StatementUse&) = delete;
+  StatementUse& operator=(const StatementUse&) = delete;
+
+ private:
+  sqlite3_stmt* statement_;
+};
+
+bool IsConstraintViolation(int rc) { return (rc & 0xff) == SQLITE_CONSTRAINT; }
+
+// Failures that mean "this file cannot serve as the store" when they happen while opening it;
+// anything else at that point is an unexpected SQLite failure (Internal).
+absl::StatusCode OpenErrorCode(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_CANTOPEN:
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+      return absl::StatusCode::kFailedPrecondition;
+    default:
+      return absl::StatusCode::kInternal;
+  }
+}
+
+std::string_view ColumnBytes(sqlite3_stmt* statement, int column) {
+  // Call order matters: sqlite3_column_bytes after sqlite3_column_blob (SQLite's documented rule).
+  const void* bytes = sqlite3_column_blob(statement, column);
+  int size = sqlite3_column_bytes(statement, column);
+  if (bytes == nullptr) return {};  // NULL or a zero-length blob
+  return std::string_view(static_cast<const char*>(bytes), static_cast<size_t>(size));
+}
+
+}  // namespace
+
+void SqliteStore::StatementDeleter::operator()(sqlite3_stmt* statement) const {
+  sqlite3_finalize(statement);
+}
+
+SqliteStore::SqliteStore(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+
+SqliteStore::~SqliteStore() {
+  absl::MutexLock lock(&mu_);
+  // Statements first: sqlite3_close_v2 would otherwise keep the connection alive as a zombie.
+  list_statements_.clear();
+  for (Statement& statement : statements_) statement.reset();
+  sqlite3_close_v2(db_);
+}
+
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
+                                                               SqliteStoreOptions options) {
+  if (path.empty()) return absl::InvalidArgumentError("sqlite store: empty database path");
+  if (options.busy_timeout_ms < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sqlite store ", path, ": busy_timeout_ms is negative (",
+                     options.busy_timeout_ms, ")"));
+  }
+  sqlite3* db = nullptr;
+  // NOMUTEX: mu_ already serializes every use of the connection.
+  const int rc = sqlite3_open_v2(
+      path.c_str(), &db,
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
+      nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    const int system_errno = db != nullptr ? sqlite3_system_errno(db) : 0;
+    if (system_errno != 0) {
+      absl::StrAppend(&message, " (", std::generic_category().message(system_errno), ")");
+    }
+    sqlite3_close_v2(db);  // a handle is returned even on failure; null is a no-op
+    return absl::Status(OpenErrorCode(rc),
+                        absl::StrCat("sqlite store ", path, ": cannot open: ", message));
+  }
+  auto store = absl::WrapUnique(new SqliteStore(path, db));
+  {
+    absl::MutexLock lock(&store->mu_);
+    RETURN_IF_ERROR(store->Configure(options));
+    RETURN_IF_ERROR(store->CreateOrCheckSchema());
+    RETURN_IF_ERROR(store->PrepareStatements());
+  }
+  return store;
+}
+
+absl::Status SqliteStore::Configure(const SqliteStoreOptions& options) {
+  sqlite3_busy_timeout(db_, options.busy_timeout_ms);
+
+  // SQLite quietly falls back to read-only when the file is not writable; every later write
+  // would fail, so refuse now.
+  if (sqlite3_db_readonly(db_, "main") == 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("sqlite store ", path_,
+                     ": opened read-only (the file or its directory is not writable)"));
+  }
+
+  // The first statement reads the file: a file that is not a database fails here, with
+  // SQLITE_NOTADB. A crashed writer's WAL is recovered here too, before the check reads it.
+  sqlite3_stmt* raw_check = nullptr;
+  int rc = sqlite3_prepare_v2(db_, "PRAGMA quick_check(10)", -1, &raw_check, nullptr);
+  Statement check(raw_check);
+  if (rc != SQLITE_OK) return Error(OpenErrorCode(rc), "PRAGMA quick_check", rc);
+  std::vector<std::string> problems;
+  while ((rc = sqlite3_step(check.get())) == SQLITE_ROW) {
+    const unsigned char* text = sqlite3_column_text(check.get(), 0);
+    // Multi-line reports ("*** in database main ***\nOn tree page ...") become one line.
+    problems.push_back(absl::StrReplaceAll(
+        text != nullptr ? reinterpret_cast<const char*>(text) : "", {{"\n", " "}}));
+  }
+  if (rc != SQLITE_DONE) return Error(OpenErrorCode(rc), "PRAGMA quick_check", rc);
+  check.reset();
+  if (problems != std::vector<std::string>{"ok"}) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("sqlite store ", path_, ": the database is damaged; PRAGMA quick_check says: ",
+                     absl::StrJoin(problems, "; ")));
+  }
+
+  ASSIGN_OR_RETURN(std::string mode, QueryText("PRAGMA journal_mode=WAL"));
+  if (mode != "wal") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sqlite store ", path_, ": journal_mode is '", mode,
+        "', not 'wal' (WAL needs a local file system with shared memory and a writable directory)"));
+  }
+  RETURN_IF_ERROR(
+      Exec(options.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
+  RETURN_IF_ERROR(Exec("PRAGMA foreign_keys=ON"));
+
+  for (auto [id, sql] : {std::pair{kBegin, "BEGIN IMMEDIATE"}, std::pair{kCommit, "COMMIT"},
+                         std::pair{kRollback, "ROLLBACK"}}) {
+    ASSIGN_OR_RETURN(statements_[id], Prepare(sql));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::CreateOrCheckSchema() {
+  return InTransaction([&]() -> absl::Status {
+    ASSIGN_OR_RETURN(std::string version_text, QueryText("PRAGMA user_version"));
+    int version = 0;
+    if (!absl::SimpleAtoi(version_text, &version)) {
+      return absl::InternalError(absl::StrCat("sqlite store ", path_,
+                                              ": PRAGMA user_version returned '", version_text, "'"));
+    }
+    if (version > kSchemaVersion) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "sqlite store ", path_, ": created by a newer benchfarm (schema version ", version,
+          "; this build knows versions up to ", kSchemaVersion, ")"));
+    }
+    if (version == kSchemaVersion) return absl::OkStatus();
+    // Version 0: a new, empty file gets the schema; a file with someone else's tables is left
+    // alone rather than mixed into.
+    ASSIGN_OR_RETURN(std::string objects, QueryText("SELECT count(*) FROM sqlite_master"));
+    if (objects != "0") {
+      return absl::FailedPreconditionError(
+          absl::StrCat("sqlite store ", path_, ": holds ", objects,
+                       " tables or indexes but no benchfarm schema version (not a benchfarm store)"));
+    }
+    RETURN_IF_ERROR(Exec(kSchemaSql));
+    return Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
+  });
+}
+
+absl::Status SqliteStore::PrepareStatements() {
+  const std::string unfinished =
+      absl::StrCat("SELECT seq, data FROM jobs WHERE state IN (", v1::QUEUED, ", ", v1::RUNNING,
+                   ") ORDER BY seq");
+  const std::pair<StatementId, std::string> sqls[] = {
+      {kFindSubmission, "SELECT job_ids FROM submissions WHERE client_id = ?1 AND request_id = ?2"},
+      {kInsertSubmission,
+       "INSERT INTO submissions (client_id, request_id, job_ids) VALUES (?1, ?2, ?3)"},
+      {kInsertJob,
+       "INSERT INTO jobs (job_id, client_id, state, board_kind, op, priority, data) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+      {kUpdateJob,
+       "UPDATE jobs SET client_id = ?2, state = ?3, board_kind = ?4, op = ?5, priority = ?6, "
+       "data = ?7 WHERE job_id = ?1"},
+      {kGetJob, "SELECT seq, data FROM jobs WHERE job_id = ?1"},
+      {kLoadUnfinished, unfinished},
+      {kUpsertBoard,
+       "INSERT INTO boards (board_id, data) VALUES (?1, ?2) "
+       "ON CONFLICT (board_id) DO UPDATE SET data = excluded.data"},
+      {kLoadBoards, "SELECT board_id, data FROM boards ORDER BY board_id"},
+  };
+  for (const auto& [id, sql] : sqls) {
+    ASSIGN_OR_RETURN(statements_[id], Prepare(sql));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SqliteStore::Statement> SqliteStore::Prepare(const std::string& sql) {
+  sqlite3_stmt* statement = nullptr;
+  // PERSISTENT: these statements live as long as the store, so SQLite keeps them out of its
+  // short-lived lookaside memory.
+  const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size() + 1),
+                                    SQLITE_PREPARE_PERSISTENT, &statement, nullptr);
+  Statement owned(statement);
+  if (rc != SQLITE_OK) {
+    return Error(absl::StrCat("preparing \"", sql, "\"").c_str(), rc);
+  }
+  return owned;
+}
+
+absl::Status SqliteStore::Exec(const char* sql) {
+  const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) return Error(OpenErrorCode(rc), sql, rc);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> SqliteStore::QueryText(const char* sql) {
+  ASSIGN_OR_RETURN(Statement statement, Prepare(sql));
+  const int rc = sqlite3_step(statement.get());
+  if (rc != SQLITE_ROW) {
+    if (rc == SQLITE_DONE) {
+      return absl::InternalError(absl::StrCat("sqlite store ", path_, ": ", sql, ": no result"));
+    }
+    return Error(OpenErrorCode(rc), sql, rc);
+  }
+  const unsigned char* text = sqlite3_column_text(statement.get(), 0);
+  return std::string(text != nullptr ? reinterpret_cast<const char*>(text) : "");
+}
+
+template <typename Body>
+absl::Status SqliteStore::InTransaction(Body body) {
+  RETURN_IF_ERROR(StepDone(statements_[kBegin].get(), "BEGIN IMMEDIATE"));
+  absl::Status status = body();
+  if (status.ok()) {
+    status = StepDone(statements_[kCommit].get(), "COMMIT");
+    if (status.ok()) return status;
+  }
+  // Some errors (SQLITE_FULL, I/O errors) have already rolled the transaction back.
+  if (sqlite3_get_autocommit(db_) == 0) {
+    // The first error is the one worth reporting; a failed ROLLBACK leaves nothing committed.
+    StepDone(statements_[kRollback].get(), "ROLLBACK").IgnoreError();
+  }
+  return status;
+}
+
+absl::Status SqliteStore::StepDone(sqlite3_stmt* statement, const char* what) {
+  StatementUse use(statement);
+  const int rc = sqlite3_step(statement);
+  if (rc != SQLITE_DONE) return Error(what, rc);
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::Error(absl::StatusCode code, const char* what, int rc) const {
+  const char* message = sqlite3_errmsg(db_);
+  const char* generic = sqlite3_errstr(rc);
+  std::string text = absl::StrCat("sqlite store ", path_, ": ", what, ": ", message);
+  if (std::strcmp(message, generic) != 0) absl::StrAppend(&text, " (", generic, ")");
+  const int primary = rc & 0xff;
+  const int system_errno = sqlite3_system_errno(db_);
+  if ((primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN || primary == SQLITE_FULL) &&
+      system_errno != 0) {
+    absl::StrAppend(&text, ": ", std::generic_category().message(system_errno));
+  }
+  return absl::Status(code, text);
+}
+
+namespace {
+
+absl::Status BindText(sqlite3_stmt* statement, int index, std::string_view text) {
+  // SQLITE_STATIC: every bound string outlives the statement's use (StatementUse).
+  if (sqlite3_bind_text64(statement, index, text.data(), text.size(), SQLITE_STATIC,
+                          SQLITE_UTF8) != SQLITE_OK) {
+    return absl::InternalError(absl::StrCat("binding parameter ", index, " (", text.size(),
+                                            " bytes): ", sqlite3_errmsg(sqlite3_db_handle(statement))));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BindBlob(sqlite3_stmt* statement, int index, std::string_view bytes) {
+  if (sqlite3_bind_blob64(statement, index, bytes.data(), bytes.size(), SQLITE_STATIC) !=
+      SQLITE_OK) {
+    return absl::InternalError(absl::StrCat("binding parameter ", index, " (", bytes.size(),
+                                            " bytes): ", sqlite3_errmsg(sqlite3_db_handle(statement))));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BindInt(sqlite3_stmt* statement, int index, int64_t value) {
+  if (sqlite3_bind_int64(statement, index, value) != SQLITE_OK) {
+    return absl::InternalError(absl::StrCat("binding parameter ", index, ": ",
+                                            sqlite3_errmsg(sqlite3_db_handle(statement))));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status SqliteStore::BindJob(sqlite3_stmt* statement, const v1::Job& job, std::string* data) {
+  if (!job.SerializeToString(data)) {
+    return absl::InternalError(
+        absl::StrCat("sqlite store ", path_, ": job ", job.job_id(), " does not serialize"));
+  }
+  RETURN_IF_ERROR(BindText(statement, 1, job.job_id()));
+  RETURN_IF_ERROR(BindText(statement, 2, job.client_id()));
+  RETURN_IF_ERROR(BindInt(statement, 3, job.state()));
+  RETURN_IF_ERROR(BindText(statement, 4, job.trial().board_kind()));
+  RETURN_IF_ERROR(BindText(statement, 5, job.trial().op().template_op().op()));
+  RETURN_IF_ERROR(BindInt(statement, 6, job.trial().priority()));
+  return BindBlob(statement, 7, *data);
+}
+
+absl::StatusOr<std::vector<StoredJob>> SqliteStore::ReadJobs(sqlite3_stmt* statement,
+                                                             const char* what) {
+  StatementUse use(statement);
+  std::vector<StoredJob> jobs;
+  int rc;
+  while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {
+    StoredJob& stored = jobs.emplace_back();
+    stored.seq = sqlite3_column_int64(statement, 0);
+    const std::string_view data = ColumnBytes(statement, 1);
+    if (!stored.job.ParseFromArray(data.data(), static_cast<int>(data.size()))) {
+      return absl::InternalError(absl::StrCat("sqlite store ", path_, ": ", what, ": job seq ",
+                                              stored.seq, " does not parse as a v1.Job"));
+    }
+  }
+  if (rc != SQLITE_DONE) return Error(what, rc);
+  return jobs;
+}
+
+absl::StatusOr<std::optional<std::vector<std::string>>> SqliteStore::FindSubmission(
+    const std::string& client_id, const std::string& request_id) {
+  absl::MutexLock lock(&mu_);
+  sqlite3_stmt* statement = statements_[kFindSubmission].get();
+  StatementUse use(statement);
+  RETURN_IF_ERROR(BindText(statement, 1, client_id));
+  RETURN_IF_ERROR(BindText(statement, 2, request_id));
+  const int rc = sqlite3_step(statement);
+  if (rc == SQLITE_DONE) return std::nullopt;
+  if (rc != SQLITE_ROW) return Error("FindSubmission", rc);
+  const std::string_view data = ColumnBytes(statement, 0);
+  v1::SubmitTrialsResponse ids;
+  if (!ids.ParseFromArray(data.data(), static_cast<int>(data.size()))) {
+    return absl::InternalError(absl::StrCat("sqlite store ", path_, ": submission (", client_id,
+                                            ", ", request_id, ") does not parse"));
+  }
+  return std::vector<std::string>(ids.job_ids().begin(), ids.job_ids().end());
+}
+
+absl::StatusOr<std::vector<int64_t>> SqliteStore::InsertSubmission(
+    const std::string& client_id, const std::string& request_id, const std::vector<v1::Job>& jobs) {
+  v1::SubmitTrialsResponse ids;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].job_id().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("sqlite store ", path_, ": job ", i,
+                                                     " of submission (", client_id, ", ",
+                                                     request_id, ") has no job_id"));
+    }
+    ids.add_job_ids(jobs[i].job_id());
+  }
+  const std::string ids_data = ids.SerializeAsString();
+
+  absl::MutexLock lock(&mu_);
+  std::vector<int64_t> seqs;
+  seqs.reserve(jobs.size());
+  RETURN_IF_ERROR(InTransaction([&]() -> absl::Status {
+    {
+      sqlite3_stmt* statement = statements_[kInsertSubmission].get();
+      StatementUse use(statement);
+      RETURN_IF_ERROR(BindText(statement, 1, client_id));
+      RETURN_IF_ERROR(BindText(statement, 2, request_id));
+      RETURN_IF_ERROR(BindBlob(statement, 3, ids_data));
+      const int rc = sqlite3_step(statement);
+      if (IsConstraintViolation(rc)) {
+        return absl::AlreadyExistsError(absl::StrCat("sqlite store ", path_, ": submission (",
+                                                     client_id, ", ", request_id,
+                                                     ") is already stored"));
+      }
+      if (rc != SQLITE_DONE) return Error("InsertSubmission: submission", rc);
+    }
+    sqlite3_stmt* statement = statements_[kInsertJob].get();
+    std::string data;  // reused: one allocation for the whole submission
+    for (const v1::Job& job : jobs) {
+      StatementUse use(statement);
+      RETURN_IF_ERROR(BindJob(statement, job, &data));
+      const int rc = sqlite3_step(statement);
+      if (IsConstraintViolation(rc)) {
+        return absl::AlreadyExistsError(absl::StrCat("sqlite store ", path_, ": job ",
+                                                     job.job_id(), " is already stored"));
+      }
+      if (rc != SQLITE_DONE) return Error("InsertSubmission: job", rc);
+      seqs.push_back(sqlite3_last_insert_rowid(db_));
+    }
+    return absl::OkStatus();
+  }));
+  return seqs;
+}
+
+absl::Status SqliteStore::UpdateJob(const v1::Job& job) {
+  if (job.job_id().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sqlite store ", path_, ": UpdateJob: the job has no job_id"));
+  }
+  absl::MutexLock lock(&mu_);
+  return InTransaction([&]() -> absl::Status {
+    sqlite3_stmt* statement = statements_[kUpdateJob].get();
+    StatementUse use(statement);
+    std::string data;
+    RETURN_IF_ERROR(BindJob(statement, job, &data));
+    const int rc = sqlite3_step(statement);
+    if (rc != SQLITE_DONE) return Error("UpdateJob", rc);
+    if (sqlite3_changes(db_) == 0) {
+      return absl::NotFoundError(
+          absl::StrCat("sqlite store ", path_, ": UpdateJob: no job ", job.job_id()));
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::optional<StoredJob>> SqliteStore::GetJob(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  sqlite3_stmt* statement = statements_[kGetJob].get();
+  RETURN_IF_ERROR(BindText(statement, 1, job_id));
+  ASSIGN_OR_RETURN(std::vector<StoredJob> jobs, ReadJobs(statement, "GetJob"));
+  if (jobs.empty()) return std::nullopt;
+  return std::move(jobs.front());
+}
+
+absl::StatusOr<std::vector<StoredJob>> SqliteStore::ListJobs(const JobFilter& filter) {
+  if (filter.limit <= 0) return std::vector<StoredJob>();
+  const int mask = (filter.client_id.empty() ? 0 : kByClient) |
+                   (filter.board_kind.empty() ? 0 : kByBoardKind) |
+                   (filter.op.empty() ? 0 : kByOp) |
+                   (filter.state == v1::JOB_STATE_UNSPECIFIED ? 0 : kByState);
+  absl::MutexLock lock(&mu_);
+  Statement& cached = list_statements_[mask];
+  if (cached == nullptr) {
+    // Only the set fields become conditions, so SQLite can pick the matching index; parameter
+    // numbers stay fixed whichever are present.
+    std::string sql = "SELECT seq, data FROM jobs WHERE seq > ?1";
+    if (mask & kByClient) sql += " AND client_id = ?2";
+    if (mask & kByBoardKind) sql += " AND board_kind = ?3";
+    if (mask & kByOp) sql += " AND op = ?4";
+    if (mask & kByState) sql += " AND state = ?5";
+    sql += " ORDER BY seq LIMIT ?6";
+    absl::StatusOr<Statement> prepared = Prepare(sql);
+    if (!prepared.ok()) {
+      list_statements_.erase(mask);
+      return prepared.status();
+    }
+    cached = *std::move(prepared);
+  }
+  sqlite3_stmt* statement = cached.get();
+  RETURN_IF_ERROR(BindInt(statement, 1, filter.after_seq));
+  if (mask & kByClient) RETURN_IF_ERROR(BindText(statement, 2, filter.client_id));
+  if (mask & kByBoardKind) RETURN_IF_ERROR(BindText(statement, 3, filter.board_kind));
+  if (mask & kByOp) RETURN_IF_ERROR(BindText(statement, 4, filter.op));
+  if (mask & kByState) RETURN_IF_ERROR(BindInt(statement, 5, filter.state));
+  RETURN_IF_ERROR(BindInt(statement, 6, filter.limit));
+  return ReadJobs(statement, "ListJobs");
+}
+
+absl::StatusOr<std::vector<StoredJob>> SqliteStore::LoadUnfinishedJobs() {
+  absl::MutexLock lock(&mu_);
+  return ReadJobs(statements_[kLoadUnfinished].get(), "LoadUnfinishedJobs");
+}
+
+absl::Status SqliteStore::UpsertBoard(const v1::Board& board) {
+  if (board.board_id().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sqlite store ", path_, ": UpsertBoard: the board has no board_id"));
+  }
+  std::string data;
+  if (!board.SerializeToString(&data)) {
+    return absl::InternalError(absl::StrCat("sqlite store ", path_, ": board ",
+                                            board.board_id(), " does not serialize"));
+  }
+  absl::MutexLock lock(&mu_);
+  return InTransaction([&]() -> absl::Status {
+    sqlite3_stmt* statement = statements_[kUpsertBoard].get();
+    StatementUse use(statement);
+    RETURN_IF_ERROR(BindText(statement, 1, board.board_id()));
+    RETURN_IF_ERROR(BindBlob(statement, 2, data));
+    const int rc = sqlite3_step(statement);
+    if (rc != SQLITE_DONE) return Error("UpsertBoard", rc);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<v1::Board>> SqliteStore::LoadBoards() {
+  absl::MutexLock lock(&mu_);
+  sqlite3_stmt* statement = statements_[kLoadBoards].get();
+  StatementUse use(statement);
+  std::vector<v1::Board> boards;
+  int rc;
+  while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {
+    const std::string_view data = ColumnBytes(statement, 1);
+    if (!boards.emplace_back().ParseFromArray(data.data(), static_cast<int>(data.size()))) {
+      const unsigned char* id = sqlite3_column_text(statement, 0);
+      return absl::InternalError(absl::StrCat(
+          "sqlite store ", path_, ": board ", id != nullptr ? reinterpret_cast<const char*>(id) : "",
+          " does not parse as a v1.Board"));
+    }
+  }
+  if (rc != SQLITE_DONE) return Error("LoadBoards", rc);
+  return boards;
+}
+
+}  // namespace benchfarm::tracker

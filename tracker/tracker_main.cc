@@ -1,0 +1,131 @@
+// tracker: benchfarm's job queue daemon. Wires config, store, core, gRPC and metrics together.
+//
+//   tracker [--config FILE] [--listen ADDR] [--database PATH] [--metrics ADDR]
+//
+// FILE is a text-format benchfarm.v1.TrackerConfig (proto/config.proto); flags override it.
+// It prints "tracker: listening on <addr>" once serving and stops cleanly on SIGTERM/SIGINT.
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "google/protobuf/text_format.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "proto/config.pb.h"
+#include "tracker/clock.h"
+#include "tracker/job_queue.h"
+#include "tracker/metrics.h"
+#include "tracker/service.h"
+#include "tracker/sqlite_store.h"
+
+ABSL_FLAG(std::string, config, "", "text-format TrackerConfig file");
+ABSL_FLAG(std::string, listen, "", "gRPC address (overrides listen_address)");
+ABSL_FLAG(std::string, database, "", "SQLite file (overrides database_path)");
+ABSL_FLAG(std::string, metrics, "", "Prometheus address (overrides metrics_address); 'off' disables");
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+void OnSignal(int) { g_stop = 1; }
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "tracker: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  benchfarm::v1::TrackerConfig config;
+  config.set_listen_address("127.0.0.1:7070");
+  config.set_database_path("benchfarm-tracker.db");
+  config.set_metrics_address("127.0.0.1:9470");
+  config.set_lease_seconds(60);
+  config.set_heartbeat_seconds(5);
+  config.set_retry_budget(3);
+  config.set_quarantine_threshold(3);
+  if (!absl::GetFlag(FLAGS_config).empty()) {
+    std::ifstream in(absl::GetFlag(FLAGS_config));
+    if (!in) return Fail(absl::StrCat("cannot read config ", absl::GetFlag(FLAGS_config)));
+    std::stringstream text;
+    text << in.rdbuf();
+    benchfarm::v1::TrackerConfig file;
+    if (!google::protobuf::TextFormat::ParseFromString(text.str(), &file)) {
+      return Fail(absl::StrCat("config ", absl::GetFlag(FLAGS_config),
+                               " is not a valid TrackerConfig (the parser's message is above)"));
+    }
+    config.MergeFrom(file);
+  }
+  if (!absl::GetFlag(FLAGS_listen).empty()) config.set_listen_address(absl::GetFlag(FLAGS_listen));
+  if (!absl::GetFlag(FLAGS_database).empty()) config.set_database_path(absl::GetFlag(FLAGS_database));
+  if (!absl::GetFlag(FLAGS_metrics).empty()) {
+    config.set_metrics_address(absl::GetFlag(FLAGS_metrics) == "off" ? "" : absl::GetFlag(FLAGS_metrics));
+  }
+  if (config.lease_seconds() < 1) return Fail("config: lease_seconds must be at least 1");
+  if (config.heartbeat_seconds() < 1 || config.heartbeat_seconds() >= config.lease_seconds()) {
+    return Fail("config: heartbeat_seconds must be at least 1 and less than lease_seconds");
+  }
+  if (config.retry_budget() < 1) return Fail("config: retry_budget must be at least 1");
+  if (config.quarantine_threshold() < 1) return Fail("config: quarantine_threshold must be at least 1");
+  if (config.listen_address().empty()) return Fail("config: listen_address is required");
+
+  auto store = benchfarm::tracker::SqliteStore::Open(config.database_path());
+  if (!store.ok()) return Fail(std::string(store.status().message()));
+
+  benchfarm::RealClock clock;
+  benchfarm::tracker::JobQueueOptions options;
+  options.lease = absl::Seconds(config.lease_seconds());
+  options.retry_budget = config.retry_budget();
+  options.quarantine_threshold = config.quarantine_threshold();
+  options.health_check_trial = config.health_check_trial();
+  benchfarm::tracker::JobQueue queue(store->get(), &clock, options);
+  absl::Status recovered = queue.Recover();
+  if (!recovered.ok()) return Fail(absl::StrCat("recovery failed: ", recovered.message()));
+
+  benchfarm::tracker::Metrics metrics;
+  if (!config.metrics_address().empty()) {
+    absl::Status s = metrics.Serve(config.metrics_address());
+    if (!s.ok()) return Fail(std::string(s.message()));
+  }
+
+  benchfarm::tracker::ServiceOptions service_options;
+  service_options.heartbeat = absl::Seconds(config.heartbeat_seconds());
+  service_options.lease = absl::Seconds(config.lease_seconds());
+  benchfarm::tracker::TrackerService service(&queue, &metrics, service_options);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(config.listen_address(), grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(static_cast<benchfarm::v1::Tracker::CallbackService*>(&service));
+  builder.RegisterService(static_cast<benchfarm::v1::TrackerAgent::CallbackService*>(&service));
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    return Fail(absl::StrCat("cannot listen on ", config.listen_address()));
+  }
+  std::string host = config.listen_address().substr(0, config.listen_address().rfind(':'));
+  std::printf("tracker: listening on %s:%d", host.c_str(), port);
+  if (metrics.port() != 0) std::printf(" (metrics on port %d)", metrics.port());
+  std::printf("\n");
+  std::fflush(stdout);
+
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  while (!g_stop) absl::SleepFor(absl::Milliseconds(100));
+  std::fprintf(stderr, "tracker: stopping\n");
+  service.Stop();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  return 0;
+}
