@@ -31,16 +31,24 @@ HostSession::HostSession(Transport* transport, SessionOptions options)
 
 HostSession::~HostSession() = default;
 
+// The framer hands over a message in pieces of at most 64 bytes; they are collected and written
+// in one go (Flush), so a large message costs a few writes rather than thousands.
 tvm_crt_error_t HostSession::WriteThunk(void* ctx, const uint8_t* data, size_t n) {
   auto* self = static_cast<HostSession*>(ctx);
-  absl::Status s = self->transport_->Write(
-      absl::string_view(reinterpret_cast<const char*>(data), n), self->write_deadline_);
-  if (!s.ok()) {
-    self->write_error_ = s;
+  self->out_.append(reinterpret_cast<const char*>(data), n);
+  if (self->out_.size() >= kFlushBytes && !self->Flush().ok()) {
     return kTvmErrorWriteStreamShortWrite;
   }
-  self->counters_.bytes_sent += n;
   return kTvmErrorNoError;
+}
+
+absl::Status HostSession::Flush() {
+  if (out_.empty()) return absl::OkStatus();
+  absl::Status s = transport_->Write(out_, write_deadline_);
+  counters_.bytes_sent += s.ok() ? out_.size() : 0;
+  out_.clear();
+  if (!s.ok()) write_error_ = s;
+  return s;
 }
 
 tvm_crt_error_t HostSession::MessageThunk(void* ctx, crt_session_message_type_t type,
@@ -77,6 +85,7 @@ absl::Status HostSession::SendHandshake() {
   write_error_ = absl::OkStatus();
   tvm_crt_error_t err = crt_session_initialize(session_.get(), seed);
   if (err == kTvmErrorNoError) err = crt_session_start(session_.get());
+  if (err == kTvmErrorNoError && !Flush().ok()) err = kTvmErrorWriteStreamShortWrite;
   if (err != kTvmErrorNoError) {
     if (!write_error_.ok()) return write_error_;
     return absl::InternalError(
@@ -107,7 +116,7 @@ absl::Status HostSession::Pump(absl::Time deadline) {
     if (!write_error_.ok()) return write_error_;
     pos += consumed == 0 ? 1 : consumed;
   }
-  return absl::OkStatus();
+  return Flush();
 }
 
 absl::Status HostSession::Connect(absl::Time deadline) {
@@ -160,7 +169,9 @@ absl::Status HostSession::Send(absl::string_view body, absl::Time deadline) {
   tvm_crt_error_t err = crt_session_send(session_.get(), kCrtSessionNormal,
                                          reinterpret_cast<const uint8_t*>(body.data()),
                                          body.size());
+  if (err == kTvmErrorNoError && !Flush().ok()) err = kTvmErrorWriteStreamShortWrite;
   if (err != kTvmErrorNoError) {
+    out_.clear();  // never let half a packet out later
     if (!write_error_.ok()) return write_error_;
     return absl::InternalError(
         absl::StrFormat("%s: send failed (crt error 0x%x)", options_.board_id, err));

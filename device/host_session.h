@@ -102,12 +102,16 @@ class HostSession {
   // Reads once from the transport and feeds the session. Errors as Receive.
   absl::Status Pump(absl::Time deadline);
   absl::Status SendHandshake();
+  // Writes what the framer produced since the last flush.
+  absl::Status Flush();
+  static constexpr size_t kFlushBytes = 256 * 1024;
 
   Transport* transport_;
   SessionOptions options_;
   std::unique_ptr<crt_session_t> session_;
   std::vector<uint8_t> rx_buffer_;
   std::deque<std::string> inbox_;
+  std::string out_;  // framed bytes not yet written
   absl::Time write_deadline_ = absl::InfiniteFuture();
   absl::Status write_error_;
   bool reset_seen_ = false;

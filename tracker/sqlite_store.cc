@@ -1,12 +1,16 @@
 #include "tracker/sqlite_store.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "absl/memory/memory.h"
 #include "absl/strings/numbers.h"
@@ -92,6 +96,35 @@ absl::StatusCode OpenErrorCode(int rc) {
   }
 }
 
+// What stands out about `path` on the file system when SQLite could not use it, as a hint for
+// the operator ("" if nothing does). SQLite's own errno can mislead: after failing to create a
+// file it retries read-only and reports that attempt's ENOENT.
+std::string LocationProblem(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  struct stat info;
+  if (stat(dir.c_str(), &info) != 0) {
+    return absl::StrCat("directory ", dir, ": ", std::generic_category().message(errno));
+  }
+  if (!S_ISDIR(info.st_mode)) return absl::StrCat(dir, " is not a directory");
+  if (access(dir.c_str(), W_OK) != 0) return absl::StrCat("directory ", dir, " is not writable");
+  if (stat(path.c_str(), &info) == 0) {
+    if (S_ISDIR(info.st_mode)) return "the path is a directory";
+    if (access(path.c_str(), W_OK) != 0) return "the file is not writable";
+  }
+  return "";
+}
+
+// Adds LocationProblem's hint to a failure of Open that is about the file.
+absl::Status WithLocationHint(absl::Status status, const std::string& path) {
+  if (status.code() != absl::StatusCode::kFailedPrecondition) return status;
+  const std::string problem = LocationProblem(path);
+  if (problem.empty()) return status;
+  return absl::Status(status.code(), absl::StrCat(status.message(), " [", problem, "]"));
+}
+
 std::string_view ColumnBytes(sqlite3_stmt* statement, int column) {
   // Call order matters: sqlite3_column_bytes after sqlite3_column_blob (SQLite's documented rule).
   const void* bytes = sqlite3_column_blob(statement, column);
@@ -120,9 +153,8 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
                                                                SqliteStoreOptions options) {
   if (path.empty()) return absl::InvalidArgumentError("sqlite store: empty database path");
   if (options.busy_timeout_ms < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sqlite store ", path, ": busy_timeout_ms is negative (",
-                     options.busy_timeout_ms, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sqlite store ", path, ": busy_timeout_ms is negative (", options.busy_timeout_ms, ")"));
   }
   sqlite3* db = nullptr;
   // NOMUTEX: mu_ already serializes every use of the connection.
@@ -137,16 +169,20 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
       absl::StrAppend(&message, " (", std::generic_category().message(system_errno), ")");
     }
     sqlite3_close_v2(db);  // a handle is returned even on failure; null is a no-op
-    return absl::Status(OpenErrorCode(rc),
-                        absl::StrCat("sqlite store ", path, ": cannot open: ", message));
+    return WithLocationHint(
+        absl::Status(OpenErrorCode(rc),
+                     absl::StrCat("sqlite store ", path, ": cannot open: ", message)),
+        path);
   }
   auto store = absl::WrapUnique(new SqliteStore(path, db));
+  absl::Status status;
   {
     absl::MutexLock lock(&store->mu_);
-    RETURN_IF_ERROR(store->Configure(options));
-    RETURN_IF_ERROR(store->CreateOrCheckSchema());
-    RETURN_IF_ERROR(store->PrepareStatements());
+    status = store->Configure(options);
+    if (status.ok()) status = store->CreateOrCheckSchema();
+    if (status.ok()) status = store->PrepareStatements();
   }
+  if (!status.ok()) return WithLocationHint(std::move(status), path);
   return store;
 }
 
@@ -156,9 +192,8 @@ absl::Status SqliteStore::Configure(const SqliteStoreOptions& options) {
   // SQLite quietly falls back to read-only when the file is not writable; every later write
   // would fail, so refuse now.
   if (sqlite3_db_readonly(db_, "main") == 1) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("sqlite store ", path_,
-                     ": opened read-only (the file or its directory is not writable)"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sqlite store ", path_, ": opened read-only (the file or its directory is not writable)"));
   }
 
   // The first statement reads the file: a file that is not a database fails here, with
@@ -177,16 +212,17 @@ absl::Status SqliteStore::Configure(const SqliteStoreOptions& options) {
   if (rc != SQLITE_DONE) return Error(OpenErrorCode(rc), "PRAGMA quick_check", rc);
   check.reset();
   if (problems != std::vector<std::string>{"ok"}) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("sqlite store ", path_, ": the database is damaged; PRAGMA quick_check says: ",
-                     absl::StrJoin(problems, "; ")));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sqlite store ", path_,
+        ": the database is damaged; PRAGMA quick_check says: ", absl::StrJoin(problems, "; ")));
   }
 
   ASSIGN_OR_RETURN(std::string mode, QueryText("PRAGMA journal_mode=WAL"));
   if (mode != "wal") {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "sqlite store ", path_, ": journal_mode is '", mode,
-        "', not 'wal' (WAL needs a local file system with shared memory and a writable directory)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("sqlite store ", path_, ": journal_mode is '", mode,
+                     "', not 'wal' (WAL needs a local file system with shared memory and a "
+                     "writable directory)"));
   }
   RETURN_IF_ERROR(
       Exec(options.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
@@ -204,22 +240,22 @@ absl::Status SqliteStore::CreateOrCheckSchema() {
     ASSIGN_OR_RETURN(std::string version_text, QueryText("PRAGMA user_version"));
     int version = 0;
     if (!absl::SimpleAtoi(version_text, &version)) {
-      return absl::InternalError(absl::StrCat("sqlite store ", path_,
-                                              ": PRAGMA user_version returned '", version_text, "'"));
+      return absl::InternalError(absl::StrCat(
+          "sqlite store ", path_, ": PRAGMA user_version returned '", version_text, "'"));
     }
     if (version > kSchemaVersion) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "sqlite store ", path_, ": created by a newer benchfarm (schema version ", version,
-          "; this build knows versions up to ", kSchemaVersion, ")"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("sqlite store ", path_, ": created by a newer benchfarm (schema version ",
+                       version, "; this build knows versions up to ", kSchemaVersion, ")"));
     }
     if (version == kSchemaVersion) return absl::OkStatus();
     // Version 0: a new, empty file gets the schema; a file with someone else's tables is left
     // alone rather than mixed into.
     ASSIGN_OR_RETURN(std::string objects, QueryText("SELECT count(*) FROM sqlite_master"));
     if (objects != "0") {
-      return absl::FailedPreconditionError(
-          absl::StrCat("sqlite store ", path_, ": holds ", objects,
-                       " tables or indexes but no benchfarm schema version (not a benchfarm store)"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "sqlite store ", path_, ": holds ", objects,
+          " tables or indexes but no benchfarm schema version (not a benchfarm store)"));
     }
     RETURN_IF_ERROR(Exec(kSchemaSql));
     return Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
@@ -227,9 +263,8 @@ absl::Status SqliteStore::CreateOrCheckSchema() {
 }
 
 absl::Status SqliteStore::PrepareStatements() {
-  const std::string unfinished =
-      absl::StrCat("SELECT seq, data FROM jobs WHERE state IN (", v1::QUEUED, ", ", v1::RUNNING,
-                   ") ORDER BY seq");
+  const std::string unfinished = absl::StrCat("SELECT seq, data FROM jobs WHERE state IN (",
+                                              v1::QUEUED, ", ", v1::RUNNING, ") ORDER BY seq");
   const std::pair<StatementId, std::string> sqls[] = {
       {kFindSubmission, "SELECT job_ids FROM submissions WHERE client_id = ?1 AND request_id = ?2"},
       {kInsertSubmission,
@@ -326,10 +361,11 @@ namespace {
 
 absl::Status BindText(sqlite3_stmt* statement, int index, std::string_view text) {
   // SQLITE_STATIC: every bound string outlives the statement's use (StatementUse).
-  if (sqlite3_bind_text64(statement, index, text.data(), text.size(), SQLITE_STATIC,
-                          SQLITE_UTF8) != SQLITE_OK) {
-    return absl::InternalError(absl::StrCat("binding parameter ", index, " (", text.size(),
-                                            " bytes): ", sqlite3_errmsg(sqlite3_db_handle(statement))));
+  if (sqlite3_bind_text64(statement, index, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8) !=
+      SQLITE_OK) {
+    return absl::InternalError(
+        absl::StrCat("binding parameter ", index, " (", text.size(),
+                     " bytes): ", sqlite3_errmsg(sqlite3_db_handle(statement))));
   }
   return absl::OkStatus();
 }
@@ -337,8 +373,9 @@ absl::Status BindText(sqlite3_stmt* statement, int index, std::string_view text)
 absl::Status BindBlob(sqlite3_stmt* statement, int index, std::string_view bytes) {
   if (sqlite3_bind_blob64(statement, index, bytes.data(), bytes.size(), SQLITE_STATIC) !=
       SQLITE_OK) {
-    return absl::InternalError(absl::StrCat("binding parameter ", index, " (", bytes.size(),
-                                            " bytes): ", sqlite3_errmsg(sqlite3_db_handle(statement))));
+    return absl::InternalError(
+        absl::StrCat("binding parameter ", index, " (", bytes.size(),
+                     " bytes): ", sqlite3_errmsg(sqlite3_db_handle(statement))));
   }
   return absl::OkStatus();
 }
@@ -442,8 +479,8 @@ absl::StatusOr<std::vector<int64_t>> SqliteStore::InsertSubmission(
       RETURN_IF_ERROR(BindJob(statement, job, &data));
       const int rc = sqlite3_step(statement);
       if (IsConstraintViolation(rc)) {
-        return absl::AlreadyExistsError(absl::StrCat("sqlite store ", path_, ": job ",
-                                                     job.job_id(), " is already stored"));
+        return absl::AlreadyExistsError(
+            absl::StrCat("sqlite store ", path_, ": job ", job.job_id(), " is already stored"));
       }
       if (rc != SQLITE_DONE) return Error("InsertSubmission: job", rc);
       seqs.push_back(sqlite3_last_insert_rowid(db_));
@@ -485,10 +522,9 @@ absl::StatusOr<std::optional<StoredJob>> SqliteStore::GetJob(const std::string& 
 
 absl::StatusOr<std::vector<StoredJob>> SqliteStore::ListJobs(const JobFilter& filter) {
   if (filter.limit <= 0) return std::vector<StoredJob>();
-  const int mask = (filter.client_id.empty() ? 0 : kByClient) |
-                   (filter.board_kind.empty() ? 0 : kByBoardKind) |
-                   (filter.op.empty() ? 0 : kByOp) |
-                   (filter.state == v1::JOB_STATE_UNSPECIFIED ? 0 : kByState);
+  const int mask =
+      (filter.client_id.empty() ? 0 : kByClient) | (filter.board_kind.empty() ? 0 : kByBoardKind) |
+      (filter.op.empty() ? 0 : kByOp) | (filter.state == v1::JOB_STATE_UNSPECIFIED ? 0 : kByState);
   absl::MutexLock lock(&mu_);
   Statement& cached = list_statements_[mask];
   if (cached == nullptr) {
@@ -529,8 +565,8 @@ absl::Status SqliteStore::UpsertBoard(const v1::Board& board) {
   }
   std::string data;
   if (!board.SerializeToString(&data)) {
-    return absl::InternalError(absl::StrCat("sqlite store ", path_, ": board ",
-                                            board.board_id(), " does not serialize"));
+    return absl::InternalError(
+        absl::StrCat("sqlite store ", path_, ": board ", board.board_id(), " does not serialize"));
   }
   absl::MutexLock lock(&mu_);
   return InTransaction([&]() -> absl::Status {
@@ -555,8 +591,8 @@ absl::StatusOr<std::vector<v1::Board>> SqliteStore::LoadBoards() {
     if (!boards.emplace_back().ParseFromArray(data.data(), static_cast<int>(data.size()))) {
       const unsigned char* id = sqlite3_column_text(statement, 0);
       return absl::InternalError(absl::StrCat(
-          "sqlite store ", path_, ": board ", id != nullptr ? reinterpret_cast<const char*>(id) : "",
-          " does not parse as a v1.Board"));
+          "sqlite store ", path_, ": board ",
+          id != nullptr ? reinterpret_cast<const char*>(id) : "", " does not parse as a v1.Board"));
     }
   }
   if (rc != SQLITE_DONE) return Error("LoadBoards", rc);

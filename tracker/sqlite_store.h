@@ -21,7 +21,8 @@
 //     only read-only, it is not a database or fails `PRAGMA quick_check`, WAL cannot be enabled,
 //     it holds another application's tables, or it was created by a newer benchfarm (user_version
 //     above kSchemaVersion). Internal for any other SQLite failure. SQLite's own message is part
-//     of the status message.
+//     of the status message, followed for FailedPrecondition by what stands out on the file system
+//     ("[directory /x is not writable]") when something does.
 //   InsertSubmission: AlreadyExists also when a job_id is already stored or repeated within the
 //     submission (nothing is written then).
 //   UpdateJob / UpsertBoard: InvalidArgument for an empty job_id / board_id.
@@ -129,9 +130,10 @@ class SqliteStore final : public Store {
   absl::Status CreateOrCheckSchema() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status PrepareStatements() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Runs `sql` (one or more statements, no results wanted) with sqlite3_exec.
+  // Open's helpers; their SQLite failures are classified as Open's (see the file comment).
+  // Exec runs `sql` (one or more statements, no results wanted) with sqlite3_exec.
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Runs a statement whose single row has a single column, returned as text.
+  // Runs a statement whose first row's first column is returned as text.
   absl::StatusOr<std::string> QueryText(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Statement> Prepare(const std::string& sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

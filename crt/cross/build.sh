@@ -6,7 +6,7 @@
 #
 # usage: crt/cross/build.sh OUT_DIR [CRT_DIR]
 # Board-side sources are crt/**.c except tests (*_test_c.c), test doubles
-# (testing/) and the host-process platform (host/).
+# (testing/), the host-process platform (host/) and the fuzz harnesses (fuzz/).
 set -euo pipefail
 
 out="${1:?usage: build.sh OUT_DIR [CRT_DIR]}"
@@ -25,7 +25,8 @@ for dir in "$crt"/*/include; do
 done
 
 mapfile -t sources < <(cd "$crt" && find . -name '*.c' \
-  ! -name '*_test_c.c' ! -path './host/*' ! -path '*/testing/*' ! -path './cross/*' | sort)
+  ! -name '*_test_c.c' ! -path './host/*' ! -path '*/testing/*' ! -path './cross/*' \
+  ! -path './fuzz/*' | sort)
 [[ ${#sources[@]} -gt 0 ]] || { echo "crt-size: no sources under $crt" >&2; exit 1; }
 
 objects=()

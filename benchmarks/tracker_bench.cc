@@ -1,0 +1,438 @@
+// tracker_bench: the tracker daemon's figures on this machine, driven over gRPC like production.
+// Starts //tracker:tracker as a child process (fresh database per scenario) and prints a table:
+//   - submission throughput (trials/s) with SubmitTrials batches of 100 and 1,000;
+//   - dispatch throughput (trials/s through offer -> result -> ack) with 100 and 1,000
+//     simulated agents (one board and one stream each, a thread per stream), and the dispatch
+//     latency p50/p99: from SubmitTrials returning to the offer arriving at an agent, measured
+//     one trial at a time with every board idle.
+//
+//   tracker_bench [--quick] [--tracker PATH]
+//
+// The tracker is found with --tracker, else in the runfiles ($RUNFILES_DIR, $TEST_SRCDIR or
+// argv[0].runfiles). --quick uses tiny sizes (the smoke test).
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/benchfarm.grpc.pb.h"
+
+namespace benchfarm {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+std::chrono::system_clock::time_point In(absl::Duration d) {
+  return std::chrono::system_clock::now() + absl::ToChronoMilliseconds(d);
+}
+
+bool Executable(const std::string& path) { return !path.empty() && access(path.c_str(), X_OK) == 0; }
+
+std::string FindTracker(const std::string& flag, const char* argv0) {
+  if (!flag.empty()) return flag;
+  const std::string rel = "/benchfarm/tracker/tracker";
+  for (const char* env : {"RUNFILES_DIR", "TEST_SRCDIR"}) {
+    const char* dir = std::getenv(env);
+    if (dir != nullptr && Executable(dir + rel)) return dir + rel;
+  }
+  std::string beside = std::string(argv0) + ".runfiles" + rel;
+  if (Executable(beside)) return beside;
+  return "";
+}
+
+// The tracker as a child process in its own process group.
+class TrackerProcess {
+ public:
+  explicit TrackerProcess(std::string path) : path_(std::move(path)) {}
+  ~TrackerProcess() { Stop(); }
+
+  // Starts it on a fresh database and waits for its "listening on" line; returns HOST:PORT or "".
+  std::string Start(const std::string& database) {
+    unlink(database.c_str());
+    int out[2];
+    if (pipe(out) != 0) return "";
+    std::string db_flag = "--database=" + database;
+    pid_ = fork();
+    if (pid_ == 0) {
+      setpgid(0, 0);
+      dup2(out[1], 1);
+      close(out[0]);
+      close(out[1]);
+      execl(path_.c_str(), path_.c_str(), db_flag.c_str(), "--listen=127.0.0.1:0", "--metrics=off",
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(out[1]);
+    if (pid_ < 0) {
+      close(out[0]);
+      return "";
+    }
+    setpgid(pid_, pid_);
+    out_ = out[0];
+    std::string line;
+    char c;
+    while (read(out_, &c, 1) == 1) {
+      if (c != '\n') {
+        line.push_back(c);
+        continue;
+      }
+      const std::string prefix = "tracker: listening on ";
+      if (line.rfind(prefix, 0) == 0) {
+        std::string rest = line.substr(prefix.size());
+        return rest.substr(0, rest.find(' '));
+      }
+      line.clear();
+    }
+    return "";
+  }
+
+  void Stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    close(out_);
+    out_ = -1;
+  }
+
+ private:
+  const std::string path_;
+  pid_t pid_ = -1;
+  int out_ = -1;
+};
+
+v1::Trial MakeTrial(uint64_t seed) {
+  v1::Trial t;
+  t.set_board_kind("host");
+  t.mutable_op()->mutable_template_op()->set_op("matmul");
+  for (int i = 0; i < 3; ++i) t.add_args()->add_shape(16);
+  t.set_seed(seed);
+  return t;
+}
+
+// Offer arrivals and acknowledged results, shared by every simulated agent.
+struct Board {
+  absl::Mutex mu;
+  std::map<std::string, Steady::time_point> offered ABSL_GUARDED_BY(mu);
+  int64_t acked ABSL_GUARDED_BY(mu) = 0;
+  int registered ABSL_GUARDED_BY(mu) = 0;
+};
+
+// One simulated agent: one stream, one board; answers every offer at once.
+class SimAgent {
+ public:
+  SimAgent(std::shared_ptr<grpc::Channel> channel, std::string id, Board* board)
+      : stub_(v1::TrackerAgent::NewStub(channel)), id_(std::move(id)), board_(board) {}
+
+  void Start() { thread_ = std::thread([this] { Run(); }); }
+  void Stop() {
+    context_.TryCancel();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Run() {
+    context_.set_deadline(In(absl::Minutes(10)));
+    auto stream = stub_->Connect(&context_);
+    v1::AgentMessage hello;
+    hello.mutable_register_()->set_agent_id(id_);
+    v1::BoardRegistration* r = hello.mutable_register_()->add_boards();
+    r->set_board_id(id_ + "-board");
+    r->set_kind("host");
+    if (!stream->Write(hello)) return;
+    v1::TrackerMessage m;
+    while (stream->Read(&m)) {
+      if (m.has_registered()) {
+        absl::MutexLock lock(&board_->mu);
+        ++board_->registered;
+      } else if (m.has_offer()) {
+        Steady::time_point now = Steady::now();
+        {
+          absl::MutexLock lock(&board_->mu);
+          board_->offered[m.offer().job_id()] = now;
+        }
+        v1::AgentMessage out;
+        out.mutable_result()->set_job_id(m.offer().job_id());
+        out.mutable_result()->set_attempt(m.offer().attempt());
+        out.mutable_result()->mutable_result()->add_costs_s(1e-3);
+        if (!stream->Write(out)) break;
+      } else if (m.has_result_ack()) {
+        absl::MutexLock lock(&board_->mu);
+        ++board_->acked;
+      }
+    }
+    stream->Finish().IgnoreError();
+  }
+
+  std::unique_ptr<v1::TrackerAgent::Stub> stub_;
+  const std::string id_;
+  Board* const board_;
+  grpc::ClientContext context_;
+  std::thread thread_;
+};
+
+// One channel (one TCP connection) per this many agent streams.
+constexpr int kStreamsPerChannel = 50;
+
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& address, int index) {
+  grpc::ChannelArguments args;
+  args.SetInt("benchfarm.bench_channel", index);  // distinct args: a connection of its own
+  args.SetMaxReceiveMessageSize(64 << 20);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+bool Submit(v1::Tracker::Stub* stub, const std::string& client, const std::string& request_id,
+            int n, uint64_t seed, std::vector<std::string>* ids) {
+  v1::SubmitTrialsRequest request;
+  request.set_client_id(client);
+  request.set_request_id(request_id);
+  for (int i = 0; i < n; ++i) *request.add_trials() = MakeTrial(seed + i);
+  grpc::ClientContext context;
+  context.set_deadline(In(absl::Seconds(30)));
+  v1::SubmitTrialsResponse response;
+  grpc::Status s = stub->SubmitTrials(&context, request, &response);
+  if (!s.ok()) {
+    std::fprintf(stderr, "tracker_bench: SubmitTrials: %s\n", s.error_message().c_str());
+    return false;
+  }
+  if (ids != nullptr) ids->assign(response.job_ids().begin(), response.job_ids().end());
+  return true;
+}
+
+struct Row {
+  std::string name;
+  int64_t trials = 0;
+  double seconds = 0;
+  double p50_ms = -1, p99_ms = -1;
+  int early = 0;  // offers that arrived before SubmitTrials returned (counted as 0 ms)
+};
+
+std::string Database(const std::string& dir, const std::string& name) {
+  return absl::StrCat(dir, "/", name, ".db");
+}
+
+// Submission throughput: `threads` clients submit `total` trials in batches of `batch`. One
+// agent registers the kind and leaves, so the trials stay queued (no dispatch work).
+bool SubmitScenario(const std::string& tracker_path, const std::string& dir, int batch, int total,
+                    Row* row) {
+  TrackerProcess tracker(tracker_path);
+  std::string address = tracker.Start(Database(dir, absl::StrCat("submit", batch)));
+  if (address.empty()) return false;
+  Board board;
+  {
+    SimAgent agent(NewChannel(address, 0), "kind-registrar", &board);
+    agent.Start();
+    absl::MutexLock lock(&board.mu);
+    auto done = [&board]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) { return board.registered == 1; };
+    if (!board.mu.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(10))) return false;
+    board.mu.Unlock();
+    agent.Stop();
+    board.mu.Lock();
+  }
+  constexpr int kThreads = 4;
+  const int batches = std::max(1, total / batch);
+  std::atomic<int> next{0};
+  std::atomic<bool> failed{false};
+  Steady::time_point start = Steady::now();
+  std::vector<std::thread> clients;
+  for (int t = 0; t < kThreads; ++t) {
+    clients.emplace_back([&, t] {
+      auto stub = v1::Tracker::NewStub(NewChannel(address, 1000 + t));
+      for (int b = next++; b < batches; b = next++) {
+        if (!Submit(stub.get(), absl::StrCat("client-", t), absl::StrCat("r", b), batch,
+                    static_cast<uint64_t>(b) * batch, nullptr)) {
+          failed = true;
+        }
+      }
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  row->name = absl::StrCat("submit, batches of ", batch);
+  row->trials = static_cast<int64_t>(batches) * batch;
+  row->seconds = std::chrono::duration<double>(Steady::now() - start).count();
+  return !failed;
+}
+
+// Dispatch: `agents` simulated agents, one board each. Throughput: `total` trials submitted in
+// batches of 1,000 until every result is acknowledged. Latency: `samples` single trials, one at
+// a time, each from SubmitTrials returning to its offer arriving.
+bool DispatchScenario(const std::string& tracker_path, const std::string& dir, int agents, int total,
+                      int samples, Row* row) {
+  TrackerProcess tracker(tracker_path);
+  std::string address = tracker.Start(Database(dir, absl::StrCat("dispatch", agents)));
+  if (address.empty()) return false;
+  Board board;
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  std::vector<std::unique_ptr<SimAgent>> sims;
+  for (int i = 0; i < agents; ++i) {
+    if (i % kStreamsPerChannel == 0) channels.push_back(NewChannel(address, i));
+    sims.push_back(std::make_unique<SimAgent>(channels.back(), absl::StrCat("agent-", i), &board));
+    sims.back()->Start();
+  }
+  bool ok = true;
+  {
+    absl::MutexLock lock(&board.mu);
+    auto all = [&board, agents]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) {
+      return board.registered == agents;
+    };
+    if (!board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(60))) {
+      std::fprintf(stderr, "tracker_bench: only %d of %d agents registered\n", board.registered,
+                   agents);
+      ok = false;
+    }
+  }
+  auto stub = v1::Tracker::NewStub(NewChannel(address, 100000));
+  Steady::time_point start = Steady::now();
+  int submitted = 0;
+  for (int b = 0; ok && submitted < total; ++b) {
+    int n = std::min(1000, total - submitted);
+    ok = Submit(stub.get(), "throughput", absl::StrCat("t", b), n, submitted, nullptr);
+    submitted += n;
+  }
+  if (ok) {
+    absl::MutexLock lock(&board.mu);
+    auto all = [&board, total]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) { return board.acked >= total; };
+    if (!board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(120))) {
+      std::fprintf(stderr, "tracker_bench: %lld of %d results after 120 s\n",
+                   static_cast<long long>(board.acked), total);
+      ok = false;
+    }
+  }
+  row->name = absl::StrCat("dispatch, ", agents, " agents");
+  row->trials = total;
+  row->seconds = std::chrono::duration<double>(Steady::now() - start).count();
+
+  std::vector<double> latencies_ms;
+  for (int i = 0; ok && i < samples; ++i) {
+    std::vector<std::string> ids;
+    ok = Submit(stub.get(), "latency", absl::StrCat("l", i), 1, 1000000 + i, &ids);
+    Steady::time_point returned = Steady::now();
+    if (!ok || ids.size() != 1) break;
+    absl::MutexLock lock(&board.mu);
+    const std::string id = ids[0];
+    auto arrived = [&board, &id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) {
+      return board.offered.count(id) > 0;
+    };
+    if (!board.mu.AwaitWithTimeout(absl::Condition(&arrived), absl::Seconds(10))) {
+      std::fprintf(stderr, "tracker_bench: no offer for %s within 10 s\n", id.c_str());
+      ok = false;
+      break;
+    }
+    double ms = std::chrono::duration<double, std::milli>(board.offered[id] - returned).count();
+    if (ms < 0) {
+      ++row->early;
+      ms = 0;
+    }
+    latencies_ms.push_back(ms);
+  }
+  if (!latencies_ms.empty()) {
+    std::sort(latencies_ms.begin(), latencies_ms.end());
+    auto at = [&](double q) {
+      size_t i = static_cast<size_t>(q * static_cast<double>(latencies_ms.size() - 1) + 0.5);
+      return latencies_ms[std::min(i, latencies_ms.size() - 1)];
+    };
+    row->p50_ms = at(0.50);
+    row->p99_ms = at(0.99);
+  }
+  for (auto& sim : sims) sim->Stop();
+  return ok;
+}
+
+int Main(int argc, char** argv) {
+  bool quick = false;
+  std::string tracker_flag;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (std::strcmp(argv[i], "--tracker") == 0 && i + 1 < argc) {
+      tracker_flag = argv[++i];
+    } else if (std::strncmp(argv[i], "--tracker=", 10) == 0) {
+      tracker_flag = argv[i] + 10;
+    } else {
+      std::fprintf(stderr, "usage: tracker_bench [--quick] [--tracker PATH]\n");
+      return 2;
+    }
+  }
+  std::string tracker = FindTracker(tracker_flag, argv[0]);
+  if (tracker.empty()) {
+    std::fprintf(stderr, "tracker_bench: cannot find the tracker binary (use --tracker PATH)\n");
+    return 1;
+  }
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  if (tmp == nullptr) tmp = std::getenv("TMPDIR");
+  std::string pattern = absl::StrCat(tmp ? tmp : "/tmp", "/tracker_bench.XXXXXX");
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  if (mkdtemp(buffer.data()) == nullptr) {
+    std::perror("tracker_bench: mkdtemp");
+    return 1;
+  }
+  std::string dir = buffer.data();
+
+  const int submit_total = quick ? 2000 : 50000;
+  const int dispatch_total = quick ? 200 : 5000;
+  const int samples = quick ? 20 : 200;
+  const std::vector<int> agent_counts = quick ? std::vector<int>{10, 20} : std::vector<int>{100, 1000};
+
+  std::vector<Row> rows;
+  bool ok = true;
+  for (int batch : {100, 1000}) {
+    Row row;
+    if (!SubmitScenario(tracker, dir, batch, submit_total, &row)) ok = false;
+    rows.push_back(row);
+  }
+  for (int agents : agent_counts) {
+    Row row;
+    if (!DispatchScenario(tracker, dir, agents, dispatch_total, samples, &row)) ok = false;
+    rows.push_back(row);
+  }
+
+  std::printf("tracker_bench: %u CPUs, tracker %s\n", std::thread::hardware_concurrency(),
+              tracker.c_str());
+  std::printf("%-26s %8s %9s %11s %12s %12s\n", "scenario", "trials", "seconds", "trials/s",
+              "dispatch p50", "dispatch p99");
+  for (const Row& r : rows) {
+    std::string p50 = r.p50_ms < 0 ? "-" : absl::StrFormat("%.2f ms", r.p50_ms);
+    std::string p99 = r.p99_ms < 0 ? "-" : absl::StrFormat("%.2f ms", r.p99_ms);
+    std::printf("%-26s %8lld %9.2f %11.0f %12s %12s\n", r.name.c_str(),
+                static_cast<long long>(r.trials), r.seconds,
+                r.seconds > 0 ? static_cast<double>(r.trials) / r.seconds : 0.0, p50.c_str(),
+                p99.c_str());
+  }
+  std::printf(
+      "dispatch rows: trials/s is offer -> result -> ack with every board busy (batches of 1,000);\n"
+      "latency is SubmitTrials returning -> offer at the agent, one trial at a time, boards idle\n"
+      "(%d samples; offers that beat the response count as 0 ms: ",
+      samples);
+  for (size_t i = 2; i < rows.size(); ++i) std::printf("%s%d", i > 2 ? ", " : "", rows[i].early);
+  std::printf(").\n");
+  if (!ok) {
+    std::fprintf(stderr, "tracker_bench: FAILED (see above)\n");
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace benchfarm
+
+int main(int argc, char** argv) { return benchfarm::Main(argc, argv); }

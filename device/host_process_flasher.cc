@@ -1,0 +1,336 @@
+// HostProcessFlasher. The board process is a Subprocess (fork + setrlimit + exec) rather than a
+// ChildProcessTransport, because posix_spawn cannot set resource limits; the link is then an
+// FdTransport over its pipes or a PtyTransport on the path it prints, wrapped so that a dead
+// link's error says how the board died.
+
+#include "device/host_process_flasher.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "device/fd_transport.h"
+#include "device/pty_transport.h"
+#include "device/status_macros.h"
+
+namespace benchfarm::device {
+namespace {
+
+constexpr absl::string_view kName = "host-process";
+constexpr absl::string_view kPtyPrefix = "pty: ";
+// Longest first line accepted while looking for "pty: <path>".
+constexpr size_t kMaxPtyLine = 4096;
+// How long a failed Read/Write waits for the board's exit to report it.
+constexpr absl::Duration kExitReportWait = absl::Milliseconds(200);
+// Extra time the destructor gives a board beyond its two term_grace waits.
+constexpr absl::Duration kDestructorSlack = absl::Seconds(5);
+
+// The board's link: `io` (pipes or pty), plus a read end of the board's stdout pipe that stays
+// open until the link is destroyed — `console` with a pty, `stdout_keeper` (a duplicate of the
+// link's read end) with pipes. So the board never writes into a pipe without a reader: closing
+// the link is end of input for it, never EPIPE, and it can exit cleanly (0) even when it is
+// stopped before it has written its boot signature.
+class BoardLink final : public Transport {
+ public:
+  BoardLink(std::unique_ptr<Transport> io, std::unique_ptr<FdTransport> console, int stdout_keeper,
+            std::shared_ptr<Subprocess> process)
+      : io_(std::move(io)),
+        console_(std::move(console)),
+        stdout_keeper_(stdout_keeper),
+        process_(std::move(process)) {}
+  ~BoardLink() override {
+    io_->Close();
+    if (stdout_keeper_ >= 0) close(stdout_keeper_);
+  }
+  BoardLink(const BoardLink&) = delete;
+  BoardLink& operator=(const BoardLink&) = delete;
+
+  absl::Status Open() override { return io_->Open(); }
+  void Close() override { io_->Close(); }
+  absl::Status Write(absl::string_view data, absl::Time deadline) override {
+    return Explain(io_->Write(data, deadline));
+  }
+  absl::StatusOr<size_t> Read(absl::Span<uint8_t> out, absl::Time deadline) override {
+    absl::StatusOr<size_t> n = io_->Read(out, deadline);
+    if (n.ok()) return n;
+    return Explain(n.status());
+  }
+  std::string Name() const override { return io_->Name(); }
+
+ private:
+  absl::Status Explain(absl::Status status) {
+    if (!absl::IsUnavailable(status)) return status;
+    absl::StatusOr<ProcessExit> ended = process_->WaitExit(absl::Now() + kExitReportWait);
+    const std::string how = ended.ok()
+                                ? absl::StrCat("the board process ended: ", ended->ToString())
+                                : std::string("the board process is still running");
+    return absl::Status(status.code(), absl::StrCat(status.message(), "; ", how));
+  }
+
+  const std::unique_ptr<Transport> io_;
+  const std::unique_ptr<FdTransport> console_;
+  const int stdout_keeper_;
+  const std::shared_ptr<Subprocess> process_;
+};
+
+absl::Status Prefixed(const absl::Status& status, absl::string_view prefix) {
+  return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
+}
+
+// Reads the board's first stdout line and returns the pty path in it.
+absl::StatusOr<std::string> ReadPtyPath(FdTransport& console, Subprocess& process,
+                                        const std::string& image, absl::Time deadline) {
+  std::string line;
+  while (line.find('\n') == std::string::npos) {
+    if (line.size() > kMaxPtyLine) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          kName, ": image ", image, " printed ", line.size(),
+          " bytes without a newline where \"pty: <path>\" was expected (does it support --pty?)"));
+    }
+    uint8_t buf[256];
+    absl::StatusOr<size_t> n = console.Read(absl::MakeSpan(buf), deadline);
+    if (absl::IsDeadlineExceeded(n.status())) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(kName, ": image ", image, " did not print its pty path by the deadline"));
+    }
+    if (absl::IsUnavailable(n.status())) {
+      absl::StatusOr<ProcessExit> ended = process.WaitExit(absl::Now() + kExitReportWait);
+      return absl::UnknownError(absl::StrCat(
+          kName, ": image ", image, " closed its stdout before printing its pty path; ",
+          ended.ok() ? absl::StrCat("it ended: ", ended->ToString())
+                     : std::string("it still runs")));
+    }
+    if (!n.ok()) return Prefixed(n.status(), absl::StrCat(kName, ": image ", image, ": "));
+    line.append(reinterpret_cast<const char*>(buf), *n);
+  }
+  line.resize(line.find('\n'));
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (!absl::StartsWith(line, kPtyPrefix) || line.size() == kPtyPrefix.size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(kName, ": image ", image, " printed \"", line,
+                     "\" where \"pty: <path>\" was expected (does it support --pty?)"));
+  }
+  return line.substr(kPtyPrefix.size());
+}
+
+}  // namespace
+
+struct HostProcessFlasher::Board {
+  FirmwareImage image;
+  std::shared_ptr<Subprocess> process;
+  std::unique_ptr<BoardLink> link;
+  // Set once Stop() has begun ending it: its signal is then not a crash.
+  bool stopping = false;
+};
+
+HostProcessFlasher::HostProcessFlasher(HostProcessFlasherOptions options)
+    : options_(std::move(options)) {}
+
+HostProcessFlasher::~HostProcessFlasher() {
+  absl::MutexLock op(&op_mu_);
+  Board* board;
+  {
+    absl::MutexLock lock(&mu_);
+    board = board_.get();
+  }
+  if (board != nullptr) {
+    (void)StopBoard(board, absl::Now() + 2 * options_.term_grace + kDestructorSlack);
+  }
+}
+
+absl::Status HostProcessFlasher::Flash(const FirmwareImage& image, absl::Time deadline) {
+  absl::MutexLock op(&op_mu_);
+  if (image.path.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(kName, ": the image has no path"));
+  }
+  struct stat st;
+  if (stat(image.path.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) {
+      return absl::NotFoundError(absl::StrCat(kName, ": image ", image.path, " not found"));
+    }
+    return OpenErrorToStatus(err, absl::StrCat(kName, ": image ", image.path));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(kName, ": image ", image.path, " is not a regular file"));
+  }
+  if (absl::Now() >= deadline) {
+    return absl::DeadlineExceededError(
+        absl::StrCat(kName, ": deadline passed before flashing ", image.path));
+  }
+
+  std::unique_ptr<Board> old;
+  {
+    absl::MutexLock lock(&mu_);
+    old = std::move(board_);
+  }
+  if (old != nullptr) {
+    absl::StatusOr<ProcessExit> stopped = StopBoard(old.get(), deadline);
+    if (!stopped.ok()) {
+      return Prefixed(stopped.status(),
+                      absl::StrCat(kName, ": cannot stop the running board (pid ",
+                                   old->process->pid(), ") to flash ", image.path, ": "));
+    }
+  }
+  return Start(image, deadline);
+}
+
+absl::Status HostProcessFlasher::Start(const FirmwareImage& image, absl::Time deadline) {
+  SubprocessOptions sub;
+  // A relative path names a file here, never a program to look up in $PATH.
+  sub.argv.push_back(image.path.find('/') == std::string::npos ? absl::StrCat("./", image.path)
+                                                               : image.path);
+  sub.argv.insert(sub.argv.end(), options_.extra_args.begin(), options_.extra_args.end());
+  if (options_.use_pty) sub.argv.push_back("--pty");
+  sub.stdin_mode = options_.use_pty ? StdioMode::kNull : StdioMode::kPipe;
+  sub.stdout_mode = StdioMode::kPipe;
+  sub.stderr_path = options_.stderr_path;
+  sub.limits.max_address_space_bytes = options_.max_address_space_bytes;
+  sub.limits.max_cpu_seconds = options_.max_cpu_seconds;
+  sub.limits.max_open_files = options_.max_open_files;
+  sub.limits.core_dumps = options_.core_dumps;
+
+  absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(sub);
+  if (!started.ok()) {
+    return Prefixed(started.status(),
+                    absl::StrCat(kName, ": cannot start image ", image.path, ": "));
+  }
+  std::shared_ptr<Subprocess> process = std::move(*started);
+  auto fail = [&](absl::Status status) {
+    (void)process->Stop(options_.term_grace, deadline);
+    return status;
+  };
+
+  std::unique_ptr<BoardLink> link;
+  if (!options_.use_pty) {
+    const int out = process->TakeStdout();
+    const int keeper = fcntl(out, F_DUPFD_CLOEXEC, 0);
+    if (keeper < 0) {
+      const int err = errno;
+      close(out);
+      return fail(
+          absl::InternalError(absl::StrCat(kName, ": fcntl(F_DUPFD_CLOEXEC): ", ErrnoText(err))));
+    }
+    auto io = std::make_unique<FdTransport>(absl::StrCat("process:", image.path));
+    absl::Status attached = io->Attach(out, process->TakeStdin(), FdTransport::Ownership::kOwned);
+    if (!attached.ok()) {
+      close(keeper);
+      return fail(Prefixed(attached, absl::StrCat(kName, ": ")));
+    }
+    link = std::make_unique<BoardLink>(std::move(io), nullptr, keeper, process);
+  } else {
+    auto console = std::make_unique<FdTransport>(absl::StrCat("stdout:", image.path));
+    const int out = process->TakeStdout();
+    absl::Status attached = console->Attach(out, out, FdTransport::Ownership::kOwned);
+    if (!attached.ok()) return fail(Prefixed(attached, absl::StrCat(kName, ": ")));
+    absl::StatusOr<std::string> path = ReadPtyPath(*console, *process, image.path, deadline);
+    if (!path.ok()) return fail(path.status());
+    auto pty = std::make_unique<PtyTransport>(*path);
+    absl::Status opened = pty->Open();
+    if (!opened.ok()) {
+      return fail(Prefixed(opened, absl::StrCat(kName, ": image ", image.path, ": ")));
+    }
+    link = std::make_unique<BoardLink>(std::move(pty), std::move(console), -1, process);
+  }
+
+  auto board = std::make_unique<Board>();
+  board->image = image;
+  board->process = std::move(process);
+  board->link = std::move(link);
+  absl::MutexLock lock(&mu_);
+  board_ = std::move(board);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ProcessExit> HostProcessFlasher::StopBoard(Board* board, absl::Time deadline) {
+  if (!board->process->ExitStatus().has_value()) {
+    absl::MutexLock lock(&mu_);
+    board->stopping = true;
+  }
+  board->link->Close();
+  if (!options_.use_pty) {
+    // End of input is the board's own clean exit, and unlike SIGTERM it cannot arrive before the
+    // board has installed its signal handlers (a board stopped right after it started).
+    absl::StatusOr<ProcessExit> ended =
+        board->process->WaitExit(std::min(absl::Now() + options_.term_grace, deadline));
+    if (!absl::IsDeadlineExceeded(ended.status())) return ended;
+  }
+  return board->process->Stop(options_.term_grace, deadline);
+}
+
+absl::StatusOr<ProcessExit> HostProcessFlasher::Stop(absl::Time deadline) {
+  absl::MutexLock op(&op_mu_);
+  Board* board;
+  {
+    absl::MutexLock lock(&mu_);
+    board = board_.get();
+  }
+  if (board == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(kName, ": no board was started"));
+  }
+  return StopBoard(board, deadline);
+}
+
+Transport* HostProcessFlasher::transport() {
+  absl::MutexLock lock(&mu_);
+  return board_ ? board_->link.get() : nullptr;
+}
+
+pid_t HostProcessFlasher::pid() const {
+  absl::MutexLock lock(&mu_);
+  return board_ ? board_->process->pid() : -1;
+}
+
+std::optional<FirmwareImage> HostProcessFlasher::image() const {
+  absl::MutexLock lock(&mu_);
+  if (!board_) return std::nullopt;
+  return board_->image;
+}
+
+std::optional<ProcessExit> HostProcessFlasher::ExitStatus() {
+  std::shared_ptr<Subprocess> process;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!board_) return std::nullopt;
+    process = board_->process;
+  }
+  return process->ExitStatus();
+}
+
+std::optional<ProcessExit> HostProcessFlasher::Crashed() {
+  std::shared_ptr<Subprocess> process;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!board_ || board_->stopping) return std::nullopt;
+    process = board_->process;
+  }
+  std::optional<ProcessExit> ended = process->ExitStatus();
+  if (!ended || !ended->signaled()) return std::nullopt;
+  absl::MutexLock lock(&mu_);
+  // A Stop() may have begun between the two looks.
+  if (!board_ || board_->process != process || board_->stopping) return std::nullopt;
+  return ended;
+}
+
+absl::StatusOr<ProcessExit> HostProcessFlasher::WaitExit(absl::Time deadline) {
+  std::shared_ptr<Subprocess> process;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!board_) {
+      return absl::FailedPreconditionError(absl::StrCat(kName, ": no board was started"));
+    }
+    process = board_->process;
+  }
+  return process->WaitExit(deadline);
+}
+
+}  // namespace benchfarm::device

@@ -1,0 +1,156 @@
+// HostProcessFlasher: the Flasher for host-process boards, whose "firmware image" is a Linux
+// executable (//crt/host:board or a build of it) and whose "board" is that executable running as a
+// child of this process.
+//
+// Flash(image) stops the running board, if any (see Stop()), and starts
+//     <image.path> <extra_args...> [--pty]
+// as a new child (device/subprocess.h): its own process group, default signal dispositions, the
+// configured resource limits set in the child before exec (RLIMIT_AS 1 GiB by default, no core
+// dumps), stderr to a file or inherited. The link to it is then transport():
+//   - pipes (default): the child's stdin and stdout. Closing the transport is end of input for
+//     the board, which then exits (its stdout keeps a reader until the next Flash(), so it never
+//     fails on EPIPE); it cannot be reopened — flash again.
+//   - use_pty: the child gets --pty and /dev/null as stdin; Flash() reads its first stdout line,
+//     "pty: <path>", and opens that path as a PtyTransport (raw). The board keeps its slave open,
+//     so the transport may be closed and reopened, and the boot signature is never lost. Further
+//     output on the child's stdout is not read.
+// Flash() returns once the process runs (and, with use_pty, once the pty is open); the board's
+// boot signature is then waiting on the link. Reads and writes on a link that fails because the
+// board died say how it died ("...; the board process ended: killed by signal 11 (...)").
+//
+// Errors of Flash() (every message starts "host-process: " and names the image):
+//   InvalidArgument     image.path is empty.
+//   NotFound            the image does not exist.
+//   PermissionDenied    the image is not executable by this user.
+//   FailedPrecondition  the image is not a regular file or not an executable format; or, with
+//                       use_pty, it did not print "pty: <path>" as its first line.
+//   DeadlineExceeded    the deadline passed before the old board was stopped or (use_pty) before
+//                       the new one printed its pty path; the new process has been killed.
+//   Unknown             (use_pty) the new process ended before it printed its pty path; the
+//                       message says how (e.g. "exit code 2").
+//   Internal            any other OS failure (fork, pipes, setrlimit, waitpid), with its text.
+//   Any error of Stop() (the old board could not be stopped), or of PtyTransport::Open().
+// A Flash() that fails its checks before stopping anything (InvalidArgument, NotFound, not a
+// regular file, a deadline already passed) changes nothing; after any later failure no board runs:
+// transport() is null and pid() is -1.
+//
+// Thread-safety: all methods may be called from any thread. Flash(), Stop() and the destructor
+// serialize with one another. pid(), image(), ExitStatus(), Crashed() and WaitExit() do not wait
+// for a Flash() or Stop() in progress beyond a short lock; WaitExit() may run concurrently with
+// anything and waits for the board that ran when it was called. The Transport* from transport() is
+// valid until the next Flash() or the destructor begins: do not use it across a Flash(). Use it as
+// Transport allows (one reader plus one writer); Stop() may close it from another thread.
+
+#ifndef BENCHFARM_DEVICE_HOST_PROCESS_FLASHER_H_
+#define BENCHFARM_DEVICE_HOST_PROCESS_FLASHER_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "device/flasher.h"
+#include "device/pipe_transport.h"  // ProcessExit
+#include "device/subprocess.h"
+#include "device/transport.h"
+
+namespace benchfarm::device {
+
+struct HostProcessFlasherOptions {
+  // Serve the link on a pseudo-terminal (the board's --pty) instead of stdin/stdout.
+  bool use_pty = false;
+  // Arguments after the image path (before --pty), e.g. {"--kind", "host-fast"}.
+  std::vector<std::string> extra_args;
+  // Resource limits of the board process, each set as soft and hard limit; 0 = inherited.
+  uint64_t max_address_space_bytes = uint64_t{1} << 30;  // RLIMIT_AS, default 1 GiB
+  uint64_t max_cpu_seconds = 0;                          // RLIMIT_CPU (SIGXCPU when reached)
+  uint64_t max_open_files = 0;                           // RLIMIT_NOFILE
+  // false sets RLIMIT_CORE to 0, so crashing boards leave no core files behind.
+  bool core_dumps = false;
+  // Empty: the board's stderr is this process's. Otherwise appended to this file (created 0644).
+  std::string stderr_path;
+  // How long Stop() waits for the board to exit after end of input (pipes), and then after
+  // SIGTERM, before SIGKILL.
+  absl::Duration term_grace = absl::Seconds(1);
+};
+
+class HostProcessFlasher final : public Flasher {
+ public:
+  explicit HostProcessFlasher(HostProcessFlasherOptions options = {});
+
+  // Stops the board (as Stop() with a deadline of 2 * term_grace + a few seconds).
+  ~HostProcessFlasher() override;
+
+  HostProcessFlasher(const HostProcessFlasher&) = delete;
+  HostProcessFlasher& operator=(const HostProcessFlasher&) = delete;
+
+  // Stops the running board and starts `image`. Always restarts, even for the same image. Errors:
+  // see the file comment.
+  absl::Status Flash(const FirmwareImage& image, absl::Time deadline) override;
+
+  // "host-process".
+  std::string Name() const override { return "host-process"; }
+
+  // The link to the board started by the last successful Flash(); null before that or after a
+  // failed Flash(). Owned by this flasher; lifetime: see the file comment.
+  Transport* transport();
+
+  // The board's process id (also its process group id); -1 when there is none.
+  pid_t pid() const;
+
+  // The image the current board was started from; nullopt when there is none.
+  std::optional<FirmwareImage> image() const;
+
+  // How the current board ended (reaping it); nullopt while it runs or when there is none.
+  // Never blocks.
+  std::optional<ProcessExit> ExitStatus();
+
+  // How the current board ended if it crashed: it was killed by a signal this flasher did not send
+  // (SIGSEGV, SIGABRT, SIGXCPU from max_cpu_seconds, a SIGKILL from the OOM killer or a user...).
+  // nullopt while it runs, when it exited with an exit code, when Stop() ended it, or when there
+  // is none. A crash racing with a Stop() may count as stopped. Never blocks.
+  std::optional<ProcessExit> Crashed();
+
+  // Waits until the current board has ended, or the deadline. Errors: FailedPrecondition when
+  // there is no board; DeadlineExceeded if it still runs then; Internal if waitpid fails.
+  absl::StatusOr<ProcessExit> WaitExit(absl::Time deadline);
+
+  // Ends the current board cleanly: closes the link — on pipes that is end of input, and the board
+  // gets up to term_grace to exit by itself — then SIGTERM to its process group and up to
+  // term_grace to exit (the host-process board exits 0 on either), then SIGKILL, and reaps it.
+  // No wait goes past `deadline`, except that a SIGKILLed board is waited for at least 2 s. Returns
+  // how it ended, also when it had already ended by itself (then Crashed() still reports a crash).
+  // The transport stays valid but closed. Errors: FailedPrecondition when no board was started;
+  // DeadlineExceeded / Internal as WaitExit.
+  absl::StatusOr<ProcessExit> Stop(absl::Time deadline);
+
+ private:
+  struct Board;
+
+  // Flash() after the checks, with op_mu_ held.
+  absl::Status Start(const FirmwareImage& image, absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(op_mu_);
+  // Stop() with op_mu_ held; `board` is board_ (or null).
+  absl::StatusOr<ProcessExit> StopBoard(Board* board, absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(op_mu_);
+
+  const HostProcessFlasherOptions options_;
+
+  // Serializes Flash(), Stop() and the destructor; taken before mu_.
+  absl::Mutex op_mu_;
+  mutable absl::Mutex mu_;
+  // Replaced only with op_mu_ held too, so op_mu_ holders may use it without mu_.
+  std::unique_ptr<Board> board_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace benchfarm::device
+
+#endif  // BENCHFARM_DEVICE_HOST_PROCESS_FLASHER_H_

@@ -1,0 +1,382 @@
+// HostProcessFlasher against the real host-process board (//crt/host:board) over pipes and over a
+// pty, and against small shell-script "images" made in TEST_TMPDIR that crash, print their
+// resource limits, or misbehave.
+
+#include "device/host_process_flasher.h"
+
+#include <errno.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "device/firmware_hash.h"
+#include "device/host_session.h"
+#include "device/rpc_client.h"
+
+namespace benchfarm::device {
+namespace {
+
+const std::string kBootSignature("\xFE\xFF\xFD\x03\x00\x00\x00\x00\x00\x02\x66\x77", 12);
+
+absl::Time Soon() { return absl::Now() + absl::Seconds(10); }
+
+std::string BoardPath() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  return std::string(srcdir ? srcdir : ".") + "/" + (workspace ? workspace : "benchfarm") +
+         "/crt/host/board";
+}
+
+std::string TempDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir ? dir : "/tmp";
+}
+
+std::string WriteScript(const std::string& name, const std::string& body, mode_t mode = 0755) {
+  const std::string path = TempDir() + "/" + name;
+  std::ofstream(path, std::ios::trunc) << "#!/bin/sh\n" << body;
+  chmod(path.c_str(), mode);
+  return path;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+FirmwareImage Image(const std::string& path) {
+  auto image = FirmwareImageFromFile(path);
+  EXPECT_TRUE(image.ok()) << image.status();
+  return image.ok() ? *image : FirmwareImage{path, ""};
+}
+
+absl::StatusOr<std::string> ReadExactly(Transport& t, size_t n, absl::Time deadline) {
+  std::string got;
+  uint8_t buf[256];
+  while (got.size() < n) {
+    absl::StatusOr<size_t> r =
+        t.Read(absl::MakeSpan(buf, std::min(sizeof(buf), n - got.size())), deadline);
+    if (!r.ok()) return r.status();
+    got.append(reinterpret_cast<const char*>(buf), *r);
+  }
+  return got;
+}
+
+// Everything until the link reports the end (the status is returned through `end`).
+std::string ReadToEnd(Transport& t, absl::Status* end) {
+  std::string got;
+  uint8_t buf[256];
+  for (;;) {
+    absl::StatusOr<size_t> r = t.Read(absl::MakeSpan(buf), Soon());
+    if (!r.ok()) {
+      *end = r.status();
+      return got;
+    }
+    got.append(reinterpret_cast<const char*>(buf), *r);
+  }
+}
+
+bool Reaped(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
+
+TEST(HostProcessFlasher, FlashesTheBoardAndServesItsLinkOnPipes) {
+  HostProcessFlasher flasher;
+  EXPECT_EQ(flasher.Name(), "host-process");
+  EXPECT_EQ(flasher.transport(), nullptr);
+  EXPECT_EQ(flasher.pid(), -1);
+
+  const FirmwareImage image = Image(BoardPath());
+  absl::Status s = flasher.Flash(image, Soon());
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_NE(flasher.transport(), nullptr);
+  EXPECT_EQ(flasher.transport()->Name(), "process:" + BoardPath());
+  EXPECT_GT(flasher.pid(), 0);
+  EXPECT_EQ(getpgid(flasher.pid()), flasher.pid());  // its own process group
+  ASSERT_TRUE(flasher.image().has_value());
+  EXPECT_EQ(flasher.image()->content_hash, image.content_hash);
+  EXPECT_FALSE(flasher.ExitStatus().has_value());
+  EXPECT_FALSE(flasher.Crashed().has_value());
+
+  ASSERT_TRUE(flasher.transport()->Open().ok());  // already open
+  auto boot = ReadExactly(*flasher.transport(), kBootSignature.size(), Soon());
+  ASSERT_TRUE(boot.ok()) << boot.status();
+  EXPECT_EQ(*boot, kBootSignature);
+}
+
+TEST(HostProcessFlasher, FlashingAgainReplacesTheProcess) {
+  HostProcessFlasher flasher;
+  ASSERT_TRUE(flasher.Flash(Image(BoardPath()), Soon()).ok());
+  const pid_t first = flasher.pid();
+  auto boot = ReadExactly(*flasher.transport(), kBootSignature.size(), Soon());
+  ASSERT_TRUE(boot.ok()) << boot.status();
+
+  absl::Status s = flasher.Flash(Image(BoardPath()), Soon());
+  ASSERT_TRUE(s.ok()) << s;
+  const pid_t second = flasher.pid();
+  EXPECT_NE(second, first);
+  EXPECT_TRUE(Reaped(first));
+  EXPECT_FALSE(flasher.Crashed().has_value());
+  boot = ReadExactly(*flasher.transport(), kBootSignature.size(), Soon());
+  ASSERT_TRUE(boot.ok()) << boot.status();
+  EXPECT_EQ(*boot, kBootSignature);
+}
+
+TEST(HostProcessFlasher, ServesTheLinkOnAPty) {
+  HostProcessFlasherOptions options;
+  options.use_pty = true;
+  HostProcessFlasher flasher(options);
+  absl::Status s = flasher.Flash(Image(BoardPath()), Soon());
+  ASSERT_TRUE(s.ok()) << s;
+  Transport* link = flasher.transport();
+  ASSERT_NE(link, nullptr);
+  EXPECT_TRUE(absl::StartsWith(link->Name(), "pty:/dev/")) << link->Name();
+  auto boot = ReadExactly(*link, kBootSignature.size(), Soon());
+  ASSERT_TRUE(boot.ok()) << boot.status();
+  EXPECT_EQ(*boot, kBootSignature);
+
+  // The pty survives closing and reopening our end.
+  link->Close();
+  ASSERT_TRUE(link->Open().ok());
+
+  const pid_t first = flasher.pid();
+  s = flasher.Flash(Image(BoardPath()), Soon());
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(Reaped(first));
+  boot = ReadExactly(*flasher.transport(), kBootSignature.size(), Soon());
+  ASSERT_TRUE(boot.ok()) << boot.status();
+  EXPECT_EQ(*boot, kBootSignature);
+
+  auto stopped = flasher.Stop(Soon());
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_EQ(stopped->exit_code, 0) << stopped->ToString();
+}
+
+TEST(HostProcessFlasher, TheBoardReportsTheImageHashAndExtraArgs) {
+  HostProcessFlasherOptions options;
+  options.extra_args = {"--kind", "host-test"};
+  HostProcessFlasher flasher(options);
+  const FirmwareImage image = Image(BoardPath());
+  ASSERT_TRUE(flasher.Flash(image, Soon()).ok());
+  HostSession session(flasher.transport(), SessionOptions{});
+  absl::Status s = session.Connect(Soon());
+  ASSERT_TRUE(s.ok()) << s;
+  RpcClient client(&session);
+  auto info = client.GetDeviceInfo(Soon());
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->board_kind, "host-test");
+  // What the agent compares to skip flashing: the board's own hash of its executable.
+  EXPECT_EQ(info->firmware_hash, image.content_hash);
+}
+
+TEST(HostProcessFlasher, StopIsClean) {
+  HostProcessFlasher flasher;
+  ASSERT_TRUE(flasher.Flash(Image(BoardPath()), Soon()).ok());
+  const pid_t pid = flasher.pid();
+  Transport* link = flasher.transport();
+  auto stopped = flasher.Stop(Soon());
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_TRUE(stopped->exited());
+  EXPECT_EQ(stopped->exit_code, 0);
+  EXPECT_TRUE(Reaped(pid));
+  EXPECT_FALSE(flasher.Crashed().has_value());
+  ASSERT_TRUE(flasher.ExitStatus().has_value());
+  EXPECT_EQ(flasher.ExitStatus()->exit_code, 0);
+  // The transport stays valid, closed.
+  EXPECT_EQ(flasher.transport(), link);
+  uint8_t buf[4];
+  EXPECT_TRUE(absl::IsFailedPrecondition(link->Read(absl::MakeSpan(buf), Soon()).status()));
+  // Stopping again reports the same end.
+  stopped = flasher.Stop(Soon());
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_EQ(stopped->exit_code, 0);
+}
+
+TEST(HostProcessFlasher, StopWithoutABoard) {
+  HostProcessFlasher flasher;
+  auto stopped = flasher.Stop(Soon());
+  EXPECT_TRUE(absl::IsFailedPrecondition(stopped.status())) << stopped.status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(flasher.WaitExit(Soon()).status()));
+  EXPECT_FALSE(flasher.ExitStatus().has_value());
+}
+
+TEST(HostProcessFlasher, StopKillsABoardThatIgnoresSigterm) {
+  HostProcessFlasherOptions options;
+  options.term_grace = absl::Milliseconds(100);
+  HostProcessFlasher flasher(options);
+  const std::string stubborn =
+      WriteScript("stubborn", "trap '' TERM\necho ready\nwhile :; do sleep 0.05; done\n");
+  ASSERT_TRUE(flasher.Flash(Image(stubborn), Soon()).ok());
+  auto ready = ReadExactly(*flasher.transport(), 6, Soon());
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  auto stopped = flasher.Stop(Soon());
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_EQ(stopped->signal, SIGKILL);
+  EXPECT_FALSE(flasher.Crashed().has_value());  // we killed it: not a crash
+}
+
+TEST(HostProcessFlasher, ReportsACrashWithItsSignal) {
+  HostProcessFlasher flasher;
+  const std::string crasher = WriteScript("crasher", "kill -SEGV $$\n");
+  ASSERT_TRUE(flasher.Flash(Image(crasher), Soon()).ok());
+  auto ended = flasher.WaitExit(Soon());
+  ASSERT_TRUE(ended.ok()) << ended.status();
+  EXPECT_EQ(ended->signal, SIGSEGV);
+  auto crashed = flasher.Crashed();
+  ASSERT_TRUE(crashed.has_value());
+  EXPECT_EQ(crashed->signal, 11);
+
+  // The link says how the board died.
+  absl::Status end;
+  EXPECT_EQ(ReadToEnd(*flasher.transport(), &end), "");
+  EXPECT_TRUE(absl::IsUnavailable(end)) << end;
+  EXPECT_TRUE(absl::StrContains(end.message(), "killed by signal 11")) << end;
+
+  // Stopping a crashed board returns its crash, and it stays a crash.
+  auto stopped = flasher.Stop(Soon());
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_EQ(stopped->signal, SIGSEGV);
+  ASSERT_TRUE(flasher.Crashed().has_value());
+}
+
+TEST(HostProcessFlasher, AppliesResourceLimits) {
+  HostProcessFlasherOptions options;
+  options.max_address_space_bytes = 256ull << 20;
+  options.max_open_files = 64;
+  options.max_cpu_seconds = 7;
+  HostProcessFlasher flasher(options);
+  const std::string limits = WriteScript("limits", "ulimit -v\nulimit -n\nulimit -t\nulimit -c\n");
+  ASSERT_TRUE(flasher.Flash(Image(limits), Soon()).ok());
+  absl::Status end;
+  EXPECT_EQ(ReadToEnd(*flasher.transport(), &end), "262144\n64\n7\n0\n");  // -v is in KiB
+  EXPECT_TRUE(absl::IsUnavailable(end)) << end;
+}
+
+TEST(HostProcessFlasher, TheBoardRunsWithTheDefaultAddressSpaceLimit) {
+  HostProcessFlasher flasher;
+  ASSERT_TRUE(flasher.Flash(Image(BoardPath()), Soon()).ok());
+  const std::string limits = ReadFile(absl::StrCat("/proc/", flasher.pid(), "/limits"));
+  bool found = false;
+  std::istringstream lines(limits);
+  for (std::string line; std::getline(lines, line);) {
+    const std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (absl::StartsWith(line, "Max address space")) {  // Max address space <soft> <hard> bytes
+      found = true;
+      ASSERT_EQ(words.size(), 6u) << line;
+      EXPECT_EQ(words[3], "1073741824") << line;
+      EXPECT_EQ(words[4], "1073741824") << line;
+    }
+    if (absl::StartsWith(line, "Max core file size")) {  // no core files from crashing boards
+      ASSERT_EQ(words.size(), 7u) << line;
+      EXPECT_EQ(words[4], "0") << line;
+    }
+  }
+  EXPECT_TRUE(found) << limits;
+  // The board still works under the limit.
+  auto boot = ReadExactly(*flasher.transport(), kBootSignature.size(), Soon());
+  ASSERT_TRUE(boot.ok()) << boot.status();
+}
+
+TEST(HostProcessFlasher, StderrGoesToTheConfiguredFile) {
+  HostProcessFlasherOptions options;
+  options.stderr_path = TempDir() + "/board.stderr";
+  unlink(options.stderr_path.c_str());
+  HostProcessFlasher flasher(options);
+  ASSERT_TRUE(flasher.Flash(Image(WriteScript("noisy", "echo diagnostics >&2\n")), Soon()).ok());
+  auto ended = flasher.WaitExit(Soon());
+  ASSERT_TRUE(ended.ok()) << ended.status();
+  EXPECT_EQ(ended->exit_code, 0);
+  EXPECT_FALSE(flasher.Crashed().has_value());
+  EXPECT_EQ(ReadFile(options.stderr_path), "diagnostics\n");
+}
+
+TEST(HostProcessFlasher, ImageErrorsNameTheImage) {
+  HostProcessFlasher flasher;
+  const std::string missing = TempDir() + "/no-such-board";
+  absl::Status s = flasher.Flash({missing, ""}, Soon());
+  EXPECT_TRUE(absl::IsNotFound(s)) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), missing)) << s;
+
+  const std::string not_executable = WriteScript("not-executable", "exit 0\n", 0644);
+  s = flasher.Flash({not_executable, ""}, Soon());
+  EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), not_executable)) << s;
+
+  s = flasher.Flash({TempDir(), ""}, Soon());
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+
+  s = flasher.Flash({"", ""}, Soon());
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+
+  EXPECT_EQ(flasher.transport(), nullptr);
+  EXPECT_EQ(flasher.pid(), -1);
+}
+
+TEST(HostProcessFlasher, AFailedFlashLeavesNoBoard) {
+  HostProcessFlasher flasher;
+  ASSERT_TRUE(flasher.Flash(Image(BoardPath()), Soon()).ok());
+  const pid_t pid = flasher.pid();
+  absl::Status s = flasher.Flash({TempDir() + "/no-such-board", ""}, Soon());
+  EXPECT_TRUE(absl::IsNotFound(s)) << s;
+  // The image check comes first: the old board still runs.
+  EXPECT_EQ(flasher.pid(), pid);
+  s = flasher.Flash({WriteScript("not-executable-2", "exit 0\n", 0644), ""}, Soon());
+  EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+  EXPECT_TRUE(Reaped(pid));
+  EXPECT_EQ(flasher.transport(), nullptr);
+  EXPECT_EQ(flasher.pid(), -1);
+}
+
+TEST(HostProcessFlasher, PtyImagesThatMisbehave) {
+  HostProcessFlasherOptions options;
+  options.use_pty = true;
+  HostProcessFlasher flasher(options);
+
+  absl::Status s = flasher.Flash(Image(WriteScript("no-pty", "echo hello\nsleep 30\n")), Soon());
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "hello")) << s;
+
+  s = flasher.Flash(Image(WriteScript("dies", "exit 3\n")), Soon());
+  EXPECT_TRUE(absl::IsUnknown(s)) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "exit code 3")) << s;
+
+  const absl::Time start = absl::Now();
+  s = flasher.Flash(Image(WriteScript("silent", "exec sleep 30\n")),
+                    absl::Now() + absl::Milliseconds(300));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ(flasher.transport(), nullptr);
+}
+
+TEST(HostProcessFlasher, DestructionStopsTheBoard) {
+  pid_t pid;
+  {
+    HostProcessFlasher flasher;
+    ASSERT_TRUE(flasher.Flash(Image(BoardPath()), Soon()).ok());
+    pid = flasher.pid();
+  }
+  EXPECT_TRUE(Reaped(pid));
+}
+
+TEST(HostProcessFlasher, IsAFlasher) {
+  HostProcessFlasher host;
+  Flasher& flasher = host;
+  ASSERT_TRUE(flasher.Flash(Image(BoardPath()), Soon()).ok());
+  EXPECT_GT(host.pid(), 0);
+}
+
+}  // namespace
+}  // namespace benchfarm::device

@@ -1,0 +1,149 @@
+// Subprocess: starts a program as a child in its own process group, with resource limits applied
+// in the child before it runs, its standard streams wired as asked, and ends it — and everything
+// it started in its group — without leaking processes.
+//
+// ChildProcessTransport (pipe_transport.h) starts its child with posix_spawn, which cannot set
+// resource limits; the flashers need them (a runaway host-process board must not take the host
+// down), so this class forks, applies setpgid/dup2/chdir/setrlimit/signal resets, and execs.
+//
+// The child:
+//   - runs argv[0]: a path if it contains '/', else the first executable match in $PATH
+//     (looked up here, before fork, so a missing program is a clear NotFound);
+//   - leads a new process group (pgid == pid), so Signal() reaches whatever it forks;
+//   - has an empty signal mask and default dispositions for every signal;
+//   - inherits no descriptor of this process except its stdin/stdout/stderr (everything else is
+//     marked close-on-exec in the child);
+//   - gets each non-zero ResourceLimits field as both its soft and hard limit (clamped to this
+//     process's hard limit, which an unprivileged process cannot raise).
+//
+// Reaping: once the child has ended, anything still running in its process group is killed
+// (SIGKILL) before the child is reaped — while the child is an unreaped zombie its pid, hence its
+// group id, cannot be reused, so that signal cannot reach a stranger. After reaping, Signal() is a
+// no-op. The destructor kills and reaps a child that still runs.
+//
+// Thread-safety: every method may be called from any thread, concurrently (the blocking ones,
+// WaitExit and Stop, wait without holding the lock), except that Start and the destructor must not
+// race with anything else on the object. The descriptors handed out by TakeStdin/TakeStdout belong
+// to the caller.
+
+#ifndef BENCHFARM_DEVICE_SUBPROCESS_H_
+#define BENCHFARM_DEVICE_SUBPROCESS_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "device/pipe_transport.h"  // ProcessExit
+
+namespace benchfarm::device {
+
+// Limits applied in the child (setrlimit, soft = hard). 0 leaves a limit as inherited.
+struct ResourceLimits {
+  uint64_t max_address_space_bytes = 0;  // RLIMIT_AS
+  uint64_t max_cpu_seconds = 0;          // RLIMIT_CPU (the child gets SIGXCPU, then SIGKILL 1 s on)
+  uint64_t max_open_files = 0;           // RLIMIT_NOFILE
+  bool core_dumps = true;                // false: RLIMIT_CORE = 0
+};
+
+// Where one of the child's standard streams goes.
+enum class StdioMode {
+  kInherit,  // this process's
+  kNull,     // /dev/null
+  kPipe,     // a pipe whose other end TakeStdin()/TakeStdout() hands out (stdin/stdout only)
+};
+
+struct SubprocessOptions {
+  std::vector<std::string> argv;
+  // Empty: this process's working directory.
+  std::string working_dir;
+  ResourceLimits limits;
+  StdioMode stdin_mode = StdioMode::kNull;
+  StdioMode stdout_mode = StdioMode::kPipe;
+  // stderr: into stdout (2>&1) if stderr_to_stdout; else appended to stderr_path (created 0644)
+  // if that is set; else inherited. Setting both is InvalidArgument.
+  bool stderr_to_stdout = false;
+  std::string stderr_path;
+};
+
+class Subprocess {
+ public:
+  // Starts the child. Errors (messages name argv[0] and the step that failed):
+  //   InvalidArgument     empty argv, kPipe for stderr's options, or both stderr options set.
+  //   NotFound            argv[0] not found (ENOENT/ENOTDIR, or nowhere in $PATH), or the
+  //                       working directory or stderr file's directory does not exist.
+  //   PermissionDenied    EACCES/EPERM: not executable, or a directory/file not accessible.
+  //   FailedPrecondition  argv[0] is not something the kernel can execute (ENOEXEC, e.g. a
+  //                       script without "#!"), or is a directory.
+  //   Internal            pipe, fork, setrlimit or any other OS failure, with the OS's text.
+  static absl::StatusOr<std::unique_ptr<Subprocess>> Start(const SubprocessOptions& options);
+
+  // Kills (SIGKILL to the group) and reaps the child if it is still there; closes descriptors
+  // not taken. May block up to a few seconds for a process stuck in the kernel.
+  ~Subprocess();
+
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // argv[0] as given, for messages.
+  const std::string& name() const { return name_; }
+
+  // The write end of the child's stdin pipe / the read end of its stdout pipe (close-on-exec,
+  // blocking mode), now owned by the caller; -1 if that stream is not kPipe or was taken already.
+  int TakeStdin();
+  int TakeStdout();
+
+  // The child's end if it has ended (then reaped, its group killed first); nullopt while it runs.
+  // Never blocks.
+  std::optional<ProcessExit> ExitStatus();
+
+  // Waits until the child has ended (see ExitStatus) or the deadline. Errors: DeadlineExceeded if
+  // it still runs then; Internal if waitpid fails (e.g. SIGCHLD is ignored, so the kernel reaped
+  // it already).
+  absl::StatusOr<ProcessExit> WaitExit(absl::Time deadline);
+
+  // A descriptor that polls readable (POLLIN) once the child has ended (a pidfd), for waiting on
+  // it together with other descriptors; -1 on kernels without pidfd_open (poll ExitStatus()
+  // then). Owned by this object; valid until its destruction.
+  int exit_fd() const { return pidfd_; }
+
+  // Sends `sig` to the child's process group (to the child alone if the group is gone). No-op once
+  // the child has been reaped.
+  void Signal(int sig);
+
+  // Ends the child: SIGTERM to the group, waits up to `grace` (never past `deadline`), then
+  // SIGKILL to the group and waits until `deadline` — but at least 2 s, because a SIGKILLed
+  // process normally goes within milliseconds and leaking it is worse than a late return. Returns
+  // how it ended (its own exit if it had already ended). Errors: as WaitExit.
+  absl::StatusOr<ProcessExit> Stop(absl::Duration grace, absl::Time deadline);
+
+ private:
+  Subprocess(pid_t pid, int pidfd, std::string name, int stdin_fd, int stdout_fd);
+
+  // Reaps the child if it has ended (killing its group first). Returns the exit, nullopt if it
+  // still runs, or Internal.
+  absl::StatusOr<std::optional<ProcessExit>> PollLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const pid_t pid_;
+  // Readable once the child has ended; -1 where pidfd_open is unavailable (then waits poll).
+  const int pidfd_;
+  const std::string name_;
+
+  mutable absl::Mutex mu_;
+  int stdin_fd_ ABSL_GUARDED_BY(mu_);
+  int stdout_fd_ ABSL_GUARDED_BY(mu_);
+  std::optional<ProcessExit> exit_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace benchfarm::device
+
+#endif  // BENCHFARM_DEVICE_SUBPROCESS_H_

@@ -1,0 +1,521 @@
+// The tracker survives kill -9 without losing or duplicating work: several clients submit
+// 10,000 trials while fake agents run them; the tracker is killed with SIGKILL mid-stream and
+// restarted on the same database; clients retry unacknowledged batches with the same request_id
+// and agents reconnect holding their unacknowledged results. At the end every acknowledged job
+// exists exactly once, is DONE with one result, and nothing else was stored.
+//
+// The tracker is the real //tracker:tracker binary, a child process in its own process group,
+// found in the test's runfiles.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/benchfarm.grpc.pb.h"
+
+namespace benchfarm {
+namespace {
+
+constexpr int kClients = 4;
+constexpr int kBatchesPerClient = 25;
+constexpr int kBatchSize = 100;
+constexpr int kTotalTrials = kClients * kBatchesPerClient * kBatchSize;  // 10,000
+constexpr int kAgents = 4;
+constexpr int kBoardsPerAgent = 4;
+// Clients keep at most this many submitted trials without results, so submissions and results
+// are both still flowing when the tracker is killed.
+constexpr int kMaxBacklog = 2000;
+constexpr int kKillAfterSubmitted = 5000;
+constexpr absl::Duration kTestDeadline = absl::Seconds(90);
+
+std::string TrackerPath() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  return absl::StrCat(srcdir ? srcdir : ".", "/", workspace ? workspace : "benchfarm",
+                      "/tracker/tracker");
+}
+
+std::chrono::system_clock::time_point In(absl::Duration d) {
+  return std::chrono::system_clock::now() + absl::ToChronoMilliseconds(d);
+}
+
+// The tracker as a child process in its own process group.
+class TrackerProcess {
+ public:
+  ~TrackerProcess() { Kill(); }
+
+  // Starts it and waits for "tracker: listening on HOST:PORT"; returns "HOST:PORT" or "".
+  std::string Start(const std::string& database, const std::string& config) {
+    int out[2];
+    if (pipe(out) != 0) return "";
+    std::string path = TrackerPath();
+    std::string db_flag = "--database=" + database;
+    std::string config_flag = "--config=" + config;
+    pid_ = fork();
+    if (pid_ == 0) {
+      setpgid(0, 0);
+      dup2(out[1], 1);
+      close(out[0]);
+      close(out[1]);
+      execl(path.c_str(), path.c_str(), db_flag.c_str(), config_flag.c_str(),
+            "--listen=127.0.0.1:0", "--metrics=off", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(out[1]);
+    if (pid_ < 0) {
+      close(out[0]);
+      return "";
+    }
+    setpgid(pid_, pid_);  // also here, so a kill right after fork reaches the group
+    out_ = out[0];
+    std::string line;
+    char c;
+    while (read(out_, &c, 1) == 1) {  // blocks until the tracker prints, or exits (EOF)
+      if (c != '\n') {
+        line.push_back(c);
+        continue;
+      }
+      const std::string prefix = "tracker: listening on ";
+      if (line.rfind(prefix, 0) == 0) {
+        std::string rest = line.substr(prefix.size());
+        return rest.substr(0, rest.find(' '));
+      }
+      line.clear();
+    }
+    return "";
+  }
+
+  // SIGKILL to the whole group, then reaps it.
+  void Kill() {
+    if (pid_ <= 0) return;
+    kill(-pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    if (out_ >= 0) close(out_);
+    out_ = -1;
+  }
+
+  // SIGTERM, then waits for a clean exit; returns the exit status.
+  int Stop() {
+    if (pid_ <= 0) return -1;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    if (out_ >= 0) close(out_);
+    out_ = -1;
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+};
+
+// What the test observed; shared by clients, agents and the main thread.
+struct World {
+  absl::Mutex mu;
+  std::string address ABSL_GUARDED_BY(mu);
+  int generation ABSL_GUARDED_BY(mu) = 0;  // bumped at every (re)start
+  bool stopping ABSL_GUARDED_BY(mu) = false;
+  std::set<std::string> submitted ABSL_GUARDED_BY(mu);     // job ids of acknowledged batches
+  std::set<std::string> results_acked ABSL_GUARDED_BY(mu);  // job ids whose result was acked
+  int submit_failures ABSL_GUARDED_BY(mu) = 0;
+  int agent_reconnects ABSL_GUARDED_BY(mu) = 0;
+  int results_resent ABSL_GUARDED_BY(mu) = 0;
+  int offers ABSL_GUARDED_BY(mu) = 0;
+  std::vector<std::string> errors ABSL_GUARDED_BY(mu);
+  // Every batch: request_id -> the job ids it was acknowledged with (a retry must match).
+  std::map<std::string, std::vector<std::string>> batches ABSL_GUARDED_BY(mu);
+
+  std::string Address() {
+    absl::MutexLock lock(&mu);
+    return address;
+  }
+  bool Stopping() {
+    absl::MutexLock lock(&mu);
+    return stopping;
+  }
+};
+
+v1::Trial MakeTrial(int client, int index) {
+  v1::Trial t;
+  t.set_board_kind("host");
+  t.mutable_op()->mutable_template_op()->set_op("matmul");
+  for (int i = 0; i < 3; ++i) t.add_args()->add_shape(16);
+  t.set_seed(static_cast<uint64_t>(client) * 1000000 + index);
+  return t;
+}
+
+// One client: kBatchesPerClient batches, each retried with the same request_id until OK.
+void RunClient(World* world, int client) {
+  std::string address;
+  std::unique_ptr<v1::Tracker::Stub> stub;
+  for (int b = 0; b < kBatchesPerClient; ++b) {
+    v1::SubmitTrialsRequest request;
+    request.set_client_id(absl::StrCat("client-", client));
+    request.set_request_id(absl::StrCat("c", client, "-b", b));
+    for (int i = 0; i < kBatchSize; ++i) *request.add_trials() = MakeTrial(client, b * kBatchSize + i);
+    {
+      // Pace: keep the backlog bounded so the kill lands while results are flowing.
+      absl::MutexLock lock(&world->mu);
+      auto room = [world]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(world->mu) {
+        return world->stopping ||
+               static_cast<int>(world->submitted.size() - world->results_acked.size()) < kMaxBacklog;
+      };
+      world->mu.AwaitWithTimeout(absl::Condition(&room), kTestDeadline);
+    }
+    for (int attempt = 0;; ++attempt) {
+      if (world->Stopping()) return;
+      std::string now = world->Address();
+      if (now != address || stub == nullptr) {
+        address = now;
+        stub = v1::Tracker::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+      }
+      grpc::ClientContext context;
+      context.set_deadline(In(absl::Seconds(5)));
+      v1::SubmitTrialsResponse response;
+      grpc::Status s = stub->SubmitTrials(&context, request, &response);
+      absl::MutexLock lock(&world->mu);
+      if (s.ok()) {
+        if (response.job_ids_size() != kBatchSize) {
+          world->errors.push_back(absl::StrCat(request.request_id(), ": ", response.job_ids_size(),
+                                               " job ids"));
+        }
+        auto& ids = world->batches[request.request_id()];
+        std::vector<std::string> got(response.job_ids().begin(), response.job_ids().end());
+        if (!ids.empty() && ids != got) {
+          world->errors.push_back(absl::StrCat(request.request_id(), ": a retry got other ids"));
+        }
+        ids = got;
+        world->submitted.insert(got.begin(), got.end());
+        break;
+      }
+      ++world->submit_failures;
+      if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+        world->errors.push_back(absl::StrCat(request.request_id(), ": ", s.error_message()));
+        return;
+      }
+      world->mu.Unlock();
+      absl::SleepFor(absl::Milliseconds(std::min(50 * (attempt + 1), 500)));  // retry backoff
+      world->mu.Lock();
+    }
+  }
+}
+
+// A fake agent with kBoardsPerAgent "host" boards that runs every offer instantly. It keeps
+// each result until the tracker acknowledges it; after a reconnect it registers holding those
+// jobs and sends their results again.
+class FakeAgent {
+ public:
+  FakeAgent(World* world, int index) : world_(world), id_(absl::StrCat("agent-", index)) {}
+
+  void Run() {
+    int backoff_ms = 20;
+    while (!world_->Stopping()) {
+      bool registered = Session();
+      if (world_->Stopping()) break;
+      {
+        absl::MutexLock lock(&world_->mu);
+        ++world_->agent_reconnects;
+      }
+      backoff_ms = registered ? 20 : std::min(backoff_ms * 2, 500);
+      absl::SleepFor(absl::Milliseconds(backoff_ms));  // reconnect backoff
+    }
+  }
+
+  // Ends the current stream (at shutdown).
+  void Cancel() {
+    absl::MutexLock lock(&mu_);
+    if (context_ != nullptr) context_->TryCancel();
+  }
+
+ private:
+  // One stream; returns whether it got as far as Registered.
+  bool Session() {
+    auto stub = v1::TrackerAgent::NewStub(
+        grpc::CreateChannel(world_->Address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(In(kTestDeadline + absl::Seconds(10)));
+    {
+      absl::MutexLock lock(&mu_);
+      if (world_->Stopping()) return false;
+      context_ = &context;
+    }
+    auto stream = stub->Connect(&context);
+    v1::AgentMessage hello;
+    std::vector<v1::JobResult> resend;
+    {
+      absl::MutexLock lock(&mu_);
+      hello.mutable_register_()->set_agent_id(id_);
+      for (int b = 0; b < kBoardsPerAgent; ++b) {
+        v1::BoardRegistration* r = hello.mutable_register_()->add_boards();
+        r->set_board_id(absl::StrCat(id_, "-board-", b));
+        r->set_kind("host");
+      }
+      for (const auto& [job_id, result] : unacked_) {
+        hello.mutable_register_()->add_held_job_ids(job_id);
+        resend.push_back(result);
+      }
+    }
+    bool registered = false;
+    std::atomic<bool> live{true};
+    std::thread heartbeats;
+    if (stream->Write(hello)) {
+      v1::TrackerMessage m;
+      if (stream->Read(&m) && m.has_registered()) {
+        registered = true;
+        for (const v1::JobResult& r : resend) {
+          v1::AgentMessage out;
+          *out.mutable_result() = r;
+          Write(stream.get(), out);
+        }
+        {
+          absl::MutexLock lock(&world_->mu);
+          world_->results_resent += static_cast<int>(resend.size());
+        }
+        heartbeats = std::thread([&] {
+          while (live) {
+            v1::AgentMessage beat;
+            beat.mutable_heartbeat();
+            if (!Write(stream.get(), beat)) break;
+            absl::SleepFor(absl::Milliseconds(300));  // the heartbeat period, not a wait
+          }
+        });
+        while (stream->Read(&m)) {
+          if (m.has_offer()) {
+            v1::JobResult result;
+            result.set_job_id(m.offer().job_id());
+            result.set_attempt(m.offer().attempt());
+            result.mutable_result()->add_costs_s(1e-3);
+            result.mutable_result()->set_board_id(m.offer().board_id());
+            {
+              absl::MutexLock lock(&mu_);
+              unacked_[result.job_id()] = result;
+            }
+            {
+              absl::MutexLock lock(&world_->mu);
+              ++world_->offers;
+            }
+            v1::AgentMessage out;
+            *out.mutable_result() = result;
+            Write(stream.get(), out);
+          } else if (m.has_result_ack()) {
+            {
+              absl::MutexLock lock(&mu_);
+              unacked_.erase(m.result_ack().job_id());
+            }
+            absl::MutexLock lock(&world_->mu);
+            world_->results_acked.insert(m.result_ack().job_id());
+          }
+        }
+      }
+    }
+    live = false;
+    {
+      absl::MutexLock lock(&mu_);
+      context_ = nullptr;
+    }
+    context.TryCancel();
+    if (heartbeats.joinable()) heartbeats.join();
+    stream->Finish().IgnoreError();
+    return registered;
+  }
+
+  bool Write(grpc::ClientReaderWriter<v1::AgentMessage, v1::TrackerMessage>* stream,
+             const v1::AgentMessage& m) {
+    absl::MutexLock lock(&write_mu_);
+    return stream->Write(m);
+  }
+
+  World* const world_;
+  const std::string id_;
+  absl::Mutex write_mu_;  // one writer at a time on the stream
+  absl::Mutex mu_;
+  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::map<std::string, v1::JobResult> unacked_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST(TrackerCrash, EveryAcknowledgedTrialHasExactlyOneResultAfterKill9) {
+  const std::string dir = std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp";
+  const std::string database = dir + "/tracker_crash.db";
+  const std::string config = dir + "/tracker_crash.textproto";
+  std::remove(database.c_str());
+  {
+    std::ofstream out(config);
+    out << "lease_seconds: 2\nheartbeat_seconds: 1\n";
+  }
+  const absl::Time deadline = absl::Now() + kTestDeadline;
+
+  World world;
+  TrackerProcess tracker;
+  std::string address = tracker.Start(database, config);
+  ASSERT_FALSE(address.empty()) << "the tracker did not start: " << TrackerPath();
+  {
+    absl::MutexLock lock(&world.mu);
+    world.address = address;
+    world.generation = 1;
+  }
+
+  // Agents first: the tracker accepts trials only for board kinds it has seen.
+  std::vector<std::unique_ptr<FakeAgent>> agents;
+  std::vector<std::thread> agent_threads;
+  for (int i = 0; i < kAgents; ++i) {
+    agents.push_back(std::make_unique<FakeAgent>(&world, i));
+    agent_threads.emplace_back([a = agents.back().get()] { a->Run(); });
+  }
+  {
+    auto stub = v1::Tracker::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    bool all_boards = false;
+    while (!all_boards && absl::Now() < deadline) {
+      grpc::ClientContext context;
+      context.set_deadline(In(absl::Seconds(2)));
+      v1::ListBoardsRequest request;
+      request.set_board_kind("host");
+      v1::ListBoardsResponse response;
+      if (stub->ListBoards(&context, request, &response).ok()) {
+        int idle = 0;
+        for (const v1::Board& b : response.boards()) idle += b.state() == v1::IDLE;
+        all_boards = idle == kAgents * kBoardsPerAgent;
+      }
+      if (!all_boards) absl::SleepFor(absl::Milliseconds(20));  // polling another process
+    }
+    ASSERT_TRUE(all_boards) << "the agents did not register";
+  }
+
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) clients.emplace_back(RunClient, &world, c);
+
+  // Kill -9 mid-stream, then restart on the same database.
+  int submitted_at_kill = 0, results_at_kill = 0;
+  {
+    absl::MutexLock lock(&world.mu);
+    auto enough = [&world]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(world.mu) {
+      return static_cast<int>(world.submitted.size()) >= kKillAfterSubmitted;
+    };
+    world.mu.AwaitWithDeadline(absl::Condition(&enough), deadline);
+    submitted_at_kill = static_cast<int>(world.submitted.size());
+    results_at_kill = static_cast<int>(world.results_acked.size());
+  }
+  tracker.Kill();
+  std::printf("killed the tracker (SIGKILL) at %d acknowledged trials, %d acknowledged results\n",
+              submitted_at_kill, results_at_kill);
+  address = tracker.Start(database, config);
+  ASSERT_FALSE(address.empty()) << "the tracker did not restart";
+  {
+    absl::MutexLock lock(&world.mu);
+    world.address = address;
+    ++world.generation;
+  }
+
+  for (std::thread& t : clients) t.join();
+
+  // Wait until every acknowledged trial's result is acknowledged.
+  bool finished = false;
+  {
+    absl::MutexLock lock(&world.mu);
+    auto all_done = [&world]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(world.mu) {
+      if (world.submitted.size() < static_cast<size_t>(kTotalTrials)) return false;
+      for (const std::string& id : world.submitted) {
+        if (world.results_acked.count(id) == 0) return false;
+      }
+      return true;
+    };
+    finished = world.mu.AwaitWithDeadline(absl::Condition(&all_done), deadline);
+  }
+
+  // Read back every job.
+  auto stub = v1::Tracker::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  std::map<std::string, v1::Job> jobs;
+  int duplicates = 0;
+  std::string token;
+  for (int page = 0; page < 100; ++page) {
+    grpc::ClientContext context;
+    context.set_deadline(In(absl::Seconds(10)));
+    v1::ListResultsRequest request;
+    request.set_limit(1000);
+    request.set_page_token(token);
+    v1::ListResultsResponse response;
+    grpc::Status s = stub->ListResults(&context, request, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    for (const v1::Job& job : response.jobs()) {
+      if (!jobs.emplace(job.job_id(), job).second) ++duplicates;
+    }
+    token = response.next_page_token();
+    if (token.empty()) break;
+  }
+
+  {
+    absl::MutexLock lock(&world.mu);
+    world.stopping = true;
+  }
+  for (auto& a : agents) a->Cancel();
+  for (std::thread& t : agent_threads) t.join();
+  int exit_status = tracker.Stop();
+
+  absl::MutexLock lock(&world.mu);
+  int not_done = 0, bad_result = 0, missing = 0, unknown = 0, acked_not_done = 0;
+  std::map<std::string, int> not_done_states;
+  for (const auto& [id, job] : jobs) {
+    if (world.submitted.count(id) == 0) ++unknown;
+    if (job.state() != v1::DONE) {
+      ++not_done;
+      ++not_done_states[v1::JobState_Name(job.state())];
+    } else if (job.result().costs_s_size() != 1 || job.result().error_code() != v1::NO_ERROR) {
+      ++bad_result;
+    }
+  }
+  for (const std::string& id : world.submitted) missing += jobs.count(id) == 0;
+  for (const std::string& id : world.results_acked) {
+    auto it = jobs.find(id);
+    acked_not_done += it == jobs.end() || it->second.state() != v1::DONE;
+  }
+  std::printf(
+      "trials acknowledged: %zu (batches %zu), jobs stored: %zu, duplicates: %d\n"
+      "results acknowledged: %zu, offers: %d, results resent after reconnect: %d\n"
+      "submit failures (retried): %d, agent reconnects: %d\n"
+      "not DONE: %d, bad results: %d, missing: %d, unknown: %d, acked-but-not-DONE: %d\n",
+      world.submitted.size(), world.batches.size(), jobs.size(), duplicates,
+      world.results_acked.size(), world.offers, world.results_resent, world.submit_failures,
+      world.agent_reconnects, not_done, bad_result, missing, unknown, acked_not_done);
+  for (const auto& [state, n] : not_done_states) std::printf("  %s: %d\n", state.c_str(), n);
+
+  for (const std::string& e : world.errors) ADD_FAILURE() << e;
+  EXPECT_TRUE(finished) << "not every acknowledged trial got an acknowledged result in time";
+  EXPECT_EQ(world.submitted.size(), static_cast<size_t>(kTotalTrials));
+  EXPECT_EQ(world.batches.size(), static_cast<size_t>(kClients * kBatchesPerClient));
+  EXPECT_EQ(jobs.size(), static_cast<size_t>(kTotalTrials));
+  EXPECT_EQ(duplicates, 0);
+  EXPECT_EQ(missing, 0);
+  EXPECT_EQ(unknown, 0);
+  EXPECT_EQ(not_done, 0);
+  EXPECT_EQ(bad_result, 0);
+  EXPECT_EQ(acked_not_done, 0);
+  EXPECT_GT(world.agent_reconnects, 0) << "the kill did not reach the agents";
+  EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0)
+      << "the restarted tracker did not stop cleanly: " << exit_status;
+}
+
+}  // namespace
+}  // namespace benchfarm

@@ -1,0 +1,368 @@
+// JobQueue's rules against a real SQLite store and a fake clock, with fake agents (plain calls,
+// no gRPC): validation, idempotent submission, priority, FIFO, fair share, pins, leases and
+// heartbeats, re-queue with history and the retry budget, exactly-once results, quarantine and
+// health checks, cancellation, and recovery after a restart.
+#include "tracker/job_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tracker/clock.h"
+#include "tracker/sqlite_store.h"
+
+namespace benchfarm::tracker {
+namespace {
+
+v1::Trial MakeTrial(const std::string& kind = "host", int priority = 0,
+                    const std::string& op = "matmul") {
+  v1::Trial t;
+  t.set_board_kind(kind);
+  t.set_priority(priority);
+  t.mutable_op()->mutable_template_op()->set_op(op);
+  for (int i = 0; i < 3; ++i) {
+    v1::ArgSpec* a = t.add_args();
+    a->add_shape(8);
+    a->add_shape(8);
+    a->set_dtype("float32");
+  }
+  return t;
+}
+
+v1::Register MakeAgent(const std::string& agent, const std::vector<std::string>& boards,
+                       const std::string& kind = "host") {
+  v1::Register r;
+  r.set_agent_id(agent);
+  for (const std::string& b : boards) {
+    v1::BoardRegistration* reg = r.add_boards();
+    reg->set_board_id(b);
+    reg->set_kind(kind);
+  }
+  return r;
+}
+
+v1::JobResult Ok(const v1::JobOffer& offer, double cost = 1e-3) {
+  v1::JobResult r;
+  r.set_job_id(offer.job_id());
+  r.set_attempt(offer.attempt());
+  r.mutable_result()->add_costs_s(cost);
+  r.mutable_result()->set_board_id(offer.board_id());
+  return r;
+}
+
+v1::JobResult Failed(const v1::JobOffer& offer, v1::ErrorCode code) {
+  v1::JobResult r;
+  r.set_job_id(offer.job_id());
+  r.set_attempt(offer.attempt());
+  r.mutable_result()->set_error_code(code);
+  r.mutable_result()->set_message("boom");
+  return r;
+}
+
+class JobQueueTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = std::string(std::getenv("TEST_TMPDIR")) + "/" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
+    std::remove(path_.c_str());
+    Restart();
+  }
+
+  void Restart(JobQueueOptions options = Defaults()) {
+    queue_.reset();
+    store_.reset();
+    auto store = SqliteStore::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    queue_ = std::make_unique<JobQueue>(store_.get(), &clock_, options);
+    ASSERT_TRUE(queue_->Recover().ok());
+  }
+
+  static JobQueueOptions Defaults() {
+    JobQueueOptions o;
+    o.lease = absl::Seconds(10);
+    o.retry_budget = 3;
+    o.quarantine_threshold = 2;
+    o.known_kinds = {"host", "stm32"};
+    return o;
+  }
+
+  std::vector<std::string> Submit(std::vector<v1::Trial> trials, const std::string& client = "c1",
+                                  const std::string& request = "") {
+    static int n = 0;
+    auto ids = queue_->Submit(client, request.empty() ? "r" + std::to_string(++n) : request, trials);
+    EXPECT_TRUE(ids.ok()) << ids.status();
+    return ids.ok() ? *ids : std::vector<std::string>{};
+  }
+
+  v1::JobOffer TakeOne(const std::string& agent) {
+    std::vector<Offer> offers = queue_->TakeOffers(agent);
+    EXPECT_EQ(offers.size(), 1u);
+    return offers.empty() ? v1::JobOffer() : offers[0].offer;
+  }
+
+  std::string path_;
+  FakeClock clock_;
+  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<JobQueue> queue_;
+};
+
+TEST_F(JobQueueTest, MalformedSubmissionsNameTheFieldAndStoreNothing) {
+  struct Case {
+    std::string want;
+    std::function<void(v1::Trial*)> mutate;
+  };
+  std::vector<Case> cases = {
+      {"trials[0].board_kind: required", [](v1::Trial* t) { t->clear_board_kind(); }},
+      {"trials[0].board_kind: unknown board kind", [](v1::Trial* t) { t->set_board_kind("nope"); }},
+      {"trials[0].op: set template_op or c_source", [](v1::Trial* t) { t->clear_op(); }},
+      {"trials[0].args[1].shape[0]", [](v1::Trial* t) { t->mutable_args(1)->set_shape(0, -4); }},
+      {"trials[0].args[0].dtype", [](v1::Trial* t) { t->mutable_args(0)->set_dtype("int8"); }},
+      {"trials[0].args: need", [](v1::Trial* t) { t->clear_args(); }},
+      {"trials[0].measure.repeat", [](v1::Trial* t) { t->mutable_measure()->set_repeat(5000); }},
+      {"trials[0].priority", [](v1::Trial* t) { t->set_priority(1000); }},
+      {"trials[0].op.entry_function: required with c_source",
+       [](v1::Trial* t) { t->mutable_op()->set_c_source("int x;"); }},
+  };
+  for (const Case& c : cases) {
+    v1::Trial t = MakeTrial();
+    c.mutate(&t);
+    auto ids = queue_->Submit("c1", "bad", {t});
+    EXPECT_TRUE(absl::IsInvalidArgument(ids.status())) << c.want;
+    EXPECT_NE(ids.status().message().find(c.want), absl::string_view::npos) << ids.status();
+  }
+  EXPECT_TRUE(absl::IsInvalidArgument(queue_->Submit("", "r", {MakeTrial()}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(queue_->Submit("c1", "", {MakeTrial()}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(queue_->Submit("c1", "r", {}).status()));
+  // A bad trial anywhere in a batch rejects the whole batch.
+  v1::Trial bad = MakeTrial();
+  bad.set_priority(-1);
+  auto ids = queue_->Submit("c1", "mixed", {MakeTrial(), bad});
+  EXPECT_NE(ids.status().message().find("trials[1].priority"), absl::string_view::npos);
+  JobFilter all;
+  EXPECT_TRUE(queue_->List(all)->empty());
+}
+
+TEST_F(JobQueueTest, SubmissionIsIdempotentPerRequestId) {
+  auto first = Submit({MakeTrial(), MakeTrial()}, "c1", "same");
+  auto again = Submit({MakeTrial(), MakeTrial(), MakeTrial()}, "c1", "same");
+  EXPECT_EQ(first, again);
+  EXPECT_EQ(queue_->List(JobFilter())->size(), 2u);
+  auto other_client = Submit({MakeTrial()}, "c2", "same");
+  EXPECT_NE(other_client[0], first[0]);
+}
+
+TEST_F(JobQueueTest, PriorityThenFifo) {
+  auto low = Submit({MakeTrial("host", 1), MakeTrial("host", 1)});
+  auto high = Submit({MakeTrial("host", 5)});
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  std::vector<std::string> order;
+  for (int i = 0; i < 3; ++i) {
+    v1::JobOffer o = TakeOne("a");
+    order.push_back(o.job_id());
+    ASSERT_TRUE(queue_->ReportResult("a", Ok(o)).ok());
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{high[0], low[0], low[1]}));
+}
+
+TEST_F(JobQueueTest, ClientsAtEqualPriorityTakeTurns) {
+  auto c1 = Submit({MakeTrial(), MakeTrial(), MakeTrial()}, "c1");
+  auto c2 = Submit({MakeTrial(), MakeTrial()}, "c2");
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  std::vector<std::string> order;
+  for (int i = 0; i < 5; ++i) {
+    v1::JobOffer o = TakeOne("a");
+    order.push_back(o.job_id());
+    ASSERT_TRUE(queue_->ReportResult("a", Ok(o)).ok());
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{c1[0], c2[0], c1[1], c2[1], c1[2]}));
+}
+
+TEST_F(JobQueueTest, KindsAndPinsAreHonoured) {
+  v1::Trial pinned = MakeTrial();
+  pinned.set_board_id("b2");
+  v1::Trial labelled = MakeTrial();
+  (*labelled.mutable_labels())["fpu"] = "yes";
+  auto ids = Submit({pinned, labelled, MakeTrial("stm32")});
+  v1::Register reg = MakeAgent("a", {"b1", "b2"});
+  (*reg.mutable_boards(0)->mutable_labels())["fpu"] = "yes";
+  ASSERT_TRUE(queue_->RegisterAgent(reg).ok());
+  std::vector<Offer> offers = queue_->TakeOffers("a");
+  ASSERT_EQ(offers.size(), 2u);
+  std::map<std::string, std::string> job_on;
+  for (const Offer& o : offers) job_on[o.offer.board_id()] = o.offer.job_id();
+  EXPECT_EQ(job_on["b1"], ids[1]);  // the labelled one
+  EXPECT_EQ(job_on["b2"], ids[0]);  // the pinned one
+  // The stm32 job waits for an stm32 board.
+  EXPECT_EQ(queue_->GetJob(ids[2])->state(), v1::QUEUED);
+}
+
+TEST_F(JobQueueTest, ExpiredLeaseRequeuesWithHistoryThenFailsBoardLost) {
+  auto ids = Submit({MakeTrial()});
+  JobQueueOptions options = Defaults();
+  options.quarantine_threshold = 100;
+  Restart(options);
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    v1::JobOffer o = TakeOne("a");
+    EXPECT_EQ(o.attempt(), attempt);
+    clock_.Advance(absl::Seconds(5));
+    queue_->Touch("a");  // a heartbeat renews the lease
+    clock_.Advance(absl::Seconds(6));
+    EXPECT_EQ(queue_->ExpireLeases(), 0);
+    clock_.Advance(absl::Seconds(5));
+    EXPECT_EQ(queue_->ExpireLeases(), 1);
+  }
+  auto job = queue_->GetJob(ids[0]);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state(), v1::DONE);
+  EXPECT_EQ(job->result().error_code(), v1::BOARD_LOST);
+  EXPECT_EQ(job->result().autotvm_error_no(), 7);
+  ASSERT_EQ(job->attempts_size(), 3);
+  for (const v1::Attempt& a : job->attempts()) EXPECT_EQ(a.error_code(), v1::BOARD_LOST);
+  EXPECT_EQ(queue_->Stats().lease_expiries, 3);
+}
+
+TEST_F(JobQueueTest, ResultsAreRecordedExactlyOnce) {
+  auto ids = Submit({MakeTrial()});
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  v1::JobOffer o = TakeOne("a");
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(o, 2e-3)).ok());
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(o, 9.0)).ok());  // resent: accepted, ignored
+  auto job = queue_->GetJob(ids[0]);
+  EXPECT_EQ(job->state(), v1::DONE);
+  ASSERT_EQ(job->result().costs_s_size(), 1);
+  EXPECT_EQ(job->result().costs_s(0), 2e-3);
+  EXPECT_EQ(job->result().attempts(), 1);
+}
+
+TEST_F(JobQueueTest, LostAgentsJobsRequeueOnReRegister) {
+  auto ids = Submit({MakeTrial(), MakeTrial()});
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1", "b2"})).ok());
+  std::vector<Offer> offers = queue_->TakeOffers("a");
+  ASSERT_EQ(offers.size(), 2u);
+  queue_->DisconnectAgent("a");
+  // It comes back holding only the first job.
+  v1::Register reg = MakeAgent("a", {"b1", "b2"});
+  reg.add_held_job_ids(offers[0].offer.job_id());
+  ASSERT_TRUE(queue_->RegisterAgent(reg).ok());
+  EXPECT_EQ(queue_->GetJob(offers[0].offer.job_id())->state(), v1::RUNNING);
+  auto lost = queue_->GetJob(offers[1].offer.job_id());
+  EXPECT_EQ(lost->state(), v1::QUEUED);
+  ASSERT_EQ(lost->attempts_size(), 1);
+  EXPECT_EQ(lost->attempts(0).error_code(), v1::BOARD_LOST);
+  // The held job's result still counts.
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(offers[0].offer)).ok());
+  EXPECT_EQ(queue_->GetJob(offers[0].offer.job_id())->state(), v1::DONE);
+}
+
+TEST_F(JobQueueTest, RepeatedInfraFailuresQuarantineUntilAHealthCheckPasses) {
+  JobQueueOptions options = Defaults();
+  options.health_check_trial = MakeTrial("", 0, "add");
+  Restart(options);
+  auto ids = Submit({MakeTrial(), MakeTrial(), MakeTrial()});
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  for (int i = 0; i < 2; ++i) {
+    v1::JobOffer o = TakeOne("a");
+    ASSERT_TRUE(queue_->ReportResult("a", Failed(o, v1::DEVICE_RESET)).ok());
+  }
+  EXPECT_EQ(queue_->Boards("host")[0].state(), v1::QUARANTINED);
+  // The next offer is a health check, not user work.
+  v1::JobOffer check = TakeOne("a");
+  EXPECT_TRUE(check.health_check());
+  EXPECT_EQ(check.trial().op().template_op().op(), "add");
+  EXPECT_EQ(check.trial().board_id(), "b1");
+  ASSERT_TRUE(queue_->ReportResult("a", Failed(check, v1::DEVICE_RESET)).ok());
+  EXPECT_EQ(queue_->Boards("host")[0].state(), v1::QUARANTINED);
+  EXPECT_TRUE(queue_->TakeOffers("a").empty());  // backing off
+  clock_.Advance(options.health_check_backoff);
+  check = TakeOne("a");
+  EXPECT_TRUE(check.health_check());
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(check)).ok());
+  EXPECT_EQ(queue_->Boards("host")[0].state(), v1::IDLE);
+  // Back to user work: the job that failed twice is still there (retry budget 3).
+  v1::JobOffer o = TakeOne("a");
+  EXPECT_FALSE(o.health_check());
+  EXPECT_EQ(o.job_id(), ids[0]);
+  EXPECT_EQ(o.attempt(), 3);
+}
+
+TEST_F(JobQueueTest, TrialFailuresAreResultsNotRetries) {
+  auto ids = Submit({MakeTrial()});
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  v1::JobOffer o = TakeOne("a");
+  ASSERT_TRUE(queue_->ReportResult("a", Failed(o, v1::COMPILE_DEVICE)).ok());
+  auto job = queue_->GetJob(ids[0]);
+  EXPECT_EQ(job->state(), v1::DONE);
+  EXPECT_EQ(job->result().error_code(), v1::COMPILE_DEVICE);
+  EXPECT_EQ(queue_->Boards("host")[0].state(), v1::IDLE);
+}
+
+TEST_F(JobQueueTest, CancelQueuedAndRunning) {
+  auto ids = Submit({MakeTrial(), MakeTrial()});
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  v1::JobOffer o = TakeOne("a");
+  auto running = queue_->Cancel(o.job_id());
+  ASSERT_TRUE(running.ok());
+  EXPECT_EQ(running->state(), v1::CANCELLED_STATE);
+  EXPECT_EQ(running->result().error_code(), v1::CANCELLED);
+  EXPECT_EQ(queue_->TakeCancels("a"), std::vector<std::string>{o.job_id()});
+  EXPECT_TRUE(queue_->TakeCancels("a").empty());
+  std::string other = o.job_id() == ids[0] ? ids[1] : ids[0];
+  EXPECT_EQ(queue_->Cancel(other)->state(), v1::CANCELLED_STATE);
+  EXPECT_TRUE(queue_->TakeOffers("a").empty());
+  EXPECT_TRUE(absl::IsFailedPrecondition(queue_->Cancel(other).status()));
+  EXPECT_TRUE(absl::IsNotFound(queue_->Cancel("j-none").status()));
+  // A late result for the cancelled job is ignored.
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(o)).ok());
+  EXPECT_EQ(queue_->GetJob(o.job_id())->state(), v1::CANCELLED_STATE);
+}
+
+TEST_F(JobQueueTest, RestartKeepsQueuedAndRunningJobs) {
+  auto ids = Submit({MakeTrial(), MakeTrial(), MakeTrial()});
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1", "b2"})).ok());
+  std::vector<Offer> offers = queue_->TakeOffers("a");
+  ASSERT_EQ(offers.size(), 2u);
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(offers[0].offer)).ok());
+  Restart();  // the tracker process died and came back
+  EXPECT_EQ(queue_->GetJob(offers[0].offer.job_id())->state(), v1::DONE);
+  EXPECT_EQ(queue_->GetJob(offers[1].offer.job_id())->state(), v1::RUNNING);
+  // The agent reconnects holding its running job and finishes it.
+  v1::Register reg = MakeAgent("a", {"b1", "b2"});
+  reg.add_held_job_ids(offers[1].offer.job_id());
+  ASSERT_TRUE(queue_->RegisterAgent(reg).ok());
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(offers[1].offer)).ok());
+  EXPECT_EQ(queue_->GetJob(offers[1].offer.job_id())->state(), v1::DONE);
+  // The queued one is offered.
+  std::vector<Offer> more = queue_->TakeOffers("a");
+  ASSERT_EQ(more.size(), 1u);
+  EXPECT_EQ(queue_->Summary()[0].running(), 1);
+}
+
+TEST_F(JobQueueTest, RunningJobsOfAnAgentThatNeverReturnsRequeueAfterRestart) {
+  auto ids = Submit({MakeTrial()});
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  v1::JobOffer o = TakeOne("a");
+  Restart();
+  clock_.Advance(absl::Seconds(11));
+  EXPECT_EQ(queue_->ExpireLeases(), 1);
+  auto job = queue_->GetJob(ids[0]);
+  EXPECT_EQ(job->state(), v1::QUEUED);
+  EXPECT_EQ(job->attempts_size(), 1);
+}
+
+TEST_F(JobQueueTest, ListenersSeeEveryChange) {
+  std::vector<v1::JobState> seen;
+  int id = queue_->AddListener([&](const v1::Job& j) { seen.push_back(j.state()); });
+  Submit({MakeTrial()});
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(TakeOne("a"))).ok());
+  queue_->RemoveListener(id);
+  EXPECT_EQ(seen, (std::vector<v1::JobState>{v1::QUEUED, v1::RUNNING, v1::DONE}));
+}
+
+}  // namespace
+}  // namespace benchfarm::tracker
