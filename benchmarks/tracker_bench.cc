@@ -38,6 +38,8 @@
 namespace benchfarm {
 namespace {
 
+bool g_tracker_hung = false;  // set when a tracker had to be killed after SIGTERM
+
 using Steady = std::chrono::steady_clock;
 
 std::chrono::system_clock::time_point In(absl::Duration d) {
@@ -107,8 +109,20 @@ class TrackerProcess {
   void Stop() {
     if (pid_ <= 0) return;
     kill(pid_, SIGTERM);
+    // A tracker that does not stop within 5 s of SIGTERM is a bug (it once hung in
+    // grpc::Server::Shutdown on an unfinished agent stream): kill it and fail the run.
     int status = 0;
-    waitpid(pid_, &status, 0);
+    bool exited = false;
+    for (int i = 0; i < 500 && !exited; ++i) {
+      exited = waitpid(pid_, &status, WNOHANG) == pid_;
+      if (!exited) absl::SleepFor(absl::Milliseconds(10));
+    }
+    if (!exited) {
+      std::fprintf(stderr, "tracker_bench: the tracker did not exit 5 s after SIGTERM; killed\n");
+      g_tracker_hung = true;
+      kill(-pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+    }
     pid_ = -1;
     close(out_);
     out_ = -1;
@@ -398,11 +412,13 @@ int Main(int argc, char** argv) {
   for (int batch : {100, 1000}) {
     Row row;
     if (!SubmitScenario(tracker, dir, batch, submit_total, &row)) ok = false;
+    std::fprintf(stderr, "tracker_bench: %s: done\n", row.name.c_str());
     rows.push_back(row);
   }
   for (int agents : agent_counts) {
     Row row;
     if (!DispatchScenario(tracker, dir, agents, dispatch_total, samples, &row)) ok = false;
+    std::fprintf(stderr, "tracker_bench: %s: done\n", row.name.c_str());
     rows.push_back(row);
   }
 
@@ -425,7 +441,7 @@ int Main(int argc, char** argv) {
       samples);
   for (size_t i = 2; i < rows.size(); ++i) std::printf("%s%d", i > 2 ? ", " : "", rows[i].early);
   std::printf(").\n");
-  if (!ok) {
+  if (!ok || g_tracker_hung) {
     std::fprintf(stderr, "tracker_bench: FAILED (see above)\n");
     return 1;
   }

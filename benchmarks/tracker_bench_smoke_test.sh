@@ -4,12 +4,10 @@
 set -euo pipefail
 bin="$1"
 out="${TEST_TMPDIR:-$(mktemp -d)}/tracker_bench.txt"
-if ! "$bin" --quick >"$out" 2>&1; then
-  cat "$out" >&2
+if ! "$bin" --quick 2>&1 | tee "$out"; then
   echo "FAIL: $bin --quick exited non-zero" >&2
   exit 1
 fi
-cat "$out"
 for row in "submit, batches of 100 " "submit, batches of 1000 " "dispatch, 10 agents" "dispatch, 20 agents"; do
   if ! grep -q "^$row" "$out"; then
     echo "FAIL: no '$row' row in the table" >&2

@@ -71,10 +71,9 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   void OnWriteDone(bool ok) override {
     absl::MutexLock lock(&mu_);
     writing_ = false;
-    if (!ok) {
-      closing_ = true;
-      return;  // the read side sees the broken stream and ends it
-    }
+    // A failed write means the stream is broken: nothing more is sent, and the read side (which
+    // fails too) closes it; if it already has, WriteNextLocked finishes the stream here.
+    if (!ok) write_failed_ = true;
     WriteNextLocked();
   }
 
@@ -149,23 +148,21 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
 
   void Send(v1::TrackerMessage m) {
     absl::MutexLock lock(&mu_);
-    if (closing_) return;
+    if (closing_ || write_failed_) return;
     outbox_.push_back(std::move(m));
     WriteNextLocked();
   }
 
+  // Starts the next write, or — once the stream is closing and nothing more can or need be
+  // written — finishes it (exactly once; gRPC then calls OnDone).
   void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (writing_) return;
+    if (write_failed_ || (closing_ && !final_status_.ok())) outbox_.clear();
     if (outbox_.empty()) {
       if (closing_ && !finished_) {
         finished_ = true;
         Finish(final_status_);
       }
-      return;
-    }
-    if (closing_ && !final_status_.ok()) {
-      outbox_.clear();
-      WriteNextLocked();
       return;
     }
     current_ = std::move(outbox_.front());
@@ -176,7 +173,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
 
   void Close(grpc::Status status) {
     absl::MutexLock lock(&mu_);
-    if (closing_ && finished_) return;
+    if (closing_) return;
     closing_ = true;
     final_status_ = std::move(status);
     WriteNextLocked();
@@ -189,7 +186,8 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   std::deque<v1::TrackerMessage> outbox_ ABSL_GUARDED_BY(mu_);
   v1::TrackerMessage current_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;  // the read side ended (or a message was bad)
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
 };
@@ -215,7 +213,7 @@ class JobWatcher final : public grpc::ServerWriteReactor<v1::JobEvent> {
     absl::MutexLock lock(&mu_);
     writing_ = false;
     if (!ok) {
-      done_ = true;
+      FinishLocked(grpc::Status::CANCELLED);  // the client went away
       return;
     }
     WriteNextLocked();
@@ -223,10 +221,7 @@ class JobWatcher final : public grpc::ServerWriteReactor<v1::JobEvent> {
 
   void OnCancel() override {
     absl::MutexLock lock(&mu_);
-    if (!done_) {
-      done_ = true;
-      Finish(grpc::Status::CANCELLED);
-    }
+    FinishLocked(grpc::Status::CANCELLED);
   }
 
   void OnDone() override {
@@ -247,12 +242,19 @@ class JobWatcher final : public grpc::ServerWriteReactor<v1::JobEvent> {
     WriteNextLocked();
   }
 
+  // Finishes the call exactly once; nothing is written after.
+  void FinishLocked(grpc::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (done_) return;
+    done_ = true;
+    outbox_.clear();
+    Finish(std::move(status));
+  }
+
   void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (writing_ || done_) return;
     if (outbox_.empty()) {
       if (!job_ids_.empty() && remaining_.empty()) {
-        done_ = true;
-        Finish(grpc::Status::OK);  // every watched job has finished
+        FinishLocked(grpc::Status::OK);  // every watched job has finished
       }
       return;
     }
