@@ -49,6 +49,7 @@ absl::Status JobQueue::Recover() {
     BoardRecord& record = boards_[board.board_id()];
     if (board.state() != v1::QUARANTINED) board.set_state(v1::OFFLINE);
     board.clear_current_job_id();
+    board.set_running_jobs(0);
     record.board = std::move(board);
     kinds_.insert(record.board.kind());
     agent_boards_[record.board.agent_id()].insert(record.board.board_id());
@@ -67,7 +68,9 @@ absl::Status JobQueue::Recover() {
       auto board = boards_.find(live.job.board_id());
       if (board != boards_.end()) {
         live.agent_id = board->second.board.agent_id();
-        board->second.board.set_current_job_id(live.job.job_id());
+        board->second.running.insert(live.job.job_id());
+        board->second.board.set_current_job_id(*board->second.running.begin());
+        board->second.board.set_running_jobs(static_cast<int>(board->second.running.size()));
       }
     } else {
       Enqueue(&live);
@@ -261,7 +264,7 @@ absl::StatusOr<v1::Job> JobQueue::Cancel(const std::string& job_id) {
   result.set_message("cancelled by the client");
   if (job.job.state() == v1::RUNNING) {
     pending_cancels_[job.agent_id].push_back(job_id);
-    FreeBoard(job.job.board_id());
+    FreeBoard(job.job.board_id(), job_id);
   } else {
     Dequeue(job);
   }
@@ -336,6 +339,10 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
     *board.mutable_capabilities() = b.capabilities();
     board.set_agent_id(reg.agent_id());
     board.set_flashes(std::max(board.flashes(), b.flashes()));
+    board.set_slots(std::max(1, b.slots()));
+    record.running.clear();
+    board.clear_current_job_id();
+    board.set_running_jobs(0);
     if (board.state() != v1::QUARANTINED) board.set_state(v1::IDLE);
     kinds_.insert(b.kind());
     mine.insert(b.board_id());
@@ -349,9 +356,7 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
     if (held.count(id) > 0) {
       job.agent_id = reg.agent_id();
       job.lease_deadline = now + options_.lease;
-      BoardRecord& record = boards_[job.job.board_id()];
-      record.board.set_state(v1::BUSY);
-      record.board.set_current_job_id(id);
+      OccupyBoard(&boards_[job.job.board_id()], id);
     } else {
       lost.push_back(&job);
     }
@@ -386,13 +391,16 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
   std::vector<Offer> offers;
   if (connected_agents_.count(agent_id) == 0) return offers;
   absl::Time now = clock_->Now();
+  std::vector<BoardRecord*> candidates;
   for (const std::string& board_id : agent_boards_[agent_id]) {
     BoardRecord& record = boards_[board_id];
     v1::Board& board = record.board;
     if (board.agent_id() != agent_id) continue;
-    if (board.state() == v1::QUARANTINED && now >= record.next_health_check) {
+    if (board.state() == v1::QUARANTINED && now >= record.next_health_check &&
+        record.health_job_id.empty()) {
       if (options_.health_check_trial.op().source_case() == v1::OperatorSpec::SOURCE_NOT_SET) {
-        board.set_state(v1::IDLE);  // no check configured: back after the backoff
+        // No check configured: back after the backoff.
+        board.set_state(record.running.empty() ? v1::IDLE : v1::BUSY);
         record.recent_infra.clear();
         board.set_consecutive_infra_failures(0);
       } else {
@@ -414,32 +422,42 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
         continue;
       }
     }
-    if (board.state() != v1::IDLE) continue;
-    LiveJob* job = PickFor(board);
-    if (job == nullptr) continue;
-    Dequeue(*job);
-    job->job.set_state(v1::RUNNING);
-    job->job.set_board_id(board_id);
-    job->agent_id = agent_id;
-    job->lease_deadline = now + options_.lease;
-    v1::Attempt* attempt = job->job.add_attempts();
-    attempt->set_board_id(board_id);
-    attempt->set_agent_id(agent_id);
-    *attempt->mutable_started_at() = ToProto(now);
-    board.set_state(v1::BUSY);
-    board.set_current_job_id(job->job.job_id());
-    // Recorded so a restarted tracker knows the job is out; a failed write only means the job
-    // would be re-queued after a restart, so it does not stop the offer.
-    (void)store_->UpdateJob(job->job);
-    Notify(job->job);
-    Offer offer;
-    offer.agent_id = agent_id;
-    offer.offer.set_job_id(job->job.job_id());
-    offer.offer.set_board_id(board_id);
-    *offer.offer.mutable_trial() = job->job.trial();
-    offer.offer.set_attempt(job->job.attempts_size());
-    *offer.offer.mutable_lease_deadline() = ToProto(job->lease_deadline);
-    offers.push_back(std::move(offer));
+    if (board.state() == v1::IDLE || board.state() == v1::BUSY) candidates.push_back(&record);
+  }
+  // Boards take turns, one job per round, until no board with a free slot finds work.
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (BoardRecord* record : candidates) {
+      v1::Board& board = record->board;
+      if (static_cast<int>(record->running.size()) >= std::max(1, board.slots())) continue;
+      if (board.state() != v1::IDLE && board.state() != v1::BUSY) continue;
+      LiveJob* job = PickFor(board);
+      if (job == nullptr) continue;
+      progress = true;
+      const std::string& board_id = board.board_id();
+      Dequeue(*job);
+      job->job.set_state(v1::RUNNING);
+      job->job.set_board_id(board_id);
+      job->agent_id = agent_id;
+      job->lease_deadline = now + options_.lease;
+      v1::Attempt* attempt = job->job.add_attempts();
+      attempt->set_board_id(board_id);
+      attempt->set_agent_id(agent_id);
+      *attempt->mutable_started_at() = ToProto(now);
+      OccupyBoard(record, job->job.job_id());
+      // Recorded so a restarted tracker knows the job is out; a failed write only means the job
+      // would be re-queued after a restart, so it does not stop the offer.
+      (void)store_->UpdateJob(job->job);
+      Notify(job->job);
+      Offer offer;
+      offer.agent_id = agent_id;
+      offer.offer.set_job_id(job->job.job_id());
+      offer.offer.set_board_id(board_id);
+      *offer.offer.mutable_trial() = job->job.trial();
+      offer.offer.set_attempt(job->job.attempts_size());
+      *offer.offer.mutable_lease_deadline() = ToProto(job->lease_deadline);
+      offers.push_back(std::move(offer));
+    }
   }
   return offers;
 }
@@ -477,7 +495,7 @@ absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobRe
   *attempt->mutable_ended_at() = ToProto(clock_->Now());
   attempt->set_error_code(code);
   attempt->set_message(report.result().message());
-  FreeBoard(job.job.board_id());
+  FreeBoard(job.job.board_id(), job.job.job_id());
   return Finish(&job, report.result(), v1::DONE).status();
 }
 
@@ -531,7 +549,7 @@ absl::Status JobQueue::EndAttemptWithoutResult(LiveJob* job, v1::ErrorCode code,
   *attempt->mutable_ended_at() = ToProto(clock_->Now());
   attempt->set_error_code(code);
   attempt->set_message(why);
-  FreeBoard(job->job.board_id());
+  FreeBoard(job->job.board_id(), job->job.job_id());
   if (job->job.attempts_size() < options_.retry_budget) {
     counters_.requeues++;
     Enqueue(job);
@@ -581,12 +599,27 @@ void JobQueue::NoteBoardOutcome(const std::string& board_id, bool infra_error) {
   (void)SaveBoard(record);
 }
 
-void JobQueue::FreeBoard(const std::string& board_id) {
+void JobQueue::OccupyBoard(BoardRecord* record, const std::string& job_id) {
+  record->running.insert(job_id);
+  v1::Board& board = record->board;
+  board.set_current_job_id(*record->running.begin());
+  board.set_running_jobs(static_cast<int>(record->running.size()));
+  if (board.state() == v1::IDLE || board.state() == v1::OFFLINE) board.set_state(v1::BUSY);
+}
+
+void JobQueue::FreeBoard(const std::string& board_id, const std::string& job_id) {
   auto it = boards_.find(board_id);
   if (it == boards_.end()) return;
-  v1::Board& board = it->second.board;
-  board.clear_current_job_id();
-  if (board.state() == v1::BUSY) {
+  BoardRecord& record = it->second;
+  v1::Board& board = record.board;
+  record.running.erase(job_id);
+  board.set_running_jobs(static_cast<int>(record.running.size()));
+  if (record.running.empty()) {
+    board.clear_current_job_id();
+  } else {
+    board.set_current_job_id(*record.running.begin());
+  }
+  if (board.state() == v1::BUSY && record.running.empty()) {
     board.set_state(connected_agents_.count(board.agent_id()) ? v1::IDLE : v1::OFFLINE);
   }
 }

@@ -113,7 +113,8 @@ class JobQueue {
   void DisconnectAgent(const std::string& agent_id);
   // Any sign of life: renews the leases of the agent's running jobs.
   void Touch(const std::string& agent_id);
-  // Jobs for the agent's free boards (each board gets at most one), marked RUNNING and leased.
+  // Jobs for the agent's boards with free slots (a board holds at most its registered slots;
+  // boards take turns, one job each per round), marked RUNNING and leased.
   std::vector<Offer> TakeOffers(const std::string& agent_id);
   // Records a result. Exactly once: a result for a job that is not running this attempt (e.g.
   // sent again after a reconnect) is accepted and ignored. Returns the job as it now is.
@@ -144,6 +145,7 @@ class JobQueue {
   };
   struct BoardRecord {
     v1::Board board;
+    std::set<std::string> running;  // jobs leased to it
     std::deque<bool> recent_infra;  // last attempts: true = infrastructure error
     absl::Time next_health_check;
     std::string health_job_id;
@@ -163,7 +165,11 @@ class JobQueue {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NoteBoardOutcome(const std::string& board_id, bool infra_error)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FreeBoard(const std::string& board_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The board holds / no longer holds the job.
+  void OccupyBoard(BoardRecord* record, const std::string& job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FreeBoard(const std::string& board_id, const std::string& job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Notify(const v1::Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SaveBoard(const BoardRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

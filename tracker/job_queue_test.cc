@@ -364,5 +364,38 @@ TEST_F(JobQueueTest, ListenersSeeEveryChange) {
   EXPECT_EQ(seen, (std::vector<v1::JobState>{v1::QUEUED, v1::RUNNING, v1::DONE}));
 }
 
+TEST_F(JobQueueTest, BoardsWithSlotsHoldSeveralJobsAndTakeTurns) {
+  v1::Register reg = MakeAgent("a1", {"b1", "b2"});
+  reg.mutable_boards(0)->set_slots(4);
+  reg.mutable_boards(1)->set_slots(2);
+  ASSERT_TRUE(queue_->RegisterAgent(reg).ok());
+  std::vector<std::string> ids = Submit(std::vector<v1::Trial>(10, MakeTrial()));
+  std::vector<Offer> offers = queue_->TakeOffers("a1");
+  ASSERT_EQ(offers.size(), 6u);  // 4 + 2 slots
+  // Round robin: b1, b2, b1, b2, b1, b1 in submission order.
+  std::vector<std::string> boards;
+  for (const Offer& o : offers) boards.push_back(o.offer.board_id());
+  EXPECT_EQ(boards, (std::vector<std::string>{"b1", "b2", "b1", "b2", "b1", "b1"}));
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(offers[i].offer.job_id(), ids[i]);
+  std::vector<v1::Board> listed = queue_->Boards("host");
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed[0].running_jobs(), 4);
+  EXPECT_EQ(listed[0].state(), v1::BUSY);
+  EXPECT_TRUE(queue_->TakeOffers("a1").empty());  // every slot is taken
+  // One result frees one slot of b2.
+  ASSERT_TRUE(queue_->ReportResult("a1", Ok(offers[1].offer)).ok());
+  std::vector<Offer> more = queue_->TakeOffers("a1");
+  ASSERT_EQ(more.size(), 1u);
+  EXPECT_EQ(more[0].offer.board_id(), "b2");
+  // The board is idle only when it holds nothing.
+  for (const Offer& o : offers) {
+    if (o.offer.board_id() == "b1") {
+      ASSERT_TRUE(queue_->ReportResult("a1", Ok(o.offer)).ok());
+    }
+  }
+  std::vector<Offer> rest = queue_->TakeOffers("a1");
+  EXPECT_EQ(rest.size(), 3u);  // 10 - 7 taken so far
+}
+
 }  // namespace
 }  // namespace benchfarm::tracker
