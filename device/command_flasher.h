@@ -46,7 +46,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "device/flasher.h"
-#include "device/pipe_transport.h"  // ProcessExit
+#include "device/run_command.h"  // CommandRun
 
 namespace benchfarm::device {
 
@@ -62,22 +62,6 @@ struct CommandFlasherOptions {
   absl::Duration term_grace = absl::Milliseconds(500);
   // How much of the command's output last_run() keeps (the tail).
   size_t max_output_bytes = 64 * 1024;
-};
-
-// One run of the command, for logs.
-struct CommandRun {
-  // The command line as run (placeholders substituted).
-  std::vector<std::string> argv;
-  pid_t pid = -1;
-  // The last max_output_bytes of stdout+stderr, interleaved as written.
-  std::string output;
-  // How many bytes it wrote in all (more than output.size() when the head was dropped).
-  size_t output_bytes = 0;
-  // How it ended (also when killed at the time limit); nullopt if it could not be reaped.
-  std::optional<ProcessExit> exit;
-  // Whether it was killed because of the time limit or the deadline.
-  bool timed_out = false;
-  absl::Duration elapsed;
 };
 
 class CommandFlasher final : public Flasher {

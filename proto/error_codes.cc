@@ -36,7 +36,6 @@ bool IsInfrastructureError(v1::ErrorCode code) {
     case v1::DEVICE_RESET:
     case v1::BOARD_LOST:
     case v1::FIRMWARE_MISMATCH:
-    case v1::RUN_TIMEOUT:
       return true;
     default:
       return false;

@@ -13,8 +13,10 @@ namespace benchfarm {
 int ToAutoTvmErrorNo(v1::ErrorCode code);
 
 // True for failures of the board, link or agent (FLASH_ERROR, SESSION_ERROR, DEVICE_RESET,
-// BOARD_LOST, FIRMWARE_MISMATCH, RUN_TIMEOUT): a run of them quarantines a board. Trial faults
-// (compile errors, wrong answers, invalid trials) and success are false.
+// BOARD_LOST, FIRMWARE_MISMATCH): the tracker retries the job, and a run of them quarantines a
+// board. Trial faults are false: compile errors, wrong answers, invalid trials, a trial that
+// crashes the board (RUNTIME_DEVICE) or does not finish in its timeout (RUN_TIMEOUT; the agent
+// resets the board) — as in AutoTVM, those are the trial's result — and success.
 bool IsInfrastructureError(v1::ErrorCode code);
 
 }  // namespace benchfarm

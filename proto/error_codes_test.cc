@@ -34,6 +34,8 @@ TEST(ErrorCodes, InfrastructureErrorsAreTheBoardsFault) {
   EXPECT_FALSE(IsInfrastructureError(v1::NO_ERROR));
   EXPECT_FALSE(IsInfrastructureError(v1::COMPILE_DEVICE));
   EXPECT_FALSE(IsInfrastructureError(v1::WRONG_ANSWER));
+  EXPECT_FALSE(IsInfrastructureError(v1::RUN_TIMEOUT));  // the trial's result, as in AutoTVM
+  EXPECT_FALSE(IsInfrastructureError(v1::RUNTIME_DEVICE));
 }
 
 }  // namespace

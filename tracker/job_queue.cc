@@ -103,8 +103,10 @@ absl::Status JobQueue::ValidateTrial(const v1::Trial& t, int i) const {
       return Invalid(i, "op", "set template_op or c_source");
   }
   if (op.entry_function().size() > 79) return Invalid(i, "op.entry_function", "too long");
-  if (t.args_size() < 1 || t.args_size() > kMaxArgs) {
-    return Invalid(i, "args", absl::StrCat("need 1..", kMaxArgs, " arguments"));
+  // A template operator without args runs on its default shapes (knobs.json).
+  const int min_args = t.op().source_case() == v1::OperatorSpec::kTemplateOp ? 0 : 1;
+  if (t.args_size() < min_args || t.args_size() > kMaxArgs) {
+    return Invalid(i, "args", absl::StrCat("need ", min_args, "..", kMaxArgs, " arguments"));
   }
   for (int a = 0; a < t.args_size(); ++a) {
     const v1::ArgSpec& arg = t.args(a);

@@ -121,7 +121,9 @@ TEST_F(JobQueueTest, MalformedSubmissionsNameTheFieldAndStoreNothing) {
       {"trials[0].op: set template_op or c_source", [](v1::Trial* t) { t->clear_op(); }},
       {"trials[0].args[1].shape[0]", [](v1::Trial* t) { t->mutable_args(1)->set_shape(0, -4); }},
       {"trials[0].args[0].dtype", [](v1::Trial* t) { t->mutable_args(0)->set_dtype("int8"); }},
-      {"trials[0].args: need", [](v1::Trial* t) { t->clear_args(); }},
+      {"trials[0].args: need", [](v1::Trial* t) {
+         for (int k = 0; k < 17; ++k) t->add_args()->add_shape(1);
+       }},
       {"trials[0].measure.repeat", [](v1::Trial* t) { t->mutable_measure()->set_repeat(5000); }},
       {"trials[0].priority", [](v1::Trial* t) { t->set_priority(1000); }},
       {"trials[0].op.entry_function: required with c_source",

@@ -62,7 +62,7 @@ v1::Job MakeJob(const std::string& job_id, const std::string& client_id,
     trial->mutable_op()->set_c_source("int f(void) { return 0; }");
   } else {
     trial->mutable_op()->mutable_template_op()->set_op(op);
-    (*trial->mutable_op()->mutable_template_op()->mutable_knobs())["tile_m"] = 8;
+    (*trial->mutable_op()->mutable_template_op()->mutable_knobs())["tile_m"] = "8";
   }
   trial->add_args()->add_shape(16);
   trial->set_seed(42);
@@ -500,7 +500,7 @@ TEST(SqliteStore, TenThousandJobsInOneSubmission) {
   std::vector<v1::Job> jobs;
   for (int i = 0; i < 10000; ++i) {
     v1::Job job = MakeJob(absl::StrCat("job-", i), "alice", i % 2 ? "m3" : "m4", "matmul");
-    (*job.mutable_trial()->mutable_op()->mutable_template_op()->mutable_knobs())["tile_n"] = i;
+    (*job.mutable_trial()->mutable_op()->mutable_template_op()->mutable_knobs())["tile_n"] = std::to_string(i);
     jobs.push_back(std::move(job));
   }
   const absl::Time start = absl::Now();

@@ -1,0 +1,403 @@
+#include "agent/agent.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+
+namespace benchfarm::agent {
+namespace {
+
+bool IsFile(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// `path` as given if absolute or present from the working directory, else under the first root
+// that has it; empty when nowhere.
+std::string Find(const std::string& path, const std::vector<std::string>& roots,
+                 const std::string& marker) {
+  if (!path.empty() && path[0] == '/') return IsFile(path + marker) ? path : "";
+  if (IsFile(path + marker)) return path;
+  for (const std::string& root : roots) {
+    std::string p = root + "/" + path;
+    if (IsFile(p + marker)) return p;
+  }
+  return "";
+}
+
+class ErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    if (error.empty()) error = absl::StrCat("line ", line + 1, " column ", column + 1, ": ", message);
+  }
+  std::string error;
+};
+
+}  // namespace
+
+absl::StatusOr<v1::AgentConfig> LoadAgentConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("agent config ", path, ": cannot open"));
+  std::stringstream text;
+  text << in.rdbuf();
+  v1::AgentConfig config;
+  google::protobuf::TextFormat::Parser parser;
+  ErrorCollector errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text.str(), &config)) {
+    return absl::InvalidArgumentError(absl::StrCat("agent config ", path, ": ", errors.error));
+  }
+  return config;
+}
+
+Agent::Agent(AgentOptions options) : options_(std::move(options)) {}
+
+absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
+  v1::AgentConfig& c = options.config;
+  if (c.agent_id().empty()) return absl::InvalidArgumentError("agent_id: required");
+  if (c.tracker_address().empty()) return absl::InvalidArgumentError("tracker_address: required");
+  if (c.boards().empty()) return absl::InvalidArgumentError("boards: at least one board");
+  const std::string base = absl::StrCat("/tmp/benchfarm-agent-", c.agent_id());
+  if (c.scratch_dir().empty()) c.set_scratch_dir(base + "/scratch");
+  if (c.cache_dir().empty()) c.set_cache_dir(base + "/cache");
+  if (c.spool_dir().empty()) c.set_spool_dir(base + "/spool");
+  std::vector<std::string> roots = options.search_roots;
+  std::string crt = c.crt_dir().empty() ? Find("crt", roots, "/ops/knobs.json")
+                                        : Find(c.crt_dir(), roots, "/ops/knobs.json");
+  if (crt.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "crt_dir: no crt source tree (with ops/knobs.json) at \"",
+        c.crt_dir().empty() ? "crt" : c.crt_dir(), "\" or next to the agent"));
+  }
+  // Templates and the crt tree are used from build scripts in other directories.
+  char cwd[4096];
+  auto absolute = [&](const std::string& p) {
+    if (!p.empty() && p[0] == '/') return p;
+    return std::string(getcwd(cwd, sizeof(cwd)) ? cwd : ".") + "/" + p;
+  };
+  crt = absolute(crt);
+  std::set<std::string> ids;
+  std::vector<std::string> templates;
+  for (int i = 0; i < c.boards_size(); ++i) {
+    const v1::BoardConfig& b = c.boards(i);
+    const std::string field = absl::StrCat("boards[", i, "]");
+    if (b.id().empty()) return absl::InvalidArgumentError(field + ".id: required");
+    if (!ids.insert(b.id()).second) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".id: \"", b.id(), "\" twice"));
+    }
+    if (b.kind().empty()) return absl::InvalidArgumentError(field + ".kind: required");
+    if (b.transport_case() == v1::BoardConfig::TRANSPORT_NOT_SET) {
+      return absl::InvalidArgumentError(field + ": a transport (serial or host_process) is required");
+    }
+    if (b.has_serial() && b.serial().port().empty()) {
+      return absl::InvalidArgumentError(field + ".serial.port: required");
+    }
+    if (b.build_template().empty()) {
+      return absl::InvalidArgumentError(field + ".build_template: required");
+    }
+    std::string dir = Find(b.build_template(), roots, "/build");
+    if (dir.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".build_template: no template with a build script at \"",
+                                                     b.build_template(), "\""));
+    }
+    templates.push_back(absolute(dir));
+  }
+  std::unique_ptr<Agent> agent(new Agent(options));
+  absl::StatusOr<KnobSpace> space = KnobSpace::Load(crt + "/ops/knobs.json");
+  if (!space.ok()) return space.status();
+  agent->space_ = std::make_unique<KnobSpace>(*std::move(space));
+  for (const std::string& dir : {c.scratch_dir(), c.cache_dir()}) {
+    absl::Status made = MakeDirs(dir);
+    if (!made.ok()) return made;
+  }
+  ImageBuilderOptions bo;
+  bo.cache_dir = c.cache_dir();
+  bo.scratch_dir = c.scratch_dir();
+  bo.crt_dir = crt;
+  agent->builder_ = std::make_unique<ImageBuilder>(bo);
+  absl::StatusOr<std::unique_ptr<ResultSpool>> spool = ResultSpool::Open(c.spool_dir());
+  if (!spool.ok()) return spool.status();
+  agent->spool_ = *std::move(spool);
+  if (!c.metrics_address().empty()) {
+    absl::Status served = agent->metrics_.Serve(c.metrics_address());
+    if (!served.ok()) return served;
+  }
+  Agent* self = agent.get();
+  BoardWorker::Hooks hooks;
+  hooks.result = [self](const v1::JobResult& r) { self->OnResult(r); };
+  hooks.progress = [self](const std::string& job, const std::string& stage) {
+    v1::AgentMessage m;
+    m.mutable_progress()->set_job_id(job);
+    m.mutable_progress()->set_stage(stage);
+    self->Write(m);
+  };
+  hooks.flashed = [self](const std::string& board, int64_t flashes) {
+    v1::AgentMessage m;
+    m.mutable_board()->set_board_id(board);
+    m.mutable_board()->set_flashes(flashes);
+    self->Write(m);
+  };
+  for (int i = 0; i < c.boards_size(); ++i) {
+    BoardWorker::Options wo;
+    wo.config = c.boards(i);
+    wo.template_dir = templates[i];
+    wo.scratch_dir = c.scratch_dir();
+    if (c.batch_linger_ms() > 0) wo.linger = absl::Milliseconds(c.batch_linger_ms());
+    agent->workers_.push_back(std::make_unique<BoardWorker>(
+        wo, agent->space_.get(), agent->builder_.get(), &agent->metrics_, hooks));
+  }
+  // gRPC's own reconnect backoff grows to minutes by default; the agent wants its tracker back
+  // within its own max_backoff.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(options.min_backoff)));
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(options.min_backoff)));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(options.max_backoff)));
+  agent->channel_ = grpc::CreateCustomChannel(c.tracker_address(),
+                                              grpc::InsecureChannelCredentials(), args);
+  agent->stub_ = v1::TrackerAgent::NewStub(agent->channel_);
+  agent->metrics_.SetSpooled(static_cast<int64_t>(agent->spool_->size()));
+  agent->metrics_.SetConnected(false);
+  return agent;
+}
+
+Agent::~Agent() { Stop(); }
+
+void Agent::Start() {
+  for (auto& w : workers_) w->Start();
+  UpdateBoardMetrics();
+  connection_ = std::thread([this] { ConnectionLoop(); });
+  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+}
+
+void Agent::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ && !connection_.joinable()) return;
+    stopping_ = true;
+    if (context_ != nullptr) context_->TryCancel();
+  }
+  if (connection_.joinable()) connection_.join();
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  for (auto& w : workers_) w->Stop();
+}
+
+bool Agent::connected() const {
+  absl::MutexLock lock(&mu_);
+  return connected_;
+}
+
+AgentCounters Agent::counters() const {
+  AgentCounters c;
+  c.builds = builder_->builds();
+  c.cache_hits = builder_->cache_hits();
+  for (const auto& w : workers_) {
+    WorkerCounters wc = w->counters();
+    c.boards.flashes += wc.flashes;
+    c.boards.flash_skips += wc.flash_skips;
+    c.boards.handshakes += wc.handshakes;
+    c.boards.handshake_failures += wc.handshake_failures;
+    c.boards.images += wc.images;
+    c.boards.results += wc.results;
+    c.boards.resets += wc.resets;
+  }
+  absl::MutexLock lock(&mu_);
+  c.results_sent = results_sent_;
+  c.results_acked = results_acked_;
+  c.connects = connects_;
+  return c;
+}
+
+bool Agent::Write(const v1::AgentMessage& message) {
+  absl::MutexLock write(&write_mu_);
+  grpc::ClientReaderWriter<v1::AgentMessage, v1::TrackerMessage>* stream;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!connected_ && !message.has_register_()) return false;
+    stream = stream_;
+  }
+  return stream != nullptr && stream->Write(message);
+}
+
+void Agent::OnResult(const v1::JobResult& result) {
+  absl::Status stored = spool_->Add(result);
+  if (!stored.ok()) {
+    std::fprintf(stderr, "agent: %s (the result is sent, but not kept for a resend)\n",
+                 std::string(stored.message()).c_str());
+  }
+  metrics_.SetSpooled(static_cast<int64_t>(spool_->size()));
+  v1::AgentMessage m;
+  *m.mutable_result() = result;
+  if (Write(m)) {
+    absl::MutexLock lock(&mu_);
+    results_sent_++;
+  }
+}
+
+void Agent::SendSpooled() {
+  for (const v1::JobResult& r : spool_->All()) {
+    v1::AgentMessage m;
+    *m.mutable_result() = r;
+    if (!Write(m)) return;
+    absl::MutexLock lock(&mu_);
+    results_sent_++;
+  }
+}
+
+void Agent::ConnectionLoop() {
+  absl::Duration backoff = options_.min_backoff;
+  bool logged_down = false;
+  for (;;) {
+    grpc::ClientContext context;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      context_ = &context;
+    }
+    const int64_t before = counters().connects;
+    RunStream(&context);
+    {
+      absl::MutexLock lock(&mu_);
+      context_ = nullptr;
+      connected_ = false;
+    }
+    metrics_.SetConnected(false);
+    if (counters().connects > before) {
+      backoff = options_.min_backoff;
+      logged_down = false;
+    }
+    if (!logged_down) {
+      std::fprintf(stderr, "agent %s: tracker %s unavailable; retrying with backoff up to %s\n",
+                   options_.config.agent_id().c_str(), options_.config.tracker_address().c_str(),
+                   absl::FormatDuration(options_.max_backoff).c_str());
+      logged_down = true;
+    }
+    absl::MutexLock lock(&mu_);
+    auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+    mu_.AwaitWithTimeout(absl::Condition(&stop), backoff);
+    if (stopping_) return;
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+}
+
+void Agent::RunStream(grpc::ClientContext* context) {
+  std::unique_ptr<grpc::ClientReaderWriter<v1::AgentMessage, v1::TrackerMessage>> stream =
+      stub_->Connect(context);
+  v1::AgentMessage reg;
+  v1::Register* r = reg.mutable_register_();
+  r->set_agent_id(options_.config.agent_id());
+  std::set<std::string> held;
+  for (const auto& w : workers_) {
+    v1::BoardRegistration* b = r->add_boards();
+    b->set_board_id(w->id());
+    b->set_kind(w->config().kind());
+    *b->mutable_labels() = w->config().labels();
+    b->add_capabilities(w->config().has_host_process() ? "host-process" : "serial");
+    b->add_capabilities("batch");
+    b->set_flashes(w->counters().flashes);
+    // Room for the batch being measured and the next one being built.
+    b->set_slots(2 * w->batch_size());
+    for (const std::string& id : w->HeldJobs()) held.insert(id);
+  }
+  for (const v1::JobResult& res : spool_->All()) held.insert(res.job_id());
+  for (const std::string& id : held) r->add_held_job_ids(id);
+  {
+    absl::MutexLock write(&write_mu_);
+    absl::MutexLock lock(&mu_);
+    stream_ = stream.get();
+  }
+  bool ok = Write(reg);
+  v1::TrackerMessage m;
+  while (ok && stream->Read(&m)) {
+    switch (m.msg_case()) {
+      case v1::TrackerMessage::kRegistered: {
+        {
+          absl::MutexLock lock(&mu_);
+          connected_ = true;
+          connects_++;
+          if (m.registered().heartbeat_period_ms() > 0) {
+            heartbeat_ = absl::Milliseconds(m.registered().heartbeat_period_ms());
+          }
+        }
+        metrics_.SetConnected(true);
+        std::fprintf(stderr, "agent %s: registered %zu boards with %s\n",
+                     options_.config.agent_id().c_str(), workers_.size(),
+                     options_.config.tracker_address().c_str());
+        SendSpooled();
+        break;
+      }
+      case v1::TrackerMessage::kOffer: {
+        const v1::JobOffer& offer = m.offer();
+        bool taken = false;
+        for (auto& w : workers_) {
+          if (w->id() == offer.board_id()) {
+            w->Offer(offer);
+            taken = true;
+          }
+        }
+        if (taken) {
+          v1::AgentMessage ack;
+          ack.mutable_ack()->set_job_id(offer.job_id());
+          Write(ack);
+        }
+        break;
+      }
+      case v1::TrackerMessage::kCancel:
+        for (auto& w : workers_) w->Cancel(m.cancel().job_id());
+        break;
+      case v1::TrackerMessage::kResultAck: {
+        spool_->Remove(m.result_ack().job_id());
+        metrics_.SetSpooled(static_cast<int64_t>(spool_->size()));
+        absl::MutexLock lock(&mu_);
+        results_acked_++;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  {
+    absl::MutexLock write(&write_mu_);
+    absl::MutexLock lock(&mu_);
+    stream_ = nullptr;
+    connected_ = false;
+  }
+  context->TryCancel();
+  (void)stream->Finish();
+}
+
+void Agent::HeartbeatLoop() {
+  for (;;) {
+    absl::Duration period;
+    {
+      absl::MutexLock lock(&mu_);
+      period = heartbeat_;
+      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+      mu_.AwaitWithTimeout(absl::Condition(&stop), period);
+      if (stopping_) return;
+    }
+    v1::AgentMessage m;
+    m.mutable_heartbeat();
+    Write(m);
+    UpdateBoardMetrics();
+  }
+}
+
+void Agent::UpdateBoardMetrics() {
+  std::map<std::string, int> states;
+  for (const auto& w : workers_) states[w->State()]++;
+  metrics_.SetBoards(states);
+}
+
+}  // namespace benchfarm::agent

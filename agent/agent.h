@@ -1,0 +1,112 @@
+// Agent: the daemon next to the boards. It keeps one long-lived stream to the tracker
+// (TrackerAgent.Connect): registers its boards (with slots for batching), heartbeats, hands job
+// offers to one BoardWorker per board, relays cancellations, and delivers results. Results are
+// spooled on disk (ResultSpool) before they are sent and forgotten only when the tracker
+// acknowledges them; when the tracker is away the agent goes on measuring, reconnects with
+// exponential backoff, re-registers holding its unfinished and unacknowledged jobs, and sends the
+// spooled results again — nothing is lost, and the tracker records each once.
+//
+// Thread-safety: Start/Stop from one thread; the accessors from any thread.
+
+#ifndef BENCHFARM_AGENT_AGENT_H_
+#define BENCHFARM_AGENT_AGENT_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "agent/board_worker.h"
+#include "agent/firmware.h"
+#include "agent/knob_space.h"
+#include "agent/metrics.h"
+#include "agent/spool.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/benchfarm.grpc.pb.h"
+#include "proto/config.pb.h"
+
+namespace benchfarm::agent {
+
+struct AgentOptions {
+  v1::AgentConfig config;
+  // Where relative build_template paths and the crt tree are looked for besides the working
+  // directory (the agent binary's runfiles).
+  std::vector<std::string> search_roots;
+  absl::Duration min_backoff = absl::Milliseconds(200);
+  absl::Duration max_backoff = absl::Seconds(5);
+};
+
+// The agent's counters, summed over its boards.
+struct AgentCounters {
+  int64_t builds = 0;      // images built (template runs that succeeded)
+  int64_t cache_hits = 0;  // images taken from the cache
+  WorkerCounters boards;   // summed
+  int64_t results_sent = 0;
+  int64_t results_acked = 0;
+  int64_t connects = 0;    // successful registrations
+};
+
+class Agent {
+ public:
+  // Checks the config (InvalidArgument naming the field), finds the templates and the crt tree,
+  // opens the spool, and serves /metrics if configured. Starts nothing else.
+  static absl::StatusOr<std::unique_ptr<Agent>> Create(AgentOptions options);
+  ~Agent();
+
+  void Start();
+  // Stops the workers and the connection. Spooled results stay on disk.
+  void Stop();
+
+  bool connected() const;
+  AgentCounters counters() const;
+  size_t spooled() const { return spool_->size(); }
+  int metrics_port() const { return metrics_.port(); }
+  const std::vector<std::unique_ptr<BoardWorker>>& workers() const { return workers_; }
+
+ private:
+  explicit Agent(AgentOptions options);
+
+  void ConnectionLoop();
+  // One connected session: register, then read until the stream ends.
+  void RunStream(grpc::ClientContext* context);
+  bool Write(const v1::AgentMessage& message);
+  void OnResult(const v1::JobResult& result);
+  void SendSpooled();
+  void HeartbeatLoop();
+  void UpdateBoardMetrics();
+
+  const AgentOptions options_;
+  AgentMetrics metrics_;
+  std::unique_ptr<KnobSpace> space_;
+  std::unique_ptr<ImageBuilder> builder_;
+  std::unique_ptr<ResultSpool> spool_;
+  std::vector<std::unique_ptr<BoardWorker>> workers_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::TrackerAgent::Stub> stub_;
+
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool connected_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  grpc::ClientReaderWriter<v1::AgentMessage, v1::TrackerMessage>* stream_ ABSL_GUARDED_BY(mu_) =
+      nullptr;
+  absl::Duration heartbeat_ ABSL_GUARDED_BY(mu_) = absl::Seconds(5);
+  int64_t results_sent_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t results_acked_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t connects_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Mutex write_mu_;  // one writer at a time on the stream; taken before mu_
+  std::thread connection_;
+  std::thread heartbeat_thread_;
+};
+
+// Reads an AgentConfig textproto. Errors: NotFound for the file, InvalidArgument with the parser's
+// line and column.
+absl::StatusOr<v1::AgentConfig> LoadAgentConfig(const std::string& path);
+
+}  // namespace benchfarm::agent
+
+#endif  // BENCHFARM_AGENT_AGENT_H_

@@ -1,0 +1,72 @@
+// agent: benchfarm's board agent. Runs trials from the tracker on the boards of this host.
+//
+//   agent --config FILE [--tracker ADDR] [--metrics ADDR|off]
+//
+// FILE is a text-format benchfarm.v1.AgentConfig (proto/config.proto; examples in deploy/). It
+// prints "agent: <id> serving N boards for tracker <addr> (metrics on port P)" once started, and
+// stops cleanly on SIGTERM/SIGINT (results not yet delivered stay in the spool for next time).
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "agent/agent.h"
+
+ABSL_FLAG(std::string, config, "", "text-format AgentConfig file (required)");
+ABSL_FLAG(std::string, tracker, "", "tracker address (overrides tracker_address)");
+ABSL_FLAG(std::string, metrics, "", "Prometheus address (overrides metrics_address); 'off' disables");
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+void OnSignal(int) { g_stop = 1; }
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "agent: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  if (absl::GetFlag(FLAGS_config).empty()) return Fail("--config FILE is required");
+  absl::StatusOr<benchfarm::v1::AgentConfig> config =
+      benchfarm::agent::LoadAgentConfig(absl::GetFlag(FLAGS_config));
+  if (!config.ok()) return Fail(std::string(config.status().message()));
+  if (!absl::GetFlag(FLAGS_tracker).empty()) config->set_tracker_address(absl::GetFlag(FLAGS_tracker));
+  if (!absl::GetFlag(FLAGS_metrics).empty()) {
+    config->set_metrics_address(absl::GetFlag(FLAGS_metrics) == "off" ? "" : absl::GetFlag(FLAGS_metrics));
+  }
+  benchfarm::agent::AgentOptions options;
+  options.config = *config;
+  // Templates and the crt tree ship in the agent's runfiles.
+  options.search_roots.push_back(absl::StrCat(argv[0], ".runfiles/benchfarm"));
+  for (const char* var : {"RUNFILES_DIR", "TEST_SRCDIR"}) {
+    if (const char* dir = std::getenv(var)) options.search_roots.push_back(absl::StrCat(dir, "/benchfarm"));
+  }
+  absl::StatusOr<std::unique_ptr<benchfarm::agent::Agent>> agent =
+      benchfarm::agent::Agent::Create(options);
+  if (!agent.ok()) return Fail(std::string(agent.status().message()));
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  (*agent)->Start();
+  std::printf("agent: %s serving %d boards for tracker %s", config->agent_id().c_str(),
+              config->boards_size(), config->tracker_address().c_str());
+  if ((*agent)->metrics_port() != 0) std::printf(" (metrics on port %d)", (*agent)->metrics_port());
+  std::printf("\n");
+  std::fflush(stdout);
+  while (!g_stop) absl::SleepFor(absl::Milliseconds(100));
+  std::fprintf(stderr, "agent: stopping (%zu results spooled)\n", (*agent)->spooled());
+  (*agent)->Stop();
+  return 0;
+}

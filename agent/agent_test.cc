@@ -1,0 +1,315 @@
+// The agent end to end on host-process boards against an in-process tracker: trials in, results
+// out. Costs are plausible and outputs are checked; a trial that does not compile, crashes the
+// board, hangs, or computes a wrong answer gets its own error code and the board serves the next
+// job; 16 candidates of one operator cost one build and one flash (the agent's counters), and an
+// identical batch none; the tracker can be away for 30 s mid-run and every result still arrives,
+// exactly once.
+#include "agent/agent.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tests/in_process_tracker.h"
+
+namespace benchfarm::agent {
+namespace {
+
+constexpr char kKind[] = "host-process";
+
+v1::Trial Matmul(std::map<std::string, std::string> knobs = {}, bool check = true) {
+  v1::Trial t;
+  t.set_board_kind(kKind);
+  t.mutable_op()->mutable_template_op()->set_op("matmul");
+  for (const auto& [k, v] : knobs) (*t.mutable_op()->mutable_template_op()->mutable_knobs())[k] = v;
+  t.set_check_outputs(check);
+  t.mutable_measure()->set_number(5);
+  t.mutable_measure()->set_repeat(3);
+  t.set_seed(7);
+  return t;
+}
+
+v1::Trial CSource(const std::string& entry, const std::string& source, const std::string& reference,
+                  int timeout_ms = 0) {
+  v1::Trial t;
+  t.set_board_kind(kKind);
+  t.mutable_op()->set_c_source(source);
+  t.mutable_op()->set_entry_function(entry);
+  t.mutable_op()->set_reference_function(reference);
+  for (int i = 0; i < 3; ++i) t.add_args()->add_shape(64);
+  t.set_check_outputs(!reference.empty());
+  t.mutable_measure()->set_number(3);
+  if (timeout_ms > 0) t.mutable_measure()->set_timeout_ms(timeout_ms);
+  return t;
+}
+
+const char kPrologue[] =
+    "#include <benchfarm/ops/common.h>\n"
+    "#include <dlpack/dlpack.h>\n";
+
+std::string Kernel(const std::string& name, const std::string& body) {
+  return absl::StrCat(kPrologue, "BF_OPS_DECLARE_PACKED(", name, ");\n", "BF_OPS_DECLARE_PACKED(",
+                      name, ") {\n", body, "\n}\n");
+}
+
+// C = A + B + 1 (add_reference computes A + B).
+const char kOffByOne[] =
+    "  const DLTensor* a = (const DLTensor*)args[0].v_handle;\n"
+    "  const DLTensor* b = (const DLTensor*)args[1].v_handle;\n"
+    "  DLTensor* c = (DLTensor*)args[2].v_handle;\n"
+    "  int64_t n = a->shape[0], i;\n"
+    "  for (i = 0; i < n; ++i) ((float*)c->data)[i] = ((const float*)a->data)[i] +\n"
+    "      ((const float*)b->data)[i] + 1.0f;\n"
+    "  return 0;";
+// C = A + B, correctly.
+const char kGoodAdd[] =
+    "  const DLTensor* a = (const DLTensor*)args[0].v_handle;\n"
+    "  const DLTensor* b = (const DLTensor*)args[1].v_handle;\n"
+    "  DLTensor* c = (DLTensor*)args[2].v_handle;\n"
+    "  int64_t n = a->shape[0], i;\n"
+    "  for (i = 0; i < n; ++i) ((float*)c->data)[i] = ((const float*)a->data)[i] +\n"
+    "      ((const float*)b->data)[i];\n"
+    "  return 0;";
+const char kCrash[] = "  volatile int* p = (volatile int*)0;\n  *p = 1;\n  return 0;";
+const char kHang[] = "  volatile int spin = 1;\n  while (spin) {}\n  return 0;";
+
+class AgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    ASSERT_TRUE(MakeDirs(dir_).ok());
+    tracker::JobQueueOptions q;
+    q.known_kinds = {kKind};
+    tracker::ServiceOptions s;
+    s.heartbeat = absl::Milliseconds(500);
+    s.dispatch_period = absl::Milliseconds(50);
+    tracker_ = std::make_unique<testing::InProcessTracker>(dir_ + "/tracker.db", q, s);
+    ASSERT_TRUE(tracker_->Start().ok());
+  }
+
+  void TearDown() override {
+    if (agent_ != nullptr) agent_->Stop();
+    tracker_->Stop();
+  }
+
+  // An agent with host-process boards: b0 over pipes, b1 (if two) over its pty.
+  void StartAgent(int boards = 1) {
+    v1::AgentConfig c;
+    c.set_agent_id("agent-1");
+    c.set_tracker_address(tracker_->address());
+    c.set_scratch_dir(dir_ + "/scratch");
+    c.set_cache_dir(dir_ + "/cache");
+    c.set_spool_dir(dir_ + "/spool");
+    c.set_metrics_address("127.0.0.1:0");
+    for (int i = 0; i < boards; ++i) {
+      v1::BoardConfig* b = c.add_boards();
+      b->set_id(absl::StrCat("b", i));
+      b->set_kind(kKind);
+      b->mutable_host_process()->set_use_pty(i == 1);
+      b->set_build_template("agent/templates/host-process");
+    }
+    AgentOptions o;
+    o.config = c;
+    o.max_backoff = absl::Seconds(1);
+    absl::StatusOr<std::unique_ptr<Agent>> agent = Agent::Create(o);
+    ASSERT_TRUE(agent.ok()) << agent.status();
+    agent_ = *std::move(agent);
+    agent_->Start();
+  }
+
+  std::vector<v1::Job> Run(const std::vector<v1::Trial>& trials,
+                           absl::Duration timeout = absl::Seconds(120)) {
+    absl::StatusOr<std::vector<std::string>> ids = tracker_->Submit(trials);
+    EXPECT_TRUE(ids.ok()) << ids.status();
+    if (!ids.ok()) return {};
+    absl::StatusOr<std::vector<v1::Job>> jobs = tracker_->WaitFinished(*ids, timeout);
+    EXPECT_TRUE(jobs.ok()) << jobs.status();
+    return jobs.ok() ? *jobs : std::vector<v1::Job>{};
+  }
+
+  std::string dir_;
+  std::unique_ptr<testing::InProcessTracker> tracker_;
+  std::unique_ptr<Agent> agent_;
+};
+
+TEST_F(AgentTest, MeasuresATrialOnTheBoardWithCheckedOutputs) {
+  StartAgent();
+  std::vector<v1::Job> jobs = Run({Matmul()});
+  ASSERT_EQ(jobs.size(), 1u);
+  const v1::Result& r = jobs[0].result();
+  EXPECT_EQ(r.error_code(), v1::NO_ERROR) << r.message();
+  ASSERT_EQ(r.costs_s_size(), 3);
+  for (double c : r.costs_s()) {
+    // A 32x32x32 matmul on this host: microseconds, certainly between 10 ns and 100 ms.
+    EXPECT_GT(c, 1e-8);
+    EXPECT_LT(c, 0.1);
+  }
+  EXPECT_EQ(r.board_id(), "b0");
+  EXPECT_EQ(r.firmware_hash().size(), 16u);
+  EXPECT_GT(r.timer_resolution_s(), 0);
+  EXPECT_GT(r.stages().build_s(), 0);
+  EXPECT_GT(r.stages().flash_s(), 0);
+  EXPECT_GT(r.stages().handshake_s(), 0);
+  EXPECT_GT(r.stages().measure_s(), 0);
+  EXPECT_EQ(r.attempts(), 1);
+  EXPECT_TRUE(r.has_started_at());
+  AgentCounters c = agent_->counters();
+  EXPECT_EQ(c.builds, 1);
+  EXPECT_EQ(c.boards.flashes, 1);
+  EXPECT_GE(c.results_acked, 1);
+  EXPECT_EQ(agent_->spooled(), 0u);
+}
+
+TEST_F(AgentTest, EachFailureGetsItsOwnCodeAndTheBoardServesTheNextJob) {
+  StartAgent(/*boards=*/1);
+  std::vector<v1::Trial> trials = {
+      CSource("broken", std::string(kPrologue) + "int broken(void) { return undeclared_name; }\n",
+              ""),
+      Matmul(),  // fine in between
+      CSource("crasher", Kernel("crasher", kCrash), ""),
+      Matmul({{"tile_m", "4"}}),
+      CSource("hanger", Kernel("hanger", kHang), "", /*timeout_ms=*/1500),
+      Matmul({{"tile_m", "2"}}),
+      CSource("off_by_one", Kernel("off_by_one", kOffByOne), "add_reference"),
+      CSource("good_add", Kernel("good_add", kGoodAdd), "add_reference"),
+      Matmul({{"tile_m", "7"}}),  // not a value the knob allows
+  };
+  std::vector<v1::Job> jobs = Run(trials);
+  ASSERT_EQ(jobs.size(), trials.size());
+  auto code = [&](int i) { return jobs[i].result().error_code(); };
+  auto message = [&](int i) { return jobs[i].result().message(); };
+  EXPECT_EQ(code(0), v1::COMPILE_DEVICE) << message(0);
+  EXPECT_TRUE(absl::StrContains(message(0), "undeclared_name")) << message(0);
+  EXPECT_EQ(code(1), v1::NO_ERROR) << message(1);
+  EXPECT_EQ(code(2), v1::RUNTIME_DEVICE) << message(2);
+  EXPECT_TRUE(absl::StrContains(message(2), "signal 11")) << message(2);
+  EXPECT_EQ(code(3), v1::NO_ERROR) << message(3);
+  EXPECT_EQ(code(4), v1::RUN_TIMEOUT) << message(4);
+  EXPECT_EQ(code(5), v1::NO_ERROR) << message(5);
+  EXPECT_EQ(code(6), v1::WRONG_ANSWER) << message(6);
+  EXPECT_TRUE(jobs[6].result().costs_s().empty());
+  EXPECT_EQ(code(7), v1::NO_ERROR) << message(7);
+  EXPECT_EQ(code(8), v1::INSTANTIATION_ERROR) << message(8);
+  EXPECT_TRUE(absl::StrContains(message(8), "tile_m")) << message(8);
+  for (const v1::Job& j : jobs) {
+    EXPECT_EQ(j.result().attempts(), 1) << j.job_id();  // trial faults are not retried
+    EXPECT_EQ(j.result().autotvm_error_no(), static_cast<int>(j.result().error_code()) < 100
+                                                 ? static_cast<int>(j.result().error_code())
+                                                 : j.result().autotvm_error_no());
+  }
+  EXPECT_GE(agent_->counters().boards.resets, 2);  // after the crash and after the hang
+}
+
+TEST_F(AgentTest, SixteenCandidatesCostOneBuildAndOneFlash) {
+  StartAgent();
+  std::vector<v1::Trial> trials;
+  for (const char* tm : {"1", "2", "4", "8"}) {
+    for (const char* tn : {"4", "8"}) {
+      for (const char* order : {"ijk", "ikj"}) {
+        trials.push_back(Matmul({{"tile_m", tm}, {"tile_n", tn}, {"order", order}}));
+      }
+    }
+  }
+  ASSERT_EQ(trials.size(), 16u);
+  std::vector<v1::Job> jobs = Run(trials);
+  ASSERT_EQ(jobs.size(), 16u);
+  for (const v1::Job& j : jobs) {
+    EXPECT_EQ(j.result().error_code(), v1::NO_ERROR) << j.result().message();
+    EXPECT_EQ(j.result().costs_s_size(), 3);
+  }
+  AgentCounters c = agent_->counters();
+  EXPECT_EQ(c.builds, 1);
+  EXPECT_EQ(c.boards.flashes, 1);
+  EXPECT_EQ(c.boards.images, 1);
+  // The same batch again: the image is in the cache and already on the board.
+  jobs = Run(trials);
+  for (const v1::Job& j : jobs) EXPECT_EQ(j.result().error_code(), v1::NO_ERROR);
+  c = agent_->counters();
+  EXPECT_EQ(c.builds, 1);
+  EXPECT_EQ(c.cache_hits, 1);
+  EXPECT_EQ(c.boards.flashes, 1);
+  EXPECT_GE(c.boards.flash_skips, 16);
+}
+
+TEST_F(AgentTest, SurvivesTheTrackerBeingDownForThirtySeconds) {
+  StartAgent(/*boards=*/2);
+  std::vector<v1::Trial> trials;
+  for (const char* u : {"1", "2", "4", "8"}) {
+    for (const char* tk : {"1", "2", "4", "8", "16"}) {
+      v1::Trial t = Matmul({{"unroll", u}, {"tile_k", tk}});
+      t.mutable_measure()->set_min_repeat_ms(40);  // ~0.12 s each: the run outlasts the outage start
+      trials.push_back(t);
+    }
+  }
+  absl::StatusOr<std::vector<std::string>> ids = tracker_->Submit(trials);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  // Wait until the agent holds the jobs, then take the tracker away mid-run.
+  const absl::Time until = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < until) {
+    absl::StatusOr<v1::Job> last = tracker_->GetJob(ids->back());
+    if (last.ok() && last->state() == v1::RUNNING) break;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  tracker_->Stop();
+  absl::SleepFor(absl::Seconds(5));
+  EXPECT_FALSE(agent_->connected());
+  absl::SleepFor(absl::Seconds(25));
+  // The boards went on measuring; what they finished waits in the spool.
+  EXPECT_GT(agent_->spooled(), 0u);
+  const int64_t sent_before = agent_->counters().results_sent;
+  ASSERT_TRUE(tracker_->Start().ok());
+  absl::StatusOr<std::vector<v1::Job>> jobs = tracker_->WaitFinished(*ids, absl::Seconds(120));
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  for (const v1::Job& j : *jobs) {
+    EXPECT_EQ(j.state(), v1::DONE);
+    EXPECT_EQ(j.result().error_code(), v1::NO_ERROR) << j.result().message();
+    // Held across the outage: never re-queued, so measured once.
+    EXPECT_EQ(j.attempts_size(), 1) << j.DebugString();
+  }
+  const absl::Time drained = absl::Now() + absl::Seconds(10);
+  while (agent_->spooled() > 0 && absl::Now() < drained) absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(agent_->spooled(), 0u);
+  AgentCounters c = agent_->counters();
+  EXPECT_GT(c.results_sent, sent_before);
+  EXPECT_GE(c.connects, 2);
+  EXPECT_EQ(c.boards.results, static_cast<int64_t>(trials.size()));  // each measured once
+  // Exactly one result per job in the store.
+  v1::ListResultsRequest req;
+  req.set_limit(1000);
+  v1::ListResultsResponse resp;
+  grpc::ClientContext context;
+  ASSERT_TRUE(tracker_->client()->ListResults(&context, req, &resp).ok());
+  EXPECT_EQ(resp.jobs_size(), static_cast<int>(trials.size()));
+}
+
+TEST_F(AgentTest, RejectsABadConfigNamingTheField) {
+  v1::AgentConfig c;
+  c.set_agent_id("a");
+  c.set_tracker_address("127.0.0.1:1");
+  v1::BoardConfig* b = c.add_boards();
+  b->set_id("b0");
+  b->set_kind(kKind);
+  b->mutable_host_process();
+  b->set_build_template("agent/templates/no-such-kind");
+  AgentOptions o;
+  o.config = c;
+  absl::StatusOr<std::unique_ptr<Agent>> agent = Agent::Create(o);
+  ASSERT_FALSE(agent.ok());
+  EXPECT_TRUE(absl::StrContains(agent.status().message(), "boards[0].build_template"))
+      << agent.status();
+  c.mutable_boards(0)->set_build_template("agent/templates/host-process");
+  c.mutable_boards(0)->clear_host_process();
+  o.config = c;
+  agent = Agent::Create(o);
+  ASSERT_FALSE(agent.ok());
+  EXPECT_TRUE(absl::StrContains(agent.status().message(), "transport")) << agent.status();
+}
+
+}  // namespace
+}  // namespace benchfarm::agent

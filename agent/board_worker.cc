@@ -1,0 +1,561 @@
+#include "agent/board_worker.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "device/command_flasher.h"
+#include "device/pty_transport.h"
+#include "device/serial_transport.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace benchfarm::agent {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+constexpr int kDefaultBatchSize = 16;
+constexpr int64_t kMaxElements = int64_t{4} << 20;  // per argument: 16 MiB of float32
+constexpr absl::Duration kDefaultTimeout = absl::Seconds(10);
+constexpr absl::Duration kCrashWait = absl::Milliseconds(500);
+
+google::protobuf::Timestamp ToProto(absl::Time t) {
+  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+}
+
+double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
+
+// Template trials of one op share an image; a C source trial has one of its own.
+std::string BatchKey(const v1::JobOffer& offer) {
+  const v1::OperatorSpec& op = offer.trial().op();
+  if (op.source_case() == v1::OperatorSpec::kTemplateOp) {
+    return absl::StrCat("template:", op.template_op().op());
+  }
+  return absl::StrCat("job:", offer.job_id());
+}
+
+}  // namespace
+
+struct BoardWorker::Prepared {
+  struct Item {
+    v1::JobOffer offer;
+    MeasureRequest request;
+    absl::Duration timeout;
+  };
+  std::vector<Item> items;
+  std::future<absl::StatusOr<Image>> image;
+  absl::Time build_started;
+};
+
+BoardWorker::BoardWorker(Options options, const KnobSpace* space, ImageBuilder* builder,
+                         AgentMetrics* metrics, Hooks hooks)
+    : options_(std::move(options)),
+      space_(space),
+      builder_(builder),
+      metrics_(metrics),
+      hooks_(std::move(hooks)),
+      batch_size_(options_.config.batch_size() > 0 ? options_.config.batch_size()
+                                                   : kDefaultBatchSize) {
+  const v1::BoardConfig& c = options_.config;
+  if (c.has_host_process()) {
+    device::HostProcessFlasherOptions o;
+    o.use_pty = c.host_process().use_pty();
+    o.extra_args = {"--kind", c.kind()};
+    if (!options_.scratch_dir.empty()) {
+      o.stderr_path = absl::StrCat(options_.scratch_dir, "/", c.id(), ".board.log");
+    }
+    host_flasher_ = std::make_unique<device::HostProcessFlasher>(o);
+  } else {
+    if (device::IsPseudoTerminal(c.serial().port())) {
+      serial_ = std::make_unique<device::PtyTransport>(c.serial().port());
+    } else {
+      device::SerialConfig sc;
+      sc.port = c.serial().port();
+      if (c.serial().baud() > 0) sc.baud = c.serial().baud();
+      serial_ = std::make_unique<device::SerialTransport>(sc);
+    }
+    if (c.flasher().argv_size() > 0) {
+      device::CommandFlasherOptions fo;
+      fo.argv_template.assign(c.flasher().argv().begin(), c.flasher().argv().end());
+      if (c.flasher().time_limit_seconds() > 0) {
+        fo.time_limit = absl::Seconds(c.flasher().time_limit_seconds());
+      }
+      flasher_ = std::make_unique<device::CommandFlasher>(fo);
+    }
+  }
+}
+
+BoardWorker::~BoardWorker() { Stop(); }
+
+void BoardWorker::Start() { thread_ = std::thread([this] { Run(); }); }
+
+void BoardWorker::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+  CloseLink();
+  if (host_flasher_ != nullptr && host_flasher_->pid() > 0) {
+    (void)host_flasher_->Stop(absl::Now() + absl::Seconds(5));
+  }
+}
+
+void BoardWorker::Offer(const v1::JobOffer& offer) {
+  absl::MutexLock lock(&mu_);
+  if (!held_.insert(offer.job_id()).second) return;  // offered twice (a reconnect): one run
+  cancelled_.erase(offer.job_id());
+  pending_.push_back(offer);
+}
+
+void BoardWorker::Cancel(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = std::find_if(pending_.begin(), pending_.end(),
+                         [&](const v1::JobOffer& o) { return o.job_id() == job_id; });
+  if (it != pending_.end()) pending_.erase(it);
+  if (held_.count(job_id) > 0) cancelled_.insert(job_id);
+}
+
+bool BoardWorker::IsCancelled(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  if (cancelled_.count(job_id) == 0 && !stopping_) return false;
+  if (cancelled_.erase(job_id) > 0) held_.erase(job_id);
+  return true;
+}
+
+std::vector<std::string> BoardWorker::HeldJobs() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> out;
+  for (const std::string& id : held_) {
+    if (cancelled_.count(id) == 0) out.push_back(id);
+  }
+  return out;
+}
+
+std::string BoardWorker::State() const {
+  absl::MutexLock lock(&mu_);
+  return state_;
+}
+
+WorkerCounters BoardWorker::counters() const {
+  absl::MutexLock lock(&mu_);
+  return counters_;
+}
+
+void BoardWorker::SetState(const std::string& state) {
+  absl::MutexLock lock(&mu_);
+  state_ = state;
+}
+
+// ---- the worker thread --------------------------------------------------------------------
+
+std::vector<v1::JobOffer> BoardWorker::TakeBatch(bool wait) {
+  absl::MutexLock lock(&mu_);
+  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || !pending_.empty();
+  };
+  if (wait) mu_.Await(absl::Condition(&ready));
+  if (stopping_ || pending_.empty()) return {};
+  const std::string key = BatchKey(pending_.front());
+  auto full = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (stopping_) return true;
+    int n = 0;
+    for (const v1::JobOffer& o : pending_) n += BatchKey(o) == key;
+    return n >= batch_size_;
+  };
+  // Trials of a tuning batch arrive one message after another: wait a moment for the rest.
+  if (wait && absl::StartsWith(key, "template:")) {
+    mu_.AwaitWithTimeout(absl::Condition(&full), options_.linger);
+  }
+  std::vector<v1::JobOffer> batch;
+  for (auto it = pending_.begin(); it != pending_.end() && static_cast<int>(batch.size()) < batch_size_;) {
+    if (BatchKey(*it) == key) {
+      batch.push_back(std::move(*it));
+      it = pending_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return batch;
+}
+
+std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobOffer> batch) {
+  auto prepared = std::make_unique<Prepared>();
+  std::vector<Candidate> candidates;
+  BuildUnit unit;
+  for (v1::JobOffer& offer : batch) {
+    const absl::Time started = absl::Now();
+    const v1::Trial& t = offer.trial();
+    const v1::OperatorSpec& op = t.op();
+    auto invalid = [&](const std::string& why) {
+      v1::Result r;
+      r.set_error_code(v1::INSTANTIATION_ERROR);
+      r.set_message(why);
+      Report(offer, r, started);
+    };
+    Prepared::Item item;
+    item.request.seed = t.seed() != 0 ? t.seed() : 1;
+    item.request.check = t.check_outputs();
+    const v1::MeasureOptions& m = t.measure();
+    item.request.options.number = m.number() > 0 ? m.number() : 10;
+    item.request.options.repeat = m.repeat() > 0 ? m.repeat() : 1;
+    item.request.options.min_repeat_ms = std::max(0, m.min_repeat_ms());
+    item.request.options.cooldown_interval_ms = std::max(0, m.cooldown_ms());
+    item.timeout = m.timeout_ms() > 0 ? absl::Milliseconds(m.timeout_ms()) : kDefaultTimeout;
+    int expected_args = -1;
+    if (op.source_case() == v1::OperatorSpec::kTemplateOp) {
+      absl::StatusOr<Candidate> c = space_->Resolve(op.template_op());
+      if (!c.ok()) {
+        invalid(std::string(c.status().message()));
+        continue;
+      }
+      item.request.function = c->function;
+      item.request.reference =
+          op.reference_function().empty() ? c->op->reference_entry() : op.reference_function();
+      expected_args = c->op->args_size();
+      if (t.args_size() == 0) {
+        absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = space_->DefaultShapes(c->op->op());
+        if (!shapes.ok()) {
+          invalid(std::string(shapes.status().message()));
+          continue;
+        }
+        item.request.shapes = *shapes;
+      }
+      candidates.push_back(*c);
+    } else if (op.source_case() == v1::OperatorSpec::kCSource) {
+      absl::StatusOr<BuildUnit> u = CSourceUnit(*space_, op);
+      if (!u.ok()) {
+        invalid(std::string(u.status().message()));
+        continue;
+      }
+      if (t.args_size() < 2) {
+        invalid("args: a C source trial names its arguments (inputs, then the output)");
+        continue;
+      }
+      if (t.check_outputs() && op.reference_function().empty()) {
+        invalid("op.reference_function: required to check a C source trial's outputs");
+        continue;
+      }
+      item.request.function = op.entry_function();
+      item.request.reference = op.reference_function();
+      unit = *std::move(u);
+    } else {
+      invalid("op: neither a template operator nor C source");
+      continue;
+    }
+    std::string bad_arg;
+    for (int i = 0; i < t.args_size() && bad_arg.empty(); ++i) {
+      const v1::ArgSpec& a = t.args(i);
+      if (!a.dtype().empty() && a.dtype() != "float32") {
+        bad_arg = absl::StrCat("args[", i, "].dtype: \"", a.dtype(), "\" (only float32)");
+      }
+      int64_t elements = 1;
+      for (int64_t d : a.shape()) {
+        if (d <= 0 || d > kMaxElements || elements * d > kMaxElements) {
+          bad_arg = absl::StrCat("args[", i, "].shape: dims must be positive and hold at most ",
+                                 kMaxElements, " elements");
+          break;
+        }
+        elements *= d;
+      }
+      if (a.shape().empty() && bad_arg.empty()) bad_arg = absl::StrCat("args[", i, "].shape: empty");
+      std::vector<int64_t> shape(a.shape().begin(), a.shape().end());
+      item.request.shapes.push_back(shape);
+    }
+    if (bad_arg.empty() && expected_args >= 0 &&
+        static_cast<int>(item.request.shapes.size()) != expected_args) {
+      bad_arg = absl::StrCat("args: ", op.template_op().op(), " takes ", expected_args,
+                             " arguments, the trial gives ", item.request.shapes.size());
+    }
+    if (!bad_arg.empty()) {
+      if (op.source_case() == v1::OperatorSpec::kTemplateOp) candidates.pop_back();
+      invalid(bad_arg);
+      continue;
+    }
+    item.offer = std::move(offer);
+    prepared->items.push_back(std::move(item));
+  }
+  if (prepared->items.empty()) return prepared;
+  if (!candidates.empty()) unit = CandidatesUnit(*space_, candidates);
+  prepared->build_started = absl::Now();
+  int64_t limit_s = options_.config.build_time_limit_seconds() > 0
+                        ? options_.config.build_time_limit_seconds()
+                        : 120;
+  prepared->image = std::async(std::launch::async, [this, unit, limit_s]() {
+    return builder_->Build(options_.template_dir, unit, absl::Now() + absl::Seconds(limit_s));
+  });
+  return prepared;
+}
+
+void BoardWorker::Run() {
+  std::unique_ptr<Prepared> next;
+  for (;;) {
+    std::unique_ptr<Prepared> current = std::move(next);
+    if (current == nullptr) {
+      std::vector<v1::JobOffer> batch = TakeBatch(/*wait=*/true);
+      if (batch.empty()) break;  // stopping
+      current = Prepare(std::move(batch));
+    }
+    if (current->items.empty()) continue;
+    SetState("busy");
+    // The next image builds while this one is measured.
+    std::vector<v1::JobOffer> following = TakeBatch(/*wait=*/false);
+    if (!following.empty()) next = Prepare(std::move(following));
+    RunBatch(*current);
+    SetState(needs_reset_ ? "resetting" : "idle");
+  }
+  if (next != nullptr && next->image.valid()) next->image.wait();
+}
+
+void BoardWorker::RunBatch(Prepared& batch) {
+  for (const Prepared::Item& item : batch.items) {
+    if (hooks_.progress) hooks_.progress(item.offer.job_id(), "build");
+  }
+  absl::StatusOr<Image> image = batch.image.get();
+  const absl::Duration build_time = absl::Now() - batch.build_started;
+  if (metrics_ != nullptr) {
+    if (image.ok()) {
+      if (image->cached) {
+        metrics_->CacheHit();
+      } else {
+        metrics_->Build("ok");
+      }
+    } else {
+      metrics_->Build(absl::IsDeadlineExceeded(image.status()) ? "timeout" : "failed");
+    }
+    metrics_->Stage("build", Seconds(build_time));
+  }
+  const double build_share = Seconds(build_time) / batch.items.size();
+  if (!image.ok()) {
+    for (const Prepared::Item& item : batch.items) {
+      if (IsCancelled(item.offer.job_id())) continue;
+      v1::Result r;
+      const absl::Status& s = image.status();
+      r.set_error_code(absl::IsDeadlineExceeded(s)   ? v1::BUILD_TIMEOUT
+                       : absl::IsUnknown(s)          ? v1::COMPILE_DEVICE
+                                                     : v1::COMPILE_HOST);
+      r.set_message(std::string(s.message()));
+      r.mutable_stages()->set_build_s(build_share);
+      Report(item.offer, r, batch.build_started);
+    }
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    counters_.images++;
+  }
+  for (const Prepared::Item& item : batch.items) {
+    if (IsCancelled(item.offer.job_id())) continue;
+    const absl::Time started = absl::Now();
+    v1::Result r;
+    r.mutable_stages()->set_build_s(build_share);
+    if (hooks_.progress) hooks_.progress(item.offer.job_id(), "flash");
+    if (std::optional<Failure> f = EnsureImage(*image, r.mutable_stages())) {
+      r.set_error_code(f->code);
+      r.set_message(f->message);
+      Report(item.offer, r, started);
+      continue;
+    }
+    if (hooks_.progress) hooks_.progress(item.offer.job_id(), "measure");
+    const absl::Time measure_start = absl::Now();
+    absl::StatusOr<MeasureOutcome> outcome =
+        Measure(*rpc_, item.request, measure_start + item.timeout);
+    r.mutable_stages()->set_measure_s(Seconds(absl::Now() - measure_start));
+    if (metrics_ != nullptr) {
+      metrics_->Stage("measure", r.stages().measure_s());
+      device::LinkCounters link = session_->counters();
+      metrics_->Link(id(), link.crc_failures, link.packets_dropped);
+    }
+    if (outcome.ok()) {
+      if (outcome->matches) {
+        r.set_error_code(v1::NO_ERROR);
+        for (double c : outcome->costs) r.add_costs_s(c);
+      } else {
+        r.set_error_code(v1::WRONG_ANSWER);
+        r.set_message(absl::StrCat(item.request.function, ": ", outcome->mismatch,
+                                   " (max abs error ", outcome->max_abs_error, ")"));
+      }
+      Report(item.offer, r, started);
+      continue;
+    }
+    const absl::Status& s = outcome.status();
+    std::optional<device::ProcessExit> crash;
+    if (host_flasher_ != nullptr && !absl::IsDeadlineExceeded(s)) {
+      (void)host_flasher_->WaitExit(absl::Now() + kCrashWait);
+      crash = host_flasher_->Crashed();
+    }
+    if (crash) {
+      r.set_error_code(v1::RUNTIME_DEVICE);
+      r.set_message(absl::StrCat("the board crashed running ", item.request.function, ": ",
+                                 crash->ToString(), "; it was restarted"));
+      MarkForReset();
+    } else if (absl::IsDeadlineExceeded(s)) {
+      r.set_error_code(v1::RUN_TIMEOUT);
+      r.set_message(absl::StrCat("no answer from the board within the trial's timeout of ",
+                                 absl::FormatDuration(item.timeout), " (", s.message(),
+                                 "); the board was reset"));
+      MarkForReset();
+    } else if (absl::IsAborted(s)) {
+      r.set_error_code(v1::DEVICE_RESET);
+      r.set_message(absl::StrCat("the board reset during the trial: ", s.message()));
+      MarkForReset();
+    } else if (absl::IsUnavailable(s) || absl::IsFailedPrecondition(s) || absl::IsDataLoss(s)) {
+      r.set_error_code(v1::SESSION_ERROR);
+      r.set_message(absl::StrCat("the link failed during the trial: ", s.message()));
+      MarkForReset();
+    } else {
+      r.set_error_code(v1::RUNTIME_DEVICE);
+      r.set_message(std::string(s.message()));
+    }
+    Report(item.offer, r, started);
+  }
+}
+
+std::optional<BoardWorker::Failure> BoardWorker::EnsureImage(const Image& image,
+                                                             v1::StageTimes* stages) {
+  const absl::Time deadline = absl::Now() + options_.connect_timeout;
+  if (!needs_reset_ && rpc_ != nullptr && board_hash_ == image.hash) {
+    absl::MutexLock lock(&mu_);
+    counters_.flash_skips++;
+    if (metrics_ != nullptr) metrics_->FlashSkip(id());
+    return std::nullopt;
+  }
+  if (host_flasher_ == nullptr && !needs_reset_ && rpc_ == nullptr) {
+    // A serial board may already run the image (e.g. after an agent restart): ask it first.
+    absl::Time t0 = absl::Now();
+    std::optional<Failure> f = Connect(deadline);
+    stages->set_handshake_s(Seconds(absl::Now() - t0));
+    if (f && flasher_ == nullptr) return f;
+    if (!f && board_hash_ == image.hash) {
+      absl::MutexLock lock(&mu_);
+      counters_.flash_skips++;
+      if (metrics_ != nullptr) metrics_->FlashSkip(id());
+      return std::nullopt;
+    }
+  }
+  if (host_flasher_ == nullptr && flasher_ == nullptr) {
+    if (rpc_ == nullptr) {
+      if (std::optional<Failure> f = Connect(deadline)) return f;
+    }
+    return Failure{v1::FIRMWARE_MISMATCH,
+                   absl::StrCat("board ", id(), " runs firmware ", board_hash_, ", the trial needs ",
+                                image.hash, ", and the board has no flasher configured")};
+  }
+  CloseLink();
+  const absl::Time t0 = absl::Now();
+  device::FirmwareImage fw{image.path, image.hash};
+  absl::Status flashed = host_flasher_ != nullptr
+                             ? host_flasher_->Flash(fw, absl::Now() + absl::Seconds(60))
+                             : flasher_->Flash(fw, absl::Now() + absl::Seconds(600));
+  stages->set_flash_s(Seconds(absl::Now() - t0));
+  if (metrics_ != nullptr) metrics_->Stage("flash", stages->flash_s());
+  if (!flashed.ok()) {
+    needs_reset_ = true;
+    return Failure{v1::FLASH_ERROR, std::string(flashed.message())};
+  }
+  int64_t flashes;
+  {
+    absl::MutexLock lock(&mu_);
+    flashes = ++counters_.flashes;
+  }
+  if (metrics_ != nullptr) metrics_->Flash(id());
+  if (hooks_.flashed) hooks_.flashed(id(), flashes);
+  needs_reset_ = false;
+  const absl::Time t1 = absl::Now();
+  std::optional<Failure> f = Connect(absl::Now() + options_.connect_timeout);
+  stages->set_handshake_s(Seconds(absl::Now() - t1));
+  if (f) {
+    needs_reset_ = true;
+    return f;
+  }
+  if (board_hash_ != image.hash) {
+    std::string reported = board_hash_;
+    CloseLink();
+    needs_reset_ = true;
+    return Failure{v1::FIRMWARE_MISMATCH,
+                   absl::StrCat("board ", id(), " reports firmware ", reported,
+                                " after flashing image ", image.hash)};
+  }
+  return std::nullopt;
+}
+
+std::optional<BoardWorker::Failure> BoardWorker::Connect(absl::Time deadline) {
+  CloseLink();
+  device::Transport* transport = nullptr;
+  if (host_flasher_ != nullptr) {
+    transport = host_flasher_->transport();
+    if (transport == nullptr) return Failure{v1::SESSION_ERROR, "the board process is not running"};
+  } else {
+    absl::Status opened = serial_->Open();
+    if (!opened.ok()) {
+      SetState("offline");
+      return Failure{v1::SESSION_ERROR, std::string(opened.message())};
+    }
+    transport = serial_.get();
+  }
+  device::SessionOptions so;
+  so.board_id = id();
+  so.start_timeout = options_.connect_timeout;
+  session_ = std::make_unique<device::HostSession>(transport, so);
+  const absl::Time t0 = absl::Now();
+  absl::Status s = session_->Connect(deadline);
+  if (metrics_ != nullptr) {
+    metrics_->Handshake(id(), s.ok());
+    metrics_->Stage("handshake", Seconds(absl::Now() - t0));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    (s.ok() ? counters_.handshakes : counters_.handshake_failures)++;
+  }
+  if (!s.ok()) {
+    CloseLink();
+    return Failure{v1::SESSION_ERROR, absl::StrCat("handshake: ", s.message())};
+  }
+  rpc_ = std::make_unique<device::RpcClient>(session_.get());
+  absl::StatusOr<device::DeviceInfo> info = rpc_->GetDeviceInfo(deadline);
+  if (!info.ok()) {
+    CloseLink();
+    return Failure{v1::SESSION_ERROR, absl::StrCat("DeviceInfo: ", info.status().message())};
+  }
+  board_hash_ = info->firmware_hash;
+  timer_resolution_s_ = info->timer_resolution_s;
+  return std::nullopt;
+}
+
+void BoardWorker::CloseLink() {
+  rpc_.reset();
+  session_.reset();
+  if (serial_ != nullptr) (void)serial_->Close();
+  board_hash_.clear();
+}
+
+void BoardWorker::MarkForReset() {
+  CloseLink();
+  needs_reset_ = true;
+  absl::MutexLock lock(&mu_);
+  counters_.resets++;
+}
+
+void BoardWorker::Report(const v1::JobOffer& offer, v1::Result result, absl::Time started) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (held_.erase(offer.job_id()) == 0) return;  // cancelled meanwhile
+    counters_.results++;
+  }
+  result.set_board_id(id());
+  if (!board_hash_.empty()) result.set_firmware_hash(board_hash_);
+  result.set_timer_resolution_s(timer_resolution_s_);
+  *result.mutable_started_at() = ToProto(started);
+  *result.mutable_finished_at() = ToProto(absl::Now());
+  if (metrics_ != nullptr) metrics_->Trial(v1::ErrorCode_Name(result.error_code()));
+  v1::JobResult jr;
+  jr.set_job_id(offer.job_id());
+  jr.set_attempt(offer.attempt());
+  *jr.mutable_result() = std::move(result);
+  if (hooks_.result) hooks_.result(jr);
+}
+
+}  // namespace benchfarm::agent

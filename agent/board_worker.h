@@ -1,0 +1,160 @@
+// BoardWorker: one board of an agent and the thread that serves it. It takes the jobs the tracker
+// leased to the board, groups trials of the same operator template into one image (each candidate
+// a function of the system library), builds the image (cached; the next group's image builds while
+// the current one is measured), puts it on the board unless the board already runs it (checked
+// through DeviceInfo's firmware hash), opens the link and measures each trial in turn. Every job
+// ends in exactly one result through Hooks::result, with the right ErrorCode:
+//
+//   INSTANTIATION_ERROR  unknown op or knob, bad knob value, bad shapes or dtypes
+//   COMPILE_DEVICE       the image did not build (the compiler's output in the message)
+//   BUILD_TIMEOUT        the build ran past its time limit
+//   FLASH_ERROR          the flasher failed                     (retried by the tracker)
+//   SESSION_ERROR        no link or handshake                   (retried by the tracker)
+//   FIRMWARE_MISMATCH    the board does not report the image's hash after flashing (retried)
+//   DEVICE_RESET         the board reset while the trial ran (not a crash of the trial; retried)
+//   RUNTIME_DEVICE       the operator failed on the board, or crashed it (with the signal, for a
+//                        host-process board); the board is restarted
+//   RUN_TIMEOUT          no answer within the trial's timeout: the board hung; it is reset
+//                        (restarted or reflashed) before the next trial
+//   WRONG_ANSWER         outputs differ from the reference kernel (no costs)
+//
+// The board is reached as configured: a host-process board (HostProcessFlasher; over its pipes or
+// its pty), or a serial port (libserialport; a pty path through termios) with an optional
+// CommandFlasher. A port that vanishes fails the jobs of that moment with SESSION_ERROR; it is
+// reopened on the next job, so a board that comes back is used again without a restart.
+//
+// Thread-safety: Offer, Cancel, HeldJobs, State and counters may be called from any thread.
+
+#ifndef BENCHFARM_AGENT_BOARD_WORKER_H_
+#define BENCHFARM_AGENT_BOARD_WORKER_H_
+
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "agent/firmware.h"
+#include "agent/knob_space.h"
+#include "agent/measure.h"
+#include "agent/metrics.h"
+#include "device/flasher.h"
+#include "device/host_process_flasher.h"
+#include "device/host_session.h"
+#include "device/rpc_client.h"
+#include "device/transport.h"
+#include "proto/benchfarm.pb.h"
+#include "proto/config.pb.h"
+
+namespace benchfarm::agent {
+
+struct WorkerCounters {
+  int64_t flashes = 0;
+  int64_t flash_skips = 0;
+  int64_t handshakes = 0;
+  int64_t handshake_failures = 0;
+  int64_t images = 0;   // images this board used (built or from the cache)
+  int64_t results = 0;  // jobs finished
+  int64_t resets = 0;   // restarts after a hang or crash
+};
+
+class BoardWorker {
+ public:
+  struct Hooks {
+    std::function<void(const v1::JobResult&)> result;
+    std::function<void(const std::string& job_id, const std::string& stage)> progress;
+    std::function<void(const std::string& board_id, int64_t flashes)> flashed;
+  };
+  struct Options {
+    v1::BoardConfig config;
+    std::string template_dir;  // resolved
+    std::string scratch_dir;   // board logs
+    absl::Duration linger = absl::Milliseconds(200);
+    absl::Duration connect_timeout = absl::Seconds(10);
+  };
+
+  // space, builder and metrics (may be null) are borrowed and outlive the worker.
+  BoardWorker(Options options, const KnobSpace* space, ImageBuilder* builder,
+              AgentMetrics* metrics, Hooks hooks);
+  ~BoardWorker();  // Stop()
+
+  void Start();
+  // Finishes the trial in progress (it is not reported if it ends after this), stops the thread
+  // and the board.
+  void Stop();
+
+  // A job the tracker leased to this board.
+  void Offer(const v1::JobOffer& offer);
+  // The tracker cancelled the job: dropped unless it already runs (its result is then ignored by
+  // the tracker).
+  void Cancel(const std::string& job_id);
+
+  const std::string& id() const { return options_.config.id(); }
+  const v1::BoardConfig& config() const { return options_.config; }
+  int batch_size() const { return batch_size_; }
+  // Jobs it holds: queued here, being built or measured.
+  std::vector<std::string> HeldJobs() const;
+  // "idle", "busy", "resetting" or "offline" (the port is missing).
+  std::string State() const;
+  WorkerCounters counters() const;
+
+ private:
+  struct Prepared;  // a batch with its candidates and image build
+  struct Failure {
+    v1::ErrorCode code;
+    std::string message;
+  };
+
+  void Run();
+  // The next batch: waits for a job, lingers for more of the same operator. Empty when stopping.
+  std::vector<v1::JobOffer> TakeBatch(bool wait) ABSL_LOCKS_EXCLUDED(mu_);
+  std::unique_ptr<Prepared> Prepare(std::vector<v1::JobOffer> batch);
+  void RunBatch(Prepared& batch);
+  // The image is on the board and the link is up, or why not.
+  std::optional<Failure> EnsureImage(const Image& image, v1::StageTimes* stages);
+  std::optional<Failure> Connect(absl::Time deadline);
+  void CloseLink();
+  // After a hang or crash: the link is dropped and the board restarted on next use.
+  void MarkForReset();
+  void Report(const v1::JobOffer& offer, v1::Result result, absl::Time started);
+  bool IsCancelled(const std::string& job_id);
+  void SetState(const std::string& state);
+
+  const Options options_;
+  const KnobSpace* const space_;
+  ImageBuilder* const builder_;
+  AgentMetrics* const metrics_;
+  const Hooks hooks_;
+  const int batch_size_;
+
+  // The board. Only the worker thread touches these after Start().
+  std::unique_ptr<device::HostProcessFlasher> host_flasher_;  // host-process boards
+  std::unique_ptr<device::Flasher> flasher_;                  // serial boards, optional
+  std::unique_ptr<device::Transport> serial_;                 // serial boards
+  std::unique_ptr<device::HostSession> session_;
+  std::unique_ptr<device::RpcClient> rpc_;
+  std::string board_hash_;  // what the board reported on the current link
+  double timer_resolution_s_ = 0;
+  bool needs_reset_ = false;
+
+  mutable absl::Mutex mu_;
+  std::deque<v1::JobOffer> pending_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> held_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> cancelled_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::string state_ ABSL_GUARDED_BY(mu_) = "idle";
+  WorkerCounters counters_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+}  // namespace benchfarm::agent
+
+#endif  // BENCHFARM_AGENT_BOARD_WORKER_H_

@@ -1,0 +1,83 @@
+// AgentMetrics: the agent's Prometheus series (prometheus-cpp), served on /metrics.
+//
+//   benchfarm_agent_tracker_connected                       gauge: 1 while registered
+//   benchfarm_agent_boards{state}                           gauge: idle, busy, resetting, offline
+//   benchfarm_agent_builds_total{result}                    counter: ok, failed, timeout
+//   benchfarm_agent_build_cache_hits_total                  counter
+//   benchfarm_agent_flashes_total{board}                    counter
+//   benchfarm_agent_flash_skips_total{board}                counter: image already on the board
+//   benchfarm_agent_handshakes_total{board,result}          counter: ok, failed
+//   benchfarm_agent_link_crc_errors_total{board}            counter
+//   benchfarm_agent_link_dropped_packets_total{board}       counter
+//   benchfarm_agent_trials_total{error_code}                counter: results by ErrorCode name
+//   benchfarm_agent_stage_seconds{stage}                    histogram: build, flash, handshake,
+//                                                           measure
+//   benchfarm_agent_spooled_results                         gauge: results not yet acknowledged
+//
+// Thread-safety: safe from any thread.
+
+#ifndef BENCHFARM_AGENT_METRICS_H_
+#define BENCHFARM_AGENT_METRICS_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "prometheus/counter.h"
+#include "prometheus/exposer.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace benchfarm::agent {
+
+class AgentMetrics {
+ public:
+  AgentMetrics();
+
+  // Serves /metrics on address ("0.0.0.0:9471"; port 0 picks one). Errors: Unavailable with the
+  // library's message when the address cannot be bound.
+  absl::Status Serve(const std::string& address);
+  int port() const;
+
+  void SetConnected(bool connected);
+  void SetBoards(const std::map<std::string, int>& by_state);
+  void Build(const std::string& result);
+  void CacheHit();
+  void Flash(const std::string& board);
+  void FlashSkip(const std::string& board);
+  void Handshake(const std::string& board, bool ok);
+  // The link's running totals; the counters advance by the difference.
+  void Link(const std::string& board, uint64_t crc_errors, uint64_t dropped);
+  void Trial(const std::string& error_code);
+  void Stage(const std::string& stage, double seconds);
+  void SetSpooled(int64_t n);
+
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  prometheus::Gauge& connected_;
+  prometheus::Family<prometheus::Gauge>& boards_;
+  prometheus::Family<prometheus::Counter>& builds_;
+  prometheus::Counter& cache_hits_;
+  prometheus::Family<prometheus::Counter>& flashes_;
+  prometheus::Family<prometheus::Counter>& flash_skips_;
+  prometheus::Family<prometheus::Counter>& handshakes_;
+  prometheus::Family<prometheus::Counter>& crc_errors_;
+  prometheus::Family<prometheus::Counter>& dropped_;
+  prometheus::Family<prometheus::Counter>& trials_;
+  prometheus::Family<prometheus::Histogram>& stages_;
+  prometheus::Gauge& spooled_;
+
+  absl::Mutex mu_;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> link_seen_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace benchfarm::agent
+
+#endif  // BENCHFARM_AGENT_METRICS_H_

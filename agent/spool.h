@@ -1,0 +1,47 @@
+// ResultSpool: finished results kept on disk until the tracker acknowledges them, so a result is
+// neither lost (agent or tracker restart, tracker away) nor reported twice (the tracker records a
+// job's result once and acknowledges repeats). One file per job: <dir>/<job_id>.result, a
+// serialized v1::JobResult written to a temporary file, fsynced and renamed into place.
+//
+// Thread-safety: all methods may be called from any thread.
+
+#ifndef BENCHFARM_AGENT_SPOOL_H_
+#define BENCHFARM_AGENT_SPOOL_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "proto/benchfarm.pb.h"
+
+namespace benchfarm::agent {
+
+class ResultSpool {
+ public:
+  // Opens (creating) the directory and loads what is in it. Unreadable or corrupt files are
+  // moved aside as <name>.corrupt and reported on stderr, never fatal.
+  static absl::StatusOr<std::unique_ptr<ResultSpool>> Open(const std::string& dir);
+
+  // Durably stores the result (replacing an earlier one of the same job).
+  absl::Status Add(const v1::JobResult& result);
+  // The tracker has it: forget it. No-op for an unknown job.
+  void Remove(const std::string& job_id);
+  std::vector<v1::JobResult> All() const;
+  size_t size() const;
+  bool Contains(const std::string& job_id) const;
+
+ private:
+  explicit ResultSpool(std::string dir) : dir_(std::move(dir)) {}
+  std::string PathOf(const std::string& job_id) const;
+
+  const std::string dir_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, v1::JobResult> results_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace benchfarm::agent
+
+#endif  // BENCHFARM_AGENT_SPOOL_H_
