@@ -83,10 +83,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
       absl::MutexLock lock(&mu_);
       agent = agent_id_;
     }
-    if (!agent.empty()) {
-      service_->Detach(agent, this);
-      service_->queue()->DisconnectAgent(agent);
-    }
+    if (!agent.empty()) service_->Detach(agent, this);
     delete this;
   }
 
@@ -102,19 +99,19 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
     }
     if (m.has_register_()) {
       if (!agent.empty()) return grpc::Status(grpc::FAILED_PRECONDITION, "registered twice");
-      absl::Status s = queue->RegisterAgent(m.register_());
+      absl::Status s = service_->Attach(m.register_(), this);
       if (!s.ok()) return ToGrpc(s);
-      {
-        absl::MutexLock lock(&mu_);
-        agent_id_ = m.register_().agent_id();
-      }
-      service_->Attach(m.register_().agent_id(), this);
       v1::TrackerMessage reply;
       reply.mutable_registered()->set_heartbeat_period_ms(
           static_cast<int32_t>(absl::ToInt64Milliseconds(service_->options().heartbeat)));
       reply.mutable_registered()->set_lease_ms(
           static_cast<int32_t>(absl::ToInt64Milliseconds(service_->options().lease)));
       Send(std::move(reply));
+      {
+        // Only now may Pump send offers: none can overtake the registered reply.
+        absl::MutexLock lock(&mu_);
+        agent_id_ = m.register_().agent_id();
+      }
       service_->Poke();
       return grpc::Status::OK;
     }
@@ -305,15 +302,21 @@ void TrackerService::Poke() {
   poked_ = true;
 }
 
-void TrackerService::Attach(const std::string& agent_id, AgentStream* stream) {
+absl::Status TrackerService::Attach(const v1::Register& registration, AgentStream* stream) {
   absl::MutexLock lock(&mu_);
-  streams_[agent_id] = stream;
+  absl::Status s = queue_->RegisterAgent(registration);
+  if (s.ok()) streams_[registration.agent_id()] = stream;
+  return s;
 }
 
 void TrackerService::Detach(const std::string& agent_id, AgentStream* stream) {
+  // Under mu_, so a new stream of the same agent is attached either before (this one is no
+  // longer the agent's: nothing to do) or after (its registration reconnects the agent).
   absl::MutexLock lock(&mu_);
   auto it = streams_.find(agent_id);
-  if (it != streams_.end() && it->second == stream) streams_.erase(it);
+  if (it == streams_.end() || it->second != stream) return;
+  streams_.erase(it);
+  queue_->DisconnectAgent(agent_id);
 }
 
 void TrackerService::DispatchLoop() {

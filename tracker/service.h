@@ -78,7 +78,11 @@ class TrackerService final : public v1::Tracker::CallbackService,
   JobQueue* queue() const { return queue_; }
   Metrics* metrics() const { return metrics_; }
   const ServiceOptions& options() const { return options_; }
-  void Attach(const std::string& agent_id, AgentStream* stream);
+  // Registers the agent with the core and makes stream the one its offers go to, atomically
+  // with Detach. Errors: RegisterAgent's (then nothing changed).
+  absl::Status Attach(const v1::Register& registration, AgentStream* stream);
+  // The stream ended. Only if it is still the agent's stream is the agent disconnected: an agent
+  // that re-registered on a new stream before the old one ended stays connected.
   void Detach(const std::string& agent_id, AgentStream* stream);
 
  private:
