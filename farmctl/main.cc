@@ -1,17 +1,33 @@
 // farmctl: benchfarm's command-line tool. This file only parses flags and wires things up.
 //
+// Board commands (one board, directly):
 //   farmctl board info  (--port PATH [--baud B] | --host-process [--pty]) [--json]
 //   farmctl board time  ... --op NAME [--shape 32x32,32x32,32x32] [--number N] [--repeat R]
 //                       [--min-repeat-ms M] [--no-check] [--seed S] [--json]
 //   farmctl board call  ... NAME [ARG...]     ARG: int:N, float:X, str:TEXT or a number
 //
-// Flags may be spelled with dashes or underscores. Exit status: 0 on success, 1 on a failure
-// (the message on stderr), 2 on a usage error.
+// Tracker commands (--tracker HOST:PORT, else $BENCHFARM_TRACKER, else localhost:7070):
+//   farmctl boards [--kind K] [--json]
+//   farmctl queue [--json]
+//   farmctl submit --kind K --op OP [--knob name=value ... | --knobs a=1,b=2] [--shape S]
+//                  [--number N --repeat R --min-repeat-ms M --cooldown-ms C --timeout-ms T]
+//                  [--no-check] [--seed S] [--priority P] [--board ID] [--label k=v ...]
+//                  [--client C] [--request-id R]
+//   farmctl submit --file trials.textproto|trials.json [--client C] [--request-id R]
+//   farmctl watch [JOB...] [--client C]
+//   farmctl results [--client C] [--kind K] [--op OP] [--limit N] [--json | --autotvm]
+//   farmctl cancel JOB...
+//
+// Flags may be spelled with dashes or underscores; --knob and --label may be repeated. Exit
+// status: 0 on success, 1 on a failure (the message on stderr), 2 on a usage error.
 
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,8 +37,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "farmctl/board_commands.h"
 #include "farmctl/board_link.h"
+#include "farmctl/knob_space.h"
+#include "farmctl/tracker_commands.h"
+#include "farmctl/tune.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/benchfarm.grpc.pb.h"
 
 ABSL_FLAG(std::string, port, "", "serial port or pty of the board (/dev/ttyACM0, /dev/serial/by-id/...)");
 ABSL_FLAG(int, baud, 115200, "baud rate of --port");
@@ -38,6 +60,22 @@ ABSL_FLAG(int64_t, repeat, 3, "board time: repeats (one cost each)");
 ABSL_FLAG(int64_t, min_repeat_ms, 0, "board time: grow number until a repeat lasts this long");
 ABSL_FLAG(bool, check, true, "board time: compare the output with <op>_reference on the board");
 ABSL_FLAG(uint64_t, seed, 1, "board time: seed of the random inputs");
+ABSL_FLAG(std::string, tracker, "", "tracker commands: HOST:PORT of the tracker (default: $BENCHFARM_TRACKER, else localhost:7070)");
+ABSL_FLAG(std::string, kind, "", "boards/results: only this board kind; submit: the board kind (queue) of the trial");
+ABSL_FLAG(std::string, knobs, "", "submit: knob values, e.g. tile_m=8,tile_n=8,order=ikj (see also --knob)");
+ABSL_FLAG(int64_t, cooldown_ms, 0, "submit: pause between repeats");
+ABSL_FLAG(int64_t, timeout_ms, 0, "submit: time limit of the measurement on the board (0: the agent's default)");
+ABSL_FLAG(int64_t, priority, 0, "submit: 0..100, higher runs first");
+ABSL_FLAG(std::string, board, "", "submit: pin the trial to this board id");
+ABSL_FLAG(std::string, client, "", "submit: client id (default: $USER); watch/results: only this client's jobs");
+ABSL_FLAG(std::string, request_id, "", "submit: request id; a retry with the same one returns the same jobs (default: new)");
+ABSL_FLAG(std::string, file, "", "submit: a SubmitTrialsRequest file, text format or .json");
+ABSL_FLAG(int64_t, limit, 0, "results: at most this many jobs (0: all)");
+ABSL_FLAG(std::string, strategy, "model", "tune: grid, random or model (a model-guided search)");
+ABSL_FLAG(int, trials, 64, "tune: how many configs to measure, the default one included");
+ABSL_FLAG(int, batch, 16, "tune: configs per submission (an agent builds a batch into one image)");
+ABSL_FLAG(std::string, out, "", "tune: directory for the state, AutoTVM log and plot (default: tune-<op>-<kind>)");
+ABSL_FLAG(bool, autotvm, false, "results: print AutoTVM log records (JSON lines, log version 0.2)");
 
 namespace benchfarm::farmctl {
 namespace {
@@ -47,7 +85,28 @@ constexpr char kUsage[] =
     "  board info                       what the board reports (kind, firmware hash, ...)\n"
     "  board time --op NAME [--shape S] [--number N --repeat R --min-repeat-ms M]\n"
     "                                   time an operator on the board, output checked\n"
-    "  board call NAME [ARG...]         call a global or system-library function\n";
+    "  board call NAME [ARG...]         call a global or system-library function\n"
+    "\n"
+    "farmctl COMMAND [--tracker HOST:PORT]   (default $BENCHFARM_TRACKER, else localhost:7070)\n"
+    "  boards [--kind K] [--json]       the tracker's boards: state, agent, job, slots, flashes\n"
+    "  queue [--json]                   per board kind: boards free/quarantined, jobs queued by\n"
+    "                                   priority and running\n"
+    "  submit --kind K --op OP [--knob name=value ...] [--knobs a=1,b=2] [--shape S]\n"
+    "         [--number N --repeat R --min-repeat-ms M --cooldown-ms C --timeout-ms T]\n"
+    "         [--no-check] [--seed S] [--priority P] [--board ID] [--label k=v ...]\n"
+    "         [--client C] [--request-id R]\n"
+    "  submit --file trials.textproto|trials.json [--client C] [--request-id R]\n"
+    "                                   queue trials; prints their job ids\n"
+    "  watch [JOB...] [--client C]      one line per job event, until the jobs finish\n"
+    "                                   (no JOB: every job, until Ctrl-C)\n"
+    "  results [--client C] [--kind K] [--op OP] [--limit N] [--json | --autotvm]\n"
+    "                                   finished and pending jobs; --autotvm: AutoTVM log records\n"
+    "  cancel JOB...                    cancel queued or running jobs\n"
+    "  tune --op OP --kind K [--strategy grid|random|model] [--trials N] [--batch B]\n"
+    "       [--out DIR] [--shape S] [--number N --repeat R --min-repeat-ms M] [--no-check]\n"
+    "                                   search the op's knob space on the farm; resumable\n"
+    "                                   from DIR; prints the best configs and their speed-up\n"
+    "                                   over the default, writes an AutoTVM log and a plot\n";
 
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "farmctl: %s\n", std::string(status.message()).c_str());
@@ -146,29 +205,227 @@ int BoardCommand(const std::vector<std::string>& args, const char* argv0) {
   return 0;
 }
 
+// ---- tracker commands ---------------------------------------------------------------------------
+
+// Flags that may be given several times (absl keeps only the last), taken out of argv first.
+struct RepeatedFlags {
+  std::vector<std::string> knobs;   // --knob
+  std::vector<std::string> labels;  // --label
+};
+
+int Usage(const std::string& message) {
+  std::fprintf(stderr, "farmctl: %s\n%s", message.c_str(), kUsage);
+  return 2;
+}
+
+std::string TrackerAddress() {
+  std::string address = absl::GetFlag(FLAGS_tracker);
+  if (address.empty()) {
+    const char* env = std::getenv("BENCHFARM_TRACKER");
+    address = env != nullptr && env[0] != '\0' ? env : "localhost:7070";
+  }
+  return address;
+}
+
+std::string DefaultClient() {
+  if (!absl::GetFlag(FLAGS_client).empty()) return absl::GetFlag(FLAGS_client);
+  const char* user = std::getenv("USER");
+  return user != nullptr && user[0] != '\0' ? user : "farmctl";
+}
+
+int SubmitCommand(const TrackerClient& tracker, const RepeatedFlags& repeated) {
+  v1::SubmitTrialsRequest request;
+  const std::string file = absl::GetFlag(FLAGS_file);
+  if (!file.empty()) {
+    if (!absl::GetFlag(FLAGS_op).empty() || !absl::GetFlag(FLAGS_kind).empty()) {
+      return Usage("submit: give either --file or the trial flags (--kind, --op, ...), not both");
+    }
+    std::ifstream in(file);
+    if (!in) return Fail(absl::NotFoundError(absl::StrCat("cannot read ", file)));
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<v1::SubmitTrialsRequest> parsed = ParseSubmitFile(file, text.str());
+    if (!parsed.ok()) return Fail(parsed.status());
+    request = std::move(*parsed);
+    if (request.trials_size() == 0) return Fail(absl::InvalidArgumentError(file + ": no trials"));
+  } else {
+    TrialFlags flags;
+    flags.kind = absl::GetFlag(FLAGS_kind);
+    flags.op = absl::GetFlag(FLAGS_op);
+    flags.knobs = repeated.knobs;
+    if (!absl::GetFlag(FLAGS_knobs).empty()) {
+      for (absl::string_view k : absl::StrSplit(absl::GetFlag(FLAGS_knobs), ',', absl::SkipEmpty())) {
+        flags.knobs.emplace_back(k);
+      }
+    }
+    flags.shapes = absl::GetFlag(FLAGS_shape);
+    flags.number = absl::GetFlag(FLAGS_number);
+    flags.repeat = absl::GetFlag(FLAGS_repeat);
+    flags.min_repeat_ms = absl::GetFlag(FLAGS_min_repeat_ms);
+    flags.cooldown_ms = absl::GetFlag(FLAGS_cooldown_ms);
+    flags.timeout_ms = absl::GetFlag(FLAGS_timeout_ms);
+    flags.check = absl::GetFlag(FLAGS_check);
+    flags.seed = absl::GetFlag(FLAGS_seed);
+    flags.priority = absl::GetFlag(FLAGS_priority);
+    flags.board = absl::GetFlag(FLAGS_board);
+    flags.labels = repeated.labels;
+    if (flags.kind.empty() || flags.op.empty()) return Usage("submit needs --kind and --op (or --file)");
+    absl::StatusOr<v1::Trial> trial = TrialFromFlags(flags, SampleKnobs());
+    if (!trial.ok()) return Fail(trial.status());
+    *request.add_trials() = std::move(*trial);
+  }
+  // Flags fill in what a file leaves out; a file's own ids win.
+  if (request.client_id().empty()) request.set_client_id(DefaultClient());
+  if (request.request_id().empty()) {
+    request.set_request_id(absl::GetFlag(FLAGS_request_id).empty() ? NewRequestId()
+                                                                   : absl::GetFlag(FLAGS_request_id));
+  }
+  absl::StatusOr<std::vector<std::string>> ids = Submit(tracker, request, std::cout);
+  if (!ids.ok()) return Fail(ids.status());
+  std::fprintf(stderr, "farmctl: %zu trial(s) queued for client %s (request %s)\n", ids->size(),
+               request.client_id().c_str(), request.request_id().c_str());
+  return 0;
+}
+
+int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& repeated) {
+  const std::string& command = args[0];
+  const std::vector<std::string> operands(args.begin() + 1, args.end());
+  const std::string address = TrackerAddress();
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  std::unique_ptr<v1::Tracker::Stub> stub = v1::Tracker::NewStub(channel);
+  TrackerClient tracker;
+  tracker.stub = stub.get();
+  tracker.address = address;
+  tracker.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  const bool json = absl::GetFlag(FLAGS_json);
+
+  if (command != "submit" && (!repeated.knobs.empty() || !repeated.labels.empty())) {
+    return Usage(absl::StrCat(command, ": --knob and --label belong to submit"));
+  }
+  if (command != "watch" && command != "cancel" && !operands.empty()) {
+    return Usage(absl::StrCat(command, ": unexpected argument \"", operands[0], "\""));
+  }
+  absl::Status status;
+  if (command == "boards") {
+    status = PrintBoards(tracker, absl::GetFlag(FLAGS_kind), json, std::cout);
+  } else if (command == "queue") {
+    status = PrintQueue(tracker, json, std::cout);
+  } else if (command == "submit") {
+    return SubmitCommand(tracker, repeated);
+  } else if (command == "watch") {
+    WatchOptions options;
+    options.client_id = absl::GetFlag(FLAGS_client);
+    options.job_ids = operands;
+    status = Watch(tracker, options, std::cout);
+  } else if (command == "results") {
+    if (json && absl::GetFlag(FLAGS_autotvm)) return Usage("results: --json or --autotvm, not both");
+    ResultsOptions options;
+    options.client_id = absl::GetFlag(FLAGS_client);
+    options.board_kind = absl::GetFlag(FLAGS_kind);
+    options.op = absl::GetFlag(FLAGS_op);
+    options.limit = absl::GetFlag(FLAGS_limit);
+    if (options.limit < 0) return Usage("results: --limit must be 0 or more");
+    options.format = json                           ? ResultsFormat::kJson
+                     : absl::GetFlag(FLAGS_autotvm) ? ResultsFormat::kAutoTvm
+                                                    : ResultsFormat::kTable;
+    status = PrintResults(tracker, options, std::cout);
+  } else if (command == "tune") {
+    TuneOptions options;
+    options.op = absl::GetFlag(FLAGS_op).empty() ? "matmul" : absl::GetFlag(FLAGS_op);
+    options.kind = absl::GetFlag(FLAGS_kind).empty() ? "host-process" : absl::GetFlag(FLAGS_kind);
+    options.strategy = absl::GetFlag(FLAGS_strategy);
+    options.trials = absl::GetFlag(FLAGS_trials);
+    options.batch = absl::GetFlag(FLAGS_batch);
+    options.seed = absl::GetFlag(FLAGS_seed);
+    options.out_dir = absl::GetFlag(FLAGS_out).empty()
+                          ? absl::StrCat("tune-", options.op, "-", options.kind)
+                          : absl::GetFlag(FLAGS_out);
+    options.client_id = absl::GetFlag(FLAGS_client);
+    options.measure.set_number(static_cast<int32_t>(absl::GetFlag(FLAGS_number)));
+    options.measure.set_repeat(static_cast<int32_t>(absl::GetFlag(FLAGS_repeat)));
+    options.measure.set_min_repeat_ms(static_cast<int32_t>(absl::GetFlag(FLAGS_min_repeat_ms)));
+    options.measure.set_cooldown_ms(static_cast<int32_t>(absl::GetFlag(FLAGS_cooldown_ms)));
+    options.measure.set_timeout_ms(static_cast<int32_t>(absl::GetFlag(FLAGS_timeout_ms)));
+    options.check = absl::GetFlag(FLAGS_check);
+    options.priority = static_cast<int>(absl::GetFlag(FLAGS_priority));
+    if (!absl::GetFlag(FLAGS_shape).empty()) {
+      absl::StatusOr<std::vector<Shape>> shapes = ParseShapes(absl::GetFlag(FLAGS_shape));
+      if (!shapes.ok()) return Fail(shapes.status());
+      for (const Shape& shape : *shapes) {
+        v1::ArgSpec* a = &options.args.emplace_back();
+        for (int64_t d : shape) a->add_shape(d);
+        a->set_dtype("float32");
+      }
+    }
+    options.tty = isatty(STDERR_FILENO);
+    status = Tune(tracker, SampleKnobs(), options, std::cout, std::cerr);
+  } else {  // cancel
+    if (operands.empty()) return Usage("cancel needs at least one job id");
+    status = Cancel(tracker, operands, std::cout);
+  }
+  std::cout.flush();
+  return status.ok() ? 0 : Fail(status);
+}
+
+// Rewrites --foo-bar as --foo_bar (so --min-repeat-ms works too) and takes out the repeatable
+// flags --knob and --label (as "--knob X" or "--knob=X").
+std::vector<std::string> PrepareArgs(int argc, char** argv, RepeatedFlags* repeated, std::string* error) {
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") {  // everything after is positional
+      for (; i < argc; ++i) out.push_back(argv[i]);
+      break;
+    }
+    if (absl::StartsWith(arg, "--")) {
+      size_t end = arg.find('=');
+      std::string name = absl::StrReplaceAll(arg.substr(0, end), {{"-", "_"}}).replace(0, 2, "--");
+      if (absl::StartsWith(name, "--no_")) name.erase(4, 1);  // --no-check: absl's --nocheck
+      std::vector<std::string>* target = name == "--knob"    ? &repeated->knobs
+                                         : name == "--label" ? &repeated->labels
+                                                             : nullptr;
+      if (target != nullptr) {
+        if (end != std::string::npos) {
+          target->push_back(arg.substr(end + 1));
+        } else if (i + 1 < argc) {
+          target->push_back(argv[++i]);
+        } else {
+          *error = absl::StrCat(name, " needs a value (name=value)");
+        }
+        continue;
+      }
+      arg = name + (end == std::string::npos ? "" : arg.substr(end));
+    }
+    out.push_back(arg);
+  }
+  return out;
+}
+
 }  // namespace
 }  // namespace benchfarm::farmctl
 
 int main(int argc, char** argv) {
-  // Accept --min-repeat-ms as well as --min_repeat_ms.
-  std::vector<std::string> storage(argv, argv + argc);
+  using namespace benchfarm::farmctl;
+  RepeatedFlags repeated;
+  std::string error;
+  std::vector<std::string> storage = PrepareArgs(argc, argv, &repeated, &error);
+  if (!error.empty()) return Usage(error);
   std::vector<char*> fixed;
-  for (std::string& arg : storage) {
-    if (absl::StartsWith(arg, "--")) {
-      size_t end = arg.find('=');
-      std::string name = arg.substr(0, end);
-      arg = absl::StrReplaceAll(name, {{"-", "_"}}).replace(0, 2, "--") +
-            (end == std::string::npos ? "" : arg.substr(end));
-    }
-    fixed.push_back(arg.data());
-  }
-  absl::SetProgramUsageMessage(benchfarm::farmctl::kUsage);
+  for (std::string& arg : storage) fixed.push_back(arg.data());
+  absl::SetProgramUsageMessage(kUsage);
   std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(fixed.size()), fixed.data());
   std::vector<std::string> args(positional.begin() + 1, positional.end());
-  if (args.empty() || args[0] != "board") {
-    std::fputs(benchfarm::farmctl::kUsage, stderr);
+  if (args.empty()) {
+    std::fputs(kUsage, stderr);
     return 2;
   }
-  args.erase(args.begin());
-  return benchfarm::farmctl::BoardCommand(args, argv[0]);
+  if (args[0] == "board") {
+    args.erase(args.begin());
+    return BoardCommand(args, argv[0]);
+  }
+  for (const char* command : {"boards", "queue", "submit", "watch", "results", "cancel", "tune"}) {
+    if (args[0] == command) return TrackerCommand(args, repeated);
+  }
+  return Usage(absl::StrCat("unknown command \"", args[0], "\""));
 }

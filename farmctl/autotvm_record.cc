@@ -1,0 +1,146 @@
+// AutoTVM records: see autotvm_record.h.
+#include "farmctl/autotvm_record.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace benchfarm::farmctl {
+namespace {
+
+constexpr int kUnknownErrorNo = 8;   // MeasureErrorNo.UNKNOWN_ERROR
+constexpr double kFailedCost = 1e9;  // MeasureResult's cost of a failed measurement
+
+double Seconds(const google::protobuf::Timestamp& t) {
+  return static_cast<double>(t.seconds()) + t.nanos() * 1e-9;
+}
+
+double Timestamp(const v1::Job& job) {
+  if (job.result().has_finished_at()) return Seconds(job.result().finished_at());
+  for (int i = job.attempts_size() - 1; i >= 0; --i) {
+    if (job.attempts(i).has_ended_at()) return Seconds(job.attempts(i).ended_at());
+  }
+  return Seconds(job.submitted_at());
+}
+
+std::string KnobEntry(absl::string_view name, absl::string_view value) {
+  return absl::StrCat("[", JsonQuote(name), ", \"ot\", ", KnobValueJson(value), "]");
+}
+
+std::string Entity(const v1::OperatorSpec& op, const KnobTable& knobs, int64_t* index) {
+  *index = -1;
+  if (!op.has_template_op()) return "[]";
+  const auto& values = op.template_op().knobs();
+  std::vector<std::string> entries;
+  auto known = knobs.find(op.template_op().op());
+  if (known != knobs.end()) {
+    *index = ConfigIndex(known->second, values);
+    for (const Knob& knob : known->second.knobs) {
+      auto it = values.find(knob.name);
+      entries.push_back(KnobEntry(knob.name, it == values.end() ? knob.default_value : it->second));
+    }
+  }
+  // Knobs farmctl does not know of (the index is -1 then), in name order: kept, so nothing the
+  // trial said is lost.
+  std::map<std::string, std::string> others;
+  for (const auto& [name, value] : values) {
+    if (known == knobs.end() || known->second.Find(name) == nullptr) others[name] = value;
+  }
+  for (const auto& [name, value] : others) entries.push_back(KnobEntry(name, value));
+  return absl::StrCat("[", absl::StrJoin(entries, ", "), "]");
+}
+
+std::string Args(const v1::Trial& trial) {
+  std::vector<std::string> args;
+  for (const v1::ArgSpec& arg : trial.args()) {
+    args.push_back(absl::StrCat("[\"TENSOR\", [", absl::StrJoin(arg.shape(), ", "), "], ",
+                                JsonQuote(arg.dtype().empty() ? "float32" : arg.dtype()), "]"));
+  }
+  return absl::StrCat("[", absl::StrJoin(args, ", "), "]");
+}
+
+}  // namespace
+
+std::string JsonDouble(double value) {
+  if (!std::isfinite(value)) value = kFailedCost;
+  char buffer[40];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
+    if (std::strtod(buffer, nullptr) == value) break;
+  }
+  return buffer;
+}
+
+std::string JsonQuote(absl::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += absl::StrFormat("\\u%04x", static_cast<unsigned char>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string AutoTvmTarget(absl::string_view board_kind) {
+  return absl::StrCat("c -keys=cpu -model=", board_kind);
+}
+
+std::string AutoTvmTaskName(const v1::OperatorSpec& op) {
+  if (op.has_template_op()) return absl::StrCat("benchfarm/", op.template_op().op());
+  return absl::StrCat("benchfarm/c_source/", op.entry_function());
+}
+
+std::string FormatAutoTvmRecord(const v1::Job& job, const KnobTable& knobs) {
+  const v1::Trial& trial = job.trial();
+  const v1::Result& result = job.result();
+  int64_t index;
+  std::string entity = Entity(trial.op(), knobs, &index);
+
+  int error_no = job.state() == v1::DONE ? result.autotvm_error_no() : kUnknownErrorNo;
+  if (error_no == 0 && result.costs_s_size() == 0) error_no = kUnknownErrorNo;
+  std::vector<std::string> costs;
+  if (error_no == 0) {
+    for (double c : result.costs_s()) costs.push_back(JsonDouble(c));
+  } else {
+    costs.push_back(JsonDouble(kFailedCost));
+  }
+  const v1::StageTimes& s = result.stages();
+  double all_cost = s.build_s() + s.flash_s() + s.handshake_s() + s.measure_s();
+
+  return absl::StrCat("{\"input\": [", JsonQuote(AutoTvmTarget(trial.board_kind())), ", ",
+                      JsonQuote(AutoTvmTaskName(trial.op())), ", ", Args(trial), ", {}], ",
+                      "\"config\": {\"index\": ", index,
+                      ", \"code_hash\": null, \"entity\": ", entity, "}, ", "\"result\": [[",
+                      absl::StrJoin(costs, ", "), "], ", error_no, ", ", JsonDouble(all_cost), ", ",
+                      JsonDouble(Timestamp(job)), "], ",
+                      "\"version\": 0.2, \"tvm_version\": ", JsonQuote(kAutoTvmTvmVersion), "}");
+}
+
+}  // namespace benchfarm::farmctl

@@ -1,0 +1,195 @@
+// AutoTVM records: the exact layout of tvm.autotvm.record.encode (log version 0.2) for successful
+// and failed jobs, the knob entity and config index, and JSON numbers and strings.
+#include "farmctl/autotvm_record.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <set>
+#include <string>
+
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace benchfarm::farmctl {
+namespace {
+
+using google::protobuf::Struct;
+using google::protobuf::Value;
+using google::protobuf::util::TimeUtil;
+
+v1::Job MatmulJob() {
+  v1::Job job;
+  job.set_job_id("j-1");
+  job.set_state(v1::DONE);
+  v1::Trial* t = job.mutable_trial();
+  t->set_board_kind("nucleo-f746zg");
+  v1::TemplateOperator* op = t->mutable_op()->mutable_template_op();
+  op->set_op("matmul");
+  (*op->mutable_knobs())["tile_m"] = "4";
+  (*op->mutable_knobs())["tile_n"] = "8";
+  (*op->mutable_knobs())["order"] = "ijk";
+  for (int i = 0; i < 3; ++i) {
+    v1::ArgSpec* a = t->add_args();
+    a->add_shape(16);
+    a->add_shape(32);
+    if (i < 2) a->set_dtype("float32");  // the output leaves dtype empty
+  }
+  v1::Result* r = job.mutable_result();
+  r->add_costs_s(1.25e-4);
+  r->add_costs_s(1.5e-4);
+  r->mutable_stages()->set_build_s(2);
+  r->mutable_stages()->set_flash_s(0.5);
+  r->mutable_stages()->set_handshake_s(0.25);
+  r->mutable_stages()->set_measure_s(0.125);
+  *r->mutable_finished_at() = TimeUtil::SecondsToTimestamp(1700000000);
+  r->mutable_finished_at()->set_nanos(500000000);
+  return job;
+}
+
+Struct Parse(const std::string& line) {
+  Struct s;
+  auto status = google::protobuf::util::JsonStringToMessage(line, &s);
+  EXPECT_TRUE(status.ok()) << status.ToString() << "\n" << line;
+  return s;
+}
+
+std::set<std::string> Keys(const Struct& s) {
+  std::set<std::string> keys;
+  for (const auto& [k, v] : s.fields()) keys.insert(k);
+  return keys;
+}
+
+TEST(FormatAutoTvmRecord, SuccessfulJob) {
+  std::string line = FormatAutoTvmRecord(MatmulJob(), SampleKnobs());
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  // Key order as record.encode writes it.
+  size_t input = line.find("\"input\""), config = line.find("\"config\""),
+         result = line.find("\"result\""), version = line.find("\"version\""),
+         tvm_version = line.find("\"tvm_version\"");
+  EXPECT_LT(input, config);
+  EXPECT_LT(config, result);
+  EXPECT_LT(result, version);
+  EXPECT_LT(version, tvm_version);
+  EXPECT_NE(tvm_version, std::string::npos);
+
+  Struct record = Parse(line);
+  EXPECT_EQ(Keys(record),
+            (std::set<std::string>{"input", "config", "result", "version", "tvm_version"}));
+  EXPECT_EQ(record.fields().at("version").number_value(), 0.2);
+  EXPECT_EQ(record.fields().at("tvm_version").string_value(), "0.18.0");
+
+  const auto& in = record.fields().at("input").list_value();
+  ASSERT_EQ(in.values_size(), 4);
+  EXPECT_EQ(in.values(0).string_value(), "c -keys=cpu -model=nucleo-f746zg");
+  EXPECT_EQ(in.values(1).string_value(), "benchfarm/matmul");
+  ASSERT_EQ(in.values(2).list_value().values_size(), 3);
+  const auto& arg = in.values(2).list_value().values(2).list_value();
+  EXPECT_EQ(arg.values(0).string_value(), "TENSOR");
+  EXPECT_EQ(arg.values(1).list_value().values(1).number_value(), 32);
+  EXPECT_EQ(arg.values(2).string_value(), "float32");
+  EXPECT_EQ(in.values(3).struct_value().fields_size(), 0);
+
+  const Struct& cfg = record.fields().at("config").struct_value();
+  EXPECT_EQ(Keys(cfg), (std::set<std::string>{"index", "code_hash", "entity"}));
+  EXPECT_EQ(cfg.fields().at("code_hash").kind_case(), Value::kNullValue);
+  // tile_m=4 (2), tile_n=8 (3), tile_k default 16 (4), unroll default 4 (2), order ijk (0).
+  EXPECT_EQ(cfg.fields().at("index").number_value(), 2 + 3 * 6 + 4 * 36 + 2 * 216 + 0 * 864);
+  const auto& entity = cfg.fields().at("entity").list_value();
+  ASSERT_EQ(entity.values_size(), 5);
+  const char* names[] = {"tile_m", "tile_n", "tile_k", "unroll", "order"};
+  for (int i = 0; i < 5; ++i) {
+    const auto& knob = entity.values(i).list_value();
+    ASSERT_EQ(knob.values_size(), 3);
+    EXPECT_EQ(knob.values(0).string_value(), names[i]);
+    EXPECT_EQ(knob.values(1).string_value(), "ot");
+  }
+  EXPECT_EQ(entity.values(0).list_value().values(2).number_value(), 4);
+  EXPECT_EQ(entity.values(2).list_value().values(2).number_value(), 16);
+  EXPECT_EQ(entity.values(4).list_value().values(2).string_value(), "ijk");
+
+  const auto& res = record.fields().at("result").list_value();
+  ASSERT_EQ(res.values_size(), 4);
+  ASSERT_EQ(res.values(0).list_value().values_size(), 2);
+  EXPECT_EQ(res.values(0).list_value().values(0).number_value(), 1.25e-4);
+  EXPECT_EQ(res.values(1).number_value(), 0);
+  EXPECT_EQ(res.values(2).number_value(), 2.875);
+  EXPECT_EQ(res.values(3).number_value(), 1700000000.5);
+  EXPECT_NE(line.find("[[0.000125, 0.00015], 0, 2.875, 1700000000.5]"), std::string::npos) << line;
+}
+
+TEST(FormatAutoTvmRecord, FailedJobCostsOneBillion) {
+  v1::Job job = MatmulJob();
+  job.mutable_result()->clear_costs_s();
+  job.mutable_result()->set_error_code(v1::WRONG_ANSWER);
+  job.mutable_result()->set_autotvm_error_no(5);
+  Struct record = Parse(FormatAutoTvmRecord(job, SampleKnobs()));
+  const auto& res = record.fields().at("result").list_value();
+  ASSERT_EQ(res.values(0).list_value().values_size(), 1);
+  EXPECT_EQ(res.values(0).list_value().values(0).number_value(), 1e9);
+  EXPECT_EQ(res.values(1).number_value(), 5);
+
+  // Costs reported alongside an error are not written; a success without costs is an error.
+  job = MatmulJob();
+  job.mutable_result()->set_autotvm_error_no(4);
+  EXPECT_NE(FormatAutoTvmRecord(job, SampleKnobs()).find("\"result\": [[1e+09], 4,"),
+            std::string::npos);
+  job = MatmulJob();
+  job.mutable_result()->clear_costs_s();
+  EXPECT_NE(FormatAutoTvmRecord(job, SampleKnobs()).find("\"result\": [[1e+09], 8,"),
+            std::string::npos);
+}
+
+TEST(FormatAutoTvmRecord, OpsOutsideTheTable) {
+  v1::Job job = MatmulJob();
+  v1::TemplateOperator* op = job.mutable_trial()->mutable_op()->mutable_template_op();
+  op->set_op("softmax");
+  op->clear_knobs();
+  (*op->mutable_knobs())["vec"] = "4";
+  (*op->mutable_knobs())["layout"] = "nhwc";
+  std::string line = FormatAutoTvmRecord(job, SampleKnobs());
+  EXPECT_NE(line.find("\"benchfarm/softmax\""), std::string::npos);
+  EXPECT_NE(line.find("\"index\": -1, \"code_hash\": null, "
+                      "\"entity\": [[\"layout\", \"ot\", \"nhwc\"], [\"vec\", \"ot\", 4]]"),
+            std::string::npos)
+      << line;
+
+  // A known op with a knob it does not have: listed after the op's own, outside the space.
+  job = MatmulJob();
+  (*job.mutable_trial()->mutable_op()->mutable_template_op()->mutable_knobs())["extra"] = "1";
+  line = FormatAutoTvmRecord(job, SampleKnobs());
+  EXPECT_NE(line.find("\"index\": -1,"), std::string::npos) << line;
+  EXPECT_NE(line.find("[\"order\", \"ot\", \"ijk\"], [\"extra\", \"ot\", 1]]"), std::string::npos)
+      << line;
+  job = MatmulJob();
+
+  job.mutable_trial()->mutable_op()->set_c_source("int f(void) { return 0; }");
+  job.mutable_trial()->mutable_op()->set_entry_function("my_kernel");
+  line = FormatAutoTvmRecord(job, SampleKnobs());
+  EXPECT_NE(line.find("\"benchfarm/c_source/my_kernel\""), std::string::npos) << line;
+  EXPECT_NE(line.find("\"entity\": []"), std::string::npos) << line;
+  Parse(line);
+}
+
+TEST(FormatAutoTvmRecord, TimestampFallsBackToTheLastAttempt) {
+  v1::Job job = MatmulJob();
+  job.mutable_result()->clear_finished_at();
+  *job.add_attempts()->mutable_ended_at() = TimeUtil::SecondsToTimestamp(1600000000);
+  Struct record = Parse(FormatAutoTvmRecord(job, SampleKnobs()));
+  EXPECT_EQ(record.fields().at("result").list_value().values(3).number_value(), 1600000000);
+}
+
+TEST(JsonDouble, ShortestRoundTrip) {
+  EXPECT_EQ(JsonDouble(1e9), "1e+09");
+  EXPECT_EQ(JsonDouble(0.1), "0.1");
+  EXPECT_EQ(JsonDouble(1.25e-4), "0.000125");
+  EXPECT_EQ(JsonDouble(0), "0");
+  EXPECT_EQ(JsonDouble(1.0 / 3), "0.3333333333333333");
+  EXPECT_EQ(JsonDouble(std::numeric_limits<double>::infinity()), "1e+09");
+}
+
+TEST(JsonQuote, Escapes) { EXPECT_EQ(JsonQuote("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\""); }
+
+}  // namespace
+}  // namespace benchfarm::farmctl

@@ -1,0 +1,503 @@
+// The `farmctl` tracker commands: see tracker_commands.h.
+#include "farmctl/tracker_commands.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "farmctl/autotvm_record.h"
+#include "farmctl/board_commands.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace benchfarm::farmctl {
+namespace {
+
+constexpr int kPageSize = 1000;
+
+// Columns of text, left-aligned, two spaces apart; the last column is not padded.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
+  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+
+  void Print(std::ostream& out) const {
+    std::vector<size_t> widths;
+    for (const auto& row : rows_) {
+      if (widths.size() < row.size()) widths.resize(row.size(), 0);
+      for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+    }
+    for (const auto& row : rows_) {
+      std::string line;
+      for (size_t i = 0; i < row.size(); ++i) {
+        if (i + 1 < row.size()) {
+          absl::StrAppend(&line, row[i], std::string(widths[i] - row[i].size() + 2, ' '));
+        } else {
+          absl::StrAppend(&line, row[i]);
+        }
+      }
+      out << line << "\n";
+    }
+  }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+void SetDeadline(grpc::ClientContext* context, const TrackerClient& tracker) {
+  context->set_deadline(absl::ToChronoTime(absl::Now() + tracker.timeout));
+}
+
+absl::Status JsonOut(const google::protobuf::Message& message, std::ostream& out) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  auto status = google::protobuf::util::MessageToJsonString(message, &json, options);
+  if (!status.ok()) return absl::InternalError(std::string(status.message()));
+  out << json;
+  if (!absl::EndsWith(json, "\n")) out << "\n";
+  return absl::OkStatus();
+}
+
+template <typename Map>
+std::string JoinSorted(const Map& map) {
+  std::map<std::string, std::string> sorted;
+  for (const auto& [k, v] : map) sorted[k] = absl::StrCat(v);
+  return absl::StrJoin(sorted, ",", absl::PairFormatter("="));
+}
+
+std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
+
+// Knobs as the user would write them, in knobs.json order when the op is known.
+std::string FormatKnobs(const v1::OperatorSpec& op, const KnobTable& knobs) {
+  if (!op.has_template_op()) return "-";
+  const auto& values = op.template_op().knobs();
+  auto known = knobs.find(op.template_op().op());
+  if (known == knobs.end()) return OrDash(JoinSorted(values));
+  std::vector<std::string> parts;
+  for (const Knob& knob : known->second.knobs) {
+    auto it = values.find(knob.name);
+    if (it != values.end()) parts.push_back(absl::StrCat(knob.name, "=", it->second));
+  }
+  std::map<std::string, std::string> others;
+  for (const auto& [name, value] : values) {
+    if (known->second.Find(name) == nullptr) others[name] = value;
+  }
+  for (const auto& [name, value] : others) parts.push_back(absl::StrCat(name, "=", value));
+  return parts.empty() ? "-" : absl::StrJoin(parts, ",");
+}
+
+std::string OpName(const v1::OperatorSpec& op) {
+  return op.has_template_op() ? op.template_op().op() : op.entry_function();
+}
+
+// "12.345 us" (the mean cost per call), or the error.
+std::string Outcome(const v1::Job& job, bool with_message) {
+  if (job.state() != v1::DONE) return "-";
+  const v1::Result& r = job.result();
+  if (r.error_code() != v1::NO_ERROR || r.costs_s_size() == 0) {
+    std::string name = v1::ErrorCode_IsValid(r.error_code()) ? v1::ErrorCode_Name(r.error_code())
+                                                             : absl::StrCat(r.error_code());
+    if (with_message && !r.message().empty()) absl::StrAppend(&name, ": ", r.message());
+    return name;
+  }
+  double sum = 0;
+  for (double c : r.costs_s()) sum += c;
+  return absl::StrFormat("%.3f us", sum / r.costs_s_size() * 1e6);
+}
+
+absl::StatusOr<int32_t> Int32Flag(absl::string_view flag, int64_t value, int64_t max) {
+  if (value < 0 || value > max) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", value, " is not in 0..", max));
+  }
+  return static_cast<int32_t>(value);
+}
+
+// "name=value" -> {name, value}.
+absl::StatusOr<std::pair<std::string, std::string>> KeyValue(absl::string_view flag,
+                                                             absl::string_view text) {
+  std::pair<std::string, std::string> kv = absl::StrSplit(text, absl::MaxSplits('=', 1));
+  if (kv.first.empty() || !absl::StrContains(text, '=')) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": \"", text, "\" is not name=value"));
+  }
+  return kv;
+}
+
+class CollectErrors : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    if (errors.empty()) errors = absl::StrCat(line + 1, ":", column + 1, ": ", message);
+  }
+  std::string errors;
+};
+
+}  // namespace
+
+absl::Status FromGrpc(const grpc::Status& status, const TrackerClient& tracker,
+                      absl::string_view what) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::OK:
+      return absl::OkStatus();
+    case grpc::StatusCode::UNAVAILABLE:
+      return absl::UnavailableError(absl::StrCat("cannot reach tracker at ", tracker.address, " (",
+                                                 what, "): ", status.error_message()));
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return absl::DeadlineExceededError(absl::StrCat("tracker at ", tracker.address,
+                                                      " did not answer ", what, " within ",
+                                                      absl::FormatDuration(tracker.timeout)));
+    default:
+      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                          absl::StrCat(what, ": ", status.error_message()));
+  }
+}
+
+// ---- boards, queue ------------------------------------------------------------------------------
+
+absl::Status PrintBoards(const TrackerClient& tracker, const std::string& kind, bool json,
+                         std::ostream& out) {
+  v1::ListBoardsRequest request;
+  request.set_board_kind(kind);
+  v1::ListBoardsResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context, tracker);
+  absl::Status status =
+      FromGrpc(tracker.stub->ListBoards(&context, request, &response), tracker, "ListBoards");
+  if (!status.ok()) return status;
+  if (json) return JsonOut(response, out);
+  std::vector<const v1::Board*> boards;
+  for (const v1::Board& b : response.boards()) boards.push_back(&b);
+  std::sort(boards.begin(), boards.end(), [](const v1::Board* a, const v1::Board* b) {
+    return std::tie(a->kind(), a->board_id()) < std::tie(b->kind(), b->board_id());
+  });
+  Table table(
+      {"BOARD", "KIND", "LABELS", "STATE", "AGENT", "JOB", "JOBS/SLOTS", "FLASHES", "FAILS"});
+  for (const v1::Board* b : boards) {
+    table.Add({b->board_id(), b->kind(), OrDash(JoinSorted(b->labels())),
+               v1::BoardState_Name(b->state()), OrDash(b->agent_id()), OrDash(b->current_job_id()),
+               absl::StrCat(b->running_jobs(), "/", std::max(b->slots(), 1)),
+               absl::StrCat(b->flashes()), absl::StrCat(b->consecutive_infra_failures())});
+  }
+  table.Print(out);
+  return absl::OkStatus();
+}
+
+absl::Status PrintQueue(const TrackerClient& tracker, bool json, std::ostream& out) {
+  v1::QueueSummaryRequest request;
+  v1::QueueSummaryResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context, tracker);
+  absl::Status status =
+      FromGrpc(tracker.stub->QueueSummary(&context, request, &response), tracker, "QueueSummary");
+  if (!status.ok()) return status;
+  if (json) return JsonOut(response, out);
+  std::vector<const v1::KindSummary*> kinds;
+  for (const v1::KindSummary& k : response.kinds()) kinds.push_back(&k);
+  std::sort(kinds.begin(), kinds.end(), [](const v1::KindSummary* a, const v1::KindSummary* b) {
+    return a->board_kind() < b->board_kind();
+  });
+  Table table({"KIND", "BOARDS", "FREE", "QUARANTINED", "QUEUED", "BY PRIORITY", "RUNNING"});
+  int64_t total[5] = {0, 0, 0, 0, 0};
+  std::map<int32_t, int64_t, std::greater<>> total_by_priority;
+  for (const v1::KindSummary* k : kinds) {
+    std::map<int32_t, int64_t, std::greater<>> by_priority(k->queued_by_priority().begin(),
+                                                           k->queued_by_priority().end());
+    int64_t queued = 0;
+    std::vector<std::string> parts;
+    for (const auto& [priority, n] : by_priority) {
+      queued += n;
+      total_by_priority[priority] += n;
+      parts.push_back(absl::StrCat("p", priority, ":", n));
+    }
+    table.Add({k->board_kind(), absl::StrCat(k->boards_total()), absl::StrCat(k->boards_free()),
+               absl::StrCat(k->boards_quarantined()), absl::StrCat(queued),
+               parts.empty() ? "-" : absl::StrJoin(parts, " "), absl::StrCat(k->running())});
+    total[0] += k->boards_total();
+    total[1] += k->boards_free();
+    total[2] += k->boards_quarantined();
+    total[3] += queued;
+    total[4] += k->running();
+  }
+  if (kinds.size() > 1) {
+    std::vector<std::string> parts;
+    for (const auto& [priority, n] : total_by_priority)
+      parts.push_back(absl::StrCat("p", priority, ":", n));
+    table.Add({"TOTAL", absl::StrCat(total[0]), absl::StrCat(total[1]), absl::StrCat(total[2]),
+               absl::StrCat(total[3]), parts.empty() ? "-" : absl::StrJoin(parts, " "),
+               absl::StrCat(total[4])});
+  }
+  table.Print(out);
+  return absl::OkStatus();
+}
+
+// ---- submit -------------------------------------------------------------------------------------
+
+absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const KnobTable& knobs) {
+  if (flags.kind.empty()) return absl::InvalidArgumentError("--kind: required (a board kind)");
+  if (flags.op.empty()) return absl::InvalidArgumentError("--op: required (e.g. matmul)");
+  v1::Trial trial;
+  trial.set_board_kind(flags.kind);
+  v1::TemplateOperator* op = trial.mutable_op()->mutable_template_op();
+  op->set_op(flags.op);
+
+  auto known = knobs.find(flags.op);
+  for (const std::string& text : flags.knobs) {
+    absl::StatusOr<std::pair<std::string, std::string>> kv = KeyValue("knob", text);
+    if (!kv.ok()) return kv.status();
+    const auto& [name, value] = *kv;
+    if (op->knobs().count(name) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--knob: ", name, " given twice"));
+    }
+    if (known != knobs.end()) {
+      const Knob* knob = known->second.Find(name);
+      if (knob == nullptr) {
+        std::vector<std::string> names;
+        for (const Knob& k : known->second.knobs) names.push_back(k.name);
+        return absl::InvalidArgumentError(
+            absl::StrCat("--knob: ", flags.op, " has no knob \"", name,
+                         "\" (knobs: ", absl::StrJoin(names, ", "), ")"));
+      }
+      absl::Status valid = CheckKnobValue(*knob, value);
+      if (!valid.ok()) return absl::InvalidArgumentError(absl::StrCat("--", valid.message()));
+    } else if (value.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--knob ", text, ": no value"));
+    }
+    (*op->mutable_knobs())[name] = value;
+  }
+
+  absl::StatusOr<std::vector<Shape>> shapes =
+      flags.shapes.empty() ? DefaultShapes(flags.op) : ParseShapes(flags.shapes);
+  if (!shapes.ok()) {
+    if (absl::IsNotFound(shapes.status())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--shape: required for ", flags.op, " (", shapes.status().message(), ")"));
+    }
+    return shapes.status();
+  }
+  for (const Shape& shape : *shapes) {
+    v1::ArgSpec* arg = trial.add_args();
+    for (int64_t d : shape) arg->add_shape(d);
+    arg->set_dtype("float32");
+  }
+
+  v1::MeasureOptions* m = trial.mutable_measure();
+  struct IntFlag {
+    const char* name;
+    int64_t value;
+    int64_t max;
+    void (v1::MeasureOptions::*set)(int32_t);
+  };
+  for (const IntFlag& f :
+       {IntFlag{"number", flags.number, 1000000, &v1::MeasureOptions::set_number},
+        IntFlag{"repeat", flags.repeat, 1024, &v1::MeasureOptions::set_repeat},
+        IntFlag{"min_repeat_ms", flags.min_repeat_ms, 600000,
+                &v1::MeasureOptions::set_min_repeat_ms},
+        IntFlag{"cooldown_ms", flags.cooldown_ms, 600000, &v1::MeasureOptions::set_cooldown_ms},
+        IntFlag{"timeout_ms", flags.timeout_ms, 3600000, &v1::MeasureOptions::set_timeout_ms}}) {
+    absl::StatusOr<int32_t> v = Int32Flag(f.name, f.value, f.max);
+    if (!v.ok()) return v.status();
+    (m->*f.set)(*v);
+  }
+  absl::StatusOr<int32_t> priority = Int32Flag("priority", flags.priority, 100);
+  if (!priority.ok()) return priority.status();
+  trial.set_priority(*priority);
+  trial.set_seed(flags.seed);
+  trial.set_check_outputs(flags.check);
+  trial.set_board_id(flags.board);
+  for (const std::string& text : flags.labels) {
+    absl::StatusOr<std::pair<std::string, std::string>> kv = KeyValue("label", text);
+    if (!kv.ok()) return kv.status();
+    (*trial.mutable_labels())[kv->first] = kv->second;
+  }
+  return trial;
+}
+
+absl::StatusOr<v1::SubmitTrialsRequest> ParseSubmitFile(absl::string_view path,
+                                                        absl::string_view contents) {
+  v1::SubmitTrialsRequest request;
+  if (absl::EndsWith(path, ".json")) {
+    auto status = google::protobuf::util::JsonStringToMessage(
+        google::protobuf::StringPiece(contents.data(), contents.size()), &request);
+    if (!status.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": not a SubmitTrialsRequest in proto3 JSON: ", std::string(status.message())));
+    }
+    return request;
+  }
+  google::protobuf::TextFormat::Parser parser;
+  CollectErrors errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(std::string(contents), &request)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ":", errors.errors, " (expected a text-format benchfarm.v1.SubmitTrialsRequest)"));
+  }
+  return request;
+}
+
+std::string NewRequestId() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') {
+    std::snprintf(host, sizeof(host), "host");
+  }
+  return absl::StrCat("farmctl-", host, "-", getpid(), "-", absl::GetCurrentTimeNanos());
+}
+
+absl::StatusOr<std::vector<std::string>> Submit(const TrackerClient& tracker,
+                                                const v1::SubmitTrialsRequest& request,
+                                                std::ostream& out) {
+  v1::SubmitTrialsResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context, tracker);
+  absl::Status status =
+      FromGrpc(tracker.stub->SubmitTrials(&context, request, &response), tracker, "SubmitTrials");
+  if (!status.ok()) return status;
+  std::vector<std::string> ids(response.job_ids().begin(), response.job_ids().end());
+  for (const std::string& id : ids) out << id << "\n";
+  out.flush();
+  return ids;
+}
+
+// ---- watch --------------------------------------------------------------------------------------
+
+std::string FormatJobEvent(const v1::Job& job) {
+  std::string line = absl::StrCat(absl::FormatTime("%H:%M:%S", absl::Now(), absl::LocalTimeZone()),
+                                  " ", job.job_id(), " ", v1::JobState_Name(job.state()), " ",
+                                  job.trial().board_kind(), "/", OpName(job.trial().op()));
+  std::string board = job.state() == v1::DONE ? job.result().board_id() : job.board_id();
+  if (board.empty() && job.attempts_size() > 0 && job.state() != v1::QUEUED) {
+    board = job.attempts(job.attempts_size() - 1).board_id();
+  }
+  if (!board.empty()) absl::StrAppend(&line, " on ", board);
+  if (job.attempts_size() > 0) absl::StrAppend(&line, " attempt ", job.attempts_size());
+  if (job.state() == v1::DONE) absl::StrAppend(&line, " ", Outcome(job, /*with_message=*/true));
+  return line;
+}
+
+absl::Status Watch(const TrackerClient& tracker, const WatchOptions& options, std::ostream& out) {
+  std::set<std::string> remaining;
+  for (const std::string& id : options.job_ids) {
+    v1::GetJobRequest request;
+    request.set_job_id(id);
+    v1::Job job;
+    grpc::ClientContext context;
+    SetDeadline(&context, tracker);
+    absl::Status status = FromGrpc(tracker.stub->GetJob(&context, request, &job), tracker,
+                                   absl::StrCat("GetJob ", id));
+    if (!status.ok()) return status;
+    remaining.insert(id);
+  }
+  v1::WatchJobsRequest request;
+  request.set_client_id(options.client_id);
+  for (const std::string& id : options.job_ids) request.add_job_ids(id);
+  grpc::ClientContext context;  // no deadline: a watch lasts as long as the jobs do
+  std::unique_ptr<grpc::ClientReaderInterface<v1::JobEvent>> reader =
+      tracker.stub->WatchJobs(&context, request);
+  v1::JobEvent event;
+  int64_t events = 0;
+  bool enough = false;
+  while (!enough && reader->Read(&event)) {
+    const v1::Job& job = event.job();
+    out << FormatJobEvent(job) << "\n";
+    out.flush();
+    if (job.state() == v1::DONE || job.state() == v1::CANCELLED_STATE)
+      remaining.erase(job.job_id());
+    enough = (!options.job_ids.empty() && remaining.empty()) ||
+             (options.max_events > 0 && ++events >= options.max_events);
+  }
+  if (enough) {
+    context.TryCancel();  // the tracker ends a finished watch itself; this covers the rest
+    reader->Finish();
+    return absl::OkStatus();
+  }
+  return FromGrpc(reader->Finish(), tracker, "WatchJobs");
+}
+
+// ---- results ------------------------------------------------------------------------------------
+
+absl::Status PrintResults(const TrackerClient& tracker, const ResultsOptions& options,
+                          std::ostream& out) {
+  const KnobTable& knobs = options.knobs != nullptr ? *options.knobs : SampleKnobs();
+  v1::ListResultsResponse all;
+  v1::ListResultsRequest request;
+  request.set_client_id(options.client_id);
+  request.set_board_kind(options.board_kind);
+  request.set_op(options.op);
+  if (options.format == ResultsFormat::kAutoTvm) request.set_state(v1::DONE);
+  while (true) {
+    int64_t want = kPageSize;
+    if (options.limit > 0) want = std::min<int64_t>(want, options.limit - all.jobs_size());
+    request.set_limit(static_cast<int32_t>(want));
+    v1::ListResultsResponse page;
+    grpc::ClientContext context;
+    SetDeadline(&context, tracker);
+    absl::Status status =
+        FromGrpc(tracker.stub->ListResults(&context, request, &page), tracker, "ListResults");
+    if (!status.ok()) return status;
+    for (v1::Job& job : *page.mutable_jobs()) *all.add_jobs() = std::move(job);
+    if (page.next_page_token().empty() || (options.limit > 0 && all.jobs_size() >= options.limit)) {
+      break;
+    }
+    request.set_page_token(page.next_page_token());
+  }
+
+  switch (options.format) {
+    case ResultsFormat::kJson:
+      return JsonOut(all, out);
+    case ResultsFormat::kAutoTvm:
+      for (const v1::Job& job : all.jobs()) {
+        if (job.state() == v1::DONE) out << FormatAutoTvmRecord(job, knobs) << "\n";
+      }
+      return absl::OkStatus();
+    case ResultsFormat::kTable:
+      break;
+  }
+  Table table({"JOB", "CLIENT", "STATE", "KIND", "OP", "KNOBS", "BOARD", "ATTEMPTS", "RESULT"});
+  for (const v1::Job& job : all.jobs()) {
+    std::string board = job.state() == v1::DONE ? job.result().board_id() : job.board_id();
+    table.Add({job.job_id(), job.client_id(), v1::JobState_Name(job.state()),
+               job.trial().board_kind(), OpName(job.trial().op()),
+               FormatKnobs(job.trial().op(), knobs), OrDash(board),
+               absl::StrCat(job.attempts_size()), Outcome(job, false)});
+  }
+  table.Print(out);
+  return absl::OkStatus();
+}
+
+// ---- cancel -------------------------------------------------------------------------------------
+
+absl::Status Cancel(const TrackerClient& tracker, const std::vector<std::string>& job_ids,
+                    std::ostream& out) {
+  absl::Status first;
+  for (const std::string& id : job_ids) {
+    v1::CancelJobRequest request;
+    request.set_job_id(id);
+    v1::CancelJobResponse response;
+    grpc::ClientContext context;
+    SetDeadline(&context, tracker);
+    absl::Status status = FromGrpc(tracker.stub->CancelJob(&context, request, &response), tracker,
+                                   absl::StrCat("CancelJob ", id));
+    if (status.ok()) {
+      out << id << " " << v1::JobState_Name(response.job().state()) << "\n";
+    } else if (first.ok()) {
+      first = status;
+    }
+  }
+  return first;
+}
+
+}  // namespace benchfarm::farmctl

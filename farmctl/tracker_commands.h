@@ -1,0 +1,142 @@
+// The `farmctl` commands that talk to a tracker (benchfarm.v1.Tracker): boards, queue, submit,
+// watch, results, cancel. Each is a function over a Tracker stub that prints to an ostream, so
+// tests drive them against an in-process or child-process tracker and read what a user would see.
+//
+// Output: a table for people by default; `json` prints the response messages as proto3 JSON
+// (field names as in proto/benchfarm.proto, zero values included) for scripts; `results` can also
+// print AutoTVM log records (autotvm_record.h).
+//
+// Errors: every unary call has a deadline (TrackerClient::timeout). gRPC failures become
+// absl::Status with the same code: Unavailable "cannot reach tracker at ADDR: ..." when nothing
+// answers there, DeadlineExceeded "tracker at ADDR did not answer within ...", and otherwise the
+// tracker's own message (e.g. InvalidArgument naming the field of a bad trial, NotFound for an
+// unknown job). Flag and file problems are InvalidArgument naming the flag or file.
+//
+// Thread-safety: the functions share no state; a stub may be used from several threads.
+
+#ifndef BENCHFARM_FARMCTL_TRACKER_COMMANDS_H_
+#define BENCHFARM_FARMCTL_TRACKER_COMMANDS_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "farmctl/knob_space.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/benchfarm.grpc.pb.h"
+
+namespace benchfarm::farmctl {
+
+// The tracker a command talks to.
+struct TrackerClient {
+  v1::Tracker::StubInterface* stub = nullptr;  // borrowed; outlives the calls
+  std::string address;                         // "host:port", named in error messages
+  absl::Duration timeout = absl::Seconds(30);  // deadline of each unary call
+};
+
+// grpc::Status -> absl::Status (same code), with the messages described above. `what` names
+// the call ("ListBoards").
+absl::Status FromGrpc(const grpc::Status& status, const TrackerClient& tracker,
+                      absl::string_view what);
+
+// ---- boards, queue ---------------------------------------------------------------------------
+
+// ListBoards (kind empty: every kind). Table columns: BOARD KIND LABELS STATE AGENT JOB
+// JOBS/SLOTS FLASHES FAILS (consecutive infrastructure failures).
+absl::Status PrintBoards(const TrackerClient& tracker, const std::string& kind, bool json,
+                         std::ostream& out);
+
+// QueueSummary: per board kind, boards total/free/quarantined, jobs queued (in all and by
+// priority, highest first) and running, and a TOTAL row when there are several kinds.
+absl::Status PrintQueue(const TrackerClient& tracker, bool json, std::ostream& out);
+
+// ---- submit ----------------------------------------------------------------------------------
+
+// One trial as `farmctl submit` flags describe it.
+struct TrialFlags {
+  std::string kind;                // --kind (required)
+  std::string op;                  // --op (required): a template operator
+  std::vector<std::string> knobs;  // --knob name=value (repeated) and --knobs a=1,b=2 split up
+  std::string shapes;              // --shape 32x32,32x32,32x32; empty: the op's default shapes
+  int64_t number = 10;
+  int64_t repeat = 3;
+  int64_t min_repeat_ms = 0;
+  int64_t cooldown_ms = 0;
+  int64_t timeout_ms = 0;  // 0: the agent's default
+  bool check = true;
+  uint64_t seed = 1;
+  int64_t priority = 0;
+  std::string board;                // --board: pin to one board id
+  std::vector<std::string> labels;  // --label k=v (repeated): pin to boards with these labels
+};
+
+// Builds the trial. Knob values are checked against the op's knobs when `knobs` knows the op;
+// other ops' knobs are passed on as given. InvalidArgument naming the flag.
+absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const KnobTable& knobs);
+
+// A SubmitTrialsRequest from a file's contents: JSON (proto3 JSON mapping) if `path` ends in
+// ".json", else text format. InvalidArgument with the parser's message and the path.
+absl::StatusOr<v1::SubmitTrialsRequest> ParseSubmitFile(absl::string_view path,
+                                                        absl::string_view contents);
+
+// A request id unique to this invocation: "farmctl-<host>-<pid>-<unix nanos>".
+std::string NewRequestId();
+
+// SubmitTrials; prints the job ids, one per line, in trial order.
+absl::StatusOr<std::vector<std::string>> Submit(const TrackerClient& tracker,
+                                                const v1::SubmitTrialsRequest& request,
+                                                std::ostream& out);
+
+// ---- watch -----------------------------------------------------------------------------------
+
+struct WatchOptions {
+  std::string client_id;             // empty: every client
+  std::vector<std::string> job_ids;  // empty: every job (of the client), until the stream ends
+  int64_t max_events = 0;            // stop after this many events; 0: no limit
+};
+
+// Streams WatchJobs and prints one line per event:
+//   <time> <job> <STATE> <kind>/<op> [on <board>] [attempt N] [<mean cost> | <ERROR>: <message>]
+// Named jobs are looked up first (NotFound for an unknown one); the watch ends when every one of
+// them is DONE or CANCELLED. A client-wide watch runs until the tracker ends the stream (or
+// max_events). The stream itself has no deadline.
+absl::Status Watch(const TrackerClient& tracker, const WatchOptions& options, std::ostream& out);
+
+// One watch line (without the newline), as Watch prints it.
+std::string FormatJobEvent(const v1::Job& job);
+
+// ---- results ---------------------------------------------------------------------------------
+
+enum class ResultsFormat { kTable, kJson, kAutoTvm };
+
+struct ResultsOptions {
+  std::string client_id;
+  std::string board_kind;
+  std::string op;
+  int64_t limit = 0;  // jobs in all; 0: every job
+  ResultsFormat format = ResultsFormat::kTable;
+  const KnobTable* knobs = nullptr;  // for kAutoTvm; null: SampleKnobs()
+};
+
+// ListResults, following next_page_token. kTable: JOB CLIENT STATE KIND OP KNOBS BOARD ATTEMPTS
+// RESULT (mean cost per call, or the error name); kJson: one ListResultsResponse with every page's
+// jobs; kAutoTvm: one AutoTVM record per DONE job (unfinished jobs are skipped).
+absl::Status PrintResults(const TrackerClient& tracker, const ResultsOptions& options,
+                          std::ostream& out);
+
+// ---- cancel ----------------------------------------------------------------------------------
+
+// CancelJob for each id in turn; prints "<job> <STATE>" for each cancelled one. Tries every id;
+// returns the first failure, its message naming the job.
+absl::Status Cancel(const TrackerClient& tracker, const std::vector<std::string>& job_ids,
+                    std::ostream& out);
+
+}  // namespace benchfarm::farmctl
+
+#endif  // BENCHFARM_FARMCTL_TRACKER_COMMANDS_H_

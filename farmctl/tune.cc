@@ -1,0 +1,443 @@
+#include "farmctl/tune.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "farmctl/autotvm_record.h"
+#include "grpcpp/grpcpp.h"
+
+namespace benchfarm::farmctl {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+int64_t IndexOf(const OpKnobs& op, const std::map<std::string, std::string>& values) {
+  int64_t index = 0, radix = 1;
+  for (const Knob& k : op.knobs) {
+    auto it = values.find(k.name);
+    const std::string& v = it == values.end() ? k.default_value : it->second;
+    auto pos = std::find(k.values.begin(), k.values.end(), v);
+    if (pos == k.values.end()) return -1;
+    index += radix * (pos - k.values.begin());
+    radix *= static_cast<int64_t>(k.values.size());
+  }
+  return index;
+}
+
+std::string Micro(double seconds) {
+  if (!std::isfinite(seconds)) return "failed";
+  return absl::StrFormat("%.2f", seconds * 1e6);
+}
+
+double MeanCost(const v1::Result& r) {
+  if (r.error_code() != v1::NO_ERROR || r.costs_s().empty()) return kInf;
+  double sum = 0;
+  for (double c : r.costs_s()) sum += c;
+  return sum / r.costs_s_size();
+}
+
+grpc::ClientContext* WithDeadline(grpc::ClientContext* context, absl::Duration timeout) {
+  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  return context;
+}
+
+// The search state, kept in out_dir.
+class TuneState {
+ public:
+  explicit TuneState(std::string dir) : dir_(std::move(dir)) {}
+
+  absl::Status Load() {
+    std::ifstream in(StatePath());
+    std::string line;
+    while (std::getline(in, line)) {
+      std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+      int64_t index;
+      if (f.size() == 4 && f[0] == "done" && absl::SimpleAtoi(f[1], &index)) {
+        TunePoint p;
+        p.index = index;
+        if (f[2] == "inf" || !absl::SimpleAtod(f[2], &p.cost)) p.cost = kInf;
+        v1::ErrorCode code;
+        p.error = v1::ErrorCode_Parse(f[3], &code) ? code : v1::UNKNOWN_ERROR;
+        if (done_.insert(index).second) points_.push_back(p);
+        pending_.erase(index);
+      } else if (f.size() == 3 && f[0] == "pending" && absl::SimpleAtoi(f[1], &index)) {
+        if (done_.count(index) == 0) pending_[index] = f[2];
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AddPending(int64_t index, const std::string& job_id) {
+    pending_[index] = job_id;
+    return Append(absl::StrCat("pending ", index, " ", job_id));
+  }
+
+  absl::Status AddDone(const TunePoint& p, const std::string& record) {
+    pending_.erase(p.index);
+    if (!done_.insert(p.index).second) return absl::OkStatus();
+    points_.push_back(p);
+    std::ofstream log(LogPath(), std::ios::app);
+    log << record << "\n";
+    if (!log.flush()) return absl::InternalError(absl::StrCat("cannot write ", LogPath()));
+    return Append(absl::StrCat("done ", p.index, " ", std::isfinite(p.cost) ? absl::StrCat(p.cost) : "inf",
+                               " ", v1::ErrorCode_Name(p.error)));
+  }
+
+  const std::vector<TunePoint>& points() const { return points_; }
+  const std::map<int64_t, std::string>& pending() const { return pending_; }
+  bool Known(int64_t index) const { return done_.count(index) > 0 || pending_.count(index) > 0; }
+  std::string StatePath() const { return dir_ + "/tune-state.txt"; }
+  std::string LogPath() const { return log_path_; }
+  void set_log_path(std::string p) { log_path_ = std::move(p); }
+
+ private:
+  absl::Status Append(const std::string& line) {
+    std::ofstream out(StatePath(), std::ios::app);
+    out << line << "\n";
+    if (!out.flush()) return absl::InternalError(absl::StrCat("cannot write ", StatePath()));
+    return absl::OkStatus();
+  }
+
+  const std::string dir_;
+  std::string log_path_;
+  std::set<int64_t> done_;
+  std::vector<TunePoint> points_;
+  std::map<int64_t, std::string> pending_;
+};
+
+// Picks the next configs to measure.
+class Searcher {
+ public:
+  Searcher(const OpKnobs& op, std::string strategy, uint64_t seed)
+      : op_(op), strategy_(std::move(strategy)), rng_(seed), size_(op.SpaceSize()) {}
+
+  std::vector<int64_t> Next(int n, const TuneState& state) {
+    std::vector<int64_t> out;
+    auto take = [&](int64_t index) {
+      if (static_cast<int>(out.size()) < n && !state.Known(index) &&
+          std::find(out.begin(), out.end(), index) == out.end()) {
+        out.push_back(index);
+      }
+    };
+    if (strategy_ == "grid") {
+      for (; cursor_ < size_ && static_cast<int>(out.size()) < n; ++cursor_) take(cursor_);
+      return out;
+    }
+    const int measured = static_cast<int>(state.points().size());
+    int explore = n;
+    if (strategy_ == "model" && measured >= 8) {
+      explore = std::max(1, n / 4);
+      std::vector<std::pair<double, int64_t>> scored;
+      for (int64_t index : RandomPool(4000, state)) scored.emplace_back(Score(index, state), index);
+      std::sort(scored.begin(), scored.end());
+      for (const auto& [score, index] : scored) {
+        if (static_cast<int>(out.size()) >= n - explore) break;
+        take(index);
+      }
+    }
+    for (int64_t index : RandomPool(n * 4 + 16, state)) take(index);
+    return out;
+  }
+
+ private:
+  std::vector<int64_t> RandomPool(int n, const TuneState& state) {
+    std::vector<int64_t> pool;
+    if (size_ <= 0) return pool;
+    std::uniform_int_distribution<int64_t> pick(0, size_ - 1);
+    for (int tries = 0; static_cast<int>(pool.size()) < n && tries < n * 8; ++tries) {
+      int64_t i = pick(rng_);
+      if (!state.Known(i)) pool.push_back(i);
+    }
+    return pool;
+  }
+
+  // Lower is better. Sum over knobs of the value's mean log-cost relative to the overall mean,
+  // minus an optimism bonus that shrinks as the value is measured more (so values seen rarely or
+  // never get tried); failed configs count as a little worse than the worst success.
+  double Score(int64_t index, const TuneState& state) {
+    double worst = -kInf;
+    for (const TunePoint& p : state.points()) {
+      if (std::isfinite(p.cost)) worst = std::max(worst, std::log(p.cost));
+    }
+    if (!std::isfinite(worst)) return 0;
+    std::map<std::pair<std::string, std::string>, std::pair<double, int>> sums;
+    double total = 0, total2 = 0;
+    for (const TunePoint& p : state.points()) {
+      double y = std::isfinite(p.cost) ? std::log(p.cost) : worst + 1.0;
+      total += y;
+      total2 += y * y;
+      for (const auto& [k, v] : KnobsOfIndex(op_, p.index)) {
+        auto& s = sums[{k, v}];
+        s.first += y;
+        s.second++;
+      }
+    }
+    const double n = static_cast<double>(state.points().size());
+    const double mean = total / n;
+    const double spread = std::sqrt(std::max(1e-12, total2 / n - mean * mean));
+    double score = 0;
+    for (const auto& [k, v] : KnobsOfIndex(op_, index)) {
+      auto it = sums.find({k, v});
+      const int count = it == sums.end() ? 0 : it->second.second;
+      const double value_mean = count > 0 ? it->second.first / count : mean;
+      score += value_mean - mean - 0.5 * spread / std::sqrt(count + 1.0);
+    }
+    return score;
+  }
+
+  const OpKnobs& op_;
+  const std::string strategy_;
+  std::mt19937_64 rng_;
+  const int64_t size_;
+  int64_t cursor_ = 0;
+};
+
+}  // namespace
+
+std::map<std::string, std::string> KnobsOfIndex(const OpKnobs& op, int64_t index) {
+  std::map<std::string, std::string> out;
+  for (const Knob& k : op.knobs) {
+    const int64_t n = static_cast<int64_t>(k.values.size());
+    out[k.name] = k.values[index % n];
+    index /= n;
+  }
+  return out;
+}
+
+std::string PlotSvg(const std::string& title, const std::vector<TunePoint>& points) {
+  const double w = 640, h = 400, left = 70, right = 20, top = 40, bottom = 50;
+  std::vector<double> best;
+  double b = kInf;
+  for (const TunePoint& p : points) {
+    b = std::min(b, p.cost);
+    best.push_back(b * 1e6);
+  }
+  double ymax = 0, ymin = kInf;
+  for (double v : best) {
+    if (std::isfinite(v)) {
+      ymax = std::max(ymax, v);
+      ymin = std::min(ymin, v);
+    }
+  }
+  if (!std::isfinite(ymin)) ymin = 0, ymax = 1;
+  ymin = std::max(0.0, ymin * 0.9);
+  ymax = ymax * 1.05 + 1e-9;
+  const double n = std::max<size_t>(points.size(), 2);
+  auto x = [&](double i) { return left + (w - left - right) * i / (n - 1); };
+  auto y = [&](double v) { return top + (h - top - bottom) * (1 - (v - ymin) / (ymax - ymin)); };
+  std::string svg = absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+      "<text x=\"%.0f\" y=\"24\" font-size=\"15\">%s</text>\n",
+      w, h, left, title);
+  absl::StrAppendFormat(&svg,
+                        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n"
+                        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n",
+                        left, h - bottom, w - right, h - bottom, left, top, left, h - bottom);
+  for (int t = 0; t <= 4; ++t) {
+    double v = ymin + (ymax - ymin) * t / 4;
+    absl::StrAppendFormat(&svg,
+                          "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n"
+                          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
+                          left - 6, y(v) + 4, v, left, y(v), w - right, y(v));
+  }
+  for (int t = 0; t <= 4; ++t) {
+    double i = (n - 1) * t / 4;
+    absl::StrAppendFormat(&svg, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.0f</text>\n",
+                          x(i), h - bottom + 18, i + 1);
+  }
+  absl::StrAppendFormat(&svg,
+                        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">trials</text>\n"
+                        "<text x=\"16\" y=\"%.1f\" transform=\"rotate(-90 16 %.1f)\" "
+                        "text-anchor=\"middle\">best cost (µs per call)</text>\n",
+                        (left + w - right) / 2, h - 10, (top + h - bottom) / 2,
+                        (top + h - bottom) / 2);
+  std::string line;
+  for (size_t i = 0; i < best.size(); ++i) {
+    if (!std::isfinite(best[i])) continue;
+    absl::StrAppendFormat(&line, "%s%.1f,%.1f", line.empty() ? "" : " ", x(i), y(best[i]));
+  }
+  absl::StrAppend(&svg, "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"",
+                  line, "\"/>\n</svg>\n");
+  return svg;
+}
+
+absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const TuneOptions& options,
+                  std::ostream& out, std::ostream& progress) {
+  auto op_it = knobs.find(options.op);
+  if (op_it == knobs.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("--op: unknown operator \"", options.op, "\""));
+  }
+  const OpKnobs& op = op_it->second;
+  if (options.strategy != "grid" && options.strategy != "random" && options.strategy != "model") {
+    return absl::InvalidArgumentError("--strategy: one of grid, random, model");
+  }
+  if (options.trials < 1) return absl::InvalidArgumentError("--trials: at least 1");
+  if (options.batch < 1 || options.batch > 1000) return absl::InvalidArgumentError("--batch: 1..1000");
+  if (options.out_dir.empty()) return absl::InvalidArgumentError("--out: required");
+  mkdir(options.out_dir.c_str(), 0755);
+  struct stat st;
+  if (stat(options.out_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::InternalError(absl::StrCat("--out: cannot create ", options.out_dir));
+  }
+  const std::string client =
+      options.client_id.empty() ? absl::StrCat("tune-", options.op, "-", options.kind) : options.client_id;
+  const int64_t space = op.SpaceSize();
+  const int budget = static_cast<int>(std::min<int64_t>(options.trials, space));
+
+  TuneState state(options.out_dir);
+  state.set_log_path(absl::StrCat(options.out_dir, "/", options.op, ".autotvm.log"));
+  if (absl::Status s = state.Load(); !s.ok()) return s;
+  if (!state.points().empty() || !state.pending().empty()) {
+    progress << "tune: resuming from " << state.StatePath() << " (" << state.points().size()
+             << " measured, " << state.pending().size() << " pending)\n";
+  }
+  std::map<std::string, std::string> defaults;
+  for (const Knob& k : op.knobs) defaults[k.name] = k.default_value;
+  const int64_t default_index = IndexOf(op, defaults);
+  Searcher searcher(op, options.strategy, options.seed);
+
+  auto draw = [&](bool final) {
+    double best = kInf;
+    for (const TunePoint& p : state.points()) best = std::min(best, p.cost);
+    const int done = static_cast<int>(state.points().size());
+    const int width = 30;
+    const int filled = budget > 0 ? width * std::min(done, budget) / budget : width;
+    std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
+    std::string line = absl::StrFormat("[%s] %d/%d trials, best %s us", bar, done, budget, Micro(best));
+    if (options.tty) {
+      progress << "\r" << line << (final ? "\n" : "") << std::flush;
+    } else {
+      progress << line << "\n" << std::flush;
+    }
+  };
+
+  // Waits for the pending jobs, recording each as it finishes.
+  auto wait_pending = [&]() -> absl::Status {
+    const absl::Time deadline = absl::Now() + options.batch_timeout;
+    while (!state.pending().empty()) {
+      std::map<int64_t, std::string> pending = state.pending();
+      bool any = false;
+      for (const auto& [index, job_id] : pending) {
+        v1::GetJobRequest req;
+        req.set_job_id(job_id);
+        v1::Job job;
+        grpc::ClientContext context;
+        grpc::Status s = tracker.stub->GetJob(WithDeadline(&context, tracker.timeout), req, &job);
+        if (!s.ok()) return FromGrpc(s, tracker, "GetJob");
+        if (job.state() != v1::DONE && job.state() != v1::CANCELLED_STATE) continue;
+        TunePoint p;
+        p.index = index;
+        p.cost = MeanCost(job.result());
+        p.error = job.state() == v1::DONE ? job.result().error_code() : v1::CANCELLED;
+        if (absl::Status w = state.AddDone(p, FormatAutoTvmRecord(job, knobs)); !w.ok()) return w;
+        any = true;
+      }
+      if (any) draw(false);
+      if (state.pending().empty()) break;
+      if (absl::Now() > deadline) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            state.pending().size(), " trials not finished after ",
+            absl::FormatDuration(options.batch_timeout), " (is an agent serving kind ",
+            options.kind, "?)"));
+      }
+      absl::SleepFor(options.poll);
+    }
+    return absl::OkStatus();
+  };
+
+  if (absl::Status s = wait_pending(); !s.ok()) return s;
+  while (static_cast<int>(state.points().size()) < budget) {
+    const int n = std::min<int>(options.batch, budget - static_cast<int>(state.points().size()));
+    std::vector<int64_t> batch;
+    if (default_index >= 0 && !state.Known(default_index)) batch.push_back(default_index);
+    for (int64_t i : searcher.Next(n - static_cast<int>(batch.size()), state)) batch.push_back(i);
+    if (batch.empty()) break;  // the space is exhausted
+    v1::SubmitTrialsRequest req;
+    req.set_client_id(client);
+    req.set_request_id(absl::StrCat(client, "-", options.strategy, "-", options.seed, "-",
+                                    absl::StrJoin(batch, ".")));
+    for (int64_t index : batch) {
+      v1::Trial* t = req.add_trials();
+      t->set_board_kind(options.kind);
+      t->mutable_op()->mutable_template_op()->set_op(options.op);
+      for (const auto& [k, v] : KnobsOfIndex(op, index)) {
+        (*t->mutable_op()->mutable_template_op()->mutable_knobs())[k] = v;
+      }
+      for (const v1::ArgSpec& a : options.args) *t->add_args() = a;
+      *t->mutable_measure() = options.measure;
+      if (t->measure().number() == 0) t->mutable_measure()->set_number(10);
+      if (t->measure().repeat() == 0) t->mutable_measure()->set_repeat(3);
+      t->set_check_outputs(options.check);
+      t->set_priority(options.priority);
+      t->set_seed(options.seed);
+    }
+    v1::SubmitTrialsResponse resp;
+    grpc::ClientContext context;
+    grpc::Status s = tracker.stub->SubmitTrials(WithDeadline(&context, tracker.timeout), req, &resp);
+    if (!s.ok()) return FromGrpc(s, tracker, "SubmitTrials");
+    for (int i = 0; i < resp.job_ids_size() && i < static_cast<int>(batch.size()); ++i) {
+      if (absl::Status w = state.AddPending(batch[i], resp.job_ids(i)); !w.ok()) return w;
+    }
+    if (absl::Status w = wait_pending(); !w.ok()) return w;
+  }
+  draw(true);
+
+  // The best configs and their speed-up over the default.
+  std::vector<TunePoint> ranked = state.points();
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const TunePoint& a, const TunePoint& b) { return a.cost < b.cost; });
+  double default_cost = kInf;
+  int failed = 0;
+  for (const TunePoint& p : state.points()) {
+    if (p.index == default_index) default_cost = p.cost;
+    failed += !std::isfinite(p.cost);
+  }
+  out << "best configurations of " << options.op << " on " << options.kind << " ("
+      << state.points().size() << " trials, " << failed << " failed, strategy "
+      << options.strategy << "):\n";
+  std::string header = absl::StrFormat("%6s %12s %9s", "rank", "mean_us", "speedup");
+  for (const Knob& k : op.knobs) absl::StrAppendFormat(&header, " %8s", k.name);
+  out << header << "\n";
+  auto row = [&](const std::string& label, const TunePoint& p) {
+    std::string speedup = std::isfinite(p.cost) && std::isfinite(default_cost)
+                              ? absl::StrFormat("%.2fx", default_cost / p.cost)
+                              : "-";
+    std::string line = absl::StrFormat("%6s %12s %9s", label, Micro(p.cost), speedup);
+    std::map<std::string, std::string> values = KnobsOfIndex(op, p.index);
+    for (const Knob& k : op.knobs) absl::StrAppendFormat(&line, " %8s", values[k.name]);
+    out << line << "\n";
+  };
+  for (size_t i = 0; i < ranked.size() && i < 5; ++i) {
+    if (!std::isfinite(ranked[i].cost)) break;
+    row(absl::StrCat(i + 1), ranked[i]);
+  }
+  for (const TunePoint& p : state.points()) {
+    if (p.index == default_index) row("default", p);
+  }
+  const std::string plot = options.out_dir + "/tune-plot.svg";
+  {
+    std::ofstream svg(plot, std::ios::trunc);
+    svg << PlotSvg(absl::StrCat(options.op, " on ", options.kind, ": best cost so far"),
+                   state.points());
+    if (!svg.flush()) return absl::InternalError(absl::StrCat("cannot write ", plot));
+  }
+  out << "AutoTVM log: " << state.LogPath() << "\nplot: " << plot << "\n";
+  return absl::OkStatus();
+}
+
+}  // namespace benchfarm::farmctl

@@ -1,0 +1,82 @@
+// `farmctl tune`: a search over one operator's knob space on a board kind, measured by the farm.
+//
+// Candidates go to the tracker in batches (one SubmitTrials per batch, with a request id derived
+// from the batch's configs, so a resubmission after a crash returns the same jobs); an agent
+// builds each batch into one image and measures the candidates on a board. The default knobs are
+// always measured first: they are the baseline of the speed-up column.
+//
+// Strategies:
+//   grid    every config in index order (AutoTVM's ConfigSpace numbering, first knob fastest)
+//   random  configs in a seeded random order, without repeats
+//   model   a first batch at random, then a simple model guides: each knob value is scored by the
+//           mean log-cost of the measured configs that use it, a candidate by the sum of its
+//           values' scores; each batch takes the best-scored unmeasured configs of a random pool,
+//           with a quarter of the batch left to random exploration.
+//
+// State lives in the output directory, so an interrupted run resumes where it stopped:
+//   tune-state.txt          "done <index> <mean cost s | inf> <ErrorCode>" and
+//                           "pending <index> <job id>" lines (appended as they happen)
+//   <op>.autotvm.log        AutoTVM log records (version 0.2) of every finished trial
+//   tune-plot.svg           best cost against trials
+// A progress line (trials done, best so far) goes to `progress`; the table of the best configs
+// and their speed-up over the default to `out`.
+//
+// Thread-safety: none.
+
+#ifndef BENCHFARM_FARMCTL_TUNE_H_
+#define BENCHFARM_FARMCTL_TUNE_H_
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "farmctl/knob_space.h"
+#include "farmctl/tracker_commands.h"
+#include "proto/benchfarm.pb.h"
+
+namespace benchfarm::farmctl {
+
+struct TuneOptions {
+  std::string op = "matmul";
+  std::string kind = "host-process";
+  std::string strategy = "model";  // grid, random, model
+  int trials = 64;                 // budget, the default config included
+  int batch = 16;
+  uint64_t seed = 1;
+  std::string out_dir;             // required
+  std::string client_id;           // empty: "tune-<op>-<kind>"
+  v1::MeasureOptions measure;      // number/repeat 0: 10/3
+  bool check = true;
+  int priority = 0;
+  std::vector<v1::ArgSpec> args;   // empty: the op's default shapes
+  bool tty = false;                // redraw one progress line instead of printing one per batch
+  absl::Duration batch_timeout = absl::Minutes(30);
+  absl::Duration poll = absl::Milliseconds(200);
+};
+
+// One measured config.
+struct TunePoint {
+  int64_t index = 0;
+  double cost = 0;  // mean seconds per call; +inf for a failed trial
+  v1::ErrorCode error = v1::NO_ERROR;
+};
+
+// The knob values of config `index` (mixed radix, first knob fastest).
+std::map<std::string, std::string> KnobsOfIndex(const OpKnobs& op, int64_t index);
+
+// Runs the search. Errors: InvalidArgument for bad options (naming the flag), the tracker's
+// errors (TrackerClient's messages), Internal for files in out_dir that cannot be written,
+// DeadlineExceeded when a batch does not finish within batch_timeout.
+absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const TuneOptions& options,
+                  std::ostream& out, std::ostream& progress);
+
+// The SVG plot of best-so-far cost (µs) against trial number, in measurement order.
+std::string PlotSvg(const std::string& title, const std::vector<TunePoint>& points);
+
+}  // namespace benchfarm::farmctl
+
+#endif  // BENCHFARM_FARMCTL_TUNE_H_

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# End to end, as a user runs it: a tracker, an agent with two host-process boards (one reached
+# through its pty like a USB-serial port), and a real Prometheus server (Debian's) scraping both.
+# A small tuning job runs through `farmctl tune`; the test checks its results and the AutoTVM log
+# export, asks Prometheus's HTTP API for `up` and the queue and job series, and runs
+# `promtool check metrics` on the tracker's and the agent's /metrics.
+set -euo pipefail
+
+fail() { echo "e2e: FAIL: $*" >&2; exit 1; }
+say() { echo "e2e: $*" >&2; }
+
+work="${TEST_TMPDIR:?}/e2e"
+rm -rf "$work" && mkdir -p "$work"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+# Waits for a line matching $2 in file $1 (up to 60 s) and prints it.
+wait_line() {
+  for _ in $(seq 600); do
+    if grep -m1 -E "$2" "$1" 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  cat "$1" >&2 || true
+  fail "no line matching '$2' in $1"
+}
+http_get() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "$1"; }
+
+tracker_port=$(free_port)
+tracker_metrics=$(free_port)
+agent_metrics=$(free_port)
+prom_port=$(free_port)
+
+# ---- tracker and agent ---------------------------------------------------------------------
+tracker/tracker --listen "127.0.0.1:$tracker_port" --database "$work/tracker.db" \
+  --metrics "127.0.0.1:$tracker_metrics" >"$work/tracker.out" 2>"$work/tracker.err" &
+pids+=($!)
+wait_line "$work/tracker.out" "listening on" >/dev/null
+
+cat >"$work/agent.textproto" <<CONFIG
+agent_id: "e2e-agent"
+tracker_address: "127.0.0.1:$tracker_port"
+scratch_dir: "$work/agent/scratch"
+cache_dir: "$work/agent/cache"
+spool_dir: "$work/agent/spool"
+metrics_address: "127.0.0.1:$agent_metrics"
+boards { id: "hp-pty" kind: "host-process" host_process { use_pty: true } build_template: "agent/templates/host-process" }
+boards { id: "hp-pipe" kind: "host-process" host_process {} build_template: "agent/templates/host-process" }
+CONFIG
+agent/agent --config "$work/agent.textproto" >"$work/agent.out" 2>"$work/agent.err" &
+pids+=($!)
+wait_line "$work/agent.out" "serving 2 boards" >/dev/null
+
+# ---- Prometheus ----------------------------------------------------------------------------
+cat >"$work/prometheus.yml" <<CONFIG
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: benchfarm-tracker
+    static_configs: [{targets: ["127.0.0.1:$tracker_metrics"]}]
+  - job_name: benchfarm-agent
+    static_configs: [{targets: ["127.0.0.1:$agent_metrics"]}]
+CONFIG
+promtool check config "$work/prometheus.yml" >/dev/null || fail "promtool check config"
+prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/prometheus-data" \
+  --web.listen-address="127.0.0.1:$prom_port" >"$work/prometheus.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 300); do
+  http_get "http://127.0.0.1:$prom_port/-/ready" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+http_get "http://127.0.0.1:$prom_port/-/ready" >/dev/null || { cat "$work/prometheus.log" >&2; fail "prometheus not ready"; }
+
+# ---- the boards are registered ---------------------------------------------------------------
+farmctl/farmctl boards --tracker "127.0.0.1:$tracker_port" >"$work/boards.txt"
+grep -q "hp-pty" "$work/boards.txt" && grep -q "hp-pipe" "$work/boards.txt" || {
+  cat "$work/boards.txt" >&2; fail "farmctl boards does not list both boards"; }
+
+# ---- a small tuning job ----------------------------------------------------------------------
+say "tuning matmul: 24 trials in batches of 8"
+farmctl/farmctl tune --tracker "127.0.0.1:$tracker_port" --op matmul --kind host-process \
+  --strategy model --trials 24 --batch 8 --out "$work/tune" >"$work/tune.out" 2>"$work/tune.err" || {
+  cat "$work/tune.out" "$work/tune.err" "$work/agent.err" >&2; fail "farmctl tune failed"; }
+cat "$work/tune.out" >&2
+grep -q "best configurations of matmul" "$work/tune.out" || fail "no best-configurations table"
+grep -qE "^ *default +[0-9.]+ +1\.00x" "$work/tune.out" || fail "no default row with speed-up 1.00x"
+grep -qE "^ +1 +[0-9.]+ +[0-9.]+x" "$work/tune.out" || fail "no rank-1 row"
+[[ -s "$work/tune/tune-plot.svg" ]] && grep -q "<polyline" "$work/tune/tune-plot.svg" || fail "no plot"
+
+# Every trial measured, outputs checked: 24 AutoTVM records, version 0.2, real costs.
+python3 - "$work/tune/matmul.autotvm.log" <<'PY' || fail "AutoTVM log from tune"
+import json, sys
+lines = [l for l in open(sys.argv[1]) if l.strip()]
+assert len(lines) == 24, f"{len(lines)} records"
+for l in lines:
+    r = json.loads(l)
+    assert set(r) >= {"input", "config", "result", "version"}, r.keys()
+    assert r["version"] == 0.2
+    costs, error_no, all_cost, ts = r["result"]
+    assert error_no == 0, r
+    assert all(0 < c < 0.1 for c in costs), costs
+    assert all_cost > 0 and ts > 1.6e9
+    names = [e[0] for e in r["config"]["entity"]]
+    assert names == ["tile_m", "tile_n", "tile_k", "unroll", "order"], names
+PY
+
+# The same results exported by the tracker: farmctl results --autotvm.
+farmctl/farmctl results --tracker "127.0.0.1:$tracker_port" --op matmul --autotvm >"$work/results.log"
+[[ $(grep -c '"version": *0.2' "$work/results.log") -eq 24 ]] || {
+  head -3 "$work/results.log" >&2; fail "farmctl results --autotvm: want 24 records"; }
+farmctl/farmctl results --tracker "127.0.0.1:$tracker_port" --op matmul >"$work/results.txt"
+[[ $(grep -cE " DONE .* [0-9.]+ us$" "$work/results.txt") -eq 24 ]] || { cat "$work/results.txt" >&2; fail "results table"; }
+
+# ---- Prometheus saw both daemons and the farm's series ----------------------------------------
+query() {  # prints the number of series and the first value
+  python3 - "http://127.0.0.1:$prom_port/api/v1/query" "$1" <<'PY'
+import json, sys, urllib.parse, urllib.request
+url = sys.argv[1] + "?" + urllib.parse.urlencode({"query": sys.argv[2]})
+data = json.load(urllib.request.urlopen(url, timeout=10))
+assert data["status"] == "success", data
+res = data["data"]["result"]
+print(len(res), res[0]["value"][1] if res else "none")
+PY
+}
+expect_query() {  # expect_query QUERY PYTHON-CONDITION-ON-n-AND-v
+  local got
+  for _ in $(seq 60); do
+    got=$(query "$1")
+    if python3 -c "import sys; n, v = sys.argv[1], sys.argv[2]; n = int(n); v = float(v) if v != 'none' else None; sys.exit(0 if ($2) else 1)" $got; then
+      say "prometheus: $1 -> $got"
+      return 0
+    fi
+    sleep 0.5
+  done
+  fail "prometheus: $1 gave '$got', wanted $2"
+}
+expect_query 'up{job="benchfarm-tracker"}' 'n == 1 and v == 1'
+expect_query 'up{job="benchfarm-agent"}' 'n == 1 and v == 1'
+expect_query 'sum(benchfarm_tracker_jobs_finished_total)' 'n == 1 and v >= 24'
+expect_query 'sum(benchfarm_tracker_queue_depth) or vector(0)' 'n == 1 and v == 0'
+expect_query 'benchfarm_tracker_boards{state="IDLE"}' 'n == 1 and v == 2'
+expect_query 'sum(benchfarm_tracker_trials_submitted_total)' 'n == 1 and v >= 24'
+expect_query 'sum(benchfarm_agent_trials_total{error_code="NO_ERROR"})' 'n == 1 and v >= 24'
+expect_query 'benchfarm_agent_tracker_connected' 'n == 1 and v == 1'
+expect_query 'sum(benchfarm_agent_flashes_total)' 'n == 1 and v >= 2'
+
+# ---- promtool check metrics on both daemons --------------------------------------------------
+for target in "tracker:$tracker_metrics" "agent:$agent_metrics"; do
+  name="${target%%:*}"; port="${target##*:}"
+  http_get "http://127.0.0.1:$port/metrics" >"$work/$name.metrics"
+  promtool check metrics <"$work/$name.metrics" >"$work/$name.promtool" 2>&1 || {
+    cat "$work/$name.promtool" >&2; fail "promtool check metrics: $name"; }
+  say "promtool check metrics: $name ok ($(grep -c '^benchfarm_' "$work/$name.metrics") samples)"
+done
+
+# ---- clean shutdown ---------------------------------------------------------------------------
+for pid in "${pids[@]}"; do kill -TERM "$pid"; done
+for pid in "${pids[@]}"; do
+  wait "$pid" || fail "a daemon did not exit cleanly (pid $pid)"
+done
+pids=()
+say "PASS"
