@@ -321,7 +321,7 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
     std::string line = absl::StrFormat("[%s] %d/%d trials, best %s us", bar, done, budget, Micro(best));
     if (options.tty) {
       progress << "\r" << line << (final ? "\n" : "") << std::flush;
-    } else {
+    } else if (!final) {
       progress << line << "\n" << std::flush;
     }
   };
