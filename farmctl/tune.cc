@@ -310,6 +310,7 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
   for (const Knob& k : op.knobs) defaults[k.name] = k.default_value;
   const int64_t default_index = IndexOf(op, defaults);
   Searcher searcher(op, options.strategy, options.seed);
+  int flashed = 0, finished_now = 0;  // trials of this run whose board was flashed for them
 
   auto draw = [&](bool final) {
     double best = kInf;
@@ -345,6 +346,8 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
         p.cost = MeanCost(job.result());
         p.error = job.state() == v1::DONE ? job.result().error_code() : v1::CANCELLED;
         if (absl::Status w = state.AddDone(p, FormatAutoTvmRecord(job, knobs)); !w.ok()) return w;
+        finished_now++;
+        flashed += job.result().stages().flash_s() > 0;
         any = true;
       }
       if (any) draw(false);
@@ -435,6 +438,10 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
     svg << PlotSvg(absl::StrCat(options.op, " on ", options.kind, ": best cost so far"),
                    state.points());
     if (!svg.flush()) return absl::InternalError(absl::StrCat("cannot write ", plot));
+  }
+  if (finished_now > 0) {
+    out << absl::StrFormat("flashes: %d for the %d trials of this run (%.2f per trial)\n", flashed,
+                           finished_now, static_cast<double>(flashed) / finished_now);
   }
   out << "AutoTVM log: " << state.LogPath() << "\nplot: " << plot << "\n";
   return absl::OkStatus();

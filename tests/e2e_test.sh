@@ -92,6 +92,9 @@ cat "$work/tune.out" >&2
 grep -q "best configurations of matmul" "$work/tune.out" || fail "no best-configurations table"
 grep -qE "^ *default +[0-9.]+ +1\.00x" "$work/tune.out" || fail "no default row with speed-up 1.00x"
 grep -qE "^ +1 +[0-9.]+ +[0-9.]+x" "$work/tune.out" || fail "no rank-1 row"
+# Batching: at most one flash per batch per board (3 batches, 2 boards), not one per trial.
+flashes=$(sed -nE 's/^flashes: ([0-9]+) for the 24 trials.*/\1/p' "$work/tune.out")
+[[ -n "$flashes" && "$flashes" -ge 1 && "$flashes" -le 6 ]] || fail "flashes for 24 trials: '$flashes'"
 [[ -s "$work/tune/tune-plot.svg" ]] && grep -q "<polyline" "$work/tune/tune-plot.svg" || fail "no plot"
 
 # Every trial measured, outputs checked: 24 AutoTVM records, version 0.2, real costs.
