@@ -8,7 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -286,6 +291,102 @@ TEST_F(AgentTest, SurvivesTheTrackerBeingDownForThirtySeconds) {
   grpc::ClientContext context;
   ASSERT_TRUE(tracker_->client()->ListResults(&context, req, &resp).ok());
   EXPECT_EQ(resp.jobs_size(), static_cast<int>(trials.size()));
+}
+
+// A board on a "serial port" — a pty behind a by-id-style symlink — flashed by a command, as a
+// real board is: the flash script starts the image (the host-process board) in its own session
+// and points the link at its pty. The board survives the agent, as hardware does.
+class SerialBoardTest : public AgentTest {
+ protected:
+  void TearDown() override {
+    AgentTest::TearDown();
+    KillBoard();
+  }
+
+  void KillBoard() {
+    std::ifstream in(dir_ + "/board.pid");
+    int pid = 0;
+    if (in >> pid && pid > 0) kill(pid, SIGKILL);
+    std::remove((dir_ + "/board-link").c_str());
+  }
+
+  void StartSerialAgent() {
+    const std::string script = dir_ + "/flash.sh";
+    {
+      std::ofstream out(script);
+      out << "#!/bin/sh\n"
+             "# flash.sh IMAGE LINK PIDFILE: 'flashes' IMAGE by starting it behind LINK\n"
+             "if [ -f \"$3\" ]; then kill -9 \"$(cat \"$3\")\" 2>/dev/null; sleep 0.1; fi\n"
+             "rm -f \"$2\" \"$2.out\"\n"
+             "setsid \"$1\" --pty </dev/null >\"$2.out\" 2>/dev/null &\n"
+             "echo $! >\"$3\"\n"
+             "for i in $(seq 200); do\n"
+             "  p=$(sed -n 's/^pty: //p' \"$2.out\")\n"
+             "  if [ -n \"$p\" ]; then ln -sf \"$p\" \"$2\"; exit 0; fi\n"
+             "  sleep 0.05\n"
+             "done\n"
+             "exit 1\n";
+    }
+    chmod(script.c_str(), 0755);
+    v1::AgentConfig c;
+    c.set_agent_id("agent-serial");
+    c.set_tracker_address(tracker_->address());
+    c.set_scratch_dir(dir_ + "/scratch");
+    c.set_cache_dir(dir_ + "/cache");
+    c.set_spool_dir(dir_ + "/spool");
+    v1::BoardConfig* b = c.add_boards();
+    b->set_id("serial-0");
+    b->set_kind(kKind);
+    b->mutable_serial()->set_port(dir_ + "/board-link");
+    b->mutable_serial()->set_baud(115200);
+    for (const std::string& a : {script, std::string("{image}"), dir_ + "/board-link",
+                                 dir_ + "/board.pid"}) {
+      b->mutable_flasher()->add_argv(a);
+    }
+    b->mutable_flasher()->set_time_limit_seconds(30);
+    b->set_build_template("agent/templates/host-process");
+    AgentOptions o;
+    o.config = c;
+    o.max_backoff = absl::Seconds(1);
+    absl::StatusOr<std::unique_ptr<Agent>> agent = Agent::Create(o);
+    ASSERT_TRUE(agent.ok()) << agent.status();
+    agent_ = *std::move(agent);
+    agent_->Start();
+  }
+};
+
+TEST_F(SerialBoardTest, FlashedByItsCommandComesBackAfterItsPortVanishesAndIsNotReflashedNeedlessly) {
+  StartSerialAgent();
+  std::vector<v1::Job> jobs = Run({Matmul(), Matmul({{"tile_m", "4"}})});
+  ASSERT_EQ(jobs.size(), 2u);
+  for (const v1::Job& j : jobs) EXPECT_EQ(j.result().error_code(), v1::NO_ERROR) << j.result().message();
+  EXPECT_EQ(agent_->counters().boards.flashes, 1);
+
+  // The board goes away under the agent (unplugged). The same two trials again need the same
+  // image, which the agent believes is on the board: the first trial meets the dead link and ends
+  // its attempt with SESSION_ERROR; the agent flashes the board again for the second; the tracker
+  // retries the first (now a batch of one: another image, flashed too). No agent restart.
+  KillBoard();
+  jobs = Run({Matmul(), Matmul({{"tile_m", "4"}})});
+  ASSERT_EQ(jobs.size(), 2u);
+  for (const v1::Job& j : jobs) EXPECT_EQ(j.result().error_code(), v1::NO_ERROR) << j.DebugString();
+  ASSERT_EQ(jobs[0].attempts_size(), 2) << jobs[0].DebugString();
+  EXPECT_EQ(jobs[0].attempts(0).error_code(), v1::SESSION_ERROR) << jobs[0].DebugString();
+  EXPECT_EQ(jobs[1].attempts_size(), 1) << jobs[1].DebugString();
+  EXPECT_EQ(agent_->counters().boards.flashes, 3);
+
+  // A new agent finds the board already running the image the trial needs: no flash.
+  agent_->Stop();
+  agent_.reset();
+  StartSerialAgent();
+  jobs = Run({Matmul()});
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].result().error_code(), v1::NO_ERROR) << jobs[0].result().message();
+  AgentCounters c = agent_->counters();
+  EXPECT_EQ(c.boards.flashes, 0);
+  EXPECT_EQ(c.boards.flash_skips, 1);
+  EXPECT_EQ(c.builds, 0);  // and the image came from the cache
+  EXPECT_EQ(c.cache_hits, 1);
 }
 
 TEST_F(AgentTest, RejectsABadConfigNamingTheField) {

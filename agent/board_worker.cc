@@ -69,14 +69,6 @@ BoardWorker::BoardWorker(Options options, const KnobSpace* space, ImageBuilder* 
     }
     host_flasher_ = std::make_unique<device::HostProcessFlasher>(o);
   } else {
-    if (device::IsPseudoTerminal(c.serial().port())) {
-      serial_ = std::make_unique<device::PtyTransport>(c.serial().port());
-    } else {
-      device::SerialConfig sc;
-      sc.port = c.serial().port();
-      if (c.serial().baud() > 0) sc.baud = c.serial().baud();
-      serial_ = std::make_unique<device::SerialTransport>(sc);
-    }
     if (c.flasher().argv_size() > 0) {
       device::CommandFlasherOptions fo;
       fo.argv_template.assign(c.flasher().argv().begin(), c.flasher().argv().end());
@@ -489,6 +481,21 @@ std::optional<BoardWorker::Failure> BoardWorker::Connect(absl::Time deadline) {
     transport = host_flasher_->transport();
     if (transport == nullptr) return Failure{v1::SESSION_ERROR, "the board process is not running"};
   } else {
+    // The port may be a pseudo-terminal (QEMU, an emulated board) or a real serial port, and a
+    // by-id link may point at either once the board is back: decided at each open.
+    const std::string& port = options_.config.serial().port();
+    const bool pty = device::IsPseudoTerminal(port);
+    if (serial_ == nullptr || pty != serial_is_pty_) {
+      if (pty) {
+        serial_ = std::make_unique<device::PtyTransport>(port);
+      } else {
+        device::SerialConfig sc;
+        sc.port = port;
+        if (options_.config.serial().baud() > 0) sc.baud = options_.config.serial().baud();
+        serial_ = std::make_unique<device::SerialTransport>(sc);
+      }
+      serial_is_pty_ = pty;
+    }
     absl::Status opened = serial_->Open();
     if (!opened.ok()) {
       SetState("offline");

@@ -138,7 +138,8 @@ class BoardWorker {
   // The board. Only the worker thread touches these after Start().
   std::unique_ptr<device::HostProcessFlasher> host_flasher_;  // host-process boards
   std::unique_ptr<device::Flasher> flasher_;                  // serial boards, optional
-  std::unique_ptr<device::Transport> serial_;                 // serial boards
+  std::unique_ptr<device::Transport> serial_;                 // serial boards, once opened
+  bool serial_is_pty_ = false;
   std::unique_ptr<device::HostSession> session_;
   std::unique_ptr<device::RpcClient> rpc_;
   std::string board_hash_;  // what the board reported on the current link
