@@ -265,15 +265,14 @@ void Agent::ConnectionLoop() {
       if (stopping_) return;
       context_ = &context;
     }
-    const int64_t before = counters().connects;
-    RunStream(&context);
+    const bool registered = RunStream(&context);
     {
       absl::MutexLock lock(&mu_);
       context_ = nullptr;
       connected_ = false;
     }
     metrics_.SetConnected(false);
-    if (counters().connects > before) {
+    if (registered) {
       backoff = options_.min_backoff;
       logged_down = false;
     }
@@ -291,7 +290,7 @@ void Agent::ConnectionLoop() {
   }
 }
 
-void Agent::RunStream(grpc::ClientContext* context) {
+bool Agent::RunStream(grpc::ClientContext* context) {
   std::unique_ptr<grpc::ClientReaderWriter<v1::AgentMessage, v1::TrackerMessage>> stream =
       stub_->Connect(context);
   v1::AgentMessage reg;
@@ -318,10 +317,12 @@ void Agent::RunStream(grpc::ClientContext* context) {
     stream_ = stream.get();
   }
   bool ok = Write(reg);
+  bool registered = false;
   v1::TrackerMessage m;
   while (ok && stream->Read(&m)) {
     switch (m.msg_case()) {
       case v1::TrackerMessage::kRegistered: {
+        registered = true;
         {
           absl::MutexLock lock(&mu_);
           connected_ = true;
@@ -375,6 +376,7 @@ void Agent::RunStream(grpc::ClientContext* context) {
   }
   context->TryCancel();
   (void)stream->Finish();
+  return registered;
 }
 
 void Agent::HeartbeatLoop() {

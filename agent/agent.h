@@ -71,8 +71,9 @@ class Agent {
   explicit Agent(AgentOptions options);
 
   void ConnectionLoop();
-  // One connected session: register, then read until the stream ends.
-  void RunStream(grpc::ClientContext* context);
+  // One connected session: register, then read until the stream ends. Returns whether the
+  // tracker accepted the registration.
+  bool RunStream(grpc::ClientContext* context);
   bool Write(const v1::AgentMessage& message);
   void OnResult(const v1::JobResult& result);
   void SendSpooled();

@@ -42,7 +42,7 @@ std::string BatchKey(const v1::JobOffer& offer) {
 struct BoardWorker::Prepared {
   struct Item {
     v1::JobOffer offer;
-    MeasureRequest request;
+    device::MeasureRequest request;
     absl::Duration timeout;
   };
   std::vector<Item> items;
@@ -353,8 +353,8 @@ void BoardWorker::RunBatch(Prepared& batch) {
     }
     if (hooks_.progress) hooks_.progress(item.offer.job_id(), "measure");
     const absl::Time measure_start = absl::Now();
-    absl::StatusOr<MeasureOutcome> outcome =
-        Measure(*rpc_, item.request, measure_start + item.timeout);
+    absl::StatusOr<device::MeasureOutcome> outcome =
+        device::Measure(*rpc_, item.request, measure_start + item.timeout);
     r.mutable_stages()->set_measure_s(Seconds(absl::Now() - measure_start));
     if (metrics_ != nullptr) {
       metrics_->Stage("measure", r.stages().measure_s());

@@ -44,7 +44,7 @@
 #include "absl/time/time.h"
 #include "agent/firmware.h"
 #include "agent/knob_space.h"
-#include "agent/measure.h"
+#include "device/measure.h"
 #include "agent/metrics.h"
 #include "device/flasher.h"
 #include "device/host_process_flasher.h"

@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <random>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -12,13 +10,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "device/measure.h"
 #include "device/status_macros.h"
 
 namespace benchfarm::farmctl {
 namespace {
 
 using device::Arg;
-using device::RemoteTensor;
 
 std::string JsonString(absl::string_view s) {
   std::string out = "\"";
@@ -40,12 +38,6 @@ std::string JsonString(absl::string_view s) {
 }
 
 std::string JsonNumber(double v) { return std::isfinite(v) ? absl::StrFormat("%.9g", v) : "null"; }
-
-std::vector<float> ToFloats(const std::string& bytes) {
-  std::vector<float> v(bytes.size() / sizeof(float));
-  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
-  return v;
-}
 
 }  // namespace
 
@@ -110,66 +102,18 @@ absl::StatusOr<TimeResult> TimeOperator(device::RpcClient& rpc, const TimeReques
   result.measure = request.measure;
   absl::StatusOr<device::DeviceInfo> info = rpc.GetDeviceInfo(deadline);
   if (info.ok()) result.info = *info;
-  ASSIGN_OR_RETURN(uint64_t fn, rpc.GetFunction(request.op, deadline));
-
-  std::vector<RemoteTensor> tensors;
-  auto free_all = [&]() {
-    for (const RemoteTensor& t : tensors) (void)rpc.FreeTensor(t, deadline);
-  };
-  std::mt19937_64 rng(request.seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (size_t i = 0; i < request.shapes.size(); ++i) {
-    absl::StatusOr<RemoteTensor> t = rpc.AllocTensor(request.shapes[i], device::DlDataType{}, deadline);
-    if (!t.ok()) {
-      free_all();
-      return t.status();
-    }
-    tensors.push_back(*t);
-    if (i + 1 < request.shapes.size()) {
-      std::vector<float> values(t->NumBytes() / sizeof(float));
-      for (float& v : values) v = dist(rng);
-      absl::Status s = rpc.CopyToRemote(
-          *t, absl::string_view(reinterpret_cast<const char*>(values.data()), t->NumBytes()),
-          deadline);
-      if (!s.ok()) {
-        free_all();
-        return s;
-      }
-    }
-  }
-  std::vector<Arg> args;
-  for (const RemoteTensor& t : tensors) args.push_back(Arg::Tensor(t));
-
-  absl::Status status = rpc.CallFunc(fn, args, deadline).status();
-  if (status.ok() && request.check) {
-    absl::StatusOr<std::string> got = rpc.CopyFromRemote(tensors.back(), tensors.back().NumBytes(), deadline);
-    absl::StatusOr<uint64_t> ref = rpc.GetFunction(absl::StrCat(request.op, "_reference"), deadline);
-    status = got.ok() ? ref.status() : got.status();
-    if (status.ok()) status = rpc.CallFunc(*ref, args, deadline).status();
-    absl::StatusOr<std::string> want;
-    if (status.ok()) {
-      want = rpc.CopyFromRemote(tensors.back(), tensors.back().NumBytes(), deadline);
-      status = want.status();
-    }
-    if (status.ok()) {
-      std::vector<float> g = ToFloats(*got), w = ToFloats(*want);
-      bool close = true;
-      for (size_t i = 0; i < g.size(); ++i) {
-        double err = std::fabs(static_cast<double>(g[i]) - w[i]);
-        result.max_abs_error = std::max(result.max_abs_error, err);
-        if (!(err <= 1e-4 * (1.0 + std::fabs(w[i])))) close = false;
-      }
-      result.check = close ? "ok" : "mismatch";
-    }
-  }
-  if (status.ok()) {
-    absl::StatusOr<std::vector<double>> costs =
-        rpc.TimeFunction(request.op, args, request.measure, deadline);
-    if (costs.ok()) result.costs = *costs;
-    status = costs.status();
-  }
-  free_all();
-  RETURN_IF_ERROR(status);
+  device::MeasureRequest m;
+  m.function = request.op;
+  m.reference = absl::StrCat(request.op, "_reference");
+  m.shapes = request.shapes;
+  m.seed = request.seed;
+  m.check = request.check;
+  m.time_on_mismatch = true;
+  m.options = request.measure;
+  ASSIGN_OR_RETURN(device::MeasureOutcome outcome, device::Measure(rpc, m, deadline));
+  result.costs = outcome.costs;
+  result.max_abs_error = outcome.max_abs_error;
+  if (outcome.checked) result.check = outcome.matches ? "ok" : "mismatch";
 
   std::vector<double> sorted = result.costs;
   std::sort(sorted.begin(), sorted.end());

@@ -1,5 +1,5 @@
-// farmctl's tracker commands against an in-process tracker (TrackerService over JobQueue and a
-// SqliteStore in TEST_TMPDIR, served on 127.0.0.1:0, as tracker/service_test.cc builds it) and a
+// farmctl's tracker commands against an in-process tracker (tests/in_process_tracker.h: a real
+// tracker with its SQLite file in TEST_TMPDIR, served on 127.0.0.1:0) and a
 // fake agent on its Connect stream that returns results: submit, watch, results (table, JSON,
 // AutoTVM records), cancel, boards and queue, as a user reads them; a tracker that is down; and
 // the pure flag and file parsing. Waiting is on conditions with a deadline.
@@ -31,11 +31,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/benchfarm.grpc.pb.h"
-#include "tracker/clock.h"
-#include "tracker/job_queue.h"
-#include "tracker/metrics.h"
-#include "tracker/service.h"
-#include "tracker/sqlite_store.h"
+#include "tests/in_process_tracker.h"
 
 namespace benchfarm::farmctl {
 namespace {
@@ -139,40 +135,23 @@ class FakeAgent {
 class TrackerCommandsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string path =
-        absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
-                     ::testing::UnitTest::GetInstance()->current_test_info()->name(), ".db");
-    std::remove(path.c_str());
-    absl::StatusOr<std::unique_ptr<tracker::SqliteStore>> store = tracker::SqliteStore::Open(path);
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
-    tracker::JobQueueOptions options;  // board kinds: those agents register
-    queue_ = std::make_unique<tracker::JobQueue>(store_.get(), &clock_, options);
-    ASSERT_TRUE(queue_->Recover().ok());
     tracker::ServiceOptions service_options;
     service_options.dispatch_period = absl::Milliseconds(20);
-    service_ = std::make_unique<tracker::TrackerService>(queue_.get(), &metrics_, service_options);
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(static_cast<v1::Tracker::CallbackService*>(service_.get()));
-    builder.RegisterService(static_cast<v1::TrackerAgent::CallbackService*>(service_.get()));
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    ASSERT_NE(port, 0);
-    std::string address = absl::StrCat("127.0.0.1:", port);
-    channel_ = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-    stub_ = v1::Tracker::NewStub(channel_);
+    // Board kinds: those agents register.
+    server_ = std::make_unique<testing::InProcessTracker>(
+        absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name(), ".db"),
+        tracker::JobQueueOptions(), service_options);
+    ASSERT_TRUE(server_->Start().ok());
+    channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
     agents_ = v1::TrackerAgent::NewStub(channel_);
-    tracker_.stub = stub_.get();
-    tracker_.address = address;
+    stub_ = server_->client();
+    tracker_.stub = stub_;
+    tracker_.address = server_->address();
     tracker_.timeout = absl::Seconds(20);
   }
 
-  void TearDown() override {
-    if (service_) service_->Stop();
-    if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  }
+  void TearDown() override { server_->Stop(); }
 
   v1::Trial Matmul(const std::vector<std::string>& knobs, uint64_t seed = 1,
                    const std::string& kind = "host-process") {
@@ -221,14 +200,9 @@ class TrackerCommandsTest : public ::testing::Test {
     return false;
   }
 
-  RealClock clock_;
-  tracker::Metrics metrics_;
-  std::unique_ptr<tracker::SqliteStore> store_;
-  std::unique_ptr<tracker::JobQueue> queue_;
-  std::unique_ptr<tracker::TrackerService> service_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<testing::InProcessTracker> server_;
   std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Tracker::Stub> stub_;
+  v1::Tracker::Stub* stub_ = nullptr;
   std::unique_ptr<v1::TrackerAgent::Stub> agents_;
   TrackerClient tracker_;
 };

@@ -24,19 +24,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-int64_t IndexOf(const OpKnobs& op, const std::map<std::string, std::string>& values) {
-  int64_t index = 0, radix = 1;
-  for (const Knob& k : op.knobs) {
-    auto it = values.find(k.name);
-    const std::string& v = it == values.end() ? k.default_value : it->second;
-    auto pos = std::find(k.values.begin(), k.values.end(), v);
-    if (pos == k.values.end()) return -1;
-    index += radix * (pos - k.values.begin());
-    radix *= static_cast<int64_t>(k.values.size());
-  }
-  return index;
-}
-
 std::string Micro(double seconds) {
   if (!std::isfinite(seconds)) return "failed";
   return absl::StrFormat("%.2f", seconds * 1e6);
@@ -306,9 +293,8 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
     progress << "tune: resuming from " << state.StatePath() << " (" << state.points().size()
              << " measured, " << state.pending().size() << " pending)\n";
   }
-  std::map<std::string, std::string> defaults;
-  for (const Knob& k : op.knobs) defaults[k.name] = k.default_value;
-  const int64_t default_index = IndexOf(op, defaults);
+  // Knobs left out take their defaults: the default config's index.
+  const int64_t default_index = ConfigIndex(op, google::protobuf::Map<std::string, std::string>());
   Searcher searcher(op, options.strategy, options.seed);
   int flashed = 0, finished_now = 0;  // trials of this run whose board was flashed for them
 

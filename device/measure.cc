@@ -1,4 +1,4 @@
-#include "agent/measure.h"
+#include "device/measure.h"
 
 #include <cmath>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "device/status_macros.h"
 
-namespace benchfarm::agent {
+namespace benchfarm::device {
 namespace {
 
 std::vector<float> ToFloats(const std::string& bytes) {
@@ -19,26 +19,26 @@ std::vector<float> ToFloats(const std::string& bytes) {
 
 }  // namespace
 
-absl::StatusOr<MeasureOutcome> Measure(device::RpcClient& rpc, const MeasureRequest& request,
+absl::StatusOr<MeasureOutcome> Measure(RpcClient& rpc, const MeasureRequest& request,
                                        absl::Time deadline) {
   if (request.shapes.size() < 2) {
     return absl::InvalidArgumentError("an operator takes at least one input and an output");
   }
   MeasureOutcome outcome;
   ASSIGN_OR_RETURN(uint64_t fn, rpc.GetFunction(request.function, deadline));
-  std::vector<device::RemoteTensor> tensors;
+  std::vector<RemoteTensor> tensors;
   auto fail = [&](absl::Status s) {
     // After a timeout or reset the board's session is gone with its tensors.
     if (!absl::IsDeadlineExceeded(s) && !absl::IsAborted(s) && !absl::IsUnavailable(s)) {
-      for (const device::RemoteTensor& t : tensors) (void)rpc.FreeTensor(t, deadline);
+      for (const RemoteTensor& t : tensors) (void)rpc.FreeTensor(t, deadline);
     }
     return s;
   };
   std::mt19937_64 rng(request.seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (size_t i = 0; i < request.shapes.size(); ++i) {
-    absl::StatusOr<device::RemoteTensor> t =
-        rpc.AllocTensor(request.shapes[i], device::DlDataType{}, deadline);
+    absl::StatusOr<RemoteTensor> t =
+        rpc.AllocTensor(request.shapes[i], DlDataType{}, deadline);
     if (!t.ok()) return fail(t.status());
     tensors.push_back(*t);
     std::vector<float> values(t->NumBytes() / sizeof(float));
@@ -49,8 +49,8 @@ absl::StatusOr<MeasureOutcome> Measure(device::RpcClient& rpc, const MeasureRequ
         deadline);
     if (!s.ok()) return fail(s);
   }
-  std::vector<device::Arg> args;
-  for (const device::RemoteTensor& t : tensors) args.push_back(device::Arg::Tensor(t));
+  std::vector<Arg> args;
+  for (const RemoteTensor& t : tensors) args.push_back(Arg::Tensor(t));
 
   if (request.check) {
     absl::Status s = rpc.CallFunc(fn, args, deadline).status();
@@ -78,16 +78,16 @@ absl::StatusOr<MeasureOutcome> Measure(device::RpcClient& rpc, const MeasureRequ
       }
     }
   }
-  if (!outcome.matches) {  // AutoTVM reports no costs for a wrong answer
-    for (const device::RemoteTensor& t : tensors) (void)rpc.FreeTensor(t, deadline);
+  if (!outcome.matches && !request.time_on_mismatch) {
+    for (const RemoteTensor& t : tensors) (void)rpc.FreeTensor(t, deadline);
     return outcome;
   }
   absl::StatusOr<std::vector<double>> costs =
       rpc.TimeFunction(request.function, args, request.options, deadline);
   if (!costs.ok()) return fail(costs.status());
   outcome.costs = *costs;
-  for (const device::RemoteTensor& t : tensors) (void)rpc.FreeTensor(t, deadline);
+  for (const RemoteTensor& t : tensors) (void)rpc.FreeTensor(t, deadline);
   return outcome;
 }
 
-}  // namespace benchfarm::agent
+}  // namespace benchfarm::device
