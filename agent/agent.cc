@@ -4,14 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "device/board.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "spdlog/spdlog.h"
 
 namespace benchfarm::agent {
 namespace {
@@ -95,11 +96,8 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
       return absl::InvalidArgumentError(absl::StrCat(field, ".id: \"", b.id(), "\" twice"));
     }
     if (b.kind().empty()) return absl::InvalidArgumentError(field + ".kind: required");
-    if (b.transport_case() == v1::BoardConfig::TRANSPORT_NOT_SET) {
-      return absl::InvalidArgumentError(field + ": a transport (serial or host_process) is required");
-    }
-    if (b.has_serial() && b.serial().port().empty()) {
-      return absl::InvalidArgumentError(field + ".serial.port: required");
+    if (absl::Status valid = device::Board::Validate(b); !valid.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".", valid.message()));
     }
     if (b.build_template().empty()) {
       return absl::InvalidArgumentError(field + ".build_template: required");
@@ -152,8 +150,11 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
     wo.template_dir = templates[i];
     wo.scratch_dir = c.scratch_dir();
     if (c.batch_linger_ms() > 0) wo.linger = absl::Milliseconds(c.batch_linger_ms());
+    absl::StatusOr<std::unique_ptr<device::Board>> board =
+        device::Board::Create(BoardWorker::BoardOptionsFor(wo));
+    if (!board.ok()) return board.status();
     agent->workers_.push_back(std::make_unique<BoardWorker>(
-        wo, agent->space_.get(), agent->builder_.get(), &agent->metrics_, hooks));
+        wo, *std::move(board), agent->space_.get(), agent->builder_.get(), &agent->metrics_, hooks));
   }
   // gRPC's own reconnect backoff grows to minutes by default; the agent wants its tracker back
   // within its own max_backoff.
@@ -233,8 +234,8 @@ bool Agent::Write(const v1::AgentMessage& message) {
 void Agent::OnResult(const v1::JobResult& result) {
   absl::Status stored = spool_->Add(result);
   if (!stored.ok()) {
-    std::fprintf(stderr, "agent: %s (the result is sent, but not kept for a resend)\n",
-                 std::string(stored.message()).c_str());
+    spdlog::error("{} (the result is sent, but not kept for a resend)",
+                  std::string(stored.message()));
   }
   metrics_.SetSpooled(static_cast<int64_t>(spool_->size()));
   v1::AgentMessage m;
@@ -277,9 +278,9 @@ void Agent::ConnectionLoop() {
       logged_down = false;
     }
     if (!logged_down) {
-      std::fprintf(stderr, "agent %s: tracker %s unavailable; retrying with backoff up to %s\n",
-                   options_.config.agent_id().c_str(), options_.config.tracker_address().c_str(),
-                   absl::FormatDuration(options_.max_backoff).c_str());
+      spdlog::warn("agent {}: tracker {} unavailable; retrying with backoff up to {}",
+                   options_.config.agent_id(), options_.config.tracker_address(),
+                   absl::FormatDuration(options_.max_backoff));
       logged_down = true;
     }
     absl::MutexLock lock(&mu_);
@@ -303,6 +304,7 @@ bool Agent::RunStream(grpc::ClientContext* context) {
     b->set_kind(w->config().kind());
     *b->mutable_labels() = w->config().labels();
     b->add_capabilities(w->config().has_host_process() ? "host-process" : "serial");
+    if (w->config().has_qemu()) b->add_capabilities("emulated");
     b->add_capabilities("batch");
     b->set_flashes(w->counters().flashes);
     // Room for the batch being measured and the next one being built.
@@ -332,9 +334,8 @@ bool Agent::RunStream(grpc::ClientContext* context) {
           }
         }
         metrics_.SetConnected(true);
-        std::fprintf(stderr, "agent %s: registered %zu boards with %s\n",
-                     options_.config.agent_id().c_str(), workers_.size(),
-                     options_.config.tracker_address().c_str());
+        spdlog::info("agent {}: registered {} boards with {}", options_.config.agent_id(),
+                     workers_.size(), options_.config.tracker_address());
         SendSpooled();
         break;
       }

@@ -1,15 +1,17 @@
 // agent: benchfarm's board agent. Runs trials from the tracker on the boards of this host.
 //
-//   agent --config FILE [--tracker ADDR] [--metrics ADDR|off]
+//   agent --config FILE [--tracker ADDR] [--metrics ADDR|off] [--log_level L]
 //
-// FILE is a text-format benchfarm.v1.AgentConfig (proto/config.proto; examples in deploy/). It
-// prints "agent: <id> serving N boards for tracker <addr> (metrics on port P)" once started, and
-// stops cleanly on SIGTERM/SIGINT (results not yet delivered stay in the spool for next time).
+// FILE is a text-format benchfarm.v1.AgentConfig (proto/config.proto; examples in deploy/). Once
+// started it prints "agent: <id> serving N boards for tracker <addr> (metrics on port P)" on
+// stdout — its one line of machine-readable output, which scripts and tests wait for; everything
+// else is logging (base/logging.h) on stderr. It stops cleanly on SIGTERM/SIGINT (results not yet
+// delivered stay in the spool for next time).
 
 #include <unistd.h>
 
 #include <csignal>
-#include <cstdio>
+#include <cstdio>  // the "serving" line
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -19,10 +21,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "agent/agent.h"
+#include "base/logging.h"
+#include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, config, "", "text-format AgentConfig file (required)");
 ABSL_FLAG(std::string, tracker, "", "tracker address (overrides tracker_address)");
 ABSL_FLAG(std::string, metrics, "", "Prometheus address (overrides metrics_address); 'off' disables");
+ABSL_FLAG(std::string, log_level, "",
+          "trace|debug|info|warn|error|critical|off (default: $BENCHFARM_LOG_LEVEL, else info)");
 
 namespace {
 
@@ -30,7 +36,7 @@ volatile std::sig_atomic_t g_stop = 0;
 void OnSignal(int) { g_stop = 1; }
 
 int Fail(const std::string& message) {
-  std::fprintf(stderr, "agent: %s\n", message.c_str());
+  spdlog::error("{}", message);
   return 1;
 }
 
@@ -38,6 +44,10 @@ int Fail(const std::string& message) {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  if (absl::Status s = benchfarm::base::InitLogging("agent", absl::GetFlag(FLAGS_log_level));
+      !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
   if (absl::GetFlag(FLAGS_config).empty()) return Fail("--config FILE is required");
   absl::StatusOr<benchfarm::v1::AgentConfig> config =
       benchfarm::agent::LoadAgentConfig(absl::GetFlag(FLAGS_config));
@@ -66,7 +76,7 @@ int main(int argc, char** argv) {
   std::printf("\n");
   std::fflush(stdout);
   while (!g_stop) absl::SleepFor(absl::Milliseconds(100));
-  std::fprintf(stderr, "agent: stopping (%zu results spooled)\n", (*agent)->spooled());
+  spdlog::info("stopping ({} results spooled)", (*agent)->spooled());
   (*agent)->Stop();
   return 0;
 }

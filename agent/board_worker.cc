@@ -7,9 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "device/command_flasher.h"
-#include "device/pty_transport.h"
-#include "device/serial_transport.h"
+#include "absl/strings/str_split.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace benchfarm::agent {
@@ -50,35 +48,25 @@ struct BoardWorker::Prepared {
   absl::Time build_started;
 };
 
-BoardWorker::BoardWorker(Options options, const KnobSpace* space, ImageBuilder* builder,
-                         AgentMetrics* metrics, Hooks hooks)
+device::BoardOptions BoardWorker::BoardOptionsFor(const Options& options) {
+  device::BoardOptions o;
+  o.config = options.config;
+  o.scratch_dir = options.scratch_dir;
+  o.connect_timeout = options.connect_timeout;
+  return o;
+}
+
+BoardWorker::BoardWorker(Options options, std::unique_ptr<device::Board> board,
+                         const KnobSpace* space, ImageBuilder* builder, AgentMetrics* metrics,
+                         Hooks hooks)
     : options_(std::move(options)),
       space_(space),
       builder_(builder),
       metrics_(metrics),
       hooks_(std::move(hooks)),
       batch_size_(options_.config.batch_size() > 0 ? options_.config.batch_size()
-                                                   : kDefaultBatchSize) {
-  const v1::BoardConfig& c = options_.config;
-  if (c.has_host_process()) {
-    device::HostProcessFlasherOptions o;
-    o.use_pty = c.host_process().use_pty();
-    o.extra_args = {"--kind", c.kind()};
-    if (!options_.scratch_dir.empty()) {
-      o.stderr_path = absl::StrCat(options_.scratch_dir, "/", c.id(), ".board.log");
-    }
-    host_flasher_ = std::make_unique<device::HostProcessFlasher>(o);
-  } else {
-    if (c.flasher().argv_size() > 0) {
-      device::CommandFlasherOptions fo;
-      fo.argv_template.assign(c.flasher().argv().begin(), c.flasher().argv().end());
-      if (c.flasher().time_limit_seconds() > 0) {
-        fo.time_limit = absl::Seconds(c.flasher().time_limit_seconds());
-      }
-      flasher_ = std::make_unique<device::CommandFlasher>(fo);
-    }
-  }
-}
+                                                   : kDefaultBatchSize),
+      board_(std::move(board)) {}
 
 BoardWorker::~BoardWorker() { Stop(); }
 
@@ -90,10 +78,7 @@ void BoardWorker::Stop() {
     stopping_ = true;
   }
   if (thread_.joinable()) thread_.join();
-  CloseLink();
-  if (host_flasher_ != nullptr && host_flasher_->pid() > 0) {
-    (void)host_flasher_->Stop(absl::Now() + absl::Seconds(5));
-  }
+  board_->Stop();
 }
 
 void BoardWorker::Offer(const v1::JobOffer& offer) {
@@ -271,7 +256,10 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
     prepared->items.push_back(std::move(item));
   }
   if (prepared->items.empty()) return prepared;
-  if (!candidates.empty()) unit = CandidatesUnit(*space_, candidates);
+  if (!candidates.empty()) {
+    AddImagePool(prepared->items.front().offer.trial().op().template_op(), &candidates);
+    unit = CandidatesUnit(*space_, candidates);
+  }
   prepared->build_started = absl::Now();
   int64_t limit_s = options_.config.build_time_limit_seconds() > 0
                         ? options_.config.build_time_limit_seconds()
@@ -280,6 +268,31 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
     return builder_->Build(options_.template_dir, unit, absl::Now() + absl::Seconds(limit_s));
   });
   return prepared;
+}
+
+void BoardWorker::AddImagePool(const v1::TemplateOperator& first,
+                               std::vector<Candidate>* candidates) const {
+  const int capacity = options_.config.image_candidates();
+  if (first.image_pool().empty() || capacity <= static_cast<int>(candidates->size())) return;
+  std::vector<Candidate> all = *candidates;
+  std::set<std::string> seen;
+  for (const Candidate& c : all) seen.insert(c.function);
+  for (const std::string& config : first.image_pool()) {
+    v1::TemplateOperator op;
+    op.set_op(first.op());
+    for (absl::string_view pair : absl::StrSplit(config, ',', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
+      (*op.mutable_knobs())[kv.first] = kv.second;
+    }
+    absl::StatusOr<Candidate> c = space_->Resolve(op);
+    if (!c.ok()) return;  // a pool this agent cannot build: the batch alone
+    if (seen.insert(c->function).second) all.push_back(*std::move(c));
+  }
+  if (static_cast<int>(all.size()) > capacity) return;
+  // The same pool gives the same image whatever the batch: one build, one flash per board.
+  std::sort(all.begin(), all.end(),
+            [](const Candidate& a, const Candidate& b) { return a.function < b.function; });
+  *candidates = std::move(all);
 }
 
 void BoardWorker::Run() {
@@ -297,7 +310,7 @@ void BoardWorker::Run() {
     std::vector<v1::JobOffer> following = TakeBatch(/*wait=*/false);
     if (!following.empty()) next = Prepare(std::move(following));
     RunBatch(*current);
-    SetState(needs_reset_ ? "resetting" : "idle");
+    SetState(reset_pending_ ? "resetting" : "idle");
   }
   if (next != nullptr && next->image.valid()) next->image.wait();
 }
@@ -354,11 +367,11 @@ void BoardWorker::RunBatch(Prepared& batch) {
     if (hooks_.progress) hooks_.progress(item.offer.job_id(), "measure");
     const absl::Time measure_start = absl::Now();
     absl::StatusOr<device::MeasureOutcome> outcome =
-        device::Measure(*rpc_, item.request, measure_start + item.timeout);
+        device::Measure(*board_->rpc(), item.request, measure_start + item.timeout);
     r.mutable_stages()->set_measure_s(Seconds(absl::Now() - measure_start));
     if (metrics_ != nullptr) {
       metrics_->Stage("measure", r.stages().measure_s());
-      device::LinkCounters link = session_->counters();
+      device::LinkCounters link = board_->session()->counters();
       metrics_->Link(id(), link.crc_failures, link.packets_dropped);
     }
     if (outcome.ok()) {
@@ -374,30 +387,29 @@ void BoardWorker::RunBatch(Prepared& batch) {
       continue;
     }
     const absl::Status& s = outcome.status();
-    std::optional<device::ProcessExit> crash;
-    if (host_flasher_ != nullptr && !absl::IsDeadlineExceeded(s)) {
-      (void)host_flasher_->WaitExit(absl::Now() + kCrashWait);
-      crash = host_flasher_->Crashed();
-    }
+    std::optional<std::string> crash;
+    if (!absl::IsDeadlineExceeded(s)) crash = board_->CrashReport(kCrashWait);
     if (crash) {
       r.set_error_code(v1::RUNTIME_DEVICE);
       r.set_message(absl::StrCat("the board crashed running ", item.request.function, ": ",
-                                 crash->ToString(), "; it was restarted"));
-      MarkForReset();
+                                 *crash, "; it was restarted"));
+      MarkForReset(device::Board::ResetReason::kHung);
     } else if (absl::IsDeadlineExceeded(s)) {
       r.set_error_code(v1::RUN_TIMEOUT);
       r.set_message(absl::StrCat("no answer from the board within the trial's timeout of ",
                                  absl::FormatDuration(item.timeout), " (", s.message(),
                                  "); the board was reset"));
-      MarkForReset();
+      MarkForReset(device::Board::ResetReason::kHung);
     } else if (absl::IsAborted(s)) {
+      // The board reset itself (a fault handler, a watchdog): its image is still there.
       r.set_error_code(v1::DEVICE_RESET);
-      r.set_message(absl::StrCat("the board reset during the trial: ", s.message()));
-      MarkForReset();
+      r.set_message(absl::StrCat("the board reset during ", item.request.function, ": ",
+                                 s.message()));
+      MarkForReset(device::Board::ResetReason::kRebooted);
     } else if (absl::IsUnavailable(s) || absl::IsFailedPrecondition(s) || absl::IsDataLoss(s)) {
       r.set_error_code(v1::SESSION_ERROR);
       r.set_message(absl::StrCat("the link failed during the trial: ", s.message()));
-      MarkForReset();
+      MarkForReset(device::Board::ResetReason::kHung);
     } else {
       r.set_error_code(v1::RUNTIME_DEVICE);
       r.set_message(std::string(s.message()));
@@ -408,140 +420,70 @@ void BoardWorker::RunBatch(Prepared& batch) {
 
 std::optional<BoardWorker::Failure> BoardWorker::EnsureImage(const Image& image,
                                                              v1::StageTimes* stages) {
-  const absl::Time deadline = absl::Now() + options_.connect_timeout;
-  if (!needs_reset_ && rpc_ != nullptr && board_hash_ == image.hash) {
+  device::FirmwareImage fw{image.path, image.hash};
+  device::EnsureOutcome out = board_->EnsureImage(fw, absl::Now() + options_.connect_timeout);
+  if (out.handshake_time > absl::ZeroDuration()) {
+    stages->set_handshake_s(Seconds(out.handshake_time));
+    if (metrics_ != nullptr) metrics_->Stage("handshake", Seconds(out.handshake_time));
+  }
+  // A link opened here counts as one handshake, failed or not.
+  if (out.handshake_time > absl::ZeroDuration()) {
+    const bool ok = board_->connected() ||
+                    (out.failure && out.failure->kind == device::BoardFailure::kFirmwareMismatch);
+    if (metrics_ != nullptr) metrics_->Handshake(id(), ok);
+    absl::MutexLock lock(&mu_);
+    (ok ? counters_.handshakes : counters_.handshake_failures)++;
+  }
+  if (out.flashed) {
+    stages->set_flash_s(Seconds(out.flash_time));
+    int64_t flashes;
+    {
+      absl::MutexLock lock(&mu_);
+      flashes = ++counters_.flashes;
+    }
+    if (metrics_ != nullptr) {
+      metrics_->Stage("flash", stages->flash_s());
+      metrics_->Flash(id());
+    }
+    if (hooks_.flashed) hooks_.flashed(id(), flashes);
+  } else if (out.failure && out.failure->kind == device::BoardFailure::kFlash) {
+    stages->set_flash_s(Seconds(out.flash_time));
+    if (metrics_ != nullptr) metrics_->Stage("flash", stages->flash_s());
+  }
+  if (out.skipped) {
     absl::MutexLock lock(&mu_);
     counters_.flash_skips++;
     if (metrics_ != nullptr) metrics_->FlashSkip(id());
+  }
+  if (board_->port_missing()) SetState("offline");
+  if (const std::optional<device::DeviceInfo>& info = board_->info()) {
+    board_hash_ = info->firmware_hash;
+    timer_resolution_s_ = info->timer_resolution_s;
+    auto timer = info->fields.find("timer");
+    timer_ = timer != info->fields.end() ? timer->second : "";
+  } else {
+    board_hash_.clear();
+  }
+  if (!out.failure) {
+    reset_pending_ = false;
     return std::nullopt;
   }
-  if (host_flasher_ == nullptr && !needs_reset_ && rpc_ == nullptr) {
-    // A serial board may already run the image (e.g. after an agent restart): ask it first.
-    absl::Time t0 = absl::Now();
-    std::optional<Failure> f = Connect(deadline);
-    stages->set_handshake_s(Seconds(absl::Now() - t0));
-    if (f && flasher_ == nullptr) return f;
-    if (!f && board_hash_ == image.hash) {
-      absl::MutexLock lock(&mu_);
-      counters_.flash_skips++;
-      if (metrics_ != nullptr) metrics_->FlashSkip(id());
-      return std::nullopt;
-    }
+  reset_pending_ = true;
+  switch (out.failure->kind) {
+    case device::BoardFailure::kFlash:
+      return Failure{v1::FLASH_ERROR, out.failure->message};
+    case device::BoardFailure::kFirmwareMismatch:
+      return Failure{v1::FIRMWARE_MISMATCH, out.failure->message};
+    case device::BoardFailure::kSession:
+      break;
   }
-  if (host_flasher_ == nullptr && flasher_ == nullptr) {
-    if (rpc_ == nullptr) {
-      if (std::optional<Failure> f = Connect(deadline)) return f;
-    }
-    return Failure{v1::FIRMWARE_MISMATCH,
-                   absl::StrCat("board ", id(), " runs firmware ", board_hash_, ", the trial needs ",
-                                image.hash, ", and the board has no flasher configured")};
-  }
-  CloseLink();
-  const absl::Time t0 = absl::Now();
-  device::FirmwareImage fw{image.path, image.hash};
-  absl::Status flashed = host_flasher_ != nullptr
-                             ? host_flasher_->Flash(fw, absl::Now() + absl::Seconds(60))
-                             : flasher_->Flash(fw, absl::Now() + absl::Seconds(600));
-  stages->set_flash_s(Seconds(absl::Now() - t0));
-  if (metrics_ != nullptr) metrics_->Stage("flash", stages->flash_s());
-  if (!flashed.ok()) {
-    needs_reset_ = true;
-    return Failure{v1::FLASH_ERROR, std::string(flashed.message())};
-  }
-  int64_t flashes;
-  {
-    absl::MutexLock lock(&mu_);
-    flashes = ++counters_.flashes;
-  }
-  if (metrics_ != nullptr) metrics_->Flash(id());
-  if (hooks_.flashed) hooks_.flashed(id(), flashes);
-  needs_reset_ = false;
-  const absl::Time t1 = absl::Now();
-  std::optional<Failure> f = Connect(absl::Now() + options_.connect_timeout);
-  stages->set_handshake_s(Seconds(absl::Now() - t1));
-  if (f) {
-    needs_reset_ = true;
-    return f;
-  }
-  if (board_hash_ != image.hash) {
-    std::string reported = board_hash_;
-    CloseLink();
-    needs_reset_ = true;
-    return Failure{v1::FIRMWARE_MISMATCH,
-                   absl::StrCat("board ", id(), " reports firmware ", reported,
-                                " after flashing image ", image.hash)};
-  }
-  return std::nullopt;
+  return Failure{v1::SESSION_ERROR, out.failure->message};
 }
 
-std::optional<BoardWorker::Failure> BoardWorker::Connect(absl::Time deadline) {
-  CloseLink();
-  device::Transport* transport = nullptr;
-  if (host_flasher_ != nullptr) {
-    transport = host_flasher_->transport();
-    if (transport == nullptr) return Failure{v1::SESSION_ERROR, "the board process is not running"};
-  } else {
-    // The port may be a pseudo-terminal (QEMU, an emulated board) or a real serial port, and a
-    // by-id link may point at either once the board is back: decided at each open.
-    const std::string& port = options_.config.serial().port();
-    const bool pty = device::IsPseudoTerminal(port);
-    if (serial_ == nullptr || pty != serial_is_pty_) {
-      if (pty) {
-        serial_ = std::make_unique<device::PtyTransport>(port);
-      } else {
-        device::SerialConfig sc;
-        sc.port = port;
-        if (options_.config.serial().baud() > 0) sc.baud = options_.config.serial().baud();
-        serial_ = std::make_unique<device::SerialTransport>(sc);
-      }
-      serial_is_pty_ = pty;
-    }
-    absl::Status opened = serial_->Open();
-    if (!opened.ok()) {
-      SetState("offline");
-      return Failure{v1::SESSION_ERROR, std::string(opened.message())};
-    }
-    transport = serial_.get();
-  }
-  device::SessionOptions so;
-  so.board_id = id();
-  so.start_timeout = options_.connect_timeout;
-  session_ = std::make_unique<device::HostSession>(transport, so);
-  const absl::Time t0 = absl::Now();
-  absl::Status s = session_->Connect(deadline);
-  if (metrics_ != nullptr) {
-    metrics_->Handshake(id(), s.ok());
-    metrics_->Stage("handshake", Seconds(absl::Now() - t0));
-  }
-  {
-    absl::MutexLock lock(&mu_);
-    (s.ok() ? counters_.handshakes : counters_.handshake_failures)++;
-  }
-  if (!s.ok()) {
-    CloseLink();
-    return Failure{v1::SESSION_ERROR, absl::StrCat("handshake: ", s.message())};
-  }
-  rpc_ = std::make_unique<device::RpcClient>(session_.get());
-  absl::StatusOr<device::DeviceInfo> info = rpc_->GetDeviceInfo(deadline);
-  if (!info.ok()) {
-    CloseLink();
-    return Failure{v1::SESSION_ERROR, absl::StrCat("DeviceInfo: ", info.status().message())};
-  }
-  board_hash_ = info->firmware_hash;
-  timer_resolution_s_ = info->timer_resolution_s;
-  return std::nullopt;
-}
-
-void BoardWorker::CloseLink() {
-  rpc_.reset();
-  session_.reset();
-  if (serial_ != nullptr) (void)serial_->Close();
+void BoardWorker::MarkForReset(device::Board::ResetReason reason) {
+  board_->Reset(reason);
   board_hash_.clear();
-}
-
-void BoardWorker::MarkForReset() {
-  CloseLink();
-  needs_reset_ = true;
+  reset_pending_ = true;
   absl::MutexLock lock(&mu_);
   counters_.resets++;
 }
@@ -555,6 +497,8 @@ void BoardWorker::Report(const v1::JobOffer& offer, v1::Result result, absl::Tim
   result.set_board_id(id());
   if (!board_hash_.empty()) result.set_firmware_hash(board_hash_);
   result.set_timer_resolution_s(timer_resolution_s_);
+  result.set_timer(timer_);
+  result.set_emulation(board_->emulation());
   *result.mutable_started_at() = ToProto(started);
   *result.mutable_finished_at() = ToProto(absl::Now());
   if (metrics_ != nullptr) metrics_->Trial(v1::ErrorCode_Name(result.error_code()));

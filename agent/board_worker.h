@@ -18,10 +18,10 @@
 //                        (restarted or reflashed) before the next trial
 //   WRONG_ANSWER         outputs differ from the reference kernel (no costs)
 //
-// The board is reached as configured: a host-process board (HostProcessFlasher; over its pipes or
-// its pty), or a serial port (libserialport; a pty path through termios) with an optional
-// CommandFlasher. A port that vanishes fails the jobs of that moment with SESSION_ERROR; it is
-// reopened on the next job, so a board that comes back is used again without a restart.
+// The board itself — flasher, transport, session, reset, crash reports — is a device::Board built
+// from the board's config (device/board.h); the worker keeps only batching and reporting. A port
+// that vanishes fails the jobs of that moment with SESSION_ERROR; it is reopened on the next job,
+// so a board that comes back is used again without a restart.
 //
 // Thread-safety: Offer, Cancel, HeldJobs, State and counters may be called from any thread.
 
@@ -44,13 +44,9 @@
 #include "absl/time/time.h"
 #include "agent/firmware.h"
 #include "agent/knob_space.h"
-#include "device/measure.h"
 #include "agent/metrics.h"
-#include "device/flasher.h"
-#include "device/host_process_flasher.h"
-#include "device/host_session.h"
-#include "device/rpc_client.h"
-#include "device/transport.h"
+#include "device/board.h"
+#include "device/measure.h"
 #include "proto/benchfarm.pb.h"
 #include "proto/config.pb.h"
 
@@ -81,9 +77,13 @@ class BoardWorker {
     absl::Duration connect_timeout = absl::Seconds(10);
   };
 
-  // space, builder and metrics (may be null) are borrowed and outlive the worker.
-  BoardWorker(Options options, const KnobSpace* space, ImageBuilder* builder,
-              AgentMetrics* metrics, Hooks hooks);
+  // The board's Options (config, scratch dir) for device::Board::Create.
+  static device::BoardOptions BoardOptionsFor(const Options& options);
+
+  // `board` is the worker's board (device::Board::Create(BoardOptionsFor(options))). space,
+  // builder and metrics (may be null) are borrowed and outlive the worker.
+  BoardWorker(Options options, std::unique_ptr<device::Board> board, const KnobSpace* space,
+              ImageBuilder* builder, AgentMetrics* metrics, Hooks hooks);
   ~BoardWorker();  // Stop()
 
   void Start();
@@ -118,12 +118,14 @@ class BoardWorker {
   std::vector<v1::JobOffer> TakeBatch(bool wait) ABSL_LOCKS_EXCLUDED(mu_);
   std::unique_ptr<Prepared> Prepare(std::vector<v1::JobOffer> batch);
   void RunBatch(Prepared& batch);
+  // Flash economy: when the board's images may hold the tuning run's whole candidate pool
+  // (first.image_pool, config.image_candidates), `candidates` becomes that pool plus the batch,
+  // in a fixed order, so every batch of the run shares one image. Otherwise unchanged.
+  void AddImagePool(const v1::TemplateOperator& first, std::vector<Candidate>* candidates) const;
   // The image is on the board and the link is up, or why not.
   std::optional<Failure> EnsureImage(const Image& image, v1::StageTimes* stages);
-  std::optional<Failure> Connect(absl::Time deadline);
-  void CloseLink();
-  // After a hang or crash: the link is dropped and the board restarted on next use.
-  void MarkForReset();
+  // After a hang or crash (kHung: the board is restarted on next use) or a reboot (kRebooted).
+  void MarkForReset(device::Board::ResetReason reason);
   void Report(const v1::JobOffer& offer, v1::Result result, absl::Time started);
   bool IsCancelled(const std::string& job_id);
   void SetState(const std::string& state);
@@ -135,16 +137,12 @@ class BoardWorker {
   const Hooks hooks_;
   const int batch_size_;
 
-  // The board. Only the worker thread touches these after Start().
-  std::unique_ptr<device::HostProcessFlasher> host_flasher_;  // host-process boards
-  std::unique_ptr<device::Flasher> flasher_;                  // serial boards, optional
-  std::unique_ptr<device::Transport> serial_;                 // serial boards, once opened
-  bool serial_is_pty_ = false;
-  std::unique_ptr<device::HostSession> session_;
-  std::unique_ptr<device::RpcClient> rpc_;
-  std::string board_hash_;  // what the board reported on the current link
+  // The board. Only the worker thread touches it after Start().
+  const std::unique_ptr<device::Board> board_;
+  std::string board_hash_;       // what the board reported on the current link
   double timer_resolution_s_ = 0;
-  bool needs_reset_ = false;
+  std::string timer_;            // DeviceInfo's timer
+  bool reset_pending_ = false;   // for State(): a reset waits for the next job
 
   mutable absl::Mutex mu_;
   std::deque<v1::JobOffer> pending_ ABSL_GUARDED_BY(mu_);

@@ -16,8 +16,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "device/firmware_hash.h"
+#include "device/flasher.h"
 #include "device/run_command.h"
-#include "device/status_macros.h"
+#include "base/status_macros.h"
 
 namespace benchfarm::agent {
 namespace {
@@ -246,7 +247,8 @@ absl::StatusOr<Image> ImageBuilder::BuildLocked(const std::string& template_dir,
   image.path = dir + "/image";
   struct stat st;
   if (stat(image.path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-    ASSIGN_OR_RETURN(image.hash, device::HashFile(image.path));
+    ASSIGN_OR_RETURN(device::FirmwareImage fw, device::FirmwareImageFromFile(image.path));
+    image.hash = fw.content_hash;
     image.cached = true;
     cache_hits_++;
     return image;
@@ -294,11 +296,20 @@ absl::StatusOr<Image> ImageBuilder::BuildLocked(const std::string& template_dir,
   // Into the cache in one rename: a reader sees the whole directory or none.
   const std::string staged = work + "/cache-entry";
   RETURN_IF_ERROR(MakeDirs(staged));
-  if (rename((work + "/image").c_str(), (staged + "/image").c_str()) != 0 ||
-      (rename(staged.c_str(), dir.c_str()) != 0 && errno != EEXIST && errno != ENOTEMPTY)) {
+  // The image and what a cross template writes beside it: its firmware id (image.hash) and the
+  // forms flash tools want (image.bin, image.hex).
+  for (const char* suffix : {"", ".hash", ".bin", ".hex"}) {
+    const std::string from = absl::StrCat(work, "/image", suffix);
+    if (*suffix != '\0' && stat(from.c_str(), &st) != 0) continue;
+    if (rename(from.c_str(), absl::StrCat(staged, "/image", suffix).c_str()) != 0) {
+      return absl::InternalError(absl::StrCat("cannot stage ", from, ": ", strerror(errno)));
+    }
+  }
+  if (rename(staged.c_str(), dir.c_str()) != 0 && errno != EEXIST && errno != ENOTEMPTY) {
     return absl::InternalError(absl::StrCat("cannot store the image in ", dir, ": ", strerror(errno)));
   }
-  ASSIGN_OR_RETURN(image.hash, device::HashFile(image.path));
+  ASSIGN_OR_RETURN(device::FirmwareImage fw, device::FirmwareImageFromFile(image.path));
+  image.hash = fw.content_hash;
   builds_++;
   return image;
 }

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "agent/firmware.h"  // MakeDirs
+#include "spdlog/spdlog.h"
 
 namespace benchfarm::agent {
 namespace {
@@ -52,8 +53,7 @@ absl::StatusOr<std::unique_ptr<ResultSpool>> ResultSpool::Open(const std::string
     bytes << in.rdbuf();
     v1::JobResult result;
     if (!in || !result.ParseFromString(bytes.str()) || result.job_id().empty()) {
-      std::fprintf(stderr, "agent: spool: %s is unreadable; moved aside as .corrupt\n",
-                   path.c_str());
+      spdlog::warn("spool: {} is unreadable; moved aside as .corrupt", path);
       std::rename(path.c_str(), (path + ".corrupt").c_str());
       continue;
     }

@@ -1,5 +1,6 @@
 // tracker_bench: the tracker daemon's figures on this machine, driven over gRPC like production.
-// Starts //tracker:tracker as a child process (fresh database per scenario) and prints a table:
+// Starts //tracker:tracker as a child process (tests/tracker_process.h; a fresh database per
+// scenario) and prints a table:
 //   - submission throughput (trials/s) with SubmitTrials batches of 100 and 1,000;
 //   - dispatch throughput (trials/s through offer -> result -> ack) with 100 and 1,000
 //     simulated agents (one board and one stream each, a thread per stream), and the dispatch
@@ -10,10 +11,7 @@
 //
 // The tracker is found with --tracker, else in the runfiles ($RUNFILES_DIR, $TEST_SRCDIR or
 // argv[0].runfiles). --quick uses tiny sizes (the smoke test).
-#include <signal.h>
 #include <stdlib.h>
-#include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,18 +25,21 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/process_exit.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/benchfarm.grpc.pb.h"
+#include "tests/tracker_process.h"
 
 namespace benchfarm {
 namespace {
 
-bool g_tracker_hung = false;  // set when a tracker had to be killed after SIGTERM
+bool g_tracker_hung = false;  // set when a tracker did not stop cleanly on SIGTERM
 
 using Steady = std::chrono::steady_clock;
 
@@ -46,92 +47,36 @@ std::chrono::system_clock::time_point In(absl::Duration d) {
   return std::chrono::system_clock::now() + absl::ToChronoMilliseconds(d);
 }
 
-bool Executable(const std::string& path) { return !path.empty() && access(path.c_str(), X_OK) == 0; }
-
-std::string FindTracker(const std::string& flag, const char* argv0) {
-  if (!flag.empty()) return flag;
-  const std::string rel = "/benchfarm/tracker/tracker";
-  for (const char* env : {"RUNFILES_DIR", "TEST_SRCDIR"}) {
-    const char* dir = std::getenv(env);
-    if (dir != nullptr && Executable(dir + rel)) return dir + rel;
-  }
-  std::string beside = std::string(argv0) + ".runfiles" + rel;
-  if (Executable(beside)) return beside;
-  return "";
-}
-
-// The tracker as a child process in its own process group.
-class TrackerProcess {
+// The tracker of one scenario, stopped when the scenario ends. A tracker that does not exit
+// cleanly within 5 s of SIGTERM is a bug (it once hung in grpc::Server::Shutdown on an unfinished
+// agent stream): it is killed and the run fails.
+class ScenarioTracker {
  public:
-  explicit TrackerProcess(std::string path) : path_(std::move(path)) {}
-  ~TrackerProcess() { Stop(); }
+  explicit ScenarioTracker(const std::string& binary) : process_(binary) {}
+  ~ScenarioTracker() {
+    absl::StatusOr<base::ProcessExit> stopped = process_.Stop(absl::Seconds(5));
+    if (absl::IsFailedPrecondition(stopped.status())) return;  // it never started
+    if (stopped.ok() && stopped->exited() && stopped->exit_code == 0) return;
+    std::fprintf(stderr, "tracker_bench: the tracker did not stop cleanly on SIGTERM: %s\n",
+                 stopped.ok() ? stopped->ToString().c_str()
+                              : std::string(stopped.status().message()).c_str());
+    g_tracker_hung = true;
+  }
 
-  // Starts it on a fresh database and waits for its "listening on" line; returns HOST:PORT or "".
+  // Starts it on a fresh database; returns HOST:PORT, or "" after saying why not.
   std::string Start(const std::string& database) {
     unlink(database.c_str());
-    int out[2];
-    if (pipe(out) != 0) return "";
-    std::string db_flag = "--database=" + database;
-    pid_ = fork();
-    if (pid_ == 0) {
-      setpgid(0, 0);
-      dup2(out[1], 1);
-      close(out[0]);
-      close(out[1]);
-      execl(path_.c_str(), path_.c_str(), db_flag.c_str(), "--listen=127.0.0.1:0", "--metrics=off",
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(out[1]);
-    if (pid_ < 0) {
-      close(out[0]);
+    absl::StatusOr<std::string> address = process_.Start(
+        {"--database=" + database, "--listen=127.0.0.1:0", "--metrics=off", "--log_level=warn"});
+    if (!address.ok()) {
+      std::fprintf(stderr, "tracker_bench: %s\n", std::string(address.status().message()).c_str());
       return "";
     }
-    setpgid(pid_, pid_);
-    out_ = out[0];
-    std::string line;
-    char c;
-    while (read(out_, &c, 1) == 1) {
-      if (c != '\n') {
-        line.push_back(c);
-        continue;
-      }
-      const std::string prefix = "tracker: listening on ";
-      if (line.rfind(prefix, 0) == 0) {
-        std::string rest = line.substr(prefix.size());
-        return rest.substr(0, rest.find(' '));
-      }
-      line.clear();
-    }
-    return "";
-  }
-
-  void Stop() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    // A tracker that does not stop within 5 s of SIGTERM is a bug (it once hung in
-    // grpc::Server::Shutdown on an unfinished agent stream): kill it and fail the run.
-    int status = 0;
-    bool exited = false;
-    for (int i = 0; i < 500 && !exited; ++i) {
-      exited = waitpid(pid_, &status, WNOHANG) == pid_;
-      if (!exited) absl::SleepFor(absl::Milliseconds(10));
-    }
-    if (!exited) {
-      std::fprintf(stderr, "tracker_bench: the tracker did not exit 5 s after SIGTERM; killed\n");
-      g_tracker_hung = true;
-      kill(-pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
-    }
-    pid_ = -1;
-    close(out_);
-    out_ = -1;
+    return *address;
   }
 
  private:
-  const std::string path_;
-  pid_t pid_ = -1;
-  int out_ = -1;
+  testing::TrackerProcess process_;
 };
 
 v1::Trial MakeTrial(uint64_t seed) {
@@ -248,7 +193,7 @@ std::string Database(const std::string& dir, const std::string& name) {
 // agent registers the kind and leaves, so the trials stay queued (no dispatch work).
 bool SubmitScenario(const std::string& tracker_path, const std::string& dir, int batch, int total,
                     Row* row) {
-  TrackerProcess tracker(tracker_path);
+  ScenarioTracker tracker(tracker_path);
   std::string address = tracker.Start(Database(dir, absl::StrCat("submit", batch)));
   if (address.empty()) return false;
   Board board;
@@ -291,7 +236,7 @@ bool SubmitScenario(const std::string& tracker_path, const std::string& dir, int
 // a time, each from SubmitTrials returning to its offer arriving.
 bool DispatchScenario(const std::string& tracker_path, const std::string& dir, int agents, int total,
                       int samples, Row* row) {
-  TrackerProcess tracker(tracker_path);
+  ScenarioTracker tracker(tracker_path);
   std::string address = tracker.Start(Database(dir, absl::StrCat("dispatch", agents)));
   if (address.empty()) return false;
   Board board;
@@ -386,7 +331,7 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
-  std::string tracker = FindTracker(tracker_flag, argv[0]);
+  std::string tracker = testing::FindTrackerBinary(tracker_flag, argv[0]);
   if (tracker.empty()) {
     std::fprintf(stderr, "tracker_bench: cannot find the tracker binary (use --tracker PATH)\n");
     return 1;

@@ -125,13 +125,19 @@ TEST(DeployExamples, EveryFileParsesAsTheMessageItsNameSays) {
   }
 }
 
-TEST(DeployExamples, EmulatedAgentHasAPtyAndAPipeBoard) {
+TEST(DeployExamples, EmulatedAgentHasHostProcessAndQemuBoards) {
   v1::AgentConfig config;
   Parse("agent-emulated.textproto", &config);
-  ASSERT_EQ(config.boards_size(), 2);
+  ASSERT_EQ(config.boards_size(), 4);
   EXPECT_TRUE(config.boards(0).host_process().use_pty());
   EXPECT_TRUE(config.boards(1).has_host_process());
   EXPECT_FALSE(config.boards(1).host_process().use_pty());
+  // Emulated microcontrollers: serial boards whose flasher and reset is QEMU.
+  EXPECT_TRUE(config.boards(2).has_serial());
+  EXPECT_EQ(config.boards(2).qemu().machine(), "mps2-an385");
+  EXPECT_FALSE(config.boards(2).qemu().deterministic());
+  EXPECT_EQ(config.boards(3).qemu().machine(), "netduinoplus2");
+  EXPECT_TRUE(config.boards(3).qemu().deterministic());
   EXPECT_EQ(config.tracker_address(), "localhost:7070");
   EXPECT_EQ(config.metrics_address(), "0.0.0.0:9471");
 }

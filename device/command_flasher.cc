@@ -19,9 +19,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "base/process_exit.h"
+#include "base/status_macros.h"
 #include "device/fd_transport.h"
 #include "device/firmware_hash.h"
-#include "device/status_macros.h"
 #include "device/run_command.h"
 
 namespace benchfarm::device {
@@ -92,7 +93,7 @@ absl::Status CommandFlasher::Flash(const FirmwareImage& image, absl::Time deadli
   }
   CommandRun run = *std::move(ran);
   const std::string output = OutputForError(run.output, run.output_bytes);
-  const std::optional<ProcessExit> exit = run.exit;
+  const std::optional<base::ProcessExit> exit = run.exit;
   const bool timed_out = run.timed_out;
   {
     absl::MutexLock lock(&mu_);

@@ -37,11 +37,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/process_exit.h"
+#include "base/status_macros.h"
 #include "device/fault_injecting_transport.h"
 #include "device/host_session.h"
 #include "device/pipe_transport.h"
 #include "device/rpc_client.h"
-#include "device/status_macros.h"
 #include "device/testing/loopback_transport.h"
 #include "tvm/runtime/crt/platform.h"
 #include "tvm/runtime/crt/rpc_server.h"
@@ -494,7 +495,7 @@ TEST(FaultSoak, BoardKilledMidCallIsReportedLongBeforeTheDeadline) {
   if (absl::IsUnavailable(r.status())) {
     EXPECT_NE(r.status().message().find("signal 9"), absl::string_view::npos) << r.status();
   }
-  absl::StatusOr<ProcessExit> exit = board.WaitExit(Soon());
+  absl::StatusOr<base::ProcessExit> exit = board.WaitExit(Soon());
   ASSERT_TRUE(exit.ok()) << exit.status();
   EXPECT_EQ(exit->signal, SIGKILL);
 }
@@ -503,7 +504,7 @@ TEST(FaultSoak, BoardKilledMidCallIsReportedLongBeforeTheDeadline) {
 // A board that reboots.
 
 crt_rpc_server_t g_server;  // large: static storage, as on a board
-const crt_board_info_t kInProcessInfo = {"in-process", "0123456789abcdef", 1e-9, 0};
+const crt_board_info_t kInProcessInfo = {"in-process", "0123456789abcdef", 1e-9, 0, "monotonic"};
 
 // The board's firmware (crt's MinRPC server on the host platform) in a thread, its link the
 // `link` end of a loopback pair. Only that thread touches the server; Reboot() asks it to boot

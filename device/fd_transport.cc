@@ -18,7 +18,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
-#include "device/status_macros.h"
+#include "base/status_macros.h"
 
 namespace benchfarm::device {
 namespace {

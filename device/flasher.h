@@ -41,12 +41,16 @@ namespace benchfarm::device {
 struct FirmwareImage {
   // Where the image file is: an executable for the host-process board, an ELF/hex/bin for a tool.
   std::string path;
-  // HashFile(path) (device/firmware_hash.h): 16 lowercase hex digits, as the board reports it.
+  // The firmware id the board reports (DeviceInfo.firmware_hash), 16 lowercase hex digits: see
+  // FirmwareImageFromFile.
   // May be empty when unknown; flashers that need it compute it.
   std::string content_hash;
 };
 
-// A FirmwareImage for the file at `path`, with its content hash computed. Errors: as HashFile().
+// A FirmwareImage for the file at `path` with its identity: the 16 hex digits in `path`.hash when
+// that file exists — a cross-compiled firmware cannot hash its own image, so its build embeds an
+// id of everything that made it and writes it there (crt/boards/build.sh) — else the file's
+// content hash, which is what the host-process board reports for itself. Errors: as HashFile().
 absl::StatusOr<FirmwareImage> FirmwareImageFromFile(const std::string& path);
 
 class Flasher {

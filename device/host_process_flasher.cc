@@ -1,7 +1,7 @@
-// HostProcessFlasher. The board process is a Subprocess (fork + setrlimit + exec) rather than a
-// ChildProcessTransport, because posix_spawn cannot set resource limits; the link is then an
-// FdTransport over its pipes or a PtyTransport on the path it prints, wrapped so that a dead
-// link's error says how the board died.
+// HostProcessFlasher. The board process is a Subprocess with resource limits, shared between the
+// flasher (which stops it and tells crashes from stops) and its link; the link is an FdTransport
+// over its pipes or a PtyTransport on the path it prints, wrapped so that a dead link's error
+// says how the board died.
 
 #include "device/host_process_flasher.h"
 
@@ -17,9 +17,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "base/process_exit.h"
+#include "base/status_macros.h"
 #include "device/fd_transport.h"
 #include "device/pty_transport.h"
-#include "device/status_macros.h"
 
 namespace benchfarm::device {
 namespace {
@@ -68,7 +69,7 @@ class BoardLink final : public Transport {
  private:
   absl::Status Explain(absl::Status status) {
     if (!absl::IsUnavailable(status)) return status;
-    absl::StatusOr<ProcessExit> ended = process_->WaitExit(absl::Now() + kExitReportWait);
+    absl::StatusOr<base::ProcessExit> ended = process_->WaitExit(absl::Now() + kExitReportWait);
     const std::string how = ended.ok()
                                 ? absl::StrCat("the board process ended: ", ended->ToString())
                                 : std::string("the board process is still running");
@@ -102,7 +103,7 @@ absl::StatusOr<std::string> ReadPtyPath(FdTransport& console, Subprocess& proces
           absl::StrCat(kName, ": image ", image, " did not print its pty path by the deadline"));
     }
     if (absl::IsUnavailable(n.status())) {
-      absl::StatusOr<ProcessExit> ended = process.WaitExit(absl::Now() + kExitReportWait);
+      absl::StatusOr<base::ProcessExit> ended = process.WaitExit(absl::Now() + kExitReportWait);
       return absl::UnknownError(absl::StrCat(
           kName, ": image ", image, " closed its stdout before printing its pty path; ",
           ended.ok() ? absl::StrCat("it ended: ", ended->ToString())
@@ -174,7 +175,7 @@ absl::Status HostProcessFlasher::Flash(const FirmwareImage& image, absl::Time de
     old = std::move(board_);
   }
   if (old != nullptr) {
-    absl::StatusOr<ProcessExit> stopped = StopBoard(old.get(), deadline);
+    absl::StatusOr<base::ProcessExit> stopped = StopBoard(old.get(), deadline);
     if (!stopped.ok()) {
       return Prefixed(stopped.status(),
                       absl::StrCat(kName, ": cannot stop the running board (pid ",
@@ -251,7 +252,7 @@ absl::Status HostProcessFlasher::Start(const FirmwareImage& image, absl::Time de
   return absl::OkStatus();
 }
 
-absl::StatusOr<ProcessExit> HostProcessFlasher::StopBoard(Board* board, absl::Time deadline) {
+absl::StatusOr<base::ProcessExit> HostProcessFlasher::StopBoard(Board* board, absl::Time deadline) {
   if (!board->process->ExitStatus().has_value()) {
     absl::MutexLock lock(&mu_);
     board->stopping = true;
@@ -260,14 +261,14 @@ absl::StatusOr<ProcessExit> HostProcessFlasher::StopBoard(Board* board, absl::Ti
   if (!options_.use_pty) {
     // End of input is the board's own clean exit, and unlike SIGTERM it cannot arrive before the
     // board has installed its signal handlers (a board stopped right after it started).
-    absl::StatusOr<ProcessExit> ended =
+    absl::StatusOr<base::ProcessExit> ended =
         board->process->WaitExit(std::min(absl::Now() + options_.term_grace, deadline));
     if (!absl::IsDeadlineExceeded(ended.status())) return ended;
   }
   return board->process->Stop(options_.term_grace, deadline);
 }
 
-absl::StatusOr<ProcessExit> HostProcessFlasher::Stop(absl::Time deadline) {
+absl::StatusOr<base::ProcessExit> HostProcessFlasher::Stop(absl::Time deadline) {
   absl::MutexLock op(&op_mu_);
   Board* board;
   {
@@ -296,7 +297,7 @@ std::optional<FirmwareImage> HostProcessFlasher::image() const {
   return board_->image;
 }
 
-std::optional<ProcessExit> HostProcessFlasher::ExitStatus() {
+std::optional<base::ProcessExit> HostProcessFlasher::ExitStatus() {
   std::shared_ptr<Subprocess> process;
   {
     absl::MutexLock lock(&mu_);
@@ -306,14 +307,14 @@ std::optional<ProcessExit> HostProcessFlasher::ExitStatus() {
   return process->ExitStatus();
 }
 
-std::optional<ProcessExit> HostProcessFlasher::Crashed() {
+std::optional<base::ProcessExit> HostProcessFlasher::Crashed() {
   std::shared_ptr<Subprocess> process;
   {
     absl::MutexLock lock(&mu_);
     if (!board_ || board_->stopping) return std::nullopt;
     process = board_->process;
   }
-  std::optional<ProcessExit> ended = process->ExitStatus();
+  std::optional<base::ProcessExit> ended = process->ExitStatus();
   if (!ended || !ended->signaled()) return std::nullopt;
   absl::MutexLock lock(&mu_);
   // A Stop() may have begun between the two looks.
@@ -321,7 +322,7 @@ std::optional<ProcessExit> HostProcessFlasher::Crashed() {
   return ended;
 }
 
-absl::StatusOr<ProcessExit> HostProcessFlasher::WaitExit(absl::Time deadline) {
+absl::StatusOr<base::ProcessExit> HostProcessFlasher::WaitExit(absl::Time deadline) {
   std::shared_ptr<Subprocess> process;
   {
     absl::MutexLock lock(&mu_);

@@ -57,8 +57,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/process_exit.h"
 #include "device/flasher.h"
-#include "device/pipe_transport.h"  // ProcessExit
 #include "device/subprocess.h"
 #include "device/transport.h"
 
@@ -111,17 +111,17 @@ class HostProcessFlasher final : public Flasher {
 
   // How the current board ended (reaping it); nullopt while it runs or when there is none.
   // Never blocks.
-  std::optional<ProcessExit> ExitStatus();
+  std::optional<base::ProcessExit> ExitStatus();
 
   // How the current board ended if it crashed: it was killed by a signal this flasher did not send
   // (SIGSEGV, SIGABRT, SIGXCPU from max_cpu_seconds, a SIGKILL from the OOM killer or a user...).
   // nullopt while it runs, when it exited with an exit code, when Stop() ended it, or when there
   // is none. A crash racing with a Stop() may count as stopped. Never blocks.
-  std::optional<ProcessExit> Crashed();
+  std::optional<base::ProcessExit> Crashed();
 
   // Waits until the current board has ended, or the deadline. Errors: FailedPrecondition when
   // there is no board; DeadlineExceeded if it still runs then; Internal if waitpid fails.
-  absl::StatusOr<ProcessExit> WaitExit(absl::Time deadline);
+  absl::StatusOr<base::ProcessExit> WaitExit(absl::Time deadline);
 
   // Ends the current board cleanly: closes the link — on pipes that is end of input, and the board
   // gets up to term_grace to exit by itself — then SIGTERM to its process group and up to
@@ -130,7 +130,7 @@ class HostProcessFlasher final : public Flasher {
   // how it ended, also when it had already ended by itself (then Crashed() still reports a crash).
   // The transport stays valid but closed. Errors: FailedPrecondition when no board was started;
   // DeadlineExceeded / Internal as WaitExit.
-  absl::StatusOr<ProcessExit> Stop(absl::Time deadline);
+  absl::StatusOr<base::ProcessExit> Stop(absl::Time deadline);
 
  private:
   struct Board;
@@ -139,7 +139,7 @@ class HostProcessFlasher final : public Flasher {
   absl::Status Start(const FirmwareImage& image, absl::Time deadline)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(op_mu_);
   // Stop() with op_mu_ held; `board` is board_ (or null).
-  absl::StatusOr<ProcessExit> StopBoard(Board* board, absl::Time deadline)
+  absl::StatusOr<base::ProcessExit> StopBoard(Board* board, absl::Time deadline)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(op_mu_);
 
   const HostProcessFlasherOptions options_;

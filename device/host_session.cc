@@ -1,19 +1,18 @@
 // HostSession: see host_session.h.
 #include "device/host_session.h"
 
-#include <cstdio>
 #include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "spdlog/spdlog.h"
 
 namespace benchfarm::device {
 namespace {
 
 void DefaultLogSink(absl::string_view board_id, absl::string_view text) {
-  std::fprintf(stderr, "[board %.*s] %.*s\n", static_cast<int>(board_id.size()), board_id.data(),
-               static_cast<int>(text.size()), text.data());
+  spdlog::info("[board {}] {}", std::string(board_id), std::string(text));
 }
 
 }  // namespace
@@ -62,6 +61,7 @@ tvm_crt_error_t HostSession::MessageThunk(void* ctx, crt_session_message_type_t 
       break;
     case kCrtSessionLog:
       self->counters_.logs++;
+      self->last_log_ = std::string(text);
       self->options_.log_sink(self->options_.board_id, text);
       break;
     case kCrtSessionStartSessionReply:
@@ -166,6 +166,7 @@ absl::Status HostSession::Send(absl::string_view body, absl::Time deadline) {
   }
   write_deadline_ = deadline;
   write_error_ = absl::OkStatus();
+  last_log_.clear();  // a reset during this request is explained by logs from now on
   tvm_crt_error_t err = crt_session_send(session_.get(), kCrtSessionNormal,
                                          reinterpret_cast<const uint8_t*>(body.data()),
                                          body.size());
@@ -183,8 +184,10 @@ absl::Status HostSession::Send(absl::string_view body, absl::Time deadline) {
 absl::StatusOr<std::string> HostSession::Receive(absl::Time deadline) {
   while (inbox_.empty()) {
     if (reset_seen_) {
-      return absl::AbortedError(absl::StrCat(options_.board_id, ": the board reset (",
-                                             transport_->Name(), ")"));
+      // A board that faults says why in a Log message before it resets (crt/boards): keep it.
+      return absl::AbortedError(absl::StrCat(
+          options_.board_id, ": the board reset (", transport_->Name(), ")",
+          last_log_.empty() ? std::string() : absl::StrCat("; its last log: ", last_log_)));
     }
     if (!established()) {
       return absl::FailedPreconditionError(

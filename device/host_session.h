@@ -13,7 +13,9 @@
 //   DeadlineExceeded  no reply by the deadline (the link stays usable; a late reply to an
 //                     abandoned request stays queued: DiscardPending drops it).
 //   Aborted           the board reset: it sent Terminate (its boot signature) while a session
-//                     was up. Reconnect with Connect(). counters().resets counts these.
+//                     was up. Reconnect with Connect(). counters().resets counts these. The
+//                     message ends "; its last log: <text>" when the board sent a Log message
+//                     since the last Send (a faulting firmware names the fault there).
 //   Unavailable       the transport is gone (port vanished, board process exited).
 //   FailedPrecondition Send/Receive without an established session.
 //   Internal          a write the session layer refused (e.g. a message too large).
@@ -49,7 +51,7 @@ struct SessionOptions {
   // Largest message body the host accepts from the board (a CopyFromRemote reply carries the
   // whole tensor); allocated once. RpcClient splits larger reads.
   size_t max_message_bytes = 8u << 20;
-  // Where board Log messages go (text, without trailing newline). Default: stderr as
+  // Where board Log messages go (text, without trailing newline). Default: spdlog's info as
   // "[board <id>] <text>".
   std::function<void(absl::string_view board_id, absl::string_view text)> log_sink;
 };
@@ -115,6 +117,7 @@ class HostSession {
   absl::Time write_deadline_ = absl::InfiniteFuture();
   absl::Status write_error_;
   bool reset_seen_ = false;
+  std::string last_log_;  // the board's last Log message since the last Send
   LinkCounters counters_;
   uint32_t nonce_state_;
 };

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "device/status_macros.h"
+#include "base/status_macros.h"
 
 namespace benchfarm::device {
 namespace {

@@ -1,22 +1,24 @@
 // ChildProcessTransport: a Transport whose other end is a child process — the host-process board
 // (//crt/host:board) or any program that speaks the link on stdin/stdout.
 //
-// Open() starts argv as a child with a pipe on its stdin and one on its stdout; those two pipes
-// are the link, read and written through FdTransport. The child runs in its own process group
-// (so a terminal's Ctrl-C does not reach it, and Close() can signal whatever it started), with an
-// empty signal mask and default dispositions for SIGPIPE/SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGCHLD.
-// Its stderr is this process's stderr, or a file (ChildProcessOptions::stderr_path). Every
-// descriptor this class opens is close-on-exec, so a second child never holds a first child's
-// pipes open.
+// Open() starts argv as a Subprocess (device/subprocess.h, benchfarm's one way to start a child)
+// with a pipe on its stdin and one on its stdout; those two pipes are the link, read and written
+// through FdTransport. As every Subprocess, the child runs in its own process group (so a
+// terminal's Ctrl-C does not reach it, and Close() can signal whatever it started), with an empty
+// signal mask, default dispositions for every signal, and no descriptor of this process but its
+// standard streams. Its stderr is this process's stderr, or a file
+// (ChildProcessOptions::stderr_path).
 //
 // Close() closes both pipes (end of input for the child), sends SIGTERM to the child's process
-// group, waits up to ChildProcessOptions::term_grace, then sends SIGKILL, and reaps the child.
-// The exit stays available through ExitStatus()/WaitExit() until the next Open().
+// group, waits up to ChildProcessOptions::term_grace, then sends SIGKILL, and reaps the child
+// (killing whatever it left in its group). The exit stays available through
+// ExitStatus()/WaitExit() until the next Open().
 //
 // Errors (names are "process:<argv[0]>"):
-//   Open()  InvalidArgument (empty argv); NotFound (argv[0] not found: ENOENT/ENOTDIR, or the
-//           stderr file's directory is missing); PermissionDenied (EACCES/EPERM); Internal
-//           (pipe2, posix_spawn or other failures, with the OS's text).
+//   Open()  InvalidArgument (empty argv); NotFound (argv[0] not found: ENOENT/ENOTDIR, nowhere in
+//           $PATH, or the stderr file's directory is missing); PermissionDenied (EACCES/EPERM);
+//           FailedPrecondition (argv[0] is not executable by the kernel, e.g. a directory);
+//           Internal (pipe2, fork or other failures, with the OS's text).
 //   Read/Write  as FdTransport; an Unavailable status (the child closed its end or died) also
 //           says how the child ended when that is known within ~200 ms, e.g. "process:board:
 //           closed by the board (end of file); the process was killed by signal 9 (Killed)".
@@ -32,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,7 +46,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "base/process_exit.h"
 #include "device/fd_transport.h"
+#include "device/subprocess.h"
 #include "device/transport.h"
 
 namespace benchfarm::device {
@@ -54,24 +59,6 @@ struct ChildProcessOptions {
   std::string stderr_path;
   // How long Close() waits for the child after SIGTERM before it sends SIGKILL.
   absl::Duration term_grace = absl::Seconds(1);
-};
-
-// How a child process ended: exactly one of exited() and signaled() is true.
-struct ProcessExit {
-  // The exit code (0..255) when the process exited, else -1.
-  int exit_code = -1;
-  // The signal that killed it, else 0.
-  int signal = 0;
-  bool core_dumped = false;
-
-  bool exited() const { return exit_code >= 0; }
-  bool signaled() const { return signal > 0; }
-
-  // "exit code 3", "killed by signal 9 (Killed)".
-  std::string ToString() const;
-
-  // From a waitpid() status of a process that terminated.
-  static ProcessExit FromWaitStatus(int wait_status);
 };
 
 class ChildProcessTransport final : public Transport {
@@ -103,16 +90,16 @@ class ChildProcessTransport final : public Transport {
 
   // The child's end if it has ended (reaping it if needed); nullopt while it runs or before the
   // first Open(). Never blocks.
-  std::optional<ProcessExit> ExitStatus();
+  std::optional<base::ProcessExit> ExitStatus();
 
   // Waits until the child has ended or `deadline`. Errors: FailedPrecondition before the first
   // Open(); DeadlineExceeded if it still runs at the deadline; Internal if waitpid() fails (e.g.
   // someone else reaped it, as with SIGCHLD ignored).
-  absl::StatusOr<ProcessExit> WaitExit(absl::Time deadline);
+  absl::StatusOr<base::ProcessExit> WaitExit(absl::Time deadline);
 
  private:
-  // Reaps the child if it has ended. Returns the exit, nullopt if it still runs, or Internal.
-  absl::StatusOr<std::optional<ProcessExit>> PollExitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The current or last child; null before the first successful Open().
+  std::shared_ptr<Subprocess> process() const;
   // Appends how the child ended (waiting briefly for it) to an Unavailable status.
   absl::Status Explain(absl::Status status);
 
@@ -121,10 +108,8 @@ class ChildProcessTransport final : public Transport {
   FdTransport io_;
 
   mutable absl::Mutex mu_;
-  pid_t pid_ ABSL_GUARDED_BY(mu_) = -1;
-  // A pidfd for pid_ (readable once the child ends), or -1 where pidfd_open is unavailable.
-  int pidfd_ ABSL_GUARDED_BY(mu_) = -1;
-  std::optional<ProcessExit> exit_ ABSL_GUARDED_BY(mu_);
+  // Shared so that a waiter keeps the child it waits on even if Open() replaces it.
+  std::shared_ptr<Subprocess> process_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace benchfarm::device

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "device/status_macros.h"
+#include "base/status_macros.h"
 
 namespace benchfarm::device {
 namespace {

@@ -8,7 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "device/status_macros.h"
+#include "base/status_macros.h"
 
 namespace benchfarm::device {
 

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "base/process_exit.h"
 #include "device/fd_transport.h"
 #include "device/subprocess.h"
 
@@ -170,7 +171,7 @@ absl::StatusOr<CommandRun> RunCommand(const RunCommandOptions& options, absl::Ti
     }
   }
   if (run.timed_out || !read_error.ok()) {
-    absl::StatusOr<ProcessExit> stopped =
+    absl::StatusOr<base::ProcessExit> stopped =
         child->Stop(options.term_grace, absl::Now() + options.term_grace + kKillWait);
     if (stopped.ok()) run.exit = *stopped;
     // The group is gone now: what it wrote before is still in the pipe.

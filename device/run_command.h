@@ -21,7 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "device/pipe_transport.h"  // ProcessExit
+#include "base/process_exit.h"
 
 namespace benchfarm::device {
 
@@ -48,7 +48,7 @@ struct CommandRun {
   // How many bytes it wrote in all (more than output.size() when the head was dropped).
   size_t output_bytes = 0;
   // How it ended (also when killed at the time limit); nullopt if it could not be reaped.
-  std::optional<ProcessExit> exit;
+  std::optional<base::ProcessExit> exit;
   // Whether it was killed because of the time limit or the deadline.
   bool timed_out = false;
   absl::Duration elapsed;

@@ -24,8 +24,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 #include "device/fd_transport.h"
-#include "device/status_macros.h"
 
 namespace benchfarm::device {
 namespace {
@@ -367,7 +367,7 @@ Subprocess::~Subprocess() {
   bool running;
   {
     absl::MutexLock lock(&mu_);
-    absl::StatusOr<std::optional<ProcessExit>> ended = PollLocked();
+    absl::StatusOr<std::optional<base::ProcessExit>> ended = PollLocked();
     running = ended.ok() && !ended->has_value();
     if (stdin_fd_ >= 0) close(stdin_fd_);
     if (stdout_fd_ >= 0) close(stdout_fd_);
@@ -390,7 +390,7 @@ int Subprocess::TakeStdout() {
   return std::exchange(stdout_fd_, -1);
 }
 
-absl::StatusOr<std::optional<ProcessExit>> Subprocess::PollLocked() {
+absl::StatusOr<std::optional<base::ProcessExit>> Subprocess::PollLocked() {
   if (exit_) return exit_;
   siginfo_t info;
   std::memset(&info, 0, sizeof(info));
@@ -401,7 +401,7 @@ absl::StatusOr<std::optional<ProcessExit>> Subprocess::PollLocked() {
   if (r < 0) {
     return absl::InternalError(absl::StrCat(name_, ": waitid(", pid_, "): ", ErrnoText(errno)));
   }
-  if (info.si_pid == 0) return std::optional<ProcessExit>();
+  if (info.si_pid == 0) return std::optional<base::ProcessExit>();
   // Ended but not reaped: its pid is still its group's id and cannot be reused yet, so whatever it
   // left running in the group can be killed safely now — and only now.
   (void)kill(-pid_, SIGKILL);
@@ -412,21 +412,21 @@ absl::StatusOr<std::optional<ProcessExit>> Subprocess::PollLocked() {
   if (r < 0) {
     return absl::InternalError(absl::StrCat(name_, ": waitpid(", pid_, "): ", ErrnoText(errno)));
   }
-  exit_ = ProcessExit::FromWaitStatus(wait_status);
+  exit_ = base::ProcessExit::FromWaitStatus(wait_status);
   return exit_;
 }
 
-std::optional<ProcessExit> Subprocess::ExitStatus() {
+std::optional<base::ProcessExit> Subprocess::ExitStatus() {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<std::optional<ProcessExit>> ended = PollLocked();
+  absl::StatusOr<std::optional<base::ProcessExit>> ended = PollLocked();
   return ended.ok() ? *ended : std::nullopt;
 }
 
-absl::StatusOr<ProcessExit> Subprocess::WaitExit(absl::Time deadline) {
+absl::StatusOr<base::ProcessExit> Subprocess::WaitExit(absl::Time deadline) {
   for (;;) {
     {
       absl::MutexLock lock(&mu_);
-      ASSIGN_OR_RETURN(std::optional<ProcessExit> ended, PollLocked());
+      ASSIGN_OR_RETURN(std::optional<base::ProcessExit> ended, PollLocked());
       if (ended) return *ended;
     }
     const absl::Time now = absl::Now();
@@ -456,14 +456,14 @@ void Subprocess::Signal(int sig) {
   if (kill(-pid_, sig) != 0) (void)kill(pid_, sig);
 }
 
-absl::StatusOr<ProcessExit> Subprocess::Stop(absl::Duration grace, absl::Time deadline) {
+absl::StatusOr<base::ProcessExit> Subprocess::Stop(absl::Duration grace, absl::Time deadline) {
   {
     absl::MutexLock lock(&mu_);
-    ASSIGN_OR_RETURN(std::optional<ProcessExit> ended, PollLocked());
+    ASSIGN_OR_RETURN(std::optional<base::ProcessExit> ended, PollLocked());
     if (ended) return *ended;
   }
   Signal(SIGTERM);
-  absl::StatusOr<ProcessExit> ended = WaitExit(std::min(absl::Now() + grace, deadline));
+  absl::StatusOr<base::ProcessExit> ended = WaitExit(std::min(absl::Now() + grace, deadline));
   if (!absl::IsDeadlineExceeded(ended.status())) return ended;
   Signal(SIGKILL);
   return WaitExit(std::max(deadline, absl::Now() + kKillWait));

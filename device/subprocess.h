@@ -2,9 +2,11 @@
 // in the child before it runs, its standard streams wired as asked, and ends it — and everything
 // it started in its group — without leaking processes.
 //
-// ChildProcessTransport (pipe_transport.h) starts its child with posix_spawn, which cannot set
-// resource limits; the flashers need them (a runaway host-process board must not take the host
-// down), so this class forks, applies setpgid/dup2/chdir/setrlimit/signal resets, and execs.
+// It is benchfarm's one way to start a child process: ChildProcessTransport (pipe_transport.h),
+// the flashers and RunCommand all start theirs through it. It forks (rather than posix_spawn)
+// because the flashers need resource limits applied in the child — a runaway host-process board
+// must not take the host down — then applies setpgid/dup2/chdir/setrlimit/signal resets, and
+// execs.
 //
 // The child:
 //   - runs argv[0]: a path if it contains '/', else the first executable match in $PATH
@@ -42,7 +44,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "device/pipe_transport.h"  // ProcessExit
+#include "base/process_exit.h"
 
 namespace benchfarm::device {
 
@@ -104,12 +106,12 @@ class Subprocess {
 
   // The child's end if it has ended (then reaped, its group killed first); nullopt while it runs.
   // Never blocks.
-  std::optional<ProcessExit> ExitStatus();
+  std::optional<base::ProcessExit> ExitStatus();
 
   // Waits until the child has ended (see ExitStatus) or the deadline. Errors: DeadlineExceeded if
   // it still runs then; Internal if waitpid fails (e.g. SIGCHLD is ignored, so the kernel reaped
   // it already).
-  absl::StatusOr<ProcessExit> WaitExit(absl::Time deadline);
+  absl::StatusOr<base::ProcessExit> WaitExit(absl::Time deadline);
 
   // A descriptor that polls readable (POLLIN) once the child has ended (a pidfd), for waiting on
   // it together with other descriptors; -1 on kernels without pidfd_open (poll ExitStatus()
@@ -124,14 +126,14 @@ class Subprocess {
   // SIGKILL to the group and waits until `deadline` — but at least 2 s, because a SIGKILLed
   // process normally goes within milliseconds and leaking it is worse than a late return. Returns
   // how it ended (its own exit if it had already ended). Errors: as WaitExit.
-  absl::StatusOr<ProcessExit> Stop(absl::Duration grace, absl::Time deadline);
+  absl::StatusOr<base::ProcessExit> Stop(absl::Duration grace, absl::Time deadline);
 
  private:
   Subprocess(pid_t pid, int pidfd, std::string name, int stdin_fd, int stdout_fd);
 
   // Reaps the child if it has ended (killing its group first). Returns the exit, nullopt if it
   // still runs, or Internal.
-  absl::StatusOr<std::optional<ProcessExit>> PollLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::optional<base::ProcessExit>> PollLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const pid_t pid_;
   // Readable once the child has ended; -1 where pidfd_open is unavailable (then waits poll).
@@ -141,7 +143,7 @@ class Subprocess {
   mutable absl::Mutex mu_;
   int stdin_fd_ ABSL_GUARDED_BY(mu_);
   int stdout_fd_ ABSL_GUARDED_BY(mu_);
-  std::optional<ProcessExit> exit_ ABSL_GUARDED_BY(mu_);
+  std::optional<base::ProcessExit> exit_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace benchfarm::device

@@ -11,7 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "device/measure.h"
-#include "device/status_macros.h"
+#include "base/status_macros.h"
 
 namespace benchfarm::farmctl {
 namespace {

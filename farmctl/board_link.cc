@@ -1,84 +1,66 @@
-// BoardLink: see board_link.h.
+// OpenBoard: see board_link.h.
 #include "farmctl/board_link.h"
 
 #include <utility>
-#include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "device/pipe_transport.h"
-#include "device/pty_transport.h"
-#include "device/serial_transport.h"
-#include "device/status_macros.h"
+#include "device/flasher.h"
 
 namespace benchfarm::farmctl {
-namespace {
 
-// Reads the host-process board's first stdout line, "pty: <path>".
-absl::StatusOr<std::string> ReadPtyPath(device::Transport* process, absl::Time deadline) {
-  std::string line;
-  while (line.empty() || line.back() != '\n') {
-    uint8_t c;
-    ASSIGN_OR_RETURN(size_t n, process->Read(absl::MakeSpan(&c, 1), deadline));
-    if (n == 1) line.push_back(static_cast<char>(c));
-    if (line.size() > 4096) break;
+absl::StatusOr<v1::BoardConfig> BoardConfigFromOptions(const BoardLinkOptions& options) {
+  const int chosen = !options.port.empty() + options.host_process + !options.qemu_machine.empty();
+  if (chosen != 1) {
+    return absl::InvalidArgumentError(
+        "name one board: --port PATH, --host-process or --qemu MACHINE --image FIRMWARE.elf");
   }
-  if (!absl::StartsWith(line, "pty: ")) {
-    return absl::InternalError(absl::StrCat("host-process board printed \"", line,
-                                            "\" instead of its pty path"));
-  }
-  return line.substr(5, line.size() - 6);
-}
-
-}  // namespace
-
-BoardLink::~BoardLink() {
-  rpc_.reset();
-  session_.reset();
-  if (link_) link_->Close();
-  if (process_) process_->Close();
-}
-
-absl::StatusOr<std::unique_ptr<BoardLink>> BoardLink::Open(const BoardLinkOptions& options) {
-  if (options.host_process == !options.port.empty()) {
-    return absl::InvalidArgumentError("name one board: --port PATH or --host-process");
-  }
-  std::unique_ptr<BoardLink> link(new BoardLink());
-  absl::Time deadline = absl::Now() + options.connect_timeout;
+  v1::BoardConfig config;
+  config.set_id("board");
   if (options.host_process) {
     if (options.board_binary.empty()) {
       return absl::InvalidArgumentError("--board_binary: the host-process board's path is unknown");
     }
-    std::vector<std::string> argv = {options.board_binary};
-    if (options.host_process_pty) argv.push_back("--pty");
-    auto process = std::make_unique<device::ChildProcessTransport>(argv);
-    RETURN_IF_ERROR(process->Open());
-    if (options.host_process_pty) {
-      ASSIGN_OR_RETURN(std::string pty, ReadPtyPath(process.get(), deadline));
-      link->link_ = std::make_unique<device::PtyTransport>(pty);
-      link->process_ = std::move(process);
-    } else {
-      link->link_ = std::move(process);
+    config.set_kind("host-process");
+    config.mutable_host_process()->set_use_pty(options.host_process_pty);
+  } else if (!options.qemu_machine.empty()) {
+    if (options.image.empty()) {
+      return absl::InvalidArgumentError(
+          "--image: a QEMU board needs its firmware (build one with ./farm firmware KIND DIR)");
     }
-    link->name_ = options.host_process_pty ? "host-process (pty)" : "host-process";
-  } else if (device::IsPseudoTerminal(options.port)) {
-    link->link_ = std::make_unique<device::PtyTransport>(options.port);
-    link->name_ = options.port;
+    config.set_kind(absl::StrCat("qemu-", options.qemu_machine));
+    config.mutable_serial();
+    config.mutable_qemu()->set_machine(options.qemu_machine);
+    config.mutable_qemu()->set_deterministic(options.qemu_icount);
   } else {
-    device::SerialConfig config;
-    config.port = options.port;
-    config.baud = options.baud;
-    link->link_ = std::make_unique<device::SerialTransport>(config);
-    link->name_ = options.port;
+    config.set_kind("serial");
+    config.mutable_serial()->set_port(options.port);
+    config.mutable_serial()->set_baud(options.baud);
   }
-  RETURN_IF_ERROR(link->link_->Open());
-  device::SessionOptions session_options;
-  session_options.board_id = link->name_;
-  session_options.start_timeout = options.connect_timeout;
-  link->session_ = std::make_unique<device::HostSession>(link->link_.get(), session_options);
-  RETURN_IF_ERROR(link->session_->Connect(deadline));
-  link->rpc_ = std::make_unique<device::RpcClient>(link->session_.get());
-  return link;
+  return config;
+}
+
+absl::StatusOr<std::unique_ptr<device::Board>> OpenBoard(const BoardLinkOptions& options) {
+  absl::StatusOr<v1::BoardConfig> config = BoardConfigFromOptions(options);
+  if (!config.ok()) return config.status();
+  device::BoardOptions bo;
+  bo.config = *std::move(config);
+  bo.connect_timeout = options.connect_timeout;
+  absl::StatusOr<std::unique_ptr<device::Board>> board = device::Board::Create(std::move(bo));
+  if (!board.ok()) return board.status();
+  const absl::Time deadline = absl::Now() + options.connect_timeout;
+  std::optional<device::BoardFailure> failure;
+  if ((*board)->can_flash()) {
+    const std::string image = options.host_process ? options.board_binary : options.image;
+    absl::StatusOr<device::FirmwareImage> fw = device::FirmwareImageFromFile(image);
+    if (!fw.ok()) return fw.status();
+    failure = (*board)->EnsureImage(*fw, deadline).failure;
+  } else {
+    failure = (*board)->Connect(deadline);
+  }
+  if (failure) {
+    return absl::UnavailableError(absl::StrCat((*board)->Description(), ": ", failure->message));
+  }
+  return board;
 }
 
 }  // namespace benchfarm::farmctl

@@ -1,6 +1,6 @@
-// BoardLink: one connected board for a command-line tool — the transport (a real serial port, a
-// pseudo-terminal, or a host-process board started for the purpose), the host session on it and
-// the RPC client, opened and handshaken in one call.
+// OpenBoard: the one board a `farmctl board ...` command talks to, described by flags and brought
+// up through device::Board (the same unit the agent uses): a serial port or pty, a host-process
+// board started for the purpose, or an emulated microcontroller (QEMU) started with an image.
 //
 // Thread-safety: none.
 
@@ -12,42 +12,31 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "device/host_session.h"
-#include "device/rpc_client.h"
-#include "device/transport.h"
+#include "device/board.h"
+#include "proto/config.pb.h"
 
 namespace benchfarm::farmctl {
 
 struct BoardLinkOptions {
-  // Exactly one of `port` and `host_process` selects the board.
-  std::string port;          // a serial port (/dev/ttyACM0, /dev/serial/by-id/...) or a pty path
-  int baud = 115200;         // for serial ports
-  bool host_process = false;  // start //crt/host:board as a child process
+  // Exactly one of `port`, `host_process` and `qemu_machine` selects the board.
+  std::string port;               // a serial port (/dev/ttyACM0, /dev/serial/by-id/...) or a pty
+  int baud = 115200;              // for serial ports
+  bool host_process = false;      // start //crt/host:board as a child process
   bool host_process_pty = false;  // ...and reach it through its pseudo-terminal
-  std::string board_binary;  // the host-process board executable
+  std::string board_binary;       // the host-process board executable
+  std::string qemu_machine;       // start qemu-system-arm -M this with `image`
+  bool qemu_icount = false;       // ...in deterministic mode (-icount)
+  std::string image;              // the firmware for a QEMU board (an ELF: ./farm firmware)
   absl::Duration connect_timeout = absl::Seconds(10);
 };
 
-class BoardLink {
- public:
-  // Opens the transport and runs the session handshake. Errors: InvalidArgument for options
-  // naming no board or two; the transport's and the handshake's errors.
-  static absl::StatusOr<std::unique_ptr<BoardLink>> Open(const BoardLinkOptions& options);
-  ~BoardLink();
+// The BoardConfig the options describe. InvalidArgument for options naming no board or two, or a
+// QEMU board without an image.
+absl::StatusOr<v1::BoardConfig> BoardConfigFromOptions(const BoardLinkOptions& options);
 
-  device::RpcClient& rpc() { return *rpc_; }
-  device::HostSession& session() { return *session_; }
-  const std::string& name() const { return name_; }
-
- private:
-  BoardLink() = default;
-
-  std::unique_ptr<device::Transport> process_;  // the host-process board, if started here
-  std::unique_ptr<device::Transport> link_;     // what the session talks over
-  std::unique_ptr<device::HostSession> session_;
-  std::unique_ptr<device::RpcClient> rpc_;
-  std::string name_;
-};
+// The board, started if it must be (host process, QEMU), connected and handshaken. Errors:
+// InvalidArgument as above; Unavailable for a board that cannot be flashed or reached, with why.
+absl::StatusOr<std::unique_ptr<device::Board>> OpenBoard(const BoardLinkOptions& options);
 
 }  // namespace benchfarm::farmctl
 

@@ -1,7 +1,8 @@
 // farmctl: benchfarm's command-line tool. This file only parses flags and wires things up.
 //
 // Board commands (one board, directly):
-//   farmctl board info  (--port PATH [--baud B] | --host-process [--pty]) [--json]
+//   farmctl board info  (--port PATH [--baud B] | --host-process [--pty] |
+//                        --qemu MACHINE --image FIRMWARE.elf [--icount]) [--json]
 //   farmctl board time  ... --op NAME [--shape 32x32,32x32,32x32] [--number N] [--repeat R]
 //                       [--min-repeat-ms M] [--no-check] [--seed S] [--json]
 //   farmctl board call  ... NAME [ARG...]     ARG: int:N, float:X, str:TEXT or a number
@@ -51,6 +52,9 @@ ABSL_FLAG(int, baud, 115200, "baud rate of --port");
 ABSL_FLAG(bool, host_process, false, "start a host-process board (//crt/host:board) for the command");
 ABSL_FLAG(bool, pty, false, "with --host-process: reach the board through its pseudo-terminal");
 ABSL_FLAG(std::string, board_binary, "", "the host-process board executable (default: farmctl's runfiles)");
+ABSL_FLAG(std::string, qemu, "", "start an emulated board: qemu-system-arm -M MACHINE (mps2-an385, netduinoplus2, ...)");
+ABSL_FLAG(std::string, image, "", "with --qemu: the firmware to run (an ELF from ./farm firmware)");
+ABSL_FLAG(bool, icount, false, "with --qemu: deterministic timing (-icount; costs count instructions)");
 ABSL_FLAG(bool, json, false, "print JSON instead of a table");
 ABSL_FLAG(double, timeout_s, 60, "deadline of the whole command, seconds");
 ABSL_FLAG(std::string, op, "", "board time: the operator to time (add, matmul, conv2d, ...)");
@@ -74,6 +78,7 @@ ABSL_FLAG(int64_t, limit, 0, "results: at most this many jobs (0: all)");
 ABSL_FLAG(std::string, strategy, "model", "tune: grid, random or model (a model-guided search)");
 ABSL_FLAG(int, trials, 64, "tune: how many configs to measure, the default one included");
 ABSL_FLAG(int, batch, 16, "tune: configs per submission (an agent builds a batch into one image)");
+ABSL_FLAG(int, pool, 0, "tune: search a fixed pool of N configs that boards holding N candidates per image build once and flash once");
 ABSL_FLAG(std::string, out, "", "tune: directory for the state, AutoTVM log and plot (default: tune-<op>-<kind>)");
 ABSL_FLAG(bool, autotvm, false, "results: print AutoTVM log records (JSON lines, log version 0.2)");
 
@@ -81,7 +86,8 @@ namespace benchfarm::farmctl {
 namespace {
 
 constexpr char kUsage[] =
-    "farmctl board info|time|call (--port PATH [--baud B] | --host-process [--pty]) [--json]\n"
+    "farmctl board info|time|call (--port PATH [--baud B] | --host-process [--pty] |\n"
+    "                              --qemu MACHINE --image FIRMWARE.elf [--icount]) [--json]\n"
     "  board info                       what the board reports (kind, firmware hash, ...)\n"
     "  board time --op NAME [--shape S] [--number N --repeat R --min-repeat-ms M]\n"
     "                                   time an operator on the board, output checked\n"
@@ -102,7 +108,7 @@ constexpr char kUsage[] =
     "  results [--client C] [--kind K] [--op OP] [--limit N] [--json | --autotvm]\n"
     "                                   finished and pending jobs; --autotvm: AutoTVM log records\n"
     "  cancel JOB...                    cancel queued or running jobs\n"
-    "  tune --op OP --kind K [--strategy grid|random|model] [--trials N] [--batch B]\n"
+    "  tune --op OP --kind K [--strategy grid|random|model] [--trials N] [--batch B] [--pool N]\n"
     "       [--out DIR] [--shape S] [--number N --repeat R --min-repeat-ms M] [--no-check]\n"
     "                                   search the op's knob space on the farm; resumable\n"
     "                                   from DIR; prints the best configs and their speed-up\n"
@@ -145,6 +151,9 @@ int BoardCommand(const std::vector<std::string>& args, const char* argv0) {
   options.host_process_pty = absl::GetFlag(FLAGS_pty);
   options.board_binary = absl::GetFlag(FLAGS_board_binary);
   if (options.board_binary.empty()) options.board_binary = DefaultBoardBinary(argv0);
+  options.qemu_machine = absl::GetFlag(FLAGS_qemu);
+  options.qemu_icount = absl::GetFlag(FLAGS_icount);
+  options.image = absl::GetFlag(FLAGS_image);
   const bool json = absl::GetFlag(FLAGS_json);
   const absl::Time deadline = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
 
@@ -180,10 +189,10 @@ int BoardCommand(const std::vector<std::string>& args, const char* argv0) {
     }
   }
 
-  absl::StatusOr<std::unique_ptr<BoardLink>> link = BoardLink::Open(options);
-  if (!link.ok()) return Fail(link.status());
-  device::RpcClient& rpc = (*link)->rpc();
-  const std::string& board = (*link)->name();
+  absl::StatusOr<std::unique_ptr<device::Board>> opened = OpenBoard(options);
+  if (!opened.ok()) return Fail(opened.status());
+  device::RpcClient& rpc = *(*opened)->rpc();
+  const std::string board = (*opened)->Description();
 
   if (command == "info") {
     absl::StatusOr<device::DeviceInfo> info = rpc.GetDeviceInfo(deadline);
@@ -337,6 +346,7 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
     options.strategy = absl::GetFlag(FLAGS_strategy);
     options.trials = absl::GetFlag(FLAGS_trials);
     options.batch = absl::GetFlag(FLAGS_batch);
+    options.pool = absl::GetFlag(FLAGS_pool);
     options.seed = absl::GetFlag(FLAGS_seed);
     options.out_dir = absl::GetFlag(FLAGS_out).empty()
                           ? absl::StrCat("tune-", options.op, "-", options.kind)

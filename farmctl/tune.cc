@@ -108,8 +108,13 @@ class TuneState {
 // Picks the next configs to measure.
 class Searcher {
  public:
-  Searcher(const OpKnobs& op, std::string strategy, uint64_t seed)
-      : op_(op), strategy_(std::move(strategy)), rng_(seed), size_(op.SpaceSize()) {}
+  // `allowed`: when not empty, the only configs it picks (a tuning run's image pool), sorted.
+  Searcher(const OpKnobs& op, std::string strategy, uint64_t seed, std::vector<int64_t> allowed = {})
+      : op_(op),
+        strategy_(std::move(strategy)),
+        rng_(seed),
+        size_(op.SpaceSize()),
+        allowed_(std::move(allowed)) {}
 
   std::vector<int64_t> Next(int n, const TuneState& state) {
     std::vector<int64_t> out;
@@ -120,7 +125,10 @@ class Searcher {
       }
     };
     if (strategy_ == "grid") {
-      for (; cursor_ < size_ && static_cast<int>(out.size()) < n; ++cursor_) take(cursor_);
+      const int64_t end = allowed_.empty() ? size_ : static_cast<int64_t>(allowed_.size());
+      for (; cursor_ < end && static_cast<int>(out.size()) < n; ++cursor_) {
+        take(allowed_.empty() ? cursor_ : allowed_[cursor_]);
+      }
       return out;
     }
     const int measured = static_cast<int>(state.points().size());
@@ -142,10 +150,11 @@ class Searcher {
  private:
   std::vector<int64_t> RandomPool(int n, const TuneState& state) {
     std::vector<int64_t> pool;
-    if (size_ <= 0) return pool;
-    std::uniform_int_distribution<int64_t> pick(0, size_ - 1);
+    const int64_t size = allowed_.empty() ? size_ : static_cast<int64_t>(allowed_.size());
+    if (size <= 0) return pool;
+    std::uniform_int_distribution<int64_t> pick(0, size - 1);
     for (int tries = 0; static_cast<int>(pool.size()) < n && tries < n * 8; ++tries) {
-      int64_t i = pick(rng_);
+      int64_t i = allowed_.empty() ? pick(rng_) : allowed_[pick(rng_)];
       if (!state.Known(i)) pool.push_back(i);
     }
     return pool;
@@ -189,8 +198,20 @@ class Searcher {
   const std::string strategy_;
   std::mt19937_64 rng_;
   const int64_t size_;
+  const std::vector<int64_t> allowed_;
   int64_t cursor_ = 0;
 };
+
+// The image pool of a run: the default config and seeded random distinct ones, `n` in all (at
+// most the space), sorted. The same options give the same pool, so a resumed run keeps it.
+std::vector<int64_t> ImagePool(int64_t space, int64_t default_index, int n, uint64_t seed) {
+  std::set<int64_t> pool;
+  if (default_index >= 0) pool.insert(default_index);
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
+  std::uniform_int_distribution<int64_t> pick(0, std::max<int64_t>(0, space - 1));
+  while (static_cast<int64_t>(pool.size()) < std::min<int64_t>(n, space)) pool.insert(pick(rng));
+  return std::vector<int64_t>(pool.begin(), pool.end());
+}
 
 }  // namespace
 
@@ -284,7 +305,9 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
   const std::string client =
       options.client_id.empty() ? absl::StrCat("tune-", options.op, "-", options.kind) : options.client_id;
   const int64_t space = op.SpaceSize();
-  const int budget = static_cast<int>(std::min<int64_t>(options.trials, space));
+  if (options.pool < 0) return absl::InvalidArgumentError("--pool: must be 0 or more");
+  const int64_t searchable = options.pool > 0 ? std::min<int64_t>(options.pool, space) : space;
+  const int budget = static_cast<int>(std::min<int64_t>(options.trials, searchable));
 
   TuneState state(options.out_dir);
   state.set_log_path(absl::StrCat(options.out_dir, "/", options.op, ".autotvm.log"));
@@ -295,7 +318,16 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
   }
   // Knobs left out take their defaults: the default config's index.
   const int64_t default_index = ConfigIndex(op, google::protobuf::Map<std::string, std::string>());
-  Searcher searcher(op, options.strategy, options.seed);
+  const std::vector<int64_t> pool =
+      options.pool > 0 ? ImagePool(space, default_index, options.pool, options.seed)
+                       : std::vector<int64_t>();
+  std::vector<std::string> pool_configs;
+  for (int64_t index : pool) {
+    std::vector<std::string> pairs;
+    for (const auto& [k, v] : KnobsOfIndex(op, index)) pairs.push_back(absl::StrCat(k, "=", v));
+    pool_configs.push_back(absl::StrJoin(pairs, ","));
+  }
+  Searcher searcher(op, options.strategy, options.seed, pool);
   int flashed = 0, finished_now = 0;  // trials of this run whose board was flashed for them
 
   auto draw = [&](bool final) {
@@ -366,6 +398,9 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
       t->mutable_op()->mutable_template_op()->set_op(options.op);
       for (const auto& [k, v] : KnobsOfIndex(op, index)) {
         (*t->mutable_op()->mutable_template_op()->mutable_knobs())[k] = v;
+      }
+      for (const std::string& config : pool_configs) {
+        t->mutable_op()->mutable_template_op()->add_image_pool(config);
       }
       for (const v1::ArgSpec& a : options.args) *t->add_args() = a;
       *t->mutable_measure() = options.measure;

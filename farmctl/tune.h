@@ -8,6 +8,7 @@
 // Strategies:
 //   grid    every config in index order (AutoTVM's ConfigSpace numbering, first knob fastest)
 //   random  configs in a seeded random order, without repeats
+//   (with pool > 0, every strategy picks only from a fixed pool of configs: see TuneOptions::pool)
 //   model   a first batch at random, then a simple model guides: each knob value is scored by the
 //           mean log-cost of the measured configs that use it, a candidate by the sum of its
 //           values' scores; each batch takes the best-scored unmeasured configs of a random pool,
@@ -46,6 +47,12 @@ struct TuneOptions {
   std::string strategy = "model";  // grid, random, model
   int trials = 64;                 // budget, the default config included
   int batch = 16;
+  // Flash economy for boards whose images hold many candidates (a microcontroller's flash takes
+  // seconds to write): 0, or the size of a candidate pool fixed at the start (the default config
+  // and seeded random ones). The search picks only from the pool, and every trial names the pool
+  // (TemplateOperator.image_pool) so an agent builds it into one image: one build and one flash
+  // per board for the whole run.
+  int pool = 0;
   uint64_t seed = 1;
   std::string out_dir;             // required
   std::string client_id;           // empty: "tune-<op>-<kind>"

@@ -11,12 +11,16 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_split.h"
 #include "tests/in_process_tracker.h"
 
@@ -50,6 +54,15 @@ class ScriptedAgent {
     thread_.join();
   }
   int offers() const { return offers_.load(); }
+  // Every distinct image pool offered trials carried (joined with ";"), and every offered config.
+  std::set<std::string> pools() const {
+    absl::MutexLock lock(&mu_);
+    return pools_;
+  }
+  std::set<std::string> configs() const {
+    absl::MutexLock lock(&mu_);
+    return configs_;
+  }
 
  private:
   void Run() {
@@ -65,6 +78,16 @@ class ScriptedAgent {
     while (stream->Read(&m)) {
       if (!m.has_offer()) continue;
       offers_++;
+      {
+        const v1::TemplateOperator& op = m.offer().trial().op().template_op();
+        std::vector<std::string> pairs;
+        for (const auto& [k, v] : std::map<std::string, std::string>(op.knobs().begin(), op.knobs().end())) {
+          pairs.push_back(absl::StrCat(k, "=", v));
+        }
+        absl::MutexLock lock(&mu_);
+        pools_.insert(absl::StrJoin(op.image_pool(), ";"));
+        configs_.insert(absl::StrJoin(pairs, ","));
+      }
       v1::AgentMessage r;
       r.mutable_result()->set_job_id(m.offer().job_id());
       r.mutable_result()->set_attempt(m.offer().attempt());
@@ -88,6 +111,9 @@ class ScriptedAgent {
   std::unique_ptr<v1::TrackerAgent::Stub> stub_;
   grpc::ClientContext context_;
   std::atomic<int> offers_{0};
+  mutable absl::Mutex mu_;
+  std::set<std::string> pools_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> configs_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 
@@ -236,6 +262,34 @@ TEST_F(TuneTest, ModelGuidedSearchWorksForOtherSeedsToo) {
     EXPECT_LT(best, 2e-5) << "seed " << seed << "\n" << out.str();
   }
   g_seed = 1;
+}
+
+// Flash economy: with --pool every trial names the same pool, and the search stays inside it, so
+// a board that holds the pool in one image builds and flashes once for the whole run.
+TEST_F(TuneTest, APoolKeepsTheRunInsideOneImage) {
+  std::ostringstream out, progress;
+  TuneOptions options = Options("model", 24, 8);
+  options.pool = 32;
+  ASSERT_TRUE(Tune(client_, SampleKnobs(), options, out, progress).ok()) << progress.str();
+  EXPECT_EQ(StateLines("done").size(), 24u);
+  std::set<std::string> pools = agent_->pools();
+  ASSERT_EQ(pools.size(), 1u) << "every trial carries the same pool";
+  std::vector<std::string> pool = absl::StrSplit(*pools.begin(), ';');
+  ASSERT_EQ(pool.size(), 32u);
+  std::set<std::string> in_pool(pool.begin(), pool.end());
+  EXPECT_EQ(in_pool.size(), 32u) << "distinct configs";
+  EXPECT_TRUE(in_pool.count("order=ikj,tile_k=16,tile_m=8,tile_n=8,unroll=4"))
+      << "the default config is in the pool: " << *pools.begin();
+  for (const std::string& config : agent_->configs()) {
+    EXPECT_TRUE(in_pool.count(config)) << config << " was measured but is not in the pool";
+  }
+  EXPECT_EQ(agent_->configs().size(), 24u);
+  // A pool smaller than the budget caps the run at the pool.
+  std::filesystem::remove_all(dir_ + "/out");
+  options.pool = 10;
+  options.seed = 5;
+  ASSERT_TRUE(Tune(client_, SampleKnobs(), options, out, progress).ok()) << progress.str();
+  EXPECT_EQ(StateLines("done").size(), 10u);
 }
 
 TEST_F(TuneTest, BadOptionsNameTheFlag) {

@@ -8,8 +8,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -19,12 +17,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "base/process_exit.h"
 #include "benchfarm/ops/reference.h"
 #include "device/minrpc_codec.h"
+#include "device/subprocess.h"
 #include "tvm/runtime/crt/link/session.h"
 
 namespace {
@@ -37,6 +41,9 @@ using benchfarm::device::DecodeTimeEvaluatorResult;
 using benchfarm::device::DlDevice;
 using benchfarm::device::RemoteTensor;
 using benchfarm::device::Reply;
+using benchfarm::device::StdioMode;
+using benchfarm::device::Subprocess;
+using benchfarm::device::SubprocessOptions;
 using benchfarm::device::TypeCode;
 namespace codec = benchfarm::device;
 using Clock = std::chrono::steady_clock;
@@ -71,31 +78,21 @@ enum class Wire { kPipes, kPty };
 class Board {
  public:
   explicit Board(Wire wire) : rx_(2 << 20) {
-    int to_child[2], from_child[2];
-    EXPECT_EQ(pipe(to_child), 0);
-    EXPECT_EQ(pipe(from_child), 0);
-    std::string path = BoardPath();
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(to_child[0], STDIN_FILENO);
-      dup2(from_child[1], STDOUT_FILENO);
-      close(to_child[1]);
-      close(from_child[0]);
-      if (wire == Wire::kPty) {
-        execl(path.c_str(), path.c_str(), "--pty", static_cast<char*>(nullptr));
-      } else {
-        execl(path.c_str(), path.c_str(), static_cast<char*>(nullptr));
-      }
-      _exit(127);
-    }
-    close(to_child[0]);
-    close(from_child[1]);
+    SubprocessOptions options;
+    options.argv = {BoardPath()};
+    if (wire == Wire::kPty) options.argv.push_back("--pty");
+    options.stdin_mode = StdioMode::kPipe;
+    options.stdout_mode = StdioMode::kPipe;
+    auto started = Subprocess::Start(options);
+    EXPECT_TRUE(started.ok()) << started.status();
+    if (!started.ok()) return;
+    process_ = *std::move(started);
     if (wire == Wire::kPipes) {
-      write_fd_ = to_child[1];
-      read_fd_ = from_child[0];
+      write_fd_ = process_->TakeStdin();
+      read_fd_ = process_->TakeStdout();
     } else {
-      stdin_fd_ = to_child[1];
-      stdout_fd_ = from_child[0];
+      stdin_fd_ = process_->TakeStdin();
+      stdout_fd_ = process_->TakeStdout();
       std::string line = ReadLine(stdout_fd_);
       EXPECT_EQ(line.rfind("pty: ", 0), 0u) << line;
       std::string pty = line.substr(5);
@@ -111,11 +108,8 @@ class Board {
                      this);
   }
 
+  // The board process, if still running, is killed and reaped with process_.
   ~Board() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
     for (int fd : {read_fd_, stdin_fd_, stdout_fd_}) {
       if (fd >= 0) close(fd);
     }
@@ -184,19 +178,10 @@ class Board {
     return r.data;
   }
 
-  // Waits for the board to exit; returns its status (-1 on timeout).
-  int WaitExit() {
-    auto end = Clock::now() + kDeadline;
-    while (Clock::now() < end) {
-      int status = 0;
-      pid_t r = waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
-        exited_ = true;
-        return status;
-      }
-      usleep(10000);
-    }
-    return -1;
+  // Waits for the board to exit; DeadlineExceeded if it still runs after kDeadline.
+  absl::StatusOr<benchfarm::base::ProcessExit> WaitExit() {
+    if (process_ == nullptr) return absl::FailedPreconditionError("the board did not start");
+    return process_->WaitExit(absl::Now() + absl::FromChrono(kDeadline));
   }
 
   void WriteRaw(const std::string& bytes) {
@@ -255,8 +240,7 @@ class Board {
     return kTvmErrorNoError;
   }
 
-  pid_t pid_ = -1;
-  bool exited_ = false;
+  std::unique_ptr<Subprocess> process_;
   int read_fd_ = -1, write_fd_ = -1, stdin_fd_ = -1, stdout_fd_ = -1;
   crt_session_t session_;
   std::vector<uint8_t> rx_;
@@ -368,9 +352,9 @@ TEST_P(BoardProcessTest, WholeProtocol) {
   EXPECT_TRUE(board.Get(big) == payload);
 
   board.Send(codec::EncodeShutdown());
-  int status = board.WaitExit();
-  ASSERT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  auto exit = board.WaitExit();
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(exit->exit_code, 0) << exit->ToString();
 }
 
 INSTANTIATE_TEST_SUITE_P(Wires, BoardProcessTest, ::testing::Values(Wire::kPipes, Wire::kPty),
@@ -382,9 +366,9 @@ TEST(BoardProcess, ExitsCleanlyAtEndOfInput) {
   Board board(Wire::kPipes);
   board.Connect();
   board.CloseInput();
-  int status = board.WaitExit();
-  ASSERT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  auto exit = board.WaitExit();
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(exit->exit_code, 0) << exit->ToString();
 }
 
 TEST(BoardProcess, GarbageOnTheLinkDoesNotStopIt) {

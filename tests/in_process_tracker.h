@@ -13,9 +13,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "base/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/benchfarm.grpc.pb.h"
-#include "tracker/clock.h"
 #include "tracker/job_queue.h"
 #include "tracker/metrics.h"
 #include "tracker/service.h"
@@ -53,7 +53,7 @@ class InProcessTracker {
   const std::string database_;
   const tracker::JobQueueOptions queue_options_;
   const tracker::ServiceOptions service_options_;
-  RealClock clock_;
+  base::RealClock clock_;
   std::unique_ptr<tracker::SqliteStore> store_;
   std::unique_ptr<tracker::JobQueue> queue_;
   std::unique_ptr<tracker::Metrics> metrics_;

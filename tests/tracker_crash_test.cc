@@ -4,14 +4,8 @@
 // and agents reconnect holding their unacknowledged results. At the end every acknowledged job
 // exists exactly once, is DONE with one result, and nothing else was stored.
 //
-// The tracker is the real //tracker:tracker binary, a child process in its own process group,
-// found in the test's runfiles.
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+// The tracker is the real //tracker:tracker binary, a child process in its own process group
+// (tests/tracker_process.h), found in the test's runfiles.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -25,13 +19,16 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/process_exit.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/benchfarm.grpc.pb.h"
+#include "tests/tracker_process.h"
 
 namespace benchfarm {
 namespace {
@@ -48,90 +45,9 @@ constexpr int kMaxBacklog = 2000;
 constexpr int kKillAfterSubmitted = 5000;
 constexpr absl::Duration kTestDeadline = absl::Seconds(90);
 
-std::string TrackerPath() {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir ? srcdir : ".", "/", workspace ? workspace : "benchfarm",
-                      "/tracker/tracker");
-}
-
 std::chrono::system_clock::time_point In(absl::Duration d) {
   return std::chrono::system_clock::now() + absl::ToChronoMilliseconds(d);
 }
-
-// The tracker as a child process in its own process group.
-class TrackerProcess {
- public:
-  ~TrackerProcess() { Kill(); }
-
-  // Starts it and waits for "tracker: listening on HOST:PORT"; returns "HOST:PORT" or "".
-  std::string Start(const std::string& database, const std::string& config) {
-    int out[2];
-    if (pipe(out) != 0) return "";
-    std::string path = TrackerPath();
-    std::string db_flag = "--database=" + database;
-    std::string config_flag = "--config=" + config;
-    pid_ = fork();
-    if (pid_ == 0) {
-      setpgid(0, 0);
-      dup2(out[1], 1);
-      close(out[0]);
-      close(out[1]);
-      execl(path.c_str(), path.c_str(), db_flag.c_str(), config_flag.c_str(),
-            "--listen=127.0.0.1:0", "--metrics=off", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(out[1]);
-    if (pid_ < 0) {
-      close(out[0]);
-      return "";
-    }
-    setpgid(pid_, pid_);  // also here, so a kill right after fork reaches the group
-    out_ = out[0];
-    std::string line;
-    char c;
-    while (read(out_, &c, 1) == 1) {  // blocks until the tracker prints, or exits (EOF)
-      if (c != '\n') {
-        line.push_back(c);
-        continue;
-      }
-      const std::string prefix = "tracker: listening on ";
-      if (line.rfind(prefix, 0) == 0) {
-        std::string rest = line.substr(prefix.size());
-        return rest.substr(0, rest.find(' '));
-      }
-      line.clear();
-    }
-    return "";
-  }
-
-  // SIGKILL to the whole group, then reaps it.
-  void Kill() {
-    if (pid_ <= 0) return;
-    kill(-pid_, SIGKILL);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    if (out_ >= 0) close(out_);
-    out_ = -1;
-  }
-
-  // SIGTERM, then waits for a clean exit; returns the exit status.
-  int Stop() {
-    if (pid_ <= 0) return -1;
-    kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    if (out_ >= 0) close(out_);
-    out_ = -1;
-    return status;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int out_ = -1;
-};
 
 // What the test observed; shared by clients, agents and the main thread.
 struct World {
@@ -369,9 +285,12 @@ TEST(TrackerCrash, EveryAcknowledgedTrialHasExactlyOneResultAfterKill9) {
   const absl::Time deadline = absl::Now() + kTestDeadline;
 
   World world;
-  TrackerProcess tracker;
-  std::string address = tracker.Start(database, config);
-  ASSERT_FALSE(address.empty()) << "the tracker did not start: " << TrackerPath();
+  testing::TrackerProcess tracker;
+  const std::vector<std::string> flags = {"--database=" + database, "--config=" + config,
+                                          "--listen=127.0.0.1:0", "--metrics=off"};
+  absl::StatusOr<std::string> started = tracker.Start(flags);
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::string address = *started;
   {
     absl::MutexLock lock(&world.mu);
     world.address = address;
@@ -421,8 +340,9 @@ TEST(TrackerCrash, EveryAcknowledgedTrialHasExactlyOneResultAfterKill9) {
   tracker.Kill();
   std::printf("killed the tracker (SIGKILL) at %d acknowledged trials, %d acknowledged results\n",
               submitted_at_kill, results_at_kill);
-  address = tracker.Start(database, config);
-  ASSERT_FALSE(address.empty()) << "the tracker did not restart";
+  started = tracker.Start(flags);
+  ASSERT_TRUE(started.ok()) << "the tracker did not restart: " << started.status();
+  address = *started;
   {
     absl::MutexLock lock(&world.mu);
     world.address = address;
@@ -472,7 +392,7 @@ TEST(TrackerCrash, EveryAcknowledgedTrialHasExactlyOneResultAfterKill9) {
   }
   for (auto& a : agents) a->Cancel();
   for (std::thread& t : agent_threads) t.join();
-  int exit_status = tracker.Stop();
+  absl::StatusOr<base::ProcessExit> stopped = tracker.Stop(absl::Seconds(10));
 
   absl::MutexLock lock(&world.mu);
   int not_done = 0, bad_result = 0, missing = 0, unknown = 0, acked_not_done = 0;
@@ -513,8 +433,9 @@ TEST(TrackerCrash, EveryAcknowledgedTrialHasExactlyOneResultAfterKill9) {
   EXPECT_EQ(bad_result, 0);
   EXPECT_EQ(acked_not_done, 0);
   EXPECT_GT(world.agent_reconnects, 0) << "the kill did not reach the agents";
-  EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0)
-      << "the restarted tracker did not stop cleanly: " << exit_status;
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_EQ(stopped->exit_code, 0)
+      << "the restarted tracker did not stop cleanly: " << stopped->ToString();
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
 // Links every Debian library wrapper in //third_party and uses each for real:
 // a gRPC call through generated code on a loopback port, Abseil status and
-// strings, an SQLite database file in WAL mode, a Prometheus text exposition
-// and libserialport's port enumeration.
+// strings, an SQLite database file in WAL mode, a Prometheus text exposition,
+// libserialport's port enumeration and an spdlog logger (the compiled library).
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -18,6 +19,8 @@
 #include "prometheus/counter.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
 #include "third_party/smoke.grpc.pb.h"
 
 namespace {
@@ -94,6 +97,16 @@ TEST(ThirdParty, SerialPortEnumerationAnswers) {
   sp_free_port_list(ports);
   struct sp_port* port = nullptr;
   EXPECT_NE(sp_get_port_by_name("/dev/benchfarm-no-such-port", &port), SP_OK);
+}
+
+TEST(ThirdParty, SpdlogFormatsThroughTheCompiledLibrary) {
+  std::ostringstream out;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+  spdlog::logger logger("smoke", sink);
+  logger.set_pattern("%l %n: %v");
+  logger.info("board {} answered in {:.1f} ms", "b1", 2.5);
+  logger.debug("below the default level");
+  EXPECT_EQ(out.str(), "info smoke: board b1 answered in 2.5 ms\n");
 }
 
 }  // namespace

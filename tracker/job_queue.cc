@@ -7,7 +7,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "device/status_macros.h"
+#include "base/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 #include "proto/error_codes.h"
 
@@ -37,7 +37,7 @@ std::string NewJobId() {
 
 }  // namespace
 
-JobQueue::JobQueue(Store* store, const Clock* clock, JobQueueOptions options)
+JobQueue::JobQueue(Store* store, const base::Clock* clock, JobQueueOptions options)
     : store_(store), clock_(clock), options_(std::move(options)) {
   for (const std::string& kind : options_.known_kinds) kinds_.insert(kind);
 }

@@ -45,8 +45,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/clock.h"
 #include "proto/benchfarm.pb.h"
-#include "tracker/clock.h"
 #include "tracker/store.h"
 
 namespace benchfarm::tracker {
@@ -86,7 +86,7 @@ struct QueueStats {
 class JobQueue {
  public:
   // store and clock are borrowed and outlive the queue.
-  JobQueue(Store* store, const Clock* clock, JobQueueOptions options);
+  JobQueue(Store* store, const base::Clock* clock, JobQueueOptions options);
 
   // Loads boards and unfinished jobs from the store (see Durability). Call once, before use.
   absl::Status Recover();
@@ -174,7 +174,7 @@ class JobQueue {
   absl::Status SaveBoard(const BoardRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store* const store_;
-  const Clock* const clock_;
+  const base::Clock* const clock_;
   const JobQueueOptions options_;
 
   absl::Mutex mu_;

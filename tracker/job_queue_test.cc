@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tracker/clock.h"
+#include "base/clock.h"
 #include "tracker/sqlite_store.h"
 
 namespace benchfarm::tracker {
@@ -105,7 +105,7 @@ class JobQueueTest : public ::testing::Test {
   }
 
   std::string path_;
-  FakeClock clock_;
+  base::FakeClock clock_;
   std::unique_ptr<SqliteStore> store_;
   std::unique_ptr<JobQueue> queue_;
 };

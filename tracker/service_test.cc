@@ -33,12 +33,12 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/clock.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "proto/benchfarm.grpc.pb.h"
-#include "tracker/clock.h"
 #include "tracker/job_queue.h"
 #include "tracker/metrics.h"
 #include "tracker/sqlite_store.h"
@@ -258,7 +258,7 @@ class ServiceTest : public ::testing::Test {
 
   // Builds the store, the queue (on `clock`, real time if null) and the service, and serves them
   // on 127.0.0.1:0. The lease told to agents is the queue's.
-  void StartServer(JobQueueOptions options = HostOptions(), const Clock* clock = nullptr) {
+  void StartServer(JobQueueOptions options = HostOptions(), const base::Clock* clock = nullptr) {
     std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" +
                        ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
     std::remove(path.c_str());
@@ -367,8 +367,8 @@ class ServiceTest : public ::testing::Test {
     return it == k.queued_by_priority().end() ? 0 : it->second;
   }
 
-  RealClock real_clock_;
-  FakeClock fake_clock_;
+  base::RealClock real_clock_;
+  base::FakeClock fake_clock_;
   Metrics metrics_;
   std::unique_ptr<SqliteStore> store_;
   std::unique_ptr<JobQueue> queue_;

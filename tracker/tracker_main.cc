@@ -1,12 +1,14 @@
 // tracker: benchfarm's job queue daemon. Wires config, store, core, gRPC and metrics together.
 //
-//   tracker [--config FILE] [--listen ADDR] [--database PATH] [--metrics ADDR]
+//   tracker [--config FILE] [--listen ADDR] [--database PATH] [--metrics ADDR] [--log_level L]
 //
 // FILE is a text-format benchfarm.v1.TrackerConfig (proto/config.proto); flags override it.
-// It prints "tracker: listening on <addr>" once serving and stops cleanly on SIGTERM/SIGINT.
+// Once serving it prints "tracker: listening on <addr>" on stdout — its one line of
+// machine-readable output, which scripts and tests wait for; everything else is logging
+// (base/logging.h) on stderr. It stops cleanly on SIGTERM/SIGINT.
 
 #include <csignal>
-#include <cstdio>
+#include <cstdio>  // the "listening on" line
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -16,12 +18,14 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "base/clock.h"
+#include "base/logging.h"
 #include "google/protobuf/text_format.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "proto/config.pb.h"
-#include "tracker/clock.h"
+#include "spdlog/spdlog.h"
 #include "tracker/job_queue.h"
 #include "tracker/metrics.h"
 #include "tracker/service.h"
@@ -31,6 +35,8 @@ ABSL_FLAG(std::string, config, "", "text-format TrackerConfig file");
 ABSL_FLAG(std::string, listen, "", "gRPC address (overrides listen_address)");
 ABSL_FLAG(std::string, database, "", "SQLite file (overrides database_path)");
 ABSL_FLAG(std::string, metrics, "", "Prometheus address (overrides metrics_address); 'off' disables");
+ABSL_FLAG(std::string, log_level, "",
+          "trace|debug|info|warn|error|critical|off (default: $BENCHFARM_LOG_LEVEL, else info)");
 
 namespace {
 
@@ -38,7 +44,7 @@ volatile std::sig_atomic_t g_stop = 0;
 void OnSignal(int) { g_stop = 1; }
 
 int Fail(const std::string& message) {
-  std::fprintf(stderr, "tracker: %s\n", message.c_str());
+  spdlog::error("{}", message);
   return 1;
 }
 
@@ -46,6 +52,10 @@ int Fail(const std::string& message) {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  if (absl::Status s = benchfarm::base::InitLogging("tracker", absl::GetFlag(FLAGS_log_level));
+      !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
   benchfarm::v1::TrackerConfig config;
   config.set_listen_address("127.0.0.1:7070");
   config.set_database_path("benchfarm-tracker.db");
@@ -82,7 +92,11 @@ int main(int argc, char** argv) {
   auto store = benchfarm::tracker::SqliteStore::Open(config.database_path());
   if (!store.ok()) return Fail(std::string(store.status().message()));
 
-  benchfarm::RealClock clock;
+  spdlog::info("database {}; lease {} s, heartbeat {} s, retry budget {}, quarantine after {}",
+               config.database_path(), config.lease_seconds(), config.heartbeat_seconds(),
+               config.retry_budget(), config.quarantine_threshold());
+
+  benchfarm::base::RealClock clock;
   benchfarm::tracker::JobQueueOptions options;
   options.lease = absl::Seconds(config.lease_seconds());
   options.retry_budget = config.retry_budget();
@@ -124,7 +138,7 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
   while (!g_stop) absl::SleepFor(absl::Milliseconds(100));
-  std::fprintf(stderr, "tracker: stopping\n");
+  spdlog::info("stopping");
   service.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   return 0;

@@ -6,10 +6,6 @@
 // libgrpc++), so the client speaks them through grpc::GenericStub, building and reading the
 // messages in protobuf's wire format with UnknownFieldSet.
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -18,11 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "base/process_exit.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
+#include "tests/tracker_process.h"
 
 namespace benchfarm {
 namespace {
@@ -30,83 +29,9 @@ namespace {
 using google::protobuf::UnknownField;
 using google::protobuf::UnknownFieldSet;
 
-std::string TrackerPath() {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir ? srcdir : ".", "/", workspace ? workspace : "benchfarm",
-                      "/tracker/tracker");
-}
-
 std::chrono::system_clock::time_point In(absl::Duration d) {
   return std::chrono::system_clock::now() + absl::ToChronoMilliseconds(d);
 }
-
-// The tracker as a child process in its own process group.
-class TrackerProcess {
- public:
-  ~TrackerProcess() {
-    if (pid_ > 0) {
-      kill(-pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (out_ >= 0) close(out_);
-  }
-
-  // Starts it and waits for "tracker: listening on HOST:PORT"; returns "HOST:PORT" or "" if it
-  // exited first.
-  std::string Start(const std::string& database) {
-    int out[2];
-    if (pipe(out) != 0) return "";
-    std::string path = TrackerPath();
-    std::string db_flag = "--database=" + database;
-    pid_ = fork();
-    if (pid_ == 0) {
-      setpgid(0, 0);
-      dup2(out[1], 1);
-      close(out[0]);
-      close(out[1]);
-      execl(path.c_str(), path.c_str(), db_flag.c_str(), "--listen=127.0.0.1:0", "--metrics=off",
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(out[1]);
-    if (pid_ < 0) {
-      close(out[0]);
-      return "";
-    }
-    setpgid(pid_, pid_);
-    out_ = out[0];
-    std::string line;
-    char c;
-    while (read(out_, &c, 1) == 1) {  // until the tracker prints, or exits (EOF)
-      if (c != '\n') {
-        line.push_back(c);
-        continue;
-      }
-      const std::string prefix = "tracker: listening on ";
-      if (line.rfind(prefix, 0) == 0) {
-        std::string rest = line.substr(prefix.size());
-        return rest.substr(0, rest.find(' '));
-      }
-      line.clear();
-    }
-    return "";
-  }
-
-  // SIGTERM, then waits for it to exit; returns the wait status.
-  int Stop() {
-    int status = -1;
-    if (pid_ <= 0) return status;
-    kill(pid_, SIGTERM);
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return status;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int out_ = -1;
-};
 
 grpc::ByteBuffer ToByteBuffer(const UnknownFieldSet& message) {
   std::string bytes;
@@ -149,12 +74,14 @@ class TrackerMainTest : public ::testing::Test {
   void SetUp() override {
     std::string database = absl::StrCat(std::getenv("TEST_TMPDIR"), "/tracker_main_test.db");
     std::remove(database.c_str());
-    address_ = tracker_.Start(database);
-    ASSERT_FALSE(address_.empty()) << "the tracker did not start: " << TrackerPath();
+    absl::StatusOr<std::string> address =
+        tracker_.Start({"--database=" + database, "--listen=127.0.0.1:0", "--metrics=off"});
+    ASSERT_TRUE(address.ok()) << address.status();
+    address_ = *address;
     channel_ = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
   }
 
-  TrackerProcess tracker_;
+  testing::TrackerProcess tracker_;
   std::string address_;
   std::shared_ptr<grpc::Channel> channel_;
 };
@@ -215,8 +142,9 @@ TEST_F(TrackerMainTest, ReflectionListsTheServices) {
   EXPECT_EQ(services.count("grpc.health.v1.Health"), 1u);
   EXPECT_EQ(services.count("grpc.reflection.v1alpha.ServerReflection"), 1u);
 
-  int status_code = tracker_.Stop();
-  EXPECT_TRUE(WIFEXITED(status_code) && WEXITSTATUS(status_code) == 0) << status_code;
+  absl::StatusOr<base::ProcessExit> stopped = tracker_.Stop();
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_EQ(stopped->exit_code, 0) << stopped->ToString();
 }
 
 TEST_F(TrackerMainTest, HealthServiceAnswersServing) {
@@ -243,8 +171,9 @@ TEST_F(TrackerMainTest, HealthServiceAnswersServing) {
   EXPECT_EQ(response.field(0).number(), 1);
   EXPECT_EQ(response.field(0).varint(), 1u);
 
-  int status_code = tracker_.Stop();
-  EXPECT_TRUE(WIFEXITED(status_code) && WEXITSTATUS(status_code) == 0) << status_code;
+  absl::StatusOr<base::ProcessExit> stopped = tracker_.Stop();
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_EQ(stopped->exit_code, 0) << stopped->ToString();
 }
 
 }  // namespace

@@ -161,6 +161,7 @@ int main(int argc, char** argv) {
   info.board_kind = "host-process";
   info.firmware_hash = NULL;
   info.cpu_hz = 0;
+  info.timer_source = "monotonic"; /* platform.c times with CLOCK_MONOTONIC */
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--pty") == 0) {
       use_pty = 1;

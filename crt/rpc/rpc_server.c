@@ -1010,6 +1010,8 @@ static int DeviceInfo(TVMValue* args, int* type_codes, int num_args, TVMValue* r
   AppendLine(s->device_info, sizeof(s->device_info), &pos, "timer_resolution_s", number);
   (void)FormatTo(number, sizeof(number), "%lu", (unsigned long)s->info->cpu_hz);
   AppendLine(s->device_info, sizeof(s->device_info), &pos, "cpu_hz", number);
+  AppendLine(s->device_info, sizeof(s->device_info), &pos, "timer",
+             s->info->timer_source != NULL ? s->info->timer_source : "unknown");
   ret->v_str = s->device_info;
   *ret_tcode = kTVMStr;
   return 0;

@@ -40,7 +40,7 @@ namespace codec = benchfarm::device;
 
 crt_rpc_server_t g_server;  // large: static storage, as on a board
 
-const crt_board_info_t kInfo = {"test-board", "0123456789abcdef", 1e-9, 72000000};
+const crt_board_info_t kInfo = {"test-board", "0123456789abcdef", 1e-9, 72000000, "dwt"};
 
 // The host end of an in-memory link to g_server.
 class Link {
@@ -238,7 +238,7 @@ TEST_F(RpcServerTest, DeviceInfoListsIdentity) {
   ASSERT_EQ(info.type_code(), TypeCode::kStr);
   EXPECT_EQ(info.str(),
             "board_kind=test-board\nfirmware_hash=0123456789abcdef\ncrt_version=" CRT_RPC_SERVER_VERSION
-            "\nmax_packet_size=2037\ntimer_resolution_s=1e-09\ncpu_hz=72000000\n");
+            "\nmax_packet_size=2037\ntimer_resolution_s=1e-09\ncpu_hz=72000000\ntimer=dwt\n");
 }
 
 TEST_F(RpcServerTest, ModuleGetFunctionFindsSampleOperators) {

@@ -94,6 +94,7 @@ typedef enum {
  *   max_packet_size=<TVM_CRT_MAX_PACKET_SIZE_BYTES - 11>
  *   timer_resolution_s=<timer_resolution_s, %g>
  *   cpu_hz=<cpu_hz>
+ *   timer=<timer_source>   ("unknown" when NULL)
  * Strings must not contain newlines. Borrowed for the server's life.
  */
 typedef struct crt_board_info {
@@ -101,6 +102,9 @@ typedef struct crt_board_info {
   const char* firmware_hash; /* content hash of the running image, hex */
   double timer_resolution_s; /* smallest step of TVMPlatformTimerStop, seconds */
   uint64_t cpu_hz;           /* core clock, Hz (0 if unknown) */
+  /* What TVMPlatformTimerStart/Stop count: "dwt" (the Cortex-M DWT cycle counter), "systick"
+   * (SysTick at the core clock, extended past 24 bits), "monotonic" (a host OS clock). */
+  const char* timer_source;
 } crt_board_info_t;
 
 #define CRT_RPC_SERVER_VERSION "benchfarm-crt-0.3"

@@ -16,15 +16,15 @@
 //     top-level comma (`std::pair<int, int> p`) does not survive the preprocessor: use `auto` or
 //     a type alias.
 
-#ifndef BENCHFARM_DEVICE_STATUS_MACROS_H_
-#define BENCHFARM_DEVICE_STATUS_MACROS_H_
+#ifndef BENCHFARM_BASE_STATUS_MACROS_H_
+#define BENCHFARM_BASE_STATUS_MACROS_H_
 
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace benchfarm::status_macros_internal {
+namespace benchfarm::base::status_macros_internal {
 
 inline absl::Status ToStatus(const absl::Status& status) { return status; }
 
@@ -33,12 +33,13 @@ absl::Status ToStatus(const absl::StatusOr<T>& status_or) {
   return status_or.status();
 }
 
-}  // namespace benchfarm::status_macros_internal
+}  // namespace benchfarm::base::status_macros_internal
 
-#define RETURN_IF_ERROR(expr)                                                                     \
-  do {                                                                                            \
-    ::absl::Status bf_status_macros_status = ::benchfarm::status_macros_internal::ToStatus(expr); \
-    if (!bf_status_macros_status.ok()) return bf_status_macros_status;                            \
+#define RETURN_IF_ERROR(expr)                                          \
+  do {                                                                 \
+    ::absl::Status bf_status_macros_status =                           \
+        ::benchfarm::base::status_macros_internal::ToStatus(expr);     \
+    if (!bf_status_macros_status.ok()) return bf_status_macros_status; \
   } while (false)
 
 #define BF_STATUS_MACROS_CONCAT_INNER(a, b) a##b
@@ -53,4 +54,4 @@ absl::Status ToStatus(const absl::StatusOr<T>& status_or) {
   if (!status_or.ok()) return std::move(status_or).status();         \
   lhs = std::move(status_or).value()
 
-#endif  // BENCHFARM_DEVICE_STATUS_MACROS_H_
+#endif  // BENCHFARM_BASE_STATUS_MACROS_H_

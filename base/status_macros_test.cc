@@ -1,7 +1,7 @@
 // Tests of status_macros.h: both macros propagate errors, pass values through, and evaluate
 // their expression exactly once.
 
-#include "device/status_macros.h"
+#include "base/status_macros.h"
 
 #include <gtest/gtest.h>
 

@@ -3,15 +3,15 @@
 //
 // Thread-safety: both implementations are safe to use from several threads.
 
-#ifndef BENCHFARM_TRACKER_CLOCK_H_
-#define BENCHFARM_TRACKER_CLOCK_H_
+#ifndef BENCHFARM_BASE_CLOCK_H_
+#define BENCHFARM_BASE_CLOCK_H_
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
-namespace benchfarm {
+namespace benchfarm::base {
 
 class Clock {
  public:
@@ -43,6 +43,6 @@ class FakeClock final : public Clock {
   absl::Time now_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace benchfarm
+}  // namespace benchfarm::base
 
-#endif  // BENCHFARM_TRACKER_CLOCK_H_
+#endif  // BENCHFARM_BASE_CLOCK_H_

@@ -1,0 +1,188 @@
+// The agent with an emulated Cortex-M3 board (qemu-mps2-an385: crt/boards/mps2-an385 firmware
+// cross-built by the board kind's project template, "flashed" by starting QEMU, reached over the
+// UART on QEMU's pty through the serial code path) beside a host-process board, against an
+// in-process tracker.
+//
+// A candidate that faults on the chip (a NULL write caught by the MPU, TVMPlatformAbort) gets
+// DEVICE_RESET with the fault named in the message, and the next trial on the board succeeds; a
+// hang gets RUN_TIMEOUT and a reset; an image too big for the part's flash is COMPILE_DEVICE with
+// the linker's numbers; a tuning batch of 16 candidates is one build and one flash, and its costs
+// say they are emulated. The host-process board keeps serving its own jobs meanwhile.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "agent/agent.h"
+#include "agent/firmware.h"
+#include "tests/in_process_tracker.h"
+
+namespace benchfarm::agent {
+namespace {
+
+constexpr char kQemuKind[] = "qemu-mps2-an385";
+constexpr char kHostKind[] = "host-process";
+
+v1::Trial Matmul(const std::string& kind, std::map<std::string, std::string> knobs = {}) {
+  v1::Trial t;
+  t.set_board_kind(kind);
+  t.mutable_op()->mutable_template_op()->set_op("matmul");
+  for (const auto& [k, v] : knobs) (*t.mutable_op()->mutable_template_op()->mutable_knobs())[k] = v;
+  t.set_check_outputs(true);
+  t.mutable_measure()->set_number(3);
+  t.mutable_measure()->set_repeat(2);
+  t.set_seed(3);
+  return t;
+}
+
+// A C source trial on the QEMU board: `body` is the packed function's body.
+v1::Trial CSource(const std::string& entry, const std::string& body, int timeout_ms = 0,
+                  const std::string& extra = "") {
+  v1::Trial t;
+  t.set_board_kind(kQemuKind);
+  t.mutable_op()->set_c_source(absl::StrCat(
+      "#include <benchfarm/ops/common.h>\n#include <dlpack/dlpack.h>\n"
+      "#include <tvm/runtime/crt/platform.h>\n",
+      extra, "BF_OPS_DECLARE_PACKED(", entry, ");\nBF_OPS_DECLARE_PACKED(", entry, ") {\n", body,
+      "\n}\n"));
+  t.mutable_op()->set_entry_function(entry);
+  for (int i = 0; i < 3; ++i) t.add_args()->add_shape(64);
+  t.mutable_measure()->set_number(2);
+  if (timeout_ms > 0) t.mutable_measure()->set_timeout_ms(timeout_ms);
+  return t;
+}
+
+const char kNullWrite[] = "  volatile float* p = (volatile float*)0;\n  *p = 1.0f;\n  return 0;";
+const char kAbort[] = "  TVMPlatformAbort(kTvmErrorPlatformCheckFailure);";
+const char kHang[] = "  volatile int spin = 1;\n  while (spin) {}\n  return 0;";
+const char kNothing[] = "  (void)args;\n  return 0;";
+
+class QemuAgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    ASSERT_TRUE(MakeDirs(dir_).ok());
+    tracker::JobQueueOptions q;
+    q.known_kinds = {kQemuKind, kHostKind};
+    tracker::ServiceOptions s;
+    s.heartbeat = absl::Milliseconds(500);
+    s.dispatch_period = absl::Milliseconds(50);
+    tracker_ = std::make_unique<testing::InProcessTracker>(dir_ + "/tracker.db", q, s);
+    ASSERT_TRUE(tracker_->Start().ok());
+    v1::AgentConfig c;
+    c.set_agent_id("agent-qemu");
+    c.set_tracker_address(tracker_->address());
+    c.set_scratch_dir(dir_ + "/scratch");
+    c.set_cache_dir(dir_ + "/cache");
+    c.set_spool_dir(dir_ + "/spool");
+    v1::BoardConfig* m3 = c.add_boards();
+    m3->set_id("m3-0");
+    m3->set_kind(kQemuKind);
+    m3->mutable_serial();
+    m3->mutable_qemu()->set_machine("mps2-an385");
+    m3->set_build_template("agent/templates/qemu-mps2-an385");
+    m3->set_build_time_limit_seconds(300);
+    v1::BoardConfig* hp = c.add_boards();
+    hp->set_id("hp-0");
+    hp->set_kind(kHostKind);
+    hp->mutable_host_process();
+    hp->set_build_template("agent/templates/host-process");
+    AgentOptions o;
+    o.config = c;
+    o.max_backoff = absl::Seconds(1);
+    absl::StatusOr<std::unique_ptr<Agent>> agent = Agent::Create(o);
+    ASSERT_TRUE(agent.ok()) << agent.status();
+    agent_ = *std::move(agent);
+    agent_->Start();
+  }
+
+  void TearDown() override {
+    if (agent_ != nullptr) agent_->Stop();
+    tracker_->Stop();
+  }
+
+  std::vector<v1::Job> Run(const std::vector<v1::Trial>& trials) {
+    absl::StatusOr<std::vector<std::string>> ids = tracker_->Submit(trials);
+    EXPECT_TRUE(ids.ok()) << ids.status();
+    if (!ids.ok()) return {};
+    absl::StatusOr<std::vector<v1::Job>> jobs = tracker_->WaitFinished(*ids, absl::Seconds(400));
+    EXPECT_TRUE(jobs.ok()) << jobs.status();
+    return jobs.ok() ? *jobs : std::vector<v1::Job>{};
+  }
+
+  std::string dir_;
+  std::unique_ptr<testing::InProcessTracker> tracker_;
+  std::unique_ptr<Agent> agent_;
+};
+
+TEST_F(QemuAgentTest, FaultsAreNamedHangsAreResetAndTheBoardServesTheNextTrial) {
+  std::vector<v1::Trial> trials = {
+      CSource("null_write", kNullWrite),
+      Matmul(kQemuKind),
+      CSource("aborter", kAbort),
+      Matmul(kQemuKind, {{"tile_m", "4"}}),
+      CSource("hanger", kHang, /*timeout_ms=*/2000),
+      Matmul(kQemuKind, {{"tile_m", "2"}}),
+      // 8 MiB of constants: more than the part's flash.
+      CSource("too_big", "  (void)args;\n  return (int)bf_too_big[5];", 0,
+              "static const volatile unsigned char bf_too_big[8u << 20] = {1};\n"),
+      CSource("nothing", kNothing),
+      Matmul(kHostKind),  // the host-process board beside it
+  };
+  std::vector<v1::Job> jobs = Run(trials);
+  ASSERT_EQ(jobs.size(), trials.size());
+  auto code = [&](int i) { return jobs[i].result().error_code(); };
+  auto message = [&](int i) { return jobs[i].result().message(); };
+  EXPECT_EQ(code(0), v1::DEVICE_RESET) << message(0);
+  EXPECT_TRUE(absl::StrContains(message(0), "fault")) << message(0);
+  EXPECT_TRUE(absl::StrContains(message(0), "pc=0x")) << message(0);
+  EXPECT_EQ(code(1), v1::NO_ERROR) << message(1);
+  EXPECT_EQ(code(2), v1::DEVICE_RESET) << message(2);
+  EXPECT_TRUE(absl::StrContains(message(2), "TVMPlatformAbort")) << message(2);
+  EXPECT_EQ(code(3), v1::NO_ERROR) << message(3);
+  EXPECT_EQ(code(4), v1::RUN_TIMEOUT) << message(4);
+  EXPECT_EQ(code(5), v1::NO_ERROR) << message(5);
+  EXPECT_EQ(code(6), v1::COMPILE_DEVICE) << message(6);
+  EXPECT_TRUE(absl::StrContains(message(6), "overflowed")) << message(6);
+  EXPECT_EQ(code(7), v1::NO_ERROR) << message(7);
+  EXPECT_EQ(code(8), v1::NO_ERROR) << message(8);
+  EXPECT_EQ(jobs[8].result().board_id(), "hp-0");
+  EXPECT_EQ(jobs[8].result().emulation(), "");
+  for (int i : {1, 3, 5}) {
+    EXPECT_EQ(jobs[i].result().board_id(), "m3-0");
+    EXPECT_EQ(jobs[i].result().emulation(), "qemu");
+    EXPECT_EQ(jobs[i].result().timer(), "systick");
+    EXPECT_EQ(jobs[i].result().costs_s_size(), 2);
+  }
+  for (const v1::Job& j : jobs) EXPECT_EQ(j.result().attempts(), 1) << j.DebugString();
+}
+
+TEST_F(QemuAgentTest, SixteenCandidatesAreOneBuildAndOneFlash) {
+  std::vector<v1::Trial> trials;
+  for (const char* tm : {"1", "2", "4", "8"}) {
+    for (const char* tn : {"4", "8"}) {
+      for (const char* order : {"ijk", "ikj"}) {
+        trials.push_back(Matmul(kQemuKind, {{"tile_m", tm}, {"tile_n", tn}, {"order", order}}));
+      }
+    }
+  }
+  std::vector<v1::Job> jobs = Run(trials);
+  ASSERT_EQ(jobs.size(), 16u);
+  for (const v1::Job& j : jobs) {
+    EXPECT_EQ(j.result().error_code(), v1::NO_ERROR) << j.result().message();
+    EXPECT_EQ(j.result().costs_s_size(), 2);
+    EXPECT_EQ(j.result().emulation(), "qemu");
+    EXPECT_EQ(j.result().board_id(), "m3-0");
+  }
+  AgentCounters c = agent_->counters();
+  EXPECT_EQ(c.builds, 1);
+  EXPECT_EQ(c.boards.flashes, 1);
+  EXPECT_GE(c.boards.flash_skips, 15);
+}
+
+}  // namespace
+}  // namespace benchfarm::agent

@@ -1,0 +1,268 @@
+// Board: see board.h.
+
+#include "device/board.h"
+
+#include <unistd.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "device/command_flasher.h"
+#include "device/host_process_flasher.h"
+#include "device/pty_transport.h"
+#include "device/qemu_flasher.h"
+#include "device/serial_transport.h"
+
+namespace benchfarm::device {
+
+absl::Status Board::Validate(const v1::BoardConfig& c) {
+  if (c.id().empty()) return absl::InvalidArgumentError("id: required");
+  if (c.transport_case() == v1::BoardConfig::TRANSPORT_NOT_SET) {
+    return absl::InvalidArgumentError("transport: serial or host_process is required");
+  }
+  if (c.has_qemu() && !c.has_serial()) {
+    return absl::InvalidArgumentError(
+        "qemu: an emulated board is reached over its UART: give it a serial {} transport");
+  }
+  if (c.has_qemu() && c.qemu().machine().empty()) {
+    return absl::InvalidArgumentError("qemu.machine: required (e.g. \"mps2-an385\")");
+  }
+  if (c.has_qemu() && (c.qemu().icount_shift() < 0 || c.qemu().icount_shift() > 10)) {
+    return absl::InvalidArgumentError("qemu.icount_shift: must be 0..10");
+  }
+  if (c.has_qemu() && c.flasher().argv_size() > 0) {
+    return absl::InvalidArgumentError("flasher: a qemu board is flashed by QEMU; remove flasher");
+  }
+  if (c.has_serial() && c.serial().port().empty() && !c.has_qemu()) {
+    return absl::InvalidArgumentError("serial.port: required");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Board>> Board::Create(BoardOptions options) {
+  if (absl::Status valid = Validate(options.config); !valid.ok()) return valid;
+  return std::unique_ptr<Board>(new Board(std::move(options)));
+}
+
+Board::Board(BoardOptions options) : options_(std::move(options)) {
+  const v1::BoardConfig& c = options_.config;
+  const std::string& scratch = options_.scratch_dir;
+  if (c.has_host_process()) {
+    HostProcessFlasherOptions o;
+    o.use_pty = c.host_process().use_pty();
+    o.extra_args = {"--kind", c.kind()};
+    if (!scratch.empty()) o.stderr_path = absl::StrCat(scratch, "/", c.id(), ".board.log");
+    auto flasher = std::make_unique<HostProcessFlasher>(o);
+    host_process_ = flasher.get();
+    flasher_ = std::move(flasher);
+  } else if (c.has_qemu()) {
+    QemuFlasherOptions o;
+    o.machine = c.qemu().machine();
+    o.deterministic = c.qemu().deterministic();
+    o.icount_shift = c.qemu().icount_shift();
+    if (!c.qemu().binary().empty()) o.binary = c.qemu().binary();
+    o.extra_args.assign(c.qemu().extra_args().begin(), c.qemu().extra_args().end());
+    qemu_link_ = !c.serial().port().empty() ? c.serial().port()
+                 : !scratch.empty()         ? absl::StrCat(scratch, "/", c.id(), ".tty")
+                                            : absl::StrCat("/tmp/benchfarm-", getpid(), "-", c.id(), ".tty");
+    o.serial_link = qemu_link_;
+    if (!scratch.empty()) o.log_path = absl::StrCat(scratch, "/", c.id(), ".qemu.log");
+    auto flasher = std::make_unique<QemuFlasher>(o);
+    qemu_ = flasher.get();
+    flasher_ = std::move(flasher);
+  } else if (c.flasher().argv_size() > 0) {
+    CommandFlasherOptions o;
+    o.argv_template.assign(c.flasher().argv().begin(), c.flasher().argv().end());
+    if (c.flasher().time_limit_seconds() > 0) o.time_limit = absl::Seconds(c.flasher().time_limit_seconds());
+    flasher_ = std::make_unique<CommandFlasher>(o);
+  }
+}
+
+Board::~Board() { Stop(); }
+
+std::string Board::SerialPort() const {
+  if (qemu_ != nullptr) return qemu_->port().empty() ? std::string() : qemu_link_;
+  return options_.config.serial().port();
+}
+
+std::string Board::emulation() const {
+  if (qemu_ == nullptr) return "";
+  return options_.config.qemu().deterministic() ? "qemu-icount" : "qemu";
+}
+
+std::string Board::Description() const {
+  const v1::BoardConfig& c = options_.config;
+  if (host_process_ != nullptr) {
+    return c.host_process().use_pty() ? "host-process (pty)" : "host-process (pipes)";
+  }
+  if (qemu_ != nullptr) {
+    std::string port = qemu_->port();
+    return absl::StrCat("qemu ", c.qemu().machine(), c.qemu().deterministic() ? " (icount)" : "",
+                        port.empty() ? std::string(" (not running)") : absl::StrCat(" on ", port));
+  }
+  return absl::StrCat("serial ", c.serial().port());
+}
+
+absl::StatusOr<Transport*> Board::OpenTransport() {
+  if (host_process_ != nullptr) {
+    Transport* t = host_process_->transport();
+    if (t == nullptr) return absl::UnavailableError("the board process is not running");
+    return t;
+  }
+  const std::string port = SerialPort();
+  if (port.empty()) return absl::UnavailableError(absl::StrCat(id(), ": QEMU is not running"));
+  // The port may be a pseudo-terminal (QEMU, an emulated board) or a real serial port, and a
+  // by-id link may point at either once the board is back: decided at each open.
+  const bool pty = IsPseudoTerminal(port);
+  if (serial_ == nullptr || pty != serial_is_pty_) {
+    if (pty) {
+      serial_ = std::make_unique<PtyTransport>(port);
+    } else {
+      SerialConfig sc;
+      sc.port = port;
+      if (options_.config.serial().baud() > 0) sc.baud = options_.config.serial().baud();
+      serial_ = std::make_unique<SerialTransport>(sc);
+    }
+    serial_is_pty_ = pty;
+  }
+  absl::Status opened = serial_->Open();
+  port_missing_ = !opened.ok();
+  if (!opened.ok()) return opened;
+  return serial_.get();
+}
+
+std::optional<BoardFailure> Board::Connect(absl::Time deadline) {
+  Close();
+  absl::StatusOr<Transport*> transport = OpenTransport();
+  if (!transport.ok()) return BoardFailure{BoardFailure::kSession, std::string(transport.status().message())};
+  SessionOptions so;
+  so.board_id = id();
+  so.start_timeout = options_.connect_timeout;
+  if (options_.log_sink) so.log_sink = options_.log_sink;
+  session_ = std::make_unique<HostSession>(*transport, so);
+  absl::Status s = session_->Connect(deadline);
+  if (!s.ok()) {
+    Close();
+    return BoardFailure{BoardFailure::kSession, absl::StrCat("handshake: ", s.message())};
+  }
+  rpc_ = std::make_unique<RpcClient>(session_.get());
+  absl::StatusOr<DeviceInfo> info = rpc_->GetDeviceInfo(deadline);
+  if (!info.ok()) {
+    Close();
+    return BoardFailure{BoardFailure::kSession, absl::StrCat("DeviceInfo: ", info.status().message())};
+  }
+  info_ = *std::move(info);
+  return std::nullopt;
+}
+
+EnsureOutcome Board::EnsureImage(const FirmwareImage& image, absl::Time deadline) {
+  EnsureOutcome out;
+  auto runs_image = [&] { return info_.has_value() && info_->firmware_hash == image.content_hash; };
+  if (!needs_restart_ && rpc_ != nullptr && runs_image()) {
+    out.skipped = true;
+    return out;
+  }
+  // A board that keeps running between links (a serial board, e.g. after an agent restart, or a
+  // QEMU board that rebooted) may already run the image: ask it first.
+  const bool keeps_running = host_process_ == nullptr && (qemu_ == nullptr || !qemu_->port().empty());
+  if (!needs_restart_ && rpc_ == nullptr && keeps_running) {
+    const absl::Time t0 = absl::Now();
+    std::optional<BoardFailure> f = Connect(deadline);
+    out.handshake_time = absl::Now() - t0;
+    if (f && flasher_ == nullptr) {
+      out.failure = f;
+      return out;
+    }
+    if (!f && runs_image()) {
+      out.skipped = true;
+      return out;
+    }
+  }
+  if (flasher_ == nullptr) {
+    if (rpc_ == nullptr) {
+      if (std::optional<BoardFailure> f = Connect(deadline)) {
+        out.failure = f;
+        return out;
+      }
+    }
+    out.failure = BoardFailure{
+        BoardFailure::kFirmwareMismatch,
+        absl::StrCat("board ", id(), " runs firmware ", info_ ? info_->firmware_hash : "?",
+                     ", the trial needs ", image.content_hash, ", and the board has no flasher configured")};
+    return out;
+  }
+  Close();
+  const absl::Time t0 = absl::Now();
+  absl::Status flashed = flasher_->Flash(image, absl::Now() + options_.flash_timeout);
+  out.flash_time = absl::Now() - t0;
+  if (!flashed.ok()) {
+    needs_restart_ = true;
+    out.failure = BoardFailure{BoardFailure::kFlash, std::string(flashed.message())};
+    return out;
+  }
+  out.flashed = true;
+  needs_restart_ = false;
+  const absl::Time t1 = absl::Now();
+  std::optional<BoardFailure> f = Connect(absl::Now() + options_.connect_timeout);
+  out.handshake_time = absl::Now() - t1;
+  if (f) {
+    needs_restart_ = true;
+    if (std::optional<std::string> crash = CrashReport(absl::ZeroDuration())) {
+      f->message = absl::StrCat(f->message, "; ", *crash);
+    }
+    out.failure = f;
+    return out;
+  }
+  if (!runs_image()) {
+    const std::string reported = info_->firmware_hash;
+    Close();
+    needs_restart_ = true;
+    out.failure = BoardFailure{BoardFailure::kFirmwareMismatch,
+                               absl::StrCat("board ", id(), " reports firmware ", reported,
+                                            " after flashing image ", image.content_hash)};
+  }
+  return out;
+}
+
+void Board::Reset(ResetReason reason) {
+  Close();
+  if (reason == ResetReason::kHung) needs_restart_ = true;
+}
+
+std::optional<std::string> Board::CrashReport(absl::Duration wait) {
+  if (host_process_ != nullptr) {
+    if (host_process_->pid() <= 0) return std::nullopt;
+    if (wait > absl::ZeroDuration()) (void)host_process_->WaitExit(absl::Now() + wait);
+    std::optional<base::ProcessExit> crash = host_process_->Crashed();
+    if (!crash) return std::nullopt;
+    return crash->ToString();
+  }
+  if (qemu_ != nullptr) {
+    const absl::Time until = absl::Now() + wait;
+    for (;;) {
+      if (std::optional<base::ProcessExit> ended = qemu_->Exited()) {
+        return absl::StrCat("QEMU exited: ", ended->ToString());
+      }
+      if (absl::Now() >= until) return std::nullopt;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  }
+  return std::nullopt;
+}
+
+void Board::Close() {
+  rpc_.reset();
+  session_.reset();
+  if (serial_ != nullptr) serial_->Close();
+  info_.reset();
+}
+
+void Board::Stop() {
+  Close();
+  if (host_process_ != nullptr && host_process_->pid() > 0) {
+    (void)host_process_->Stop(absl::Now() + absl::Seconds(5));
+  }
+  if (qemu_ != nullptr) qemu_->Stop();
+}
+
+}  // namespace benchfarm::device

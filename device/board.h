@@ -1,0 +1,152 @@
+// Board: one board of the farm as the host sees it — the one place in benchfarm that turns a
+// board's description (benchfarm.v1.BoardConfig, data) into a working board. It owns the
+// flasher, the transport, the host session and the RPC client, and offers:
+//   EnsureImage  the board runs this image and the link is up: skipped when the board already
+//                reports the image's hash (asked first on a serial board, e.g. after an agent
+//                restart), else flashed, connected and the hash checked;
+//   Connect      open the transport, handshake, read DeviceInfo;
+//   Reset        after a hang or a crash: the next EnsureImage restarts (re-flashes) the board;
+//                after the board rebooted by itself, it only reconnects;
+//   CrashReport  how the board died, for boards that can tell (a host process killed by a signal,
+//                QEMU that exited);
+//   rpc/info     the RPC client and what the board said about itself.
+//
+// How a board is reached is decided by its config alone:
+//   host_process { use_pty }         HostProcessFlasher; its pipes or its pty.
+//   serial { port baud } [flasher]   a USB-serial port (libserialport) or a pty path (termios),
+//                                    re-resolved at each open; an optional CommandFlasher.
+//   serial {} + qemu { machine }     QemuFlasher; the UART on QEMU's pty, reached through the
+//                                    symlink <scratch_dir>/<id>.tty (or serial.port if set) —
+//                                    the same serial code path as a real board.
+// Adding a board kind is a config entry (plus a board-support package in crt/boards for a new
+// MCU), never a code branch elsewhere.
+//
+// Thread-safety: none; one thread (the agent's board worker, or farmctl) drives a Board.
+
+#ifndef BENCHFARM_DEVICE_BOARD_H_
+#define BENCHFARM_DEVICE_BOARD_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "device/flasher.h"
+#include "device/host_session.h"
+#include "device/rpc_client.h"
+#include "device/transport.h"
+#include "proto/config.pb.h"
+
+namespace benchfarm::device {
+
+class HostProcessFlasher;
+class QemuFlasher;
+
+struct BoardOptions {
+  v1::BoardConfig config;
+  // Board logs (host-process stderr, QEMU output) and the QEMU serial link go here; empty: none
+  // kept (QEMU's link then goes to a temporary directory).
+  std::string scratch_dir;
+  absl::Duration connect_timeout = absl::Seconds(10);
+  absl::Duration flash_timeout = absl::Seconds(600);
+  // Board Log messages; default: HostSession's (stderr).
+  std::function<void(absl::string_view board_id, absl::string_view text)> log_sink;
+};
+
+// Why a board could not be brought to an image.
+struct BoardFailure {
+  enum Kind {
+    kFlash,             // the flasher failed
+    kSession,           // no port, no handshake, no DeviceInfo
+    kFirmwareMismatch,  // the board reports another image than the one needed
+  };
+  Kind kind;
+  std::string message;
+};
+
+// What EnsureImage did.
+struct EnsureOutcome {
+  bool flashed = false;
+  bool skipped = false;  // the board already ran the image
+  absl::Duration flash_time;
+  absl::Duration handshake_time;
+  std::optional<BoardFailure> failure;
+};
+
+class Board {
+ public:
+  // Checks a board's config: InvalidArgument whose message starts with the field ("id: required",
+  // "serial.port: required", "qemu.machine: required", ...).
+  static absl::Status Validate(const v1::BoardConfig& config);
+  // A board for a valid config (errors as Validate). Starts nothing.
+  static absl::StatusOr<std::unique_ptr<Board>> Create(BoardOptions options);
+  ~Board();  // Stop()
+
+  Board(const Board&) = delete;
+  Board& operator=(const Board&) = delete;
+
+  const std::string& id() const { return options_.config.id(); }
+  const v1::BoardConfig& config() const { return options_.config; }
+  // "host-process (pty)", "serial /dev/ttyACM0", "qemu mps2-an385 (icount) on /dev/pts/3".
+  std::string Description() const;
+  // Whether it can put an image on the board at all (host process, QEMU, a flash command).
+  bool can_flash() const { return flasher_ != nullptr; }
+  // "" for silicon and host-process boards; "qemu" or "qemu-icount" (deterministic).
+  std::string emulation() const;
+
+  // See the file comment. `deadline` bounds connecting; flashing has flash_timeout.
+  EnsureOutcome EnsureImage(const FirmwareImage& image, absl::Time deadline);
+
+  // Opens the transport and handshakes with whatever the board runs now. For boards that must be
+  // started (host process, QEMU) nothing runs before a flash: kSession "not running".
+  std::optional<BoardFailure> Connect(absl::Time deadline);
+
+  enum class ResetReason {
+    kHung,      // no answer, or a crash: restart (re-flash) it before the next use
+    kRebooted,  // it reset itself (its boot signature): reconnect; its image is still there
+  };
+  void Reset(ResetReason reason);
+
+  // How the board died, if it did and the board can tell: "killed by signal 11 (...)" for a host
+  // process, "QEMU exited: exit code 1" for an emulated one. Waits up to `wait` for it.
+  std::optional<std::string> CrashReport(absl::Duration wait);
+
+  // The link's RPC client and session; null unless connected.
+  RpcClient* rpc() { return rpc_.get(); }
+  HostSession* session() { return session_.get(); }
+  // What the board reported at the last Connect.
+  const std::optional<DeviceInfo>& info() const { return info_; }
+  bool connected() const { return rpc_ != nullptr; }
+  bool port_missing() const { return port_missing_; }
+
+  // Drops the link (the board keeps running).
+  void Close();
+  // Drops the link and stops a board this object started (host process, QEMU).
+  void Stop();
+
+ private:
+  explicit Board(BoardOptions options);
+  // The serial port to open: serial.port, or the QEMU flasher's link.
+  std::string SerialPort() const;
+  absl::StatusOr<Transport*> OpenTransport();
+
+  const BoardOptions options_;
+  std::string qemu_link_;  // the symlink QEMU's pty is reached through
+  std::unique_ptr<Flasher> flasher_;
+  HostProcessFlasher* host_process_ = nullptr;  // flasher_, for host-process boards
+  QemuFlasher* qemu_ = nullptr;                 // flasher_, for QEMU boards
+  std::unique_ptr<Transport> serial_;           // serial boards, once opened
+  bool serial_is_pty_ = false;
+  std::unique_ptr<HostSession> session_;
+  std::unique_ptr<RpcClient> rpc_;
+  std::optional<DeviceInfo> info_;
+  bool needs_restart_ = false;
+  bool port_missing_ = false;
+};
+
+}  // namespace benchfarm::device
+
+#endif  // BENCHFARM_DEVICE_BOARD_H_

@@ -1,0 +1,186 @@
+// QemuFlasher: see qemu_flasher.h. QEMU's stdout and stderr share one pipe; it is read until QEMU
+// names its pty, then a thread keeps draining it (into log_path, if set) so QEMU never blocks on
+// a full pipe.
+
+#include "device/qemu_flasher.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+
+namespace benchfarm::device {
+namespace {
+
+constexpr char kPtyMarker[] = "char device redirected to ";
+constexpr size_t kMaxStartOutput = 16 * 1024;
+constexpr absl::Duration kStopGrace = absl::Seconds(2);
+
+// Drains `fd` until end of file, appending to `log_path` when set; closes fd.
+void Drain(int fd, std::string log_path) {
+  int out = -1;
+  if (!log_path.empty()) out = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (out >= 0) (void)!write(out, buf, static_cast<size_t>(n));
+  }
+  if (out >= 0) close(out);
+  close(fd);
+}
+
+// The pty path in QEMU's "char device redirected to /dev/pts/3 (label serial0)" line, if `text`
+// holds the whole line.
+std::optional<std::string> FindPty(const std::string& text) {
+  size_t at = text.find(kPtyMarker);
+  if (at == std::string::npos) return std::nullopt;
+  size_t start = at + sizeof(kPtyMarker) - 1;
+  size_t end = text.find_first_of(" \n", start);
+  if (end == std::string::npos) return std::nullopt;
+  return text.substr(start, end - start);
+}
+
+}  // namespace
+
+QemuFlasher::QemuFlasher(QemuFlasherOptions options) : options_(std::move(options)) {}
+
+QemuFlasher::~QemuFlasher() { Stop(); }
+
+std::string QemuFlasher::Name() const { return absl::StrCat("qemu:", options_.machine); }
+
+std::vector<std::string> QemuFlasher::CommandLine(const std::string& image) const {
+  std::vector<std::string> argv = {options_.binary.empty() ? "qemu-system-arm" : options_.binary,
+                                   "-M",           options_.machine,
+                                   "-display",     "none",
+                                   "-monitor",     "none",
+                                   "-serial",      "pty",
+                                   "-kernel",      image};
+  if (options_.deterministic) {
+    argv.push_back("-icount");
+    argv.push_back(absl::StrCat("shift=", options_.icount_shift, ",align=off,sleep=off"));
+  }
+  argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
+  return argv;
+}
+
+std::string QemuFlasher::port() const {
+  absl::MutexLock lock(&mu_);
+  return port_;
+}
+
+std::optional<base::ProcessExit> QemuFlasher::Exited() {
+  absl::MutexLock lock(&mu_);
+  if (qemu_ == nullptr) return std::nullopt;
+  return qemu_->ExitStatus();
+}
+
+void QemuFlasher::Stop() {
+  absl::MutexLock lock(&mu_);
+  (void)StopLocked();
+}
+
+absl::Status QemuFlasher::StopLocked() {
+  if (!options_.serial_link.empty()) unlink(options_.serial_link.c_str());
+  port_.clear();
+  if (qemu_ == nullptr) return absl::OkStatus();
+  absl::StatusOr<base::ProcessExit> ended = qemu_->Stop(kStopGrace, absl::Now() + 2 * kStopGrace);
+  qemu_.reset();
+  return ended.status();
+}
+
+absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline) {
+  const std::string name = Name();
+  if (options_.machine.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": no machine configured"));
+  }
+  if (options_.icount_shift < 0 || options_.icount_shift > 10) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": icount_shift ", options_.icount_shift, " is outside 0..10"));
+  }
+  struct stat st;
+  if (image.path.empty() || stat(image.path.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat(name, ": image \"", image.path, "\" does not exist"));
+  }
+  absl::MutexLock lock(&mu_);
+  (void)StopLocked();
+
+  SubprocessOptions so;
+  so.argv = CommandLine(image.path);
+  so.stdin_mode = StdioMode::kNull;
+  so.stdout_mode = StdioMode::kPipe;
+  so.stderr_to_stdout = true;
+  absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(so);
+  if (absl::IsNotFound(started.status()) || absl::IsPermissionDenied(started.status())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(name, ": cannot run ", so.argv[0], " (", started.status().message(),
+                     "); install it with: apt install qemu-system-arm"));
+  }
+  if (!started.ok()) {
+    return absl::Status(started.status().code(),
+                        absl::StrCat(name, ": ", started.status().message()));
+  }
+  std::unique_ptr<Subprocess> qemu = *std::move(started);
+  const int fd = qemu->TakeStdout();
+  std::string output;
+  std::optional<std::string> pty;
+  bool eof = false;
+  while (!pty && !eof) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
+    pollfd p = {fd, POLLIN, 0};
+    int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 1000)));
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    char buf[1024];
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      eof = true;
+      break;
+    }
+    output.append(buf, static_cast<size_t>(n));
+    if (output.size() > kMaxStartOutput) output.erase(0, output.size() - kMaxStartOutput);
+    pty = FindPty(output);
+  }
+  if (!pty) {
+    close(fd);
+    absl::StatusOr<base::ProcessExit> ended =
+        eof ? qemu->WaitExit(absl::Now() + kStopGrace) : qemu->Stop(absl::Milliseconds(200), absl::Now() + kStopGrace);
+    std::string text(absl::StripAsciiWhitespace(output));
+    if (eof) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          name, ": QEMU exited at start (", ended.ok() ? ended->ToString() : "still running",
+          "): ", text.empty() ? std::string("no output") : text, " [", absl::StrJoin(so.argv, " "), "]"));
+    }
+    return absl::DeadlineExceededError(absl::StrCat(
+        name, ": QEMU did not report its serial pty by the deadline; output: ", text));
+  }
+  std::thread(Drain, fd, options_.log_path).detach();
+  if (!options_.serial_link.empty()) {
+    const std::string tmp = absl::StrCat(options_.serial_link, ".tmp.", getpid());
+    unlink(tmp.c_str());
+    if (symlink(pty->c_str(), tmp.c_str()) != 0 || rename(tmp.c_str(), options_.serial_link.c_str()) != 0) {
+      const std::string why = strerror(errno);
+      (void)qemu->Stop(absl::Milliseconds(200), absl::Now() + kStopGrace);
+      return absl::InternalError(absl::StrCat(name, ": cannot link ", options_.serial_link, " to ",
+                                              *pty, ": ", why));
+    }
+  }
+  port_ = *pty;
+  qemu_ = std::move(qemu);
+  return absl::OkStatus();
+}
+
+}  // namespace benchfarm::device

@@ -1,0 +1,205 @@
+// benchfarm's Cortex-M firmware (crt/boards) under qemu-system-arm, reached exactly as the agent
+// reaches a board: device::Board built from a BoardConfig (serial {} + qemu { machine }), QEMU as
+// the flasher, the UART on QEMU's pty opened through the serial code path, the session handshake,
+// MinRPC, and the board's own timer measuring the sample operators.
+//
+// For every package: the image boots and handshakes; DeviceInfo reports the kind, the firmware id
+// the build wrote, cpu_hz and the timer and its resolution; every sample operator passes its output
+// check against the reference kernel on the chip and the time evaluator returns costs; garbage and
+// a packet of a wrong session on the UART do not wedge the firmware. Deterministic mode (-icount)
+// gives identical costs run to run.
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "device/board.h"
+#include "device/flasher.h"
+#include "device/measure.h"
+#include "device/minrpc_codec.h"
+#include "gtest/gtest.h"
+#include "proto/config.pb.h"
+#include "tvm/runtime/crt/link/framing.h"
+
+namespace benchfarm {
+namespace {
+
+struct Package {
+  const char* kind;     // the board kind and the firmware's name in tests/firmware/
+  const char* machine;  // qemu-system-arm -M
+};
+
+std::string Runfile(const std::string& path) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  return absl::StrCat(srcdir ? srcdir : ".", "/", workspace ? workspace : "benchfarm", "/", path);
+}
+
+std::string ScratchDir() {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  return tmp != nullptr ? tmp : "/tmp";
+}
+
+std::unique_ptr<device::Board> StartBoard(const Package& p, bool deterministic,
+                                          device::FirmwareImage* image) {
+  v1::BoardConfig c;
+  c.set_id(absl::StrCat(p.kind, deterministic ? "-icount" : ""));
+  c.set_kind(p.kind);
+  c.mutable_serial();
+  c.mutable_qemu()->set_machine(p.machine);
+  c.mutable_qemu()->set_deterministic(deterministic);
+  device::BoardOptions o;
+  o.config = c;
+  o.scratch_dir = ScratchDir();
+  absl::StatusOr<std::unique_ptr<device::Board>> board = device::Board::Create(o);
+  EXPECT_TRUE(board.ok()) << board.status();
+  if (!board.ok()) return nullptr;
+  absl::StatusOr<device::FirmwareImage> fw =
+      device::FirmwareImageFromFile(Runfile(absl::StrCat("tests/firmware/", p.kind, ".elf")));
+  EXPECT_TRUE(fw.ok()) << fw.status();
+  if (!fw.ok()) return nullptr;
+  *image = *fw;
+  device::EnsureOutcome out = (*board)->EnsureImage(*fw, absl::Now() + absl::Seconds(20));
+  EXPECT_FALSE(out.failure.has_value()) << (out.failure ? out.failure->message : "");
+  if (out.failure) return nullptr;
+  EXPECT_TRUE(out.flashed);
+  return *std::move(board);
+}
+
+device::MeasureRequest SampleOp(const std::string& op, int number, int repeat) {
+  device::MeasureRequest r;
+  r.function = op;
+  r.reference = op + "_reference";
+  r.seed = 7;
+  r.check = true;
+  r.options.number = number;
+  r.options.repeat = repeat;
+  if (op == "add") r.shapes = {{256}, {256}, {256}};
+  if (op == "matmul") r.shapes = {{16, 24}, {24, 8}, {16, 8}};
+  if (op == "conv2d") r.shapes = {{1, 2, 8, 8}, {4, 2, 3, 3}, {1, 4, 6, 6}};
+  return r;
+}
+
+class QemuBoardTest : public testing::TestWithParam<Package> {};
+
+TEST_P(QemuBoardTest, BootsHandshakesAndDescribesItself) {
+  device::FirmwareImage image;
+  std::unique_ptr<device::Board> board = StartBoard(GetParam(), false, &image);
+  ASSERT_NE(board, nullptr);
+  const device::DeviceInfo& info = *board->info();
+  EXPECT_EQ(info.board_kind, GetParam().kind);
+  EXPECT_EQ(info.firmware_hash, image.content_hash);
+  EXPECT_EQ(image.content_hash.size(), 16u);
+  EXPECT_GT(info.cpu_hz, 1000000u);
+  EXPECT_GT(info.timer_resolution_s, 0);
+  EXPECT_LE(info.timer_resolution_s, 1e-6);
+  ASSERT_TRUE(info.fields.count("timer")) << "DeviceInfo names its timer";
+  // QEMU's DWT cycle counter does not count: the firmware must have noticed and used SysTick.
+  EXPECT_EQ(info.fields.at("timer"), "systick");
+  EXPECT_EQ(board->emulation(), "qemu");
+  EXPECT_NE(board->Description().find(GetParam().machine), std::string::npos);
+}
+
+TEST_P(QemuBoardTest, EverySampleOpMatchesItsReferenceAndIsTimedOnTheChip) {
+  device::FirmwareImage image;
+  std::unique_ptr<device::Board> board = StartBoard(GetParam(), false, &image);
+  ASSERT_NE(board, nullptr);
+  for (const char* op : {"add", "matmul", "conv2d"}) {
+    absl::StatusOr<device::MeasureOutcome> m =
+        device::Measure(*board->rpc(), SampleOp(op, 3, 2), absl::Now() + absl::Seconds(30));
+    ASSERT_TRUE(m.ok()) << op << ": " << m.status();
+    EXPECT_TRUE(m->matches) << op << ": " << m->mismatch;
+    ASSERT_EQ(m->costs.size(), 2u) << op;
+    for (double cost : m->costs) {
+      EXPECT_GT(cost, 0) << op;
+      EXPECT_LT(cost, 1.0) << op;
+    }
+  }
+}
+
+TEST_P(QemuBoardTest, GarbageAndAWrongSessionOnTheUartDoNotWedgeIt) {
+  device::FirmwareImage image;
+  std::unique_ptr<device::Board> board = StartBoard(GetParam(), false, &image);
+  ASSERT_NE(board, nullptr);
+  device::Transport* uart = board->session()->transport();
+  std::mt19937 rng(11);
+  std::string junk(2048, '\0');
+  for (char& c : junk) c = static_cast<char>(rng());
+  junk.back() = 0;
+  ASSERT_TRUE(uart->Write(junk, absl::Now() + absl::Seconds(5)).ok());
+  // A well-framed Normal packet of a session that does not exist (id 0x1234).
+  std::string wrong;
+  crt_framer_t framer;
+  crt_framer_init(
+      &framer,
+      [](void* ctx, const uint8_t* data, size_t n) -> tvm_crt_error_t {
+        static_cast<std::string*>(ctx)->append(reinterpret_cast<const char*>(data), n);
+        return kTvmErrorNoError;
+      },
+      &wrong);
+  std::string payload = "\x34\x12\x10";
+  payload += device::EncodeGetGlobalFunc("runtime.SystemLib");
+  ASSERT_EQ(crt_framer_write_packet(&framer, reinterpret_cast<const uint8_t*>(payload.data()),
+                                    payload.size()),
+            kTvmErrorNoError);
+  ASSERT_TRUE(uart->Write(wrong, absl::Now() + absl::Seconds(5)).ok());
+  // The link may need a new session after the junk (the host's view of it is unknown); the
+  // firmware itself must answer: a fresh handshake and a real call.
+  absl::StatusOr<device::DeviceInfo> info =
+      board->rpc()->GetDeviceInfo(absl::Now() + absl::Seconds(5));
+  if (!info.ok()) {
+    ASSERT_FALSE(board->Connect(absl::Now() + absl::Seconds(15)).has_value());
+    info = board->rpc()->GetDeviceInfo(absl::Now() + absl::Seconds(5));
+  }
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->firmware_hash, image.content_hash);
+  absl::StatusOr<device::MeasureOutcome> m =
+      device::Measure(*board->rpc(), SampleOp("add", 2, 1), absl::Now() + absl::Seconds(30));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->matches);
+}
+
+TEST_P(QemuBoardTest, DeterministicModeGivesIdenticalCostsRunToRun) {
+  device::FirmwareImage image;
+  std::vector<double> first;
+  for (int run = 0; run < 2; ++run) {
+    std::unique_ptr<device::Board> board = StartBoard(GetParam(), true, &image);
+    ASSERT_NE(board, nullptr);
+    EXPECT_EQ(board->emulation(), "qemu-icount");
+    // Twice on the same boot and once more on a fresh one: all the same.
+    for (int again = 0; again < 2; ++again) {
+      absl::StatusOr<device::MeasureOutcome> m =
+          device::Measure(*board->rpc(), SampleOp("matmul", 5, 3), absl::Now() + absl::Seconds(60));
+      ASSERT_TRUE(m.ok()) << m.status();
+      EXPECT_TRUE(m->matches);
+      ASSERT_EQ(m->costs.size(), 3u);
+      EXPECT_GT(m->costs[0], 0);
+      if (first.empty()) {
+        first = m->costs;
+      } else {
+        EXPECT_EQ(m->costs, first) << "run " << run << " repeat " << again;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Packages, QemuBoardTest,
+                         testing::Values(Package{"qemu-mps2-an385", "mps2-an385"},
+                                         Package{"qemu-netduinoplus2", "netduinoplus2"},
+                                         Package{"qemu-mps3-an547", "mps3-an547"}),
+                         [](const testing::TestParamInfo<Package>& info) {
+                           std::string name = info.param.machine;
+                           for (char& c : name) {
+                             if (c == '-') c = '_';
+                           }
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace benchfarm
