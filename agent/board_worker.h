@@ -11,7 +11,10 @@
 //   FLASH_ERROR          the flasher failed                     (retried by the tracker)
 //   SESSION_ERROR        no link or handshake                   (retried by the tracker)
 //   FIRMWARE_MISMATCH    the board does not report the image's hash after flashing (retried)
-//   DEVICE_RESET         the board reset while the trial ran (not a crash of the trial; retried)
+//   DEVICE_RESET         the board reset itself while the trial ran — a microcontroller's fault
+//                        handler names the fault (e.g. "fault: MemManage ... pc=0x...") and
+//                        resets; the trial's result, not retried; the board reconnects (its image
+//                        is still there)
 //   RUNTIME_DEVICE       the operator failed on the board, or crashed it (with the signal, for a
 //                        host-process board); the board is restarted
 //   RUN_TIMEOUT          no answer within the trial's timeout: the board hung; it is reset

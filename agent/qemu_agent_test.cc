@@ -7,7 +7,8 @@
 // DEVICE_RESET with the fault named in the message, and the next trial on the board succeeds; a
 // hang gets RUN_TIMEOUT and a reset; an image too big for the part's flash is COMPILE_DEVICE with
 // the linker's numbers; a tuning batch of 16 candidates is one build and one flash, and its costs
-// say they are emulated. The host-process board keeps serving its own jobs meanwhile.
+// say they are emulated. The host-process board keeps serving its own jobs meanwhile; a board
+// whose QEMU is missing fails with FLASH_ERROR naming the cause and is quarantined.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -25,6 +26,7 @@ namespace {
 
 constexpr char kQemuKind[] = "qemu-mps2-an385";
 constexpr char kHostKind[] = "host-process";
+constexpr char kMissingKind[] = "qemu-missing";  // a board whose QEMU is not installed
 
 v1::Trial Matmul(const std::string& kind, std::map<std::string, std::string> knobs = {}) {
   v1::Trial t;
@@ -67,7 +69,11 @@ class QemuAgentTest : public ::testing::Test {
                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     ASSERT_TRUE(MakeDirs(dir_).ok());
     tracker::JobQueueOptions q;
-    q.known_kinds = {kQemuKind, kHostKind};
+    q.known_kinds = {kQemuKind, kHostKind, kMissingKind};
+    // As a deployed tracker has (deploy/examples/tracker.textproto): a quarantined board must pass
+    // this before it gets work again.
+    q.health_check_trial.mutable_op()->mutable_template_op()->set_op("add");
+    q.health_check_trial.set_check_outputs(true);
     tracker::ServiceOptions s;
     s.heartbeat = absl::Milliseconds(500);
     s.dispatch_period = absl::Milliseconds(50);
@@ -91,6 +97,13 @@ class QemuAgentTest : public ::testing::Test {
     hp->set_kind(kHostKind);
     hp->mutable_host_process();
     hp->set_build_template("agent/templates/host-process");
+    v1::BoardConfig* ghost = c.add_boards();
+    ghost->set_id("ghost-0");
+    ghost->set_kind(kMissingKind);
+    ghost->mutable_serial();
+    ghost->mutable_qemu()->set_machine("mps2-an385");
+    ghost->mutable_qemu()->set_binary("/nonexistent/qemu-system-arm");
+    ghost->set_build_template("agent/templates/qemu-mps2-an385");
     AgentOptions o;
     o.config = c;
     o.max_backoff = absl::Seconds(1);
@@ -159,6 +172,33 @@ TEST_F(QemuAgentTest, FaultsAreNamedHangsAreResetAndTheBoardServesTheNextTrial) 
     EXPECT_EQ(jobs[i].result().costs_s_size(), 2);
   }
   for (const v1::Job& j : jobs) EXPECT_EQ(j.result().attempts(), 1) << j.DebugString();
+}
+
+// A board whose QEMU cannot start: each attempt fails with FLASH_ERROR naming the cause, the
+// tracker retries the job and quarantines the board, and the agent's other boards keep serving.
+TEST_F(QemuAgentTest, ABoardWhoseQemuIsMissingIsQuarantinedAndTheOthersServe) {
+  v1::Trial ghost = Matmul(kMissingKind);
+  std::vector<v1::Job> jobs = Run({ghost, Matmul(kQemuKind), Matmul(kHostKind)});
+  ASSERT_EQ(jobs.size(), 3u);
+  const v1::Result& r = jobs[0].result();
+  EXPECT_EQ(r.error_code(), v1::FLASH_ERROR) << r.message();
+  EXPECT_EQ(r.board_id(), "ghost-0");
+  EXPECT_TRUE(absl::StrContains(r.message(), "/nonexistent/qemu-system-arm")) << r.message();
+  EXPECT_TRUE(absl::StrContains(r.message(), "apt install qemu-system-arm")) << r.message();
+  EXPECT_GE(jobs[0].attempts_size(), 2) << "infrastructure failures are retried";
+  EXPECT_EQ(jobs[1].result().error_code(), v1::NO_ERROR) << jobs[1].result().message();
+  EXPECT_EQ(jobs[2].result().error_code(), v1::NO_ERROR) << jobs[2].result().message();
+  v1::ListBoardsRequest req;
+  v1::ListBoardsResponse resp;
+  grpc::ClientContext context;
+  ASSERT_TRUE(tracker_->client()->ListBoards(&context, req, &resp).ok());
+  bool seen = false;
+  for (const v1::Board& b : resp.boards()) {
+    if (b.board_id() != "ghost-0") continue;
+    seen = true;
+    EXPECT_EQ(b.state(), v1::QUARANTINED) << b.DebugString();
+  }
+  EXPECT_TRUE(seen);
 }
 
 TEST_F(QemuAgentTest, SixteenCandidatesAreOneBuildAndOneFlash) {

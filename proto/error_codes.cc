@@ -33,7 +33,6 @@ bool IsInfrastructureError(v1::ErrorCode code) {
   switch (code) {
     case v1::FLASH_ERROR:
     case v1::SESSION_ERROR:
-    case v1::DEVICE_RESET:
     case v1::BOARD_LOST:
     case v1::FIRMWARE_MISMATCH:
       return true;

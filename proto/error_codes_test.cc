@@ -35,6 +35,9 @@ TEST(ErrorCodes, InfrastructureErrorsAreTheBoardsFault) {
   EXPECT_FALSE(IsInfrastructureError(v1::COMPILE_DEVICE));
   EXPECT_FALSE(IsInfrastructureError(v1::WRONG_ANSWER));
   EXPECT_FALSE(IsInfrastructureError(v1::RUN_TIMEOUT));  // the trial's result, as in AutoTVM
+  // The board reset itself while the trial ran (a fault handler): the trial's doing, not retried;
+  // a board that resets on its own fails its handshakes instead (SESSION_ERROR).
+  EXPECT_FALSE(IsInfrastructureError(v1::DEVICE_RESET));
   EXPECT_FALSE(IsInfrastructureError(v1::RUNTIME_DEVICE));
 }
 

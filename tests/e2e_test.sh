@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # End to end, as a user runs it: a tracker, an agent with two host-process boards (one reached
-# through its pty like a USB-serial port), and a real Prometheus server (Debian's) scraping both.
-# A small tuning job runs through `farmctl tune`; the test checks its results and the AutoTVM log
-# export, asks Prometheus's HTTP API for `up` and the queue and job series, and runs
+# through its pty like a USB-serial port) and an emulated Cortex-M3 (QEMU mps2-an385, its UART on
+# a pty), and a real Prometheus server (Debian's) scraping both. A small tuning job runs through
+# `farmctl tune` on each kind (on the Cortex-M3 with a pool that one image holds: one build, one
+# flash for the run); the test checks their results and the AutoTVM log export, asks Prometheus's HTTP API for `up` and the queue and job series, and runs
 # `promtool check metrics` on the tracker's and the agent's /metrics.
 set -euo pipefail
 
@@ -52,10 +53,12 @@ spool_dir: "$work/agent/spool"
 metrics_address: "127.0.0.1:$agent_metrics"
 boards { id: "hp-pty" kind: "host-process" host_process { use_pty: true } build_template: "agent/templates/host-process" }
 boards { id: "hp-pipe" kind: "host-process" host_process {} build_template: "agent/templates/host-process" }
+boards { id: "m3-0" kind: "qemu-mps2-an385" serial {} qemu { machine: "mps2-an385" }
+         build_template: "agent/templates/qemu-mps2-an385" image_candidates: 32 build_time_limit_seconds: 300 }
 CONFIG
 agent/agent --config "$work/agent.textproto" >"$work/agent.out" 2>"$work/agent.err" &
 pids+=($!)
-wait_line "$work/agent.out" "serving 2 boards" >/dev/null
+wait_line "$work/agent.out" "serving 3 boards" >/dev/null
 
 # ---- Prometheus ----------------------------------------------------------------------------
 cat >"$work/prometheus.yml" <<CONFIG
@@ -80,8 +83,8 @@ http_get "http://127.0.0.1:$prom_port/-/ready" >/dev/null || { cat "$work/promet
 
 # ---- the boards are registered ---------------------------------------------------------------
 farmctl/farmctl boards --tracker "127.0.0.1:$tracker_port" >"$work/boards.txt"
-grep -q "hp-pty" "$work/boards.txt" && grep -q "hp-pipe" "$work/boards.txt" || {
-  cat "$work/boards.txt" >&2; fail "farmctl boards does not list both boards"; }
+grep -q "hp-pty" "$work/boards.txt" && grep -q "hp-pipe" "$work/boards.txt" && grep -q "m3-0" "$work/boards.txt" || {
+  cat "$work/boards.txt" >&2; fail "farmctl boards does not list the three boards"; }
 
 # ---- a small tuning job ----------------------------------------------------------------------
 say "tuning matmul: 24 trials in batches of 8"
@@ -114,11 +117,37 @@ for l in lines:
     assert names == ["tile_m", "tile_n", "tile_k", "unroll", "order"], names
 PY
 
+# ---- the same on the emulated Cortex-M3: 24 trials from a pool of 32, one build, one flash -----
+say "tuning matmul on qemu-mps2-an385: 24 trials in batches of 8 from a pool of 32"
+farmctl/farmctl tune --tracker "127.0.0.1:$tracker_port" --op matmul --kind qemu-mps2-an385 \
+  --strategy model --trials 24 --batch 8 --pool 32 --out "$work/tune-m3" >"$work/tune-m3.out" 2>"$work/tune-m3.err" || {
+  cat "$work/tune-m3.out" "$work/tune-m3.err" "$work/agent.err" >&2; fail "farmctl tune on the Cortex-M3 failed"; }
+cat "$work/tune-m3.out" >&2
+grep -q "best configurations of matmul" "$work/tune-m3.out" || fail "no best-configurations table (m3)"
+flashes=$(sed -nE 's/^flashes: ([0-9]+) for the 24 trials.*/\1/p' "$work/tune-m3.out")
+[[ "$flashes" == 1 ]] || fail "flashes for the Cortex-M3 tuning run: '$flashes', want 1"
+python3 - "$work/tune-m3/matmul.autotvm.log" <<'PY' || fail "AutoTVM log from the Cortex-M3 tune"
+import json, sys
+lines = [l for l in open(sys.argv[1]) if l.strip()]
+assert len(lines) == 24, f"{len(lines)} records"
+for l in lines:
+    costs, error_no, all_cost, ts = json.loads(l)["result"]
+    assert error_no == 0, l
+    assert all(0 < c < 1 for c in costs), costs
+PY
+farmctl/farmctl results --tracker "127.0.0.1:$tracker_port" --kind qemu-mps2-an385 --json >"$work/results-m3.json"
+python3 - "$work/results-m3.json" <<'PY' || fail "Cortex-M3 results do not say they are emulated"
+import json, sys
+text = open(sys.argv[1]).read()
+assert text.count('"emulation": "qemu"') >= 24, text[:2000]
+assert text.count('"timer": "systick"') >= 24, text[:2000]
+PY
+
 # The same results exported by the tracker: farmctl results --autotvm.
-farmctl/farmctl results --tracker "127.0.0.1:$tracker_port" --op matmul --autotvm >"$work/results.log"
+farmctl/farmctl results --tracker "127.0.0.1:$tracker_port" --op matmul --kind host-process --autotvm >"$work/results.log"
 [[ $(grep -c '"version": *0.2' "$work/results.log") -eq 24 ]] || {
   head -3 "$work/results.log" >&2; fail "farmctl results --autotvm: want 24 records"; }
-farmctl/farmctl results --tracker "127.0.0.1:$tracker_port" --op matmul >"$work/results.txt"
+farmctl/farmctl results --tracker "127.0.0.1:$tracker_port" --op matmul --kind host-process >"$work/results.txt"
 [[ $(grep -cE " DONE .* [0-9.]+ us$" "$work/results.txt") -eq 24 ]] || { cat "$work/results.txt" >&2; fail "results table"; }
 
 # ---- Prometheus saw both daemons and the farm's series ----------------------------------------
@@ -146,13 +175,14 @@ expect_query() {  # expect_query QUERY PYTHON-CONDITION-ON-n-AND-v
 }
 expect_query 'up{job="benchfarm-tracker"}' 'n == 1 and v == 1'
 expect_query 'up{job="benchfarm-agent"}' 'n == 1 and v == 1'
-expect_query 'sum(benchfarm_tracker_jobs_finished_total)' 'n == 1 and v >= 24'
+expect_query 'sum(benchfarm_tracker_jobs_finished_total)' 'n == 1 and v >= 48'
 expect_query 'sum(benchfarm_tracker_queue_depth) or vector(0)' 'n == 1 and v == 0'
-expect_query 'benchfarm_tracker_boards{state="IDLE"}' 'n == 1 and v == 2'
+expect_query 'benchfarm_tracker_boards{state="IDLE"}' 'n == 1 and v == 3'
 expect_query 'sum(benchfarm_tracker_trials_submitted_total)' 'n == 1 and v >= 24'
-expect_query 'sum(benchfarm_agent_trials_total{error_code="NO_ERROR"})' 'n == 1 and v >= 24'
+expect_query 'sum(benchfarm_agent_trials_total{error_code="NO_ERROR"})' 'n == 1 and v >= 48'
 expect_query 'benchfarm_agent_tracker_connected' 'n == 1 and v == 1'
-expect_query 'sum(benchfarm_agent_flashes_total)' 'n == 1 and v >= 2'
+expect_query 'sum(benchfarm_agent_flashes_total)' 'n == 1 and v >= 3'
+expect_query 'benchfarm_agent_flashes_total{board="m3-0"}' 'n == 1 and v == 1'
 
 # ---- promtool check metrics on both daemons --------------------------------------------------
 for target in "tracker:$tracker_metrics" "agent:$agent_metrics"; do

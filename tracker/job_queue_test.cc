@@ -269,7 +269,7 @@ TEST_F(JobQueueTest, RepeatedInfraFailuresQuarantineUntilAHealthCheckPasses) {
   ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
   for (int i = 0; i < 2; ++i) {
     v1::JobOffer o = TakeOne("a");
-    ASSERT_TRUE(queue_->ReportResult("a", Failed(o, v1::DEVICE_RESET)).ok());
+    ASSERT_TRUE(queue_->ReportResult("a", Failed(o, v1::SESSION_ERROR)).ok());
   }
   EXPECT_EQ(queue_->Boards("host")[0].state(), v1::QUARANTINED);
   // The next offer is a health check, not user work.
@@ -277,7 +277,7 @@ TEST_F(JobQueueTest, RepeatedInfraFailuresQuarantineUntilAHealthCheckPasses) {
   EXPECT_TRUE(check.health_check());
   EXPECT_EQ(check.trial().op().template_op().op(), "add");
   EXPECT_EQ(check.trial().board_id(), "b1");
-  ASSERT_TRUE(queue_->ReportResult("a", Failed(check, v1::DEVICE_RESET)).ok());
+  ASSERT_TRUE(queue_->ReportResult("a", Failed(check, v1::SESSION_ERROR)).ok());
   EXPECT_EQ(queue_->Boards("host")[0].state(), v1::QUARANTINED);
   EXPECT_TRUE(queue_->TakeOffers("a").empty());  // backing off
   clock_.Advance(options.health_check_backoff);

@@ -767,15 +767,15 @@ TEST_F(ServiceTest, InfrastructureErrorsRetryUpToTheBudget) {
   ASSERT_TRUE(offer.has_value());
   EXPECT_EQ(offer->job_id(), ids[0]);
   EXPECT_EQ(offer->attempt(), 2);
-  ASSERT_NO_FATAL_FAILURE(agent->Report(*offer, v1::DEVICE_RESET));
+  ASSERT_NO_FATAL_FAILURE(agent->Report(*offer, v1::SESSION_ERROR));
   v1::Job job = Get(ids[0]);
   EXPECT_EQ(job.state(), v1::DONE);
-  EXPECT_EQ(job.result().error_code(), v1::DEVICE_RESET);
+  EXPECT_EQ(job.result().error_code(), v1::SESSION_ERROR);
   EXPECT_EQ(job.result().attempts(), 2);
   EXPECT_EQ(job.result().autotvm_error_no(), 4);  // RUNTIME_DEVICE
   ASSERT_EQ(job.attempts_size(), 2);
   EXPECT_EQ(job.attempts(0).error_code(), v1::FLASH_ERROR);
-  EXPECT_EQ(job.attempts(1).error_code(), v1::DEVICE_RESET);
+  EXPECT_EQ(job.attempts(1).error_code(), v1::SESSION_ERROR);
 }
 
 TEST_F(ServiceTest, AFailingBoardIsQuarantinedUntilItPassesAHealthCheck) {

@@ -163,10 +163,10 @@ sed -e "s/@FLASH_ORIGIN@/${conf[FLASH_ORIGIN]}/" -e "s/@FLASH_LENGTH@/${conf[FLA
     -e "s/@RAM_ORIGIN@/${conf[RAM_ORIGIN]}/" -e "s/@RAM_LENGTH@/${conf[RAM_LENGTH]}/" \
     -e "s/@STACK_BYTES@/${conf[STACK_BYTES]}/" -e "s/@NULL_GUARD_BYTES@/$guard/" \
     "$boards/cortex-m/link.ld.in" > "$tmp/link.ld"
-LINK=("${cpu_flags[@]}" -Os --specs=picolibc.specs -nostartfiles -T "$tmp/link.ld"
+LINK=("${cpu_flags[@]}" -Os --specs=picolibc.specs -nostartfiles
       -Wl,--gc-sections -Wl,--undefined=bf_bsp_vectors -Wl,--no-warn-rwx-segments)
 
-# The firmware id: everything that makes the image.
+# The firmware id: everything that makes the image (no temporary paths, so it is reproducible).
 firmware_id=$( (echo "firmware-v1 runtime=$runtime_key package=$package kind=$kind"
                 echo "${COMMON[*]} ${LENIENT[*]} ${LINK[*]}"; cat "$tmp/link.ld"
                 for src in "${image_sources[@]}"; do echo "== $(basename "$src")"; cat "$src"; done) |
@@ -188,7 +188,7 @@ done
 "$CC" "${COMMON[@]}" "${STRICT[@]}" "-DBF_BOARD_KIND=\"$kind\"" -c "$tmp/bf_firmware_id.c" -o "$tmp/bf_firmware_id.o"
 objects+=("$tmp/bf_firmware_id.o")
 
-"$CC" "${LINK[@]}" -Wl,-Map="$tmp/image.map" "${objects[@]}" "$runtime" -o "$tmp/image.elf"
+"$CC" "${LINK[@]}" -T "$tmp/link.ld" -Wl,-Map="$tmp/image.map" "${objects[@]}" "$runtime" -o "$tmp/image.elf"
 "$OBJCOPY" -O binary "$tmp/image.elf" "$tmp/image.bin"
 "$OBJCOPY" -O ihex "$tmp/image.elf" "$tmp/image.hex"
 printf '%s' "$firmware_id" > "$tmp/image.hash"

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# crt/boards/build.sh, for every package with a board.conf:
+#   - builds the firmware with the sample operators: IMAGE, IMAGE.bin/.hex/.hash exist, the one
+#     summary line has the package, kind, sizes within the part and the firmware id, which is 16
+#     hex digits, equals IMAGE.hash and is embedded in the image;
+#   - the id is reproducible (a second build into another cache: same id, same .bin) and covers
+#     the kind (another --kind: another id);
+#   - the agent's interface: --sources DIR with a system library of its own;
+#   - with qemu-system-arm installed: the image boots under the package's QEMU machine and sends
+#     the boot signature FE FF FD 03 00 00 00 00 00 02 66 77 on its UART.
+# And: an image past flash (a referenced 8 MiB constant) and one past RAM fail the link with the
+# linker's "region `FLASH' overflowed" / "region `RAM' overflowed".
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+crt="$(cd "$here/.." && pwd)"
+tmp="${TEST_TMPDIR:-$(mktemp -d)}/firmware"
+rm -rf "$tmp"
+mkdir -p "$tmp/cache"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+packages=()
+for conf in "$here"/*/board.conf; do packages+=("$(basename "$(dirname "$conf")")"); done
+[[ ${#packages[@]} -ge 2 ]] || fail "expected at least two packages, found ${packages[*]:-none}"
+
+# A system library of the test's own: the sample ops' first entry and a function reading a
+# constant, so the constant is linked (the firmware uses --gc-sections).
+make_lib() { # DIR DECLARATION
+  mkdir -p "$1"
+  cat > "$1/lib.c" <<EOF
+#include <benchfarm/ops/sample_ops.h>
+#include <tvm/runtime/c_backend_api.h>
+#include <tvm/runtime/crt/func_registry.h>
+#include <tvm/runtime/crt/module.h>
+$2
+static int Touch(TVMValue* args, int* codes, int n, TVMValue* ret, int* ret_code, void* h) {
+  (void)args; (void)codes; (void)n; (void)h;
+  ret->v_int64 = bf_blob[1];
+  *ret_code = kDLInt;
+  return 0;
+}
+static const TVMBackendPackedCFunc kFuncs[] = {bf_ops_add, Touch};
+static const TVMFuncRegistry kRegistry = {"\\x02\\x00" "add\\0" "touch\\0", kFuncs};
+static const TVMModule kModule = {&kRegistry};
+const TVMModule* TVMSystemLibEntryPoint(void) { return &kModule; }
+EOF
+}
+
+for pkg in "${packages[@]}"; do
+  conf="$here/$pkg/board.conf"
+  flash_len=$(( $(sed -n 's/^FLASH_LENGTH=//p' "$conf") ))
+  ram_len=$(( $(sed -n 's/^RAM_LENGTH=//p' "$conf") ))
+  machine="$(sed -n 's/^QEMU_MACHINE=//p' "$conf")"
+  img="$tmp/$pkg/firmware.elf"
+  line="$("$here/build.sh" --package "$pkg" --out "$img" --cache "$tmp/cache" --crt "$crt")" ||
+    fail "$pkg: build failed"
+  echo "$line"
+  [[ "$(printf '%s\n' "$line" | wc -l)" -eq 1 ]] || fail "$pkg: expected one summary line"
+  re="^firmware: $img package=$pkg kind=$pkg flash=([0-9]+)/([0-9]+) ram=([0-9]+)/([0-9]+) hash=([0-9a-f]{16})$"
+  [[ "$line" =~ $re ]] || fail "$pkg: summary line does not match: $line"
+  flash_used=${BASH_REMATCH[1]} flash_size=${BASH_REMATCH[2]}
+  ram_used=${BASH_REMATCH[3]} ram_size=${BASH_REMATCH[4]} id=${BASH_REMATCH[5]}
+  [[ "$flash_size" -eq "$flash_len" && "$ram_size" -eq "$ram_len" ]] || fail "$pkg: sizes not the part's"
+  [[ "$flash_used" -gt 4096 && "$flash_used" -le "$flash_size" ]] || fail "$pkg: flash used $flash_used"
+  [[ "$ram_used" -gt 4096 && "$ram_used" -le "$ram_size" ]] || fail "$pkg: ram used $ram_used"
+  for ext in bin hex hash; do [[ -s "$img.$ext" ]] || fail "$pkg: no $img.$ext"; done
+  [[ "$(cat "$img.hash")" == "$id" ]] || fail "$pkg: $img.hash is not $id"
+  grep -q ':00000001FF' "$img.hex" || fail "$pkg: $img.hex has no Intel HEX end record"
+  grep -qa "$id" "$img.bin" || fail "$pkg: the firmware id is not in the image"
+  arm-none-eabi-readelf -h "$img" | grep -q 'Machine:.*ARM' || fail "$pkg: $img is not an ARM ELF"
+
+  # Reproducible, and the kind is part of the id.
+  again="$("$here/build.sh" --package "$pkg" --out "$tmp/$pkg/again.elf" --cache "$tmp/cache2-$pkg")"
+  [[ "$again" == *"hash=$id" ]] || fail "$pkg: a second build has another id: $again"
+  cmp -s "$img.bin" "$tmp/$pkg/again.elf.bin" || fail "$pkg: a second build has other bytes"
+  other="$("$here/build.sh" --package "$pkg" --kind "qemu-test-$pkg" --out "$tmp/$pkg/kind.elf" --cache "$tmp/cache")"
+  [[ "$other" == *" kind=qemu-test-$pkg "* && "$other" != *"hash=$id" ]] || fail "$pkg: --kind: $other"
+
+  # The agent's interface: its own system library from --sources.
+  make_lib "$tmp/$pkg/lib" 'static const volatile unsigned char bf_blob[4] = {1, 2, 3, 4};'
+  "$here/build.sh" --package "$pkg" --sources "$tmp/$pkg/lib" --out "$tmp/$pkg/lib.elf" \
+    --cache "$tmp/cache" >/dev/null || fail "$pkg: --sources build failed"
+
+  # Too big for flash, too big for RAM: the linker says so, the build fails.
+  make_lib "$tmp/$pkg/big" 'static const volatile unsigned char bf_blob[8 * 1024 * 1024] = {1};'
+  if out="$("$here/build.sh" --package "$pkg" --sources "$tmp/$pkg/big" --out "$tmp/$pkg/big.elf" \
+              --cache "$tmp/cache" 2>&1)"; then
+    fail "$pkg: an 8 MiB constant linked"
+  fi
+  [[ "$out" == *"region \`FLASH' overflowed"* ]] || fail "$pkg: no flash overflow message: $out"
+  [[ ! -e "$tmp/$pkg/big.elf" ]] || fail "$pkg: a failed build left an image"
+  make_lib "$tmp/$pkg/ram" 'static volatile unsigned char bf_blob[8 * 1024 * 1024];'
+  if out="$("$here/build.sh" --package "$pkg" --sources "$tmp/$pkg/ram" --out "$tmp/$pkg/ram.elf" \
+              --cache "$tmp/cache" 2>&1)"; then
+    fail "$pkg: an 8 MiB array linked"
+  fi
+  [[ "$out" == *"region \`RAM' overflowed"* ]] || fail "$pkg: no RAM overflow message: $out"
+
+  # Boot under QEMU: the boot signature on the first serial port.
+  if command -v qemu-system-arm >/dev/null && [[ -n "$machine" ]]; then
+    serial="$tmp/$pkg/serial.out"
+    timeout 2 qemu-system-arm -M "$machine" -display none -monitor none -nodefaults \
+      -serial "file:$serial" -kernel "$img" >/dev/null 2>&1 || true
+    boot="$(head -c 12 "$serial" | od -An -tx1 | tr -d ' \n')"
+    [[ "$boot" == "fefffd030000000000026677" ]] || fail "$pkg: QEMU $machine: boot bytes '$boot'"
+    echo "  boots under qemu-system-arm -M $machine: fe ff fd 03 00 00 00 00 00 02 66 77"
+  else
+    echo "  (qemu-system-arm not installed: boot not checked)"
+  fi
+done
+
+# Bad arguments are refused.
+if "$here/build.sh" --package no-such-board --out "$tmp/x.elf" 2>/dev/null; then fail "unknown package built"; fi
+if "$here/build.sh" --package "${packages[0]}" --kind 'bad kind' --out "$tmp/x.elf" 2>/dev/null; then
+  fail "a kind with a space was accepted"
+fi
+echo "PASS: ${#packages[@]} packages (${packages[*]})"
