@@ -50,6 +50,7 @@ for pkg in "${packages[@]}"; do
   flash_len=$(( $(sed -n 's/^FLASH_LENGTH=//p' "$conf") ))
   ram_len=$(( $(sed -n 's/^RAM_LENGTH=//p' "$conf") ))
   machine="$(sed -n 's/^QEMU_MACHINE=//p' "$conf")"
+  serial_index="$(sed -n 's/^QEMU_SERIAL_INDEX=//p' "$conf")"
   img="$tmp/$pkg/firmware.elf"
   line="$("$here/build.sh" --package "$pkg" --out "$img" --cache "$tmp/cache" --crt "$crt")" ||
     fail "$pkg: build failed"
@@ -98,8 +99,10 @@ for pkg in "${packages[@]}"; do
   # Boot under QEMU: the boot signature on the first serial port.
   if command -v qemu-system-arm >/dev/null && [[ -n "$machine" ]]; then
     serial="$tmp/$pkg/serial.out"
+    ports=()
+    for ((i = 0; i < ${serial_index:-0}; i++)); do ports+=(-serial null); done
     timeout 2 qemu-system-arm -M "$machine" -display none -monitor none -nodefaults \
-      -serial "file:$serial" -kernel "$img" >/dev/null 2>&1 || true
+      "${ports[@]}" -serial "file:$serial" -kernel "$img" >/dev/null 2>&1 || true
     boot="$(head -c 12 "$serial" | od -An -tx1 | tr -d ' \n')"
     [[ "$boot" == "fefffd030000000000026677" ]] || fail "$pkg: QEMU $machine: boot bytes '$boot'"
     echo "  boots under qemu-system-arm -M $machine: fe ff fd 03 00 00 00 00 00 02 66 77"

@@ -93,7 +93,7 @@ attribute() {
 
 echo
 echo "linked firmware per board package (crt/boards/build.sh, sample operators), bytes:"
-printf '%-11s %8s %8s | %6s %8s %5s %13s | %11s %6s %6s %5s %5s\n' package flash ram core \
+printf '%-13s %8s %8s | %6s %8s %5s %13s | %11s %6s %6s %5s %5s\n' package flash ram core \
   runtime link "MinRPC+timeev" "bsp(format)" ops libgcc libc other
 for conf in "$boards"/*/board.conf; do
   pkg="$(basename "$(dirname "$conf")")"
@@ -101,7 +101,7 @@ for conf in "$boards"/*/board.conf; do
   [[ "$line" =~ flash=([0-9]+)/[0-9]+\ ram=([0-9]+)/[0-9]+ ]] || { echo "crt-size: $line" >&2; exit 1; }
   flash=${BASH_REMATCH[1]} ram=${BASH_REMATCH[2]}
   read -r core runtime link rpc bsp format ops libgcc libc other < <(attribute "$out/firmware-$pkg.elf.map")
-  printf '%-11s %8d %8d | %6d %8d %5d %13d | %5d(%4d) %6d %6d %5d %5d\n' "$pkg" "$flash" "$ram" \
+  printf '%-13s %8d %8d | %6d %8d %5d %13d | %5d(%4d) %6d %6d %5d %5d\n' "$pkg" "$flash" "$ram" \
     "$core" "$runtime" "$link" "$rpc" "$bsp" "$format" "$ops" "$libgcc" "$libc" "$other"
 done
 echo "core = runtime (crt/runtime, crt/memory) + link (crt/link) + MinRPC + time evaluator (crt/rpc);"

@@ -122,7 +122,6 @@ void bf_bsp_fault_report(const uint32_t* frame, uint32_t exc_return) {
   if (g_bf_in_fatal) bf_bsp_reset();
   g_bf_in_fatal = 1;
 
-  pos = BfAppend(line, sizeof(line), pos, "fault: ");
   if (ipsr < 16u) {
     pos = BfAppend(line, sizeof(line), pos, kNames[ipsr]);
   } else {
@@ -149,7 +148,7 @@ void bf_bsp_fault_report(const uint32_t* frame, uint32_t exc_return) {
   }
   (void)pos;
   g_bf_in_fatal = 0;
-  bf_bsp_fatal(line + 7); /* without "fault: ": bf_bsp_fatal adds it */
+  bf_bsp_fatal(line); /* adds "fault: " */
 }
 
 void bf_bsp_fatal(const char* what) {

@@ -83,6 +83,7 @@ void bf_bsp_systick_handler(void) {
 }
 
 uint64_t bf_bsp_cycles(void) {
+  uint32_t zero_reads;
   if (g_bf_use_dwt) {
     for (;;) {
       uint32_t high = g_bf_dwt_high;
@@ -93,14 +94,15 @@ uint64_t bf_bsp_cycles(void) {
       return ((uint64_t)high << 32) | now;
     }
   }
-  for (;;) {
+  for (zero_reads = 0;;) {
     uint32_t wraps = g_bf_systick_wraps;
     uint32_t value = BF_BSP_REG32(BF_SYST_CVR);
     uint32_t pending = BF_BSP_REG32(BF_BSP_SCB_ICSR) & BF_ICSR_PENDSTSET;
     uint64_t ticks;
     /* 0 lasts one tick: the last of a period (its wrap may or may not be counted yet) or the
-     * tick after a restart. Wait for the reload rather than guess. */
-    if (value == 0u) continue;
+     * tick after a restart. Wait for the reload rather than guess — but not forever, should
+     * SysTick not be counting at all. */
+    if (value == 0u && ++zero_reads < 100000u) continue;
     if (wraps != g_bf_systick_wraps) continue;
     ticks = g_bf_systick_base + ((uint64_t)wraps << 24) + (BF_SYST_RELOAD - value);
     /* A wrap not yet counted: the counter was read after it (value near the reload). */
