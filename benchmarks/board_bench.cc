@@ -48,8 +48,14 @@ bool IsDir(const std::string& p) {
 }
 
 std::string Runfiles(const char* argv0) {
+  // Absolute: the templates run in their own work directories.
   for (const std::string& r : {std::string(argv0) + ".runfiles/benchfarm", std::string(".")}) {
-    if (IsDir(r + "/crt") && IsDir(r + "/agent/templates")) return r;
+    if (IsDir(r + "/crt") && IsDir(r + "/agent/templates")) {
+      char* real = realpath(r.c_str(), nullptr);
+      std::string out = real != nullptr ? real : r;
+      free(real);
+      return out;
+    }
   }
   return ".";
 }
@@ -153,17 +159,20 @@ BoardFigures Measure(const Paths& paths, const agent::KnobSpace& space, v1::Boar
     return f;
   }
   device::FirmwareImage fw{image->path, image->hash};
-  f.flash = Time(runs, [&] {
+  std::vector<double> flashes;
+  for (int i = 0; i < runs; ++i) {
     (*board)->Reset(device::Board::ResetReason::kHung);  // force a real flash each time
     device::EnsureOutcome out = (*board)->EnsureImage(fw, absl::Now() + absl::Seconds(30));
-    if (out.failure) f.error = out.failure->message;
-    return !out.failure.has_value();
-  });
-  // EnsureImage above timed flash + handshake; the flash alone is flash - handshake.
+    if (out.failure) {
+      f.error = out.failure->message;
+      return f;
+    }
+    flashes.push_back(absl::ToDoubleSeconds(out.flash_time));
+  }
+  f.flash = Median(flashes);
   f.handshake = Time(runs, [&] {
     return !(*board)->Connect(absl::Now() + absl::Seconds(30)).has_value();
   });
-  f.flash = std::max(0.0, f.flash - f.handshake);
   device::RpcClient* rpc = (*board)->rpc();
   if (rpc == nullptr) return f;
   absl::StatusOr<uint64_t> fn = rpc->GetGlobalFunc("tvm.rpc.server.GetCRTMaxPacketSize",

@@ -93,6 +93,8 @@ void QemuFlasher::Stop() {
 
 absl::Status QemuFlasher::StopLocked() {
   if (!options_.serial_link.empty()) unlink(options_.serial_link.c_str());
+  if (keeper_fd_ >= 0) close(keeper_fd_);
+  keeper_fd_ = -1;
   port_.clear();
   if (qemu_ == nullptr) return absl::OkStatus();
   absl::StatusOr<base::ProcessExit> ended = qemu_->Stop(kStopGrace, absl::Now() + 2 * kStopGrace);
@@ -178,6 +180,10 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
                                               *pty, ": ", why));
     }
   }
+  // QEMU notices a host on its pty by polling once a second while nobody has the slave open, and
+  // drops what the guest sends meanwhile: keep the slave open for QEMU's life, so the board's
+  // link is "connected" from the start and a reconnect (after a reset) costs no second.
+  keeper_fd_ = open(pty->c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
   port_ = *pty;
   qemu_ = std::move(qemu);
   return absl::OkStatus();

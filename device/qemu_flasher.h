@@ -81,6 +81,7 @@ class QemuFlasher final : public Flasher {
   mutable absl::Mutex mu_;
   std::unique_ptr<Subprocess> qemu_ ABSL_GUARDED_BY(mu_);
   std::string port_ ABSL_GUARDED_BY(mu_);
+  int keeper_fd_ ABSL_GUARDED_BY(mu_) = -1;  // the pty's slave, held open while QEMU runs
 };
 
 }  // namespace benchfarm::device

@@ -103,8 +103,9 @@ for key in $(printf '%s\n' "${!conf[@]}" | sort); do
     defines+=("-DBF_CONF_$key=$(( port * 16 + BASH_REMATCH[2] ))")
   fi
 done
+# A microcontroller's flash is small: the 32-byte nibble CRC table instead of the 512-byte one.
 defines+=("-DTVM_CRT_MEMORY_POOL_SIZE_BYTES=${conf[MEMORY_POOL_BYTES]}"
-          "-DTVM_CRT_PAGE_BYTES=${conf[PAGE_BYTES]}")
+          "-DTVM_CRT_PAGE_BYTES=${conf[PAGE_BYTES]}" "-DTVM_CRT_CRC16_TABLE_ENTRIES=16")
 
 read -r -a cpu_flags <<< "${conf[CPU_FLAGS]}"
 COMMON=("${cpu_flags[@]}" -Os -ffunction-sections -fdata-sections --specs=picolibc.specs)

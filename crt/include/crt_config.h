@@ -81,9 +81,17 @@
 #endif
 
 /* Compile-time checks. A negative array size fails the build in C99 and C++. */
+/* Entries of the CRC-16 lookup table (crt/link/crc16.c): 256 (512 bytes, a byte per step: the
+ * host's choice) or 16 (32 bytes, a nibble per step: half the speed, for small flash). */
+#ifndef TVM_CRT_CRC16_TABLE_ENTRIES
+#define TVM_CRT_CRC16_TABLE_ENTRIES 256
+#endif
+
 #define TVM_CRT_STATIC_CHECK(cond, name) typedef char tvm_crt_static_check_##name[(cond) ? 1 : -1]
 
 TVM_CRT_STATIC_CHECK(TVM_CRT_LOG_LEVEL >= 0 && TVM_CRT_LOG_LEVEL <= 4, log_level);
+TVM_CRT_STATIC_CHECK(TVM_CRT_CRC16_TABLE_ENTRIES == 256 || TVM_CRT_CRC16_TABLE_ENTRIES == 16,
+                     crc16_table_entries);
 TVM_CRT_STATIC_CHECK(TVM_CRT_MAX_ARGS >= 1 && TVM_CRT_MAX_ARGS <= 255, max_args);
 TVM_CRT_STATIC_CHECK(TVM_CRT_MAX_NDIM >= 1 && TVM_CRT_MAX_NDIM <= 32, max_ndim);
 TVM_CRT_STATIC_CHECK(TVM_CRT_GLOBAL_FUNC_REGISTRY_SIZE_BYTES >= 64 &&

@@ -1,11 +1,29 @@
 /*
- * crc16.c: table-driven CRC-16/CCITT-FALSE (see crc16.h).
+ * crc16.c: table-driven CRC-16/CCITT-FALSE (see crc16.h), a byte or a nibble per step
+ * (TVM_CRT_CRC16_TABLE_ENTRIES).
  *
  * Entry i of the table is the CRC register after shifting byte i through the
  * polynomial 0x1021, MSB first; generated once, checked by crc16_test.cc
  * against the bitwise definition.
  */
+#include <crt_config.h>
 #include <tvm/runtime/crt/link/crc16.h>
+
+#if TVM_CRT_CRC16_TABLE_ENTRIES == 16
+
+/* A nibble per step: entry i is the register after shifting nibble i through the polynomial —
+ * the first 16 entries of the byte table below. */
+static const uint16_t kCrc16Nibbles[16] = {
+    0x0000u, 0x1021u, 0x2042u, 0x3063u, 0x4084u, 0x50A5u, 0x60C6u, 0x70E7u,
+    0x8108u, 0x9129u, 0xA14Au, 0xB16Bu, 0xC18Cu, 0xD1ADu, 0xE1CEu, 0xF1EFu,
+};
+
+uint16_t crt_crc16_update_byte(uint16_t crc, uint8_t byte) {
+  crc = (uint16_t)((uint16_t)(crc << 4) ^ kCrc16Nibbles[((crc >> 12) ^ (byte >> 4)) & 0xFu]);
+  return (uint16_t)((uint16_t)(crc << 4) ^ kCrc16Nibbles[((crc >> 12) ^ byte) & 0xFu]);
+}
+
+#else
 
 /* 8 entries a row, as generated. */
 /* clang-format off */
@@ -48,6 +66,8 @@ static const uint16_t kCrc16Table[256] = {
 uint16_t crt_crc16_update_byte(uint16_t crc, uint8_t byte) {
   return (uint16_t)((uint16_t)(crc << 8) ^ kCrc16Table[((crc >> 8) ^ byte) & 0xFFu]);
 }
+
+#endif /* TVM_CRT_CRC16_TABLE_ENTRIES */
 
 uint16_t crt_crc16_update(uint16_t crc, const uint8_t* data, size_t n) {
   size_t i;
