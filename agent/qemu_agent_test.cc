@@ -196,7 +196,8 @@ TEST_F(QemuAgentTest, ABoardWhoseQemuIsMissingIsQuarantinedAndTheOthersServe) {
   for (const v1::Board& b : resp.boards()) {
     if (b.board_id() != "ghost-0") continue;
     seen = true;
-    EXPECT_EQ(b.state(), v1::QUARANTINED) << b.DebugString();
+    // Quarantined: no user work, only health checks (which keep failing).
+    EXPECT_TRUE(b.state() == v1::QUARANTINED || b.state() == v1::HEALTH_CHECK) << b.DebugString();
   }
   EXPECT_TRUE(seen);
 }

@@ -88,7 +88,14 @@ void CheckAgent(const v1::AgentConfig& c) {
     EXPECT_FALSE(b.build_template().empty());
     EXPECT_NE(b.transport_case(), v1::BoardConfig::TRANSPORT_NOT_SET)
         << "no serial or host_process";
-    if (b.has_serial()) {
+    if (b.has_qemu()) {
+      // An emulated microcontroller: QEMU is its flasher, its UART the pty QEMU makes.
+      EXPECT_TRUE(b.has_serial());
+      EXPECT_FALSE(b.qemu().machine().empty());
+      EXPECT_EQ(b.flasher().argv_size(), 0);
+      EXPECT_TRUE(absl::StartsWith(b.build_template(), "agent/templates/qemu-"))
+          << b.build_template();
+    } else if (b.has_serial()) {
       EXPECT_FALSE(b.serial().port().empty());
       EXPECT_GT(b.serial().baud(), 0);
       ASSERT_GT(b.flasher().argv_size(), 0) << "a serial board needs a flasher";
