@@ -45,11 +45,21 @@ absl::StatusOr<DeviceInfo> ParseDeviceInfo(absl::string_view text) {
 RpcClient::RpcClient(HostSession* session) : session_(session) {}
 
 absl::Status RpcClient::Reconnect(absl::Time deadline) {
-  system_lib_.reset();
-  functions_.clear();
-  RETURN_IF_ERROR(session_->Connect(deadline));
-  out_of_step_ = false;
-  return absl::OkStatus();
+  constexpr absl::Duration kProbe = absl::Seconds(2);
+  for (;;) {
+    system_lib_.reset();
+    functions_.clear();
+    RETURN_IF_ERROR(session_->Connect(deadline));
+    out_of_step_ = false;
+    absl::StatusOr<uint64_t> probe =
+        GetGlobalFunc("runtime.SystemLib", std::min(deadline, absl::Now() + kProbe));
+    // Any answer (a handle, or "no such function" from firmware without it) proves the session.
+    if (probe.ok() || absl::IsNotFound(probe.status()) || absl::IsUnknown(probe.status())) {
+      system_lib_.reset();
+      return absl::OkStatus();
+    }
+    if (!absl::IsDeadlineExceeded(probe.status()) || absl::Now() >= deadline) return probe.status();
+  }
 }
 
 absl::StatusOr<Reply> RpcClient::Request(const std::string& packet, absl::Time deadline) {

@@ -67,7 +67,10 @@ class RpcClient {
   // `session` is borrowed, established (Connect) and outlives the client.
   explicit RpcClient(HostSession* session);
 
-  // A new session after a timeout or a board reset; forgets cached handles.
+  // A new session after a timeout or a board reset; forgets cached handles. It returns once the
+  // board answers a request on the new session: a board that was busy while the handshake was
+  // retried answers every Init it finds queued, and may end up in a later session than the one
+  // the host took; the handshake is then run again (until the deadline).
   absl::Status Reconnect(absl::Time deadline);
 
   // One request and its reply (the building block of everything below).

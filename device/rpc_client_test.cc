@@ -171,9 +171,13 @@ TEST_F(RpcClientTest, ErrorsAreTyped) {
   EXPECT_TRUE(absl::IsDeadlineExceeded(late.status())) << late.status();
   EXPECT_LT(absl::Now() - start, absl::Seconds(1));
   EXPECT_TRUE(absl::IsFailedPrecondition(client_->GetGlobalFunc("runtime.SystemLib", Soon()).status()));
-  ASSERT_TRUE(client_->Reconnect(Soon()).ok());
-  EXPECT_TRUE(client_->GetGlobalFunc("runtime.SystemLib", Soon()).ok());
-  EXPECT_TRUE(client_->GetFunction("add", Soon()).ok());
+  absl::Status reconnected = client_->Reconnect(Soon());
+  ASSERT_TRUE(reconnected.ok()) << reconnected;
+  absl::StatusOr<uint64_t> lib = client_->GetGlobalFunc("runtime.SystemLib", Soon());
+  EXPECT_TRUE(lib.ok()) << lib.status() << "; link: " << session_->counters().packets_dropped
+                        << " dropped, " << session_->counters().handshakes << " handshakes";
+  absl::StatusOr<uint64_t> fn = client_->GetFunction("add", Soon());
+  EXPECT_TRUE(fn.ok()) << fn.status();
 }
 
 TEST_F(RpcClientTest, KilledBoardIsReportedWithinTheDeadline) {
