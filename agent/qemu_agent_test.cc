@@ -8,7 +8,8 @@
 // hang gets RUN_TIMEOUT and a reset; an image too big for the part's flash is COMPILE_DEVICE with
 // the linker's numbers; a tuning batch of 16 candidates is one build and one flash, and its costs
 // say they are emulated. The host-process board keeps serving its own jobs meanwhile; a board
-// whose QEMU is missing fails with FLASH_ERROR naming the cause and is quarantined.
+// whose QEMU is missing (FLASH_ERROR) or that never answers (SESSION_ERROR) gets an error naming
+// the cause and is quarantined.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -27,6 +28,7 @@ namespace {
 constexpr char kQemuKind[] = "qemu-mps2-an385";
 constexpr char kHostKind[] = "host-process";
 constexpr char kMissingKind[] = "qemu-missing";  // a board whose QEMU is not installed
+constexpr char kSilentKind[] = "qemu-silent";    // a board that never answers (QEMU's CPU halted)
 
 v1::Trial Matmul(const std::string& kind, std::map<std::string, std::string> knobs = {}) {
   v1::Trial t;
@@ -69,7 +71,7 @@ class QemuAgentTest : public ::testing::Test {
                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     ASSERT_TRUE(MakeDirs(dir_).ok());
     tracker::JobQueueOptions q;
-    q.known_kinds = {kQemuKind, kHostKind, kMissingKind};
+    q.known_kinds = {kQemuKind, kHostKind, kMissingKind, kSilentKind};
     // As a deployed tracker has (deploy/examples/tracker.textproto): a quarantined board must pass
     // this before it gets work again.
     q.health_check_trial.mutable_op()->mutable_template_op()->set_op("add");
@@ -104,6 +106,13 @@ class QemuAgentTest : public ::testing::Test {
     ghost->mutable_qemu()->set_machine("mps2-an385");
     ghost->mutable_qemu()->set_binary("/nonexistent/qemu-system-arm");
     ghost->set_build_template("agent/templates/qemu-mps2-an385");
+    v1::BoardConfig* mute = c.add_boards();
+    mute->set_id("mute-0");
+    mute->set_kind(kSilentKind);
+    mute->mutable_serial();
+    mute->mutable_qemu()->set_machine("mps2-an385");
+    mute->mutable_qemu()->add_extra_args("-S");  // QEMU starts with the CPU stopped: no answer
+    mute->set_build_template("agent/templates/qemu-mps2-an385");
     AgentOptions o;
     o.config = c;
     o.max_backoff = absl::Seconds(1);
@@ -200,6 +209,33 @@ TEST_F(QemuAgentTest, ABoardWhoseQemuIsMissingIsQuarantinedAndTheOthersServe) {
     EXPECT_TRUE(b.state() == v1::QUARANTINED || b.state() == v1::HEALTH_CHECK) << b.DebugString();
   }
   EXPECT_TRUE(seen);
+}
+
+// A board that never answers: every attempt fails its handshake (SESSION_ERROR naming the board
+// and the cause), the tracker retries and quarantines it, the job still gets its one result, and
+// the agent's other boards keep serving.
+TEST_F(QemuAgentTest, ABoardThatNeverAnswersIsQuarantinedAndTheOthersServe) {
+  std::vector<v1::Job> jobs = Run({Matmul(kSilentKind), Matmul(kQemuKind), Matmul(kHostKind)});
+  ASSERT_EQ(jobs.size(), 3u);
+  const v1::Result& r = jobs[0].result();
+  EXPECT_EQ(r.error_code(), v1::SESSION_ERROR) << r.message();
+  EXPECT_EQ(r.board_id(), "mute-0");
+  EXPECT_TRUE(absl::StrContains(r.message(), "mute-0")) << r.message();
+  EXPECT_TRUE(absl::StrContains(r.message(), "handshake")) << r.message();
+  EXPECT_EQ(jobs[0].attempts_size(), 3) << "retried up to the retry budget";
+  EXPECT_EQ(jobs[1].result().error_code(), v1::NO_ERROR) << jobs[1].result().message();
+  EXPECT_EQ(jobs[2].result().error_code(), v1::NO_ERROR) << jobs[2].result().message();
+  v1::ListBoardsRequest req;
+  v1::ListBoardsResponse resp;
+  grpc::ClientContext context;
+  ASSERT_TRUE(tracker_->client()->ListBoards(&context, req, &resp).ok());
+  for (const v1::Board& b : resp.boards()) {
+    if (b.board_id() == "mute-0") {
+      EXPECT_TRUE(b.state() == v1::QUARANTINED || b.state() == v1::HEALTH_CHECK) << b.DebugString();
+    } else if (b.board_id() != "ghost-0") {
+      EXPECT_TRUE(b.state() == v1::IDLE || b.state() == v1::BUSY) << b.DebugString();
+    }
+  }
 }
 
 TEST_F(QemuAgentTest, SixteenCandidatesAreOneBuildAndOneFlash) {
