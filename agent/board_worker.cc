@@ -457,12 +457,9 @@ std::optional<BoardWorker::Failure> BoardWorker::EnsureImage(const Image& image,
   }
   if (board_->port_missing()) SetState("offline");
   if (const std::optional<device::DeviceInfo>& info = board_->info()) {
-    board_hash_ = info->firmware_hash;
     timer_resolution_s_ = info->timer_resolution_s;
     auto timer = info->fields.find("timer");
     timer_ = timer != info->fields.end() ? timer->second : "";
-  } else {
-    board_hash_.clear();
   }
   if (!out.failure) {
     reset_pending_ = false;
@@ -482,7 +479,6 @@ std::optional<BoardWorker::Failure> BoardWorker::EnsureImage(const Image& image,
 
 void BoardWorker::MarkForReset(device::Board::ResetReason reason) {
   board_->Reset(reason);
-  board_hash_.clear();
   reset_pending_ = true;
   absl::MutexLock lock(&mu_);
   counters_.resets++;
@@ -495,7 +491,8 @@ void BoardWorker::Report(const v1::JobOffer& offer, v1::Result result, absl::Tim
     counters_.results++;
   }
   result.set_board_id(id());
-  if (!board_hash_.empty()) result.set_firmware_hash(board_hash_);
+  // The image the board reported on the current link; none after a reset or a failed link.
+  if (board_->info()) result.set_firmware_hash(board_->info()->firmware_hash);
   result.set_timer_resolution_s(timer_resolution_s_);
   result.set_timer(timer_);
   result.set_emulation(board_->emulation());

@@ -142,9 +142,8 @@ class BoardWorker {
 
   // The board. Only the worker thread touches it after Start().
   const std::unique_ptr<device::Board> board_;
-  std::string board_hash_;       // what the board reported on the current link
-  double timer_resolution_s_ = 0;
-  std::string timer_;            // DeviceInfo's timer
+  double timer_resolution_s_ = 0;  // from the last DeviceInfo (kept across resets)
+  std::string timer_;              // DeviceInfo's timer, likewise
   bool reset_pending_ = false;   // for State(): a reset waits for the next job
 
   mutable absl::Mutex mu_;

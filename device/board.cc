@@ -238,13 +238,8 @@ std::optional<std::string> Board::CrashReport(absl::Duration wait) {
     return crash->ToString();
   }
   if (qemu_ != nullptr) {
-    const absl::Time until = absl::Now() + wait;
-    for (;;) {
-      if (std::optional<base::ProcessExit> ended = qemu_->Exited()) {
-        return absl::StrCat("QEMU exited: ", ended->ToString());
-      }
-      if (absl::Now() >= until) return std::nullopt;
-      absl::SleepFor(absl::Milliseconds(20));
+    if (std::optional<base::ProcessExit> ended = qemu_->WaitExited(absl::Now() + wait)) {
+      return absl::StrCat("QEMU exited: ", ended->ToString());
     }
   }
   return std::nullopt;

@@ -86,6 +86,14 @@ std::optional<base::ProcessExit> QemuFlasher::Exited() {
   return qemu_->ExitStatus();
 }
 
+std::optional<base::ProcessExit> QemuFlasher::WaitExited(absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  if (qemu_ == nullptr) return std::nullopt;
+  absl::StatusOr<base::ProcessExit> ended = qemu_->WaitExit(deadline);
+  if (!ended.ok()) return std::nullopt;
+  return *ended;
+}
+
 void QemuFlasher::Stop() {
   absl::MutexLock lock(&mu_);
   (void)StopLocked();

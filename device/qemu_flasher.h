@@ -69,6 +69,8 @@ class QemuFlasher final : public Flasher {
   // How QEMU ended if it ended by itself (not through Stop or a new Flash); nullopt while it runs
   // or when none was started. Never blocks.
   std::optional<base::ProcessExit> Exited();
+  // Exited(), waiting up to `deadline` for QEMU to end (Flash and Stop wait meanwhile).
+  std::optional<base::ProcessExit> WaitExited(absl::Time deadline);
   // Ends QEMU (SIGTERM, then SIGKILL) and removes serial_link. No-op when none runs.
   void Stop();
   // The QEMU command line for `image` (for logs, docs and tests).
