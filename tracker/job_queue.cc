@@ -7,7 +7,10 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "catalog/operator.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "google/protobuf/util/time_util.h"
 #include "proto/error_codes.h"
 
@@ -35,14 +38,26 @@ std::string NewJobId() {
   return absl::StrFormat("j-%016x", absl::Uniform<uint64_t>(*gen));
 }
 
+// The health check when none is configured: add (any shape) checked against its reference.
+v1::Trial BuiltinHealthCheck() {
+  v1::Trial t;
+  t.mutable_op()->mutable_template_op()->set_op("add");
+  t.set_check_outputs(true);
+  t.set_seed(1);
+  t.mutable_measure()->set_number(3);
+  t.mutable_measure()->set_repeat(1);
+  return t;
+}
+
 }  // namespace
 
 JobQueue::JobQueue(Store* store, const base::Clock* clock, JobQueueOptions options)
-    : store_(store), clock_(clock), options_(std::move(options)) {
+    : store_(store), clock_(clock), options_(std::move(options)), catalog_(store) {
   for (const std::string& kind : options_.known_kinds) kinds_.insert(kind);
 }
 
 absl::Status JobQueue::Recover() {
+  RETURN_IF_ERROR(catalog_.Load());
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::vector<v1::Board> boards, store_->LoadBoards());
   for (v1::Board& board : boards) {
@@ -81,48 +96,84 @@ absl::Status JobQueue::Recover() {
 
 // ---- validation -----------------------------------------------------------------------------
 
-absl::Status JobQueue::ValidateTrial(const v1::Trial& t, int i) const {
+absl::Status JobQueue::ValidateTrial(v1::Trial* trial, int i) const {
+  const v1::Trial& t = *trial;
   if (t.board_kind().empty()) return Invalid(i, "board_kind", "required");
   if (kinds_.count(t.board_kind()) == 0) {
     return Invalid(i, "board_kind", absl::StrCat("unknown board kind \"", t.board_kind(), "\""));
   }
   const v1::OperatorSpec& op = t.op();
+  if (op.entry_function().size() > 79) return Invalid(i, "op.entry_function", "too long");
+  if (t.args_size() > kMaxArgs) return Invalid(i, "args", absl::StrCat("more than ", kMaxArgs));
+  std::vector<std::vector<int64_t>> shapes;
   switch (op.source_case()) {
-    case v1::OperatorSpec::kTemplateOp:
-      if (op.template_op().op().empty()) return Invalid(i, "op.template_op.op", "required");
-      if (op.template_op().op().size() > 64) return Invalid(i, "op.template_op.op", "too long");
-      if (op.template_op().knobs_size() > 64) return Invalid(i, "op.template_op.knobs", "too many");
+    case v1::OperatorSpec::kTemplateOp: {
+      const v1::TemplateOperator& tpl = op.template_op();
+      if (tpl.op().empty()) return Invalid(i, "op.template_op.op", "required");
+      if (tpl.knobs_size() > 64) return Invalid(i, "op.template_op.knobs", "too many");
+      if (tpl.image_pool_size() > 4096) return Invalid(i, "op.template_op.image_pool", "too many");
+      std::shared_ptr<const v1::Operator> entry = catalog_.Find(tpl.op(), tpl.version());
+      if (entry == nullptr) {
+        if (catalog_.Find(tpl.op(), "") == nullptr) {
+          return Invalid(i, "op.template_op.op",
+                         absl::StrCat("unknown operator \"", tpl.op().substr(0, 64),
+                                      "\" (farmctl ops lists the catalog)"));
+        }
+        return Invalid(i, "op.template_op.version",
+                       absl::StrCat("operator ", tpl.op(), " has no version \"",
+                                    tpl.version().substr(0, 64), "\""));
+      }
+      absl::StatusOr<std::vector<std::pair<std::string, std::string>>> knobs =
+          catalog::ResolveKnobs(entry->spec(), tpl.knobs());
+      if (!knobs.ok()) return absl::InvalidArgumentError(absl::StrCat("trials[", i, "].", knobs.status().message()));
+      absl::StatusOr<std::vector<std::vector<int64_t>>> s = catalog::TrialShapes(entry->spec(), t);
+      if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("trials[", i, "].", s.status().message()));
+      shapes = *std::move(s);
+      if (!op.reference_function().empty() && !catalog::IsCIdentifier(op.reference_function())) {
+        return Invalid(i, "op.reference_function", "not a C identifier");
+      }
+      trial->mutable_op()->mutable_template_op()->set_version(entry->version());
       break;
+    }
     case v1::OperatorSpec::kCSource:
       if (op.c_source().size() > (1u << 20)) return Invalid(i, "op.c_source", "larger than 1 MiB");
       if (op.entry_function().empty()) {
         return Invalid(i, "op.entry_function", "required with c_source");
       }
+      if (!catalog::IsCIdentifier(op.entry_function())) {
+        return Invalid(i, "op.entry_function", "not a C identifier");
+      }
+      if (!op.reference_function().empty() && !catalog::IsCIdentifier(op.reference_function())) {
+        return Invalid(i, "op.reference_function", "not a C identifier");
+      }
+      if (t.check_outputs() && op.reference_function().empty()) {
+        return Invalid(i, "op.reference_function", "required to check the outputs");
+      }
+      if (t.args_size() < 2) {
+        return Invalid(i, "args", "a C source trial names its arguments: inputs, then the output");
+      }
+      for (int a = 0; a < t.args_size(); ++a) {
+        const v1::ArgSpec& arg = t.args(a);
+        std::string field = absl::StrCat("args[", a, "]");
+        if (!arg.dtype().empty() && arg.dtype() != "float32") {
+          return Invalid(i, field + ".dtype", "only float32 is supported");
+        }
+        if (arg.shape_size() < 1 || arg.shape_size() > kMaxNdim) {
+          return Invalid(i, field + ".shape", "need 1..6 dimensions");
+        }
+        int64_t elements = 1;
+        for (int d = 0; d < arg.shape_size(); ++d) {
+          if (arg.shape(d) < 1 || arg.shape(d) > kMaxElements) {
+            return Invalid(i, absl::StrCat(field, ".shape[", d, "]"), "must be in 1..2^28");
+          }
+          elements *= arg.shape(d);
+          if (elements > kMaxElements) return Invalid(i, field + ".shape", "more than 2^28 elements");
+        }
+        shapes.emplace_back(arg.shape().begin(), arg.shape().end());
+      }
       break;
     default:
       return Invalid(i, "op", "set template_op or c_source");
-  }
-  if (op.entry_function().size() > 79) return Invalid(i, "op.entry_function", "too long");
-  // A template operator without args runs on its default shapes (knobs.json).
-  const int min_args = t.op().source_case() == v1::OperatorSpec::kTemplateOp ? 0 : 1;
-  if (t.args_size() < min_args || t.args_size() > kMaxArgs) {
-    return Invalid(i, "args", absl::StrCat("need ", min_args, "..", kMaxArgs, " arguments"));
-  }
-  for (int a = 0; a < t.args_size(); ++a) {
-    const v1::ArgSpec& arg = t.args(a);
-    std::string field = absl::StrCat("args[", a, "]");
-    if (!arg.dtype().empty() && arg.dtype() != "float32") {
-      return Invalid(i, field + ".dtype", "only float32 is supported");
-    }
-    if (arg.shape_size() > kMaxNdim) return Invalid(i, field + ".shape", "more than 6 dimensions");
-    int64_t elements = 1;
-    for (int d = 0; d < arg.shape_size(); ++d) {
-      if (arg.shape(d) < 1 || arg.shape(d) > kMaxElements) {
-        return Invalid(i, absl::StrCat(field, ".shape[", d, "]"), "must be in 1..2^28");
-      }
-      elements *= arg.shape(d);
-      if (elements > kMaxElements) return Invalid(i, field + ".shape", "more than 2^28 elements");
-    }
   }
   const v1::MeasureOptions& m = t.measure();
   if (m.number() < 0 || m.number() > 1000000) return Invalid(i, "measure.number", "must be in 0..1e6");
@@ -138,7 +189,56 @@ absl::Status JobQueue::ValidateTrial(const v1::Trial& t, int i) const {
   }
   if (t.priority() < 0 || t.priority() > 100) return Invalid(i, "priority", "must be in 0..100");
   if (t.labels_size() > 32) return Invalid(i, "labels", "too many");
-  return absl::OkStatus();
+  // Sizes: the arguments must fit some board of the kind (when every board says what it holds).
+  const int64_t bytes = catalog::ArgumentBytes(shapes);
+  int64_t largest = 0;
+  bool all_known = false;
+  for (const auto& [id, record] : boards_) {
+    if (record.board.kind() != t.board_kind()) continue;
+    if (record.board.memory_bytes() <= 0) {
+      all_known = false;
+      break;
+    }
+    all_known = true;
+    largest = std::max(largest, record.board.memory_bytes());
+  }
+  if (all_known && bytes > largest) {
+    return Invalid(i, "args",
+                   absl::StrCat("the arguments take ", bytes, " bytes; the largest board of kind ",
+                                t.board_kind(), " holds ", largest));
+  }
+  return CheckPin(t, i);
+}
+
+absl::Status JobQueue::CheckPin(const v1::Trial& t, int i) const {
+  if (t.board_id().empty() && t.labels().empty()) return absl::OkStatus();
+  auto labels_text = [&t] {
+    std::vector<std::string> parts;
+    std::map<std::string, std::string> sorted(t.labels().begin(), t.labels().end());
+    for (const auto& [k, v] : sorted) parts.push_back(absl::StrCat(k, "=", v));
+    return absl::StrJoin(parts, ",");
+  };
+  if (!t.board_id().empty()) {
+    auto it = boards_.find(t.board_id());
+    if (it == boards_.end()) {
+      return Invalid(i, "board_id", absl::StrCat("no board \"", t.board_id().substr(0, 64),
+                                                 "\" is registered"));
+    }
+    if (it->second.board.kind() != t.board_kind()) {
+      return Invalid(i, "board_id", absl::StrCat("board ", t.board_id(), " is of kind ",
+                                                 it->second.board.kind(), ", not ", t.board_kind()));
+    }
+    if (!Eligible(t, it->second.board)) {
+      return Invalid(i, "labels", absl::StrCat("board ", t.board_id(), " does not have ",
+                                               labels_text()));
+    }
+    return absl::OkStatus();
+  }
+  for (const auto& [id, record] : boards_) {
+    if (record.board.kind() == t.board_kind() && Eligible(t, record.board)) return absl::OkStatus();
+  }
+  return Invalid(i, "labels", absl::StrCat("no registered board of kind ", t.board_kind(),
+                                           " has ", labels_text()));
 }
 
 // ---- queues ---------------------------------------------------------------------------------
@@ -213,9 +313,33 @@ absl::StatusOr<std::vector<std::string>> JobQueue::Submit(const std::string& cli
   }
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(auto earlier, store_->FindSubmission(client_id, request_id));
-  if (earlier.has_value()) return *earlier;
-  for (size_t i = 0; i < trials.size(); ++i) {
-    RETURN_IF_ERROR(ValidateTrial(trials[i], static_cast<int>(i)));
+  if (earlier.has_value()) {
+    // A retry must be the same submission: otherwise the client reused the id by mistake.
+    auto conflict = [&](const std::string& what) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "request_id \"", request_id, "\" of client ", client_id,
+          " was already used for different trials (", what,
+          "); use a new request_id for a new submission"));
+    };
+    if (earlier->size() != trials.size()) {
+      return conflict(absl::StrCat("it had ", earlier->size(), " trials, this one ", trials.size()));
+    }
+    for (size_t i = 0; i < trials.size(); ++i) {
+      ASSIGN_OR_RETURN(std::optional<StoredJob> stored, store_->GetJob((*earlier)[i]));
+      if (!stored.has_value()) continue;
+      v1::Trial was = stored->job.trial();
+      if (trials[i].op().template_op().version().empty()) {
+        was.mutable_op()->mutable_template_op()->clear_version();
+      }
+      if (!google::protobuf::util::MessageDifferencer::Equals(was, trials[i])) {
+        return conflict(absl::StrCat("trials[", i, "] differs"));
+      }
+    }
+    return *earlier;
+  }
+  std::vector<v1::Trial> checked = trials;
+  for (size_t i = 0; i < checked.size(); ++i) {
+    RETURN_IF_ERROR(ValidateTrial(&checked[i], static_cast<int>(i)));
   }
   std::vector<v1::Job> jobs(trials.size());
   std::vector<std::string> ids;
@@ -223,7 +347,7 @@ absl::StatusOr<std::vector<std::string>> JobQueue::Submit(const std::string& cli
   for (size_t i = 0; i < trials.size(); ++i) {
     jobs[i].set_job_id(NewJobId());
     jobs[i].set_client_id(client_id);
-    *jobs[i].mutable_trial() = trials[i];
+    *jobs[i].mutable_trial() = std::move(checked[i]);
     jobs[i].set_state(v1::QUEUED);
     *jobs[i].mutable_submitted_at() = now;
     ids.push_back(jobs[i].job_id());
@@ -299,7 +423,54 @@ std::vector<v1::KindSummary> JobQueue::Summary() {
     }
   }
   std::vector<v1::KindSummary> out;
-  for (auto& [kind, summary] : kinds) out.push_back(std::move(summary));
+  for (auto& [kind, summary] : kinds) {
+    for (std::string& why : WaitingReasons(kind)) summary.add_waiting(std::move(why));
+    out.push_back(std::move(summary));
+  }
+  return out;
+}
+
+std::vector<std::string> JobQueue::WaitingReasons(const std::string& kind) const {
+  // Queued jobs no serving board may take, grouped by what they wait for.
+  std::map<std::string, int64_t> waiting;
+  auto serving = [](const v1::Board& b) {
+    return b.state() == v1::IDLE || b.state() == v1::BUSY;
+  };
+  bool any_serving = false;
+  for (const auto& [id, record] : boards_) {
+    any_serving = any_serving || (record.board.kind() == kind && serving(record.board));
+  }
+  int64_t queued = 0;
+  for (const auto& [id, job] : jobs_) {
+    const v1::Trial& t = job.job.trial();
+    if (t.board_kind() != kind || job.job.state() != v1::QUEUED) continue;
+    ++queued;
+    if (t.board_id().empty() && t.labels().empty()) continue;
+    bool can_run = false;
+    std::vector<std::string> states;
+    for (const auto& [bid, record] : boards_) {
+      if (record.board.kind() != kind || !Eligible(t, record.board)) continue;
+      can_run = can_run || serving(record.board);
+      states.push_back(absl::StrCat(bid, " ", v1::BoardState_Name(record.board.state())));
+    }
+    if (can_run) continue;
+    std::string pin = !t.board_id().empty() ? absl::StrCat("board ", t.board_id()) : "labels";
+    if (t.board_id().empty()) {
+      std::map<std::string, std::string> sorted(t.labels().begin(), t.labels().end());
+      std::vector<std::string> parts;
+      for (const auto& [k, v] : sorted) parts.push_back(absl::StrCat(k, "=", v));
+      pin = absl::StrCat("labels ", absl::StrJoin(parts, ","));
+    }
+    waiting[absl::StrCat("pinned to ", pin, " (", absl::StrJoin(states, ", "), ")")]++;
+  }
+  std::vector<std::string> out;
+  if (queued > 0 && !any_serving) {
+    out.push_back(absl::StrCat(queued, " queued: no board of kind ", kind,
+                               " is serving (offline or quarantined)"));
+  }
+  for (const auto& [why, n] : waiting) {
+    out.push_back(absl::StrCat(n, n == 1 ? " job " : " jobs ", why));
+  }
   return out;
 }
 
@@ -342,6 +513,7 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
     board.set_agent_id(reg.agent_id());
     board.set_flashes(std::max(board.flashes(), b.flashes()));
     board.set_slots(std::max(1, b.slots()));
+    board.set_memory_bytes(std::max<int64_t>(0, b.memory_bytes()));
     record.running.clear();
     board.clear_current_job_id();
     board.set_running_jobs(0);
@@ -400,29 +572,25 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
     if (board.agent_id() != agent_id) continue;
     if (board.state() == v1::QUARANTINED && now >= record.next_health_check &&
         record.health_job_id.empty()) {
-      if (options_.health_check_trial.op().source_case() == v1::OperatorSpec::SOURCE_NOT_SET) {
-        // No check configured: back after the backoff.
-        board.set_state(record.running.empty() ? v1::IDLE : v1::BUSY);
-        record.recent_infra.clear();
-        board.set_consecutive_infra_failures(0);
-      } else {
-        Offer offer;
-        offer.agent_id = agent_id;
-        record.health_job_id = absl::StrCat("health-", board_id, "-", next_health_++);
-        record.health_deadline = now + options_.lease;
-        offer.offer.set_job_id(record.health_job_id);
-        offer.offer.set_board_id(board_id);
-        *offer.offer.mutable_trial() = options_.health_check_trial;
-        offer.offer.mutable_trial()->set_board_kind(board.kind());
-        offer.offer.mutable_trial()->set_board_id(board_id);
-        offer.offer.set_attempt(1);
-        offer.offer.set_health_check(true);
-        *offer.offer.mutable_lease_deadline() = ToProto(record.health_deadline);
-        board.set_state(v1::HEALTH_CHECK);
-        offers.push_back(std::move(offer));
-        (void)SaveBoard(record);
-        continue;
-      }
+      Offer offer;
+      offer.agent_id = agent_id;
+      record.health_job_id = absl::StrCat("health-", board_id, "-", next_health_++);
+      record.health_deadline = now + options_.lease;
+      offer.offer.set_job_id(record.health_job_id);
+      offer.offer.set_board_id(board_id);
+      *offer.offer.mutable_trial() =
+          options_.health_check_trial.op().source_case() == v1::OperatorSpec::SOURCE_NOT_SET
+              ? BuiltinHealthCheck()
+              : options_.health_check_trial;
+      offer.offer.mutable_trial()->set_board_kind(board.kind());
+      offer.offer.mutable_trial()->set_board_id(board_id);
+      offer.offer.set_attempt(1);
+      offer.offer.set_health_check(true);
+      *offer.offer.mutable_lease_deadline() = ToProto(record.health_deadline);
+      board.set_state(v1::HEALTH_CHECK);
+      offers.push_back(std::move(offer));
+      (void)SaveBoard(record);
+      continue;
     }
     if (board.state() == v1::IDLE || board.state() == v1::BUSY) candidates.push_back(&record);
   }
@@ -456,6 +624,11 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
       offer.offer.set_job_id(job->job.job_id());
       offer.offer.set_board_id(board_id);
       *offer.offer.mutable_trial() = job->job.trial();
+      const v1::TemplateOperator& tpl = job->job.trial().op().template_op();
+      if (!tpl.op().empty()) {
+        std::shared_ptr<const v1::Operator> entry = catalog_.Find(tpl.op(), tpl.version());
+        if (entry != nullptr && !entry->builtin()) *offer.offer.mutable_operator_() = *entry;
+      }
       offer.offer.set_attempt(job->job.attempts_size());
       *offer.offer.mutable_lease_deadline() = ToProto(job->lease_deadline);
       offers.push_back(std::move(offer));

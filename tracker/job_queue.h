@@ -20,7 +20,15 @@
 // ones leased for one more lease period, so agents that reconnect holding them carry on; the
 // rest re-queue when the lease expires.
 //
-// Errors: InvalidArgument naming the field for a malformed submission (nothing is stored);
+// Validation at the door: a submission is checked whole before anything is stored — a known
+// operator and version in the catalog (an empty version is resolved to the latest and stored
+// with the job), every knob and value allowed, shapes and dtypes consistent with the operator,
+// arguments that fit the largest board of the kind (BoardRegistration.memory_bytes), a board kind
+// that exists, and a pin (board id, labels) that some registered board of that kind satisfies.
+// A pin to a registered board that is offline queues; Summary() says why such jobs wait.
+//
+// Errors: InvalidArgument naming the trial index and field for a malformed submission (nothing
+// is stored); AlreadyExists for a request_id reused with different trials;
 // NotFound for unknown jobs or agents; FailedPrecondition for a job in the wrong state;
 // the Store's errors.
 //
@@ -47,6 +55,7 @@
 #include "absl/time/time.h"
 #include "base/clock.h"
 #include "proto/benchfarm.pb.h"
+#include "tracker/catalog.h"
 #include "tracker/store.h"
 
 namespace benchfarm::tracker {
@@ -55,8 +64,8 @@ struct JobQueueOptions {
   absl::Duration lease = absl::Seconds(60);
   int retry_budget = 3;
   int quarantine_threshold = 3;
-  // Run on a quarantined board (board_kind and board_id are set to the board's). Empty op: a
-  // quarantined board is given back to service after health_check_backoff without a check.
+  // Run on a quarantined board (board_kind and board_id are set to the board's). Empty op: the
+  // built-in check, the `add` operator with its output checked against its reference.
   v1::Trial health_check_trial;
   absl::Duration health_check_backoff = absl::Seconds(30);
   int max_trials_per_submission = 10000;
@@ -93,7 +102,8 @@ class JobQueue {
 
   // ---- client side ----
   // Validates and stores the trials as new jobs; returns their ids. A repeated
-  // (client_id, request_id) returns the first submission's ids and stores nothing.
+  // (client_id, request_id) with the same trials returns the first submission's ids and stores
+  // nothing; with other trials it is AlreadyExists naming the first trial that differs.
   absl::StatusOr<std::vector<std::string>> Submit(const std::string& client_id,
                                                   const std::string& request_id,
                                                   const std::vector<v1::Trial>& trials);
@@ -132,6 +142,8 @@ class JobQueue {
 
   QueueStats Stats();
 
+  OperatorCatalog* catalog() { return &catalog_; }
+
  private:
   struct LiveJob {
     int64_t seq = 0;
@@ -152,7 +164,12 @@ class JobQueue {
     absl::Time health_deadline;
   };
 
-  absl::Status ValidateTrial(const v1::Trial& trial, int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Checks the trial (see Validation) and resolves its operator version in place.
+  absl::Status ValidateTrial(v1::Trial* trial, int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::Status CheckPin(const v1::Trial& trial, int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Why the queued jobs of a kind wait ("2 jobs pinned to board b7 (OFFLINE)").
+  std::vector<std::string> WaitingReasons(const std::string& kind) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void Enqueue(LiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Dequeue(const LiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Eligible(const v1::Trial& trial, const v1::Board& board) const;
@@ -176,6 +193,7 @@ class JobQueue {
   Store* const store_;
   const base::Clock* const clock_;
   const JobQueueOptions options_;
+  OperatorCatalog catalog_;
 
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, LiveJob> jobs_ ABSL_GUARDED_BY(mu_);  // QUEUED and RUNNING

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "google/protobuf/util/json_util.h"
 #include "tracker/sqlite_store.h"
 
 namespace benchfarm::tracker {
@@ -121,14 +122,61 @@ TEST_F(JobQueueTest, MalformedSubmissionsNameTheFieldAndStoreNothing) {
       {"trials[0].op: set template_op or c_source", [](v1::Trial* t) { t->clear_op(); }},
       {"trials[0].args[1].shape[0]", [](v1::Trial* t) { t->mutable_args(1)->set_shape(0, -4); }},
       {"trials[0].args[0].dtype", [](v1::Trial* t) { t->mutable_args(0)->set_dtype("int8"); }},
-      {"trials[0].args: need", [](v1::Trial* t) {
+      {"trials[0].args: more than 16", [](v1::Trial* t) {
          for (int k = 0; k < 17; ++k) t->add_args()->add_shape(1);
+       }},
+      // The catalog: operator, version, knobs, shapes.
+      {"trials[0].op.template_op.op: unknown operator \"nope\"",
+       [](v1::Trial* t) { t->mutable_op()->mutable_template_op()->set_op("nope"); }},
+      {"trials[0].op.template_op.version: operator matmul has no version \"0123\"",
+       [](v1::Trial* t) { t->mutable_op()->mutable_template_op()->set_version("0123"); }},
+      {"trials[0].op.template_op.knobs: matmul has no knob \"tile_q\"",
+       [](v1::Trial* t) { (*t->mutable_op()->mutable_template_op()->mutable_knobs())["tile_q"] = "1"; }},
+      {"trials[0].op.template_op.knobs: matmul knob tile_m = \"3\" is not one of",
+       [](v1::Trial* t) { (*t->mutable_op()->mutable_template_op()->mutable_knobs())["tile_m"] = "3"; }},
+      {"trials[0].args[1].shape[0]: K is 8 in args[0], 4 here",
+       [](v1::Trial* t) { t->mutable_args(1)->set_shape(0, 4); }},
+      {"trials[0].args[2].shape: matmul's C has 2 dims",
+       [](v1::Trial* t) { t->mutable_args(2)->add_shape(8); }},
+      {"trials[0].args: matmul takes 3 arguments, the trial gives 2",
+       [](v1::Trial* t) { t->mutable_args()->RemoveLast(); }},
+      // Pins some registered board of the kind must satisfy.
+      {"trials[0].board_id: no board \"b9\" is registered", [](v1::Trial* t) { t->set_board_id("b9"); }},
+      {"trials[0].board_id: board s1 is of kind stm32, not host", [](v1::Trial* t) { t->set_board_id("s1"); }},
+      {"trials[0].labels: no registered board of kind host has fpu=yes",
+       [](v1::Trial* t) { (*t->mutable_labels())["fpu"] = "yes"; }},
+      {"trials[0].labels: board b1 does not have fpu=yes", [](v1::Trial* t) {
+         t->set_board_id("b1");
+         (*t->mutable_labels())["fpu"] = "yes";
+       }},
+      // Sizes the board kind can hold (b1 reports 64 KiB).
+      {"trials[0].args: the arguments take 3145728 bytes; the largest board of kind host holds 65536",
+       [](v1::Trial* t) {
+         for (int a = 0; a < 3; ++a) {
+           t->mutable_args(a)->set_shape(0, 512);
+           t->mutable_args(a)->set_shape(1, 512);
+         }
+       }},
+      // One-off C sources.
+      {"trials[0].op.reference_function: required to check the outputs", [](v1::Trial* t) {
+         t->mutable_op()->set_c_source("int f;");
+         t->mutable_op()->set_entry_function("f");
+         t->set_check_outputs(true);
+       }},
+      {"trials[0].args: a C source trial names its arguments", [](v1::Trial* t) {
+         t->mutable_op()->set_c_source("int f;");
+         t->mutable_op()->set_entry_function("f");
+         t->clear_args();
        }},
       {"trials[0].measure.repeat", [](v1::Trial* t) { t->mutable_measure()->set_repeat(5000); }},
       {"trials[0].priority", [](v1::Trial* t) { t->set_priority(1000); }},
       {"trials[0].op.entry_function: required with c_source",
        [](v1::Trial* t) { t->mutable_op()->set_c_source("int x;"); }},
   };
+  v1::Register reg = MakeAgent("a", {"b1"});
+  reg.mutable_boards(0)->set_memory_bytes(64 * 1024);
+  ASSERT_TRUE(queue_->RegisterAgent(reg).ok());
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("s", {"s1"}, "stm32")).ok());
   for (const Case& c : cases) {
     v1::Trial t = MakeTrial();
     c.mutate(&t);
@@ -150,8 +198,25 @@ TEST_F(JobQueueTest, MalformedSubmissionsNameTheFieldAndStoreNothing) {
 
 TEST_F(JobQueueTest, SubmissionIsIdempotentPerRequestId) {
   auto first = Submit({MakeTrial(), MakeTrial()}, "c1", "same");
-  auto again = Submit({MakeTrial(), MakeTrial(), MakeTrial()}, "c1", "same");
+  auto again = Submit({MakeTrial(), MakeTrial()}, "c1", "same");
   EXPECT_EQ(first, again);
+  // The stored trial names the version it resolved; a retry naming it is the same submission.
+  v1::Trial versioned = MakeTrial();
+  versioned.mutable_op()->mutable_template_op()->set_version(
+      queue_->GetJob(first[0])->trial().op().template_op().version());
+  ASSERT_EQ(versioned.op().template_op().version().size(), 16u);
+  EXPECT_EQ(Submit({versioned, MakeTrial()}, "c1", "same"), first);
+  // The same id with other trials is a mistake, refused, and stores nothing.
+  auto more = queue_->Submit("c1", "same", {MakeTrial(), MakeTrial(), MakeTrial()});
+  EXPECT_EQ(more.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(more.status().message().find("it had 2 trials, this one 3"), absl::string_view::npos)
+      << more.status();
+  v1::Trial other = MakeTrial();
+  (*other.mutable_op()->mutable_template_op()->mutable_knobs())["tile_m"] = "16";
+  auto changed = queue_->Submit("c1", "same", {MakeTrial(), other});
+  EXPECT_EQ(changed.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(changed.status().message().find("trials[1] differs"), absl::string_view::npos)
+      << changed.status();
   EXPECT_EQ(queue_->List(JobFilter())->size(), 2u);
   auto other_client = Submit({MakeTrial()}, "c2", "same");
   EXPECT_NE(other_client[0], first[0]);
@@ -188,10 +253,10 @@ TEST_F(JobQueueTest, KindsAndPinsAreHonoured) {
   pinned.set_board_id("b2");
   v1::Trial labelled = MakeTrial();
   (*labelled.mutable_labels())["fpu"] = "yes";
-  auto ids = Submit({pinned, labelled, MakeTrial("stm32")});
   v1::Register reg = MakeAgent("a", {"b1", "b2"});
   (*reg.mutable_boards(0)->mutable_labels())["fpu"] = "yes";
   ASSERT_TRUE(queue_->RegisterAgent(reg).ok());
+  auto ids = Submit({pinned, labelled, MakeTrial("stm32")});
   std::vector<Offer> offers = queue_->TakeOffers("a");
   ASSERT_EQ(offers.size(), 2u);
   std::map<std::string, std::string> job_on;
@@ -290,6 +355,118 @@ TEST_F(JobQueueTest, RepeatedInfraFailuresQuarantineUntilAHealthCheckPasses) {
   EXPECT_FALSE(o.health_check());
   EXPECT_EQ(o.job_id(), ids[0]);
   EXPECT_EQ(o.attempt(), 3);
+}
+
+TEST_F(JobQueueTest, WithoutAConfiguredCheckTheBuiltinOneRuns) {
+  auto ids = Submit({MakeTrial(), MakeTrial()});
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(queue_->ReportResult("a", Failed(TakeOne("a"), v1::FLASH_ERROR)).ok());
+  }
+  ASSERT_EQ(queue_->Boards("host")[0].state(), v1::QUARANTINED);
+  // No health_check_trial configured: the built-in add, outputs checked, still gates the board.
+  v1::JobOffer check = TakeOne("a");
+  ASSERT_TRUE(check.health_check());
+  EXPECT_EQ(check.trial().op().template_op().op(), "add");
+  EXPECT_TRUE(check.trial().check_outputs());
+  EXPECT_EQ(check.trial().board_kind(), "host");
+  ASSERT_TRUE(queue_->ReportResult("a", Failed(check, v1::WRONG_ANSWER)).ok());
+  EXPECT_EQ(queue_->Boards("host")[0].state(), v1::QUARANTINED);
+  EXPECT_TRUE(queue_->TakeOffers("a").empty());
+}
+
+constexpr char kGemv[] = R"json({
+  "op": "gemv", "entry": "gemv", "reference_entry": "gemv_reference", "sources": ["gemv.c"],
+  "dims": {"M": 4, "K": 8},
+  "args": [{"name": "A", "shape": ["M", "K"]}, {"name": "x", "shape": ["K"]},
+           {"name": "y", "shape": ["M"]}],
+  "knobs": [{"name": "unroll", "values": [1, 2, 4]}, {"name": "acc", "values": [1, 2]}]
+})json";
+
+v1::Operator Gemv(const std::string& source) {
+  v1::Operator op;
+  google::protobuf::util::JsonParseOptions options;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(kGemv, op.mutable_spec(), options).ok());
+  op.set_name("gemv");
+  (*op.mutable_files())["gemv.c"] = source;
+  return op;
+}
+
+TEST_F(JobQueueTest, UserOperatorsAreVersionedCheckedAndTravelWithTheirOffers) {
+  auto v1_added = queue_->catalog()->Add(Gemv("/* v1 */"), clock_.Now());
+  ASSERT_TRUE(v1_added.ok()) << v1_added.status();
+  EXPECT_TRUE(v1_added->created);
+  EXPECT_FALSE(queue_->catalog()->Add(Gemv("/* v1 */"), clock_.Now())->created);  // same content
+  v1::Trial t;
+  t.set_board_kind("host");
+  t.mutable_op()->mutable_template_op()->set_op("gemv");
+  (*t.mutable_op()->mutable_template_op()->mutable_knobs())["unroll"] = "4";
+  auto first = Submit({t});
+  // A new version: old jobs keep theirs, new ones get it.
+  auto v2_added = queue_->catalog()->Add(Gemv("/* v2 */"), clock_.Now());
+  ASSERT_TRUE(v2_added.ok());
+  EXPECT_NE(v2_added->op.version(), v1_added->op.version());
+  auto second = Submit({t});
+  EXPECT_EQ(queue_->GetJob(first[0])->trial().op().template_op().version(), v1_added->op.version());
+  EXPECT_EQ(queue_->GetJob(second[0])->trial().op().template_op().version(), v2_added->op.version());
+  // Asking for the old version by name still works.
+  v1::Trial old = t;
+  old.mutable_op()->mutable_template_op()->set_version(v1_added->op.version());
+  Submit({old});
+  // Knobs and shapes are checked against the user's op like a built-in's.
+  v1::Trial bad = t;
+  (*bad.mutable_op()->mutable_template_op()->mutable_knobs())["unroll"] = "3";
+  EXPECT_NE(queue_->Submit("c1", "bad1", {bad}).status().message().find(
+                "gemv knob unroll = \"3\" is not one of 1, 2, 4"),
+            absl::string_view::npos);
+  bad = t;
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{4, 8}, {9}, {4}}) {
+    v1::ArgSpec* a = bad.add_args();
+    for (int64_t d : shape) a->add_shape(d);
+  }
+  EXPECT_NE(queue_->Submit("c1", "bad2", {bad}).status().message().find(
+                "trials[0].args[1].shape[0]: K is 8 in args[0], 9 here"),
+            absl::string_view::npos);
+  // The offer carries the version's sources for the agent to build.
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  v1::JobOffer o = TakeOne("a");
+  EXPECT_EQ(o.job_id(), first[0]);
+  EXPECT_EQ(o.operator_().version(), v1_added->op.version());
+  EXPECT_EQ(o.operator_().files().at("gemv.c"), "/* v1 */");
+  // Built-ins need no sources: every firmware has them.
+  Submit({MakeTrial()});
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(o)).ok());
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(TakeOne("a"))).ok());
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(TakeOne("a"))).ok());
+  v1::JobOffer builtin = TakeOne("a");
+  EXPECT_EQ(builtin.trial().op().template_op().op(), "matmul");
+  EXPECT_FALSE(builtin.has_operator_());
+  // The catalog survives a restart.
+  Restart();
+  EXPECT_EQ(queue_->catalog()->List("gemv", true).size(), 2u);
+  EXPECT_EQ(queue_->catalog()->Get("gemv", "")->version(), v2_added->op.version());
+  EXPECT_EQ(queue_->catalog()->List("", false).size(), 4u);  // add, conv2d, gemv, matmul
+}
+
+TEST_F(JobQueueTest, PinsToOfflineBoardsQueueAndSayWhy) {
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("b", {"b2"})).ok());
+  queue_->DisconnectAgent("b");
+  v1::Trial pinned = MakeTrial();
+  pinned.set_board_id("b2");
+  auto ids = Submit({pinned, pinned});
+  EXPECT_TRUE(queue_->TakeOffers("a").empty());
+  auto host = [this] {
+    for (const v1::KindSummary& k : queue_->Summary()) {
+      if (k.board_kind() == "host") return k;
+    }
+    return v1::KindSummary();
+  };
+  ASSERT_EQ(host().waiting_size(), 1);
+  EXPECT_EQ(host().waiting(0), "2 jobs pinned to board b2 (b2 OFFLINE)");
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("b", {"b2"})).ok());
+  EXPECT_EQ(queue_->TakeOffers("b").size(), 2u);
+  EXPECT_EQ(host().waiting_size(), 0);
 }
 
 TEST_F(JobQueueTest, TrialFailuresAreResultsNotRetries) {

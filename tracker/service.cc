@@ -426,6 +426,35 @@ grpc::ServerUnaryReactor* TrackerService::ListBoards(grpc::CallbackServerContext
   return Done(context, absl::OkStatus());
 }
 
+grpc::ServerUnaryReactor* TrackerService::AddOperator(grpc::CallbackServerContext* context,
+                                                      const v1::AddOperatorRequest* request,
+                                                      v1::AddOperatorResponse* response) {
+  absl::StatusOr<OperatorCatalog::Added> added =
+      queue_->catalog()->Add(request->op(), absl::Now());
+  if (added.ok()) {
+    *response->mutable_op() = std::move(added->op);
+    response->set_created(added->created);
+  }
+  return Done(context, added.status());
+}
+
+grpc::ServerUnaryReactor* TrackerService::ListOperators(grpc::CallbackServerContext* context,
+                                                        const v1::ListOperatorsRequest* request,
+                                                        v1::ListOperatorsResponse* response) {
+  for (v1::Operator& op : queue_->catalog()->List(request->name(), request->all_versions())) {
+    *response->add_ops() = std::move(op);
+  }
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* TrackerService::GetOperator(grpc::CallbackServerContext* context,
+                                                      const v1::GetOperatorRequest* request,
+                                                      v1::Operator* response) {
+  absl::StatusOr<v1::Operator> op = queue_->catalog()->Get(request->name(), request->version());
+  if (op.ok()) *response = *std::move(op);
+  return Done(context, op.status());
+}
+
 grpc::ServerBidiReactor<v1::AgentMessage, v1::TrackerMessage>* TrackerService::Connect(
     grpc::CallbackServerContext* context) {
   (void)context;

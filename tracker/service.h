@@ -66,6 +66,15 @@ class TrackerService final : public v1::Tracker::CallbackService,
   grpc::ServerUnaryReactor* ListBoards(grpc::CallbackServerContext* context,
                                        const v1::ListBoardsRequest* request,
                                        v1::ListBoardsResponse* response) override;
+  grpc::ServerUnaryReactor* AddOperator(grpc::CallbackServerContext* context,
+                                        const v1::AddOperatorRequest* request,
+                                        v1::AddOperatorResponse* response) override;
+  grpc::ServerUnaryReactor* ListOperators(grpc::CallbackServerContext* context,
+                                          const v1::ListOperatorsRequest* request,
+                                          v1::ListOperatorsResponse* response) override;
+  grpc::ServerUnaryReactor* GetOperator(grpc::CallbackServerContext* context,
+                                        const v1::GetOperatorRequest* request,
+                                        v1::Operator* response) override;
 
   // ---- TrackerAgent ----
   grpc::ServerBidiReactor<v1::AgentMessage, v1::TrackerMessage>* Connect(

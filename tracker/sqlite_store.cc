@@ -53,6 +53,17 @@ CREATE TABLE IF NOT EXISTS boards (
 );
 )sql";
 
+// Version 2 adds the operator catalog.
+constexpr char kSchemaV2Sql[] = R"sql(
+CREATE TABLE IF NOT EXISTS operators (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  version TEXT NOT NULL,
+  data BLOB NOT NULL,  -- serialized v1::Operator
+  UNIQUE (name, version)
+);
+)sql";
+
 // ListJobs' optional conditions, one bit each in the key of list_statements_.
 constexpr int kByClient = 1;
 constexpr int kByBoardKind = 2;
@@ -249,6 +260,10 @@ absl::Status SqliteStore::CreateOrCheckSchema() {
                        version, "; this build knows versions up to ", kSchemaVersion, ")"));
     }
     if (version == kSchemaVersion) return absl::OkStatus();
+    if (version == 1) {  // a store from before the catalog: add it
+      RETURN_IF_ERROR(Exec(kSchemaV2Sql));
+      return Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
+    }
     // Version 0: a new, empty file gets the schema; a file with someone else's tables is left
     // alone rather than mixed into.
     ASSIGN_OR_RETURN(std::string objects, QueryText("SELECT count(*) FROM sqlite_master"));
@@ -258,6 +273,7 @@ absl::Status SqliteStore::CreateOrCheckSchema() {
           " tables or indexes but no benchfarm schema version (not a benchfarm store)"));
     }
     RETURN_IF_ERROR(Exec(kSchemaSql));
+    RETURN_IF_ERROR(Exec(kSchemaV2Sql));
     return Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
   });
 }
@@ -281,6 +297,8 @@ absl::Status SqliteStore::PrepareStatements() {
        "INSERT INTO boards (board_id, data) VALUES (?1, ?2) "
        "ON CONFLICT (board_id) DO UPDATE SET data = excluded.data"},
       {kLoadBoards, "SELECT board_id, data FROM boards ORDER BY board_id"},
+      {kInsertOperator, "INSERT INTO operators (name, version, data) VALUES (?1, ?2, ?3)"},
+      {kLoadOperators, "SELECT name, data FROM operators ORDER BY seq"},
   };
   for (const auto& [id, sql] : sqls) {
     ASSIGN_OR_RETURN(statements_[id], Prepare(sql));
@@ -597,6 +615,53 @@ absl::StatusOr<std::vector<v1::Board>> SqliteStore::LoadBoards() {
   }
   if (rc != SQLITE_DONE) return Error("LoadBoards", rc);
   return boards;
+}
+
+absl::Status SqliteStore::InsertOperator(const v1::Operator& op) {
+  if (op.name().empty() || op.version().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sqlite store ", path_, ": InsertOperator: the operator has no name or version"));
+  }
+  std::string data;
+  if (!op.SerializeToString(&data)) {
+    return absl::InternalError(
+        absl::StrCat("sqlite store ", path_, ": operator ", op.name(), " does not serialize"));
+  }
+  absl::MutexLock lock(&mu_);
+  return InTransaction([&]() -> absl::Status {
+    sqlite3_stmt* statement = statements_[kInsertOperator].get();
+    StatementUse use(statement);
+    RETURN_IF_ERROR(BindText(statement, 1, op.name()));
+    RETURN_IF_ERROR(BindText(statement, 2, op.version()));
+    RETURN_IF_ERROR(BindBlob(statement, 3, data));
+    const int rc = sqlite3_step(statement);
+    if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+      return absl::AlreadyExistsError(absl::StrCat("sqlite store ", path_, ": operator ",
+                                                   op.name(), " version ", op.version(),
+                                                   " is already stored"));
+    }
+    if (rc != SQLITE_DONE) return Error("InsertOperator", rc);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<v1::Operator>> SqliteStore::LoadOperators() {
+  absl::MutexLock lock(&mu_);
+  sqlite3_stmt* statement = statements_[kLoadOperators].get();
+  StatementUse use(statement);
+  std::vector<v1::Operator> ops;
+  int rc;
+  while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {
+    const std::string_view data = ColumnBytes(statement, 1);
+    if (!ops.emplace_back().ParseFromArray(data.data(), static_cast<int>(data.size()))) {
+      const unsigned char* name = sqlite3_column_text(statement, 0);
+      return absl::InternalError(absl::StrCat(
+          "sqlite store ", path_, ": operator ",
+          name != nullptr ? reinterpret_cast<const char*>(name) : "", " does not parse as a v1.Operator"));
+    }
+  }
+  if (rc != SQLITE_DONE) return Error("LoadOperators", rc);
+  return ops;
 }
 
 }  // namespace benchfarm::tracker

@@ -1,7 +1,9 @@
 // SqliteStore: the tracker's Store on one SQLite database file (Debian's libsqlite3), in WAL mode.
 //
-// The file holds three tables: jobs (each v1::Job serialized, beside indexed copies of the fields
-// ListJobs filters on), submissions ((client_id, request_id) -> job ids) and boards. Its schema
+// The file holds four tables: jobs (each v1::Job serialized, beside indexed copies of the fields
+// ListJobs filters on), submissions ((client_id, request_id) -> job ids), boards and operators
+// (the catalog: one row per (name, version)). A version-1 file (before the catalog) gets the
+// operators table on Open. Its schema
 // version is the database's `PRAGMA user_version` (kSchemaVersion); a file without the schema
 // gets it on Open.
 //
@@ -68,7 +70,7 @@ struct SqliteStoreOptions {
 class SqliteStore final : public Store {
  public:
   // The schema this build writes and reads (PRAGMA user_version).
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens the database at `path`, creating the file and the schema if missing, and checks it
   // (journal_mode=WAL took effect, PRAGMA quick_check passes, the schema version is known).
@@ -100,6 +102,8 @@ class SqliteStore final : public Store {
   // Boards are keyed by board_id; LoadBoards returns them in board_id order.
   absl::Status UpsertBoard(const v1::Board& board) override;
   absl::StatusOr<std::vector<v1::Board>> LoadBoards() override;
+  absl::Status InsertOperator(const v1::Operator& op) override;
+  absl::StatusOr<std::vector<v1::Operator>> LoadOperators() override;
 
  private:
   struct StatementDeleter {
@@ -120,6 +124,8 @@ class SqliteStore final : public Store {
     kLoadUnfinished,
     kUpsertBoard,
     kLoadBoards,
+    kInsertOperator,
+    kLoadOperators,
     kStatementCount,
   };
 

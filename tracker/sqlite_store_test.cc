@@ -130,7 +130,7 @@ TEST(SqliteStore, OpenCreatesAWalDatabaseWithTheSchemaVersion) {
   EXPECT_EQ(store->path(), path);
   // Asked on a second connection: WAL is a property of the file, not of the store's connection.
   EXPECT_EQ(RawQuery(path, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "1");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "2");
   EXPECT_EQ(RawQuery(path,
                      "SELECT count(*) FROM sqlite_master WHERE name IN "
                      "('jobs', 'submissions', 'boards', 'jobs_client_seq', "
@@ -455,6 +455,50 @@ TEST(SqliteStore, BoardsRoundTripAndUpsertReplaces) {
   EXPECT_EQ(store->UpsertBoard(v1::Board()).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(SqliteStore, OperatorsAreStoredOncePerVersionInOrder) {
+  const std::string path = TestDir() + "/store.db";
+  v1::Operator a1;
+  a1.set_name("gemv");
+  a1.set_version("00000000000000a1");
+  (*a1.mutable_files())["gemv.c"] = "int x;";
+  v1::Operator a2 = a1;
+  a2.set_version("00000000000000a2");
+  {
+    auto store = OpenOrDie(path);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->InsertOperator(a2).ok());
+    ASSERT_TRUE(store->InsertOperator(a1).ok());
+    EXPECT_EQ(store->InsertOperator(a1).code(), absl::StatusCode::kAlreadyExists);
+    EXPECT_EQ(store->InsertOperator(v1::Operator()).code(), absl::StatusCode::kInvalidArgument);
+  }
+  auto store = OpenOrDie(path);  // durable
+  auto ops = store->LoadOperators();
+  ASSERT_TRUE(ops.ok()) << ops.status();
+  ASSERT_EQ(ops->size(), 2u);
+  EXPECT_TRUE(MessageDifferencer::Equals((*ops)[0], a2));
+  EXPECT_TRUE(MessageDifferencer::Equals((*ops)[1], a1));
+}
+
+TEST(SqliteStore, VersionOneStoreGetsTheCatalogOnOpen) {
+  const std::string path = TestDir() + "/v1.db";
+  {
+    auto store = OpenOrDie(path);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->UpsertBoard([] { v1::Board b; b.set_board_id("b1"); return b; }()).ok());
+  }
+  // What a version-1 tracker left: no operators table.
+  ASSERT_EQ(RawQuery(path, "DROP TABLE operators"), "");
+  ASSERT_EQ(RawQuery(path, "PRAGMA user_version=1"), "");
+  auto store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "2");
+  EXPECT_EQ(store->LoadBoards()->size(), 1u);
+  v1::Operator op;
+  op.set_name("gemv");
+  op.set_version("1");
+  EXPECT_TRUE(store->InsertOperator(op).ok());
+}
+
 TEST(SqliteStore, DataSurvivesClosingAndReopening) {
   const std::string path = TestDir() + "/store.db";
   v1::Job done = MakeJob("a", "alice", "m3", "matmul", v1::DONE);
@@ -758,7 +802,7 @@ TEST(SqliteStore, TruncatedFileFailsOpen) {
 TEST(SqliteStore, NewerSchemaVersionFailsOpen) {
   const std::string path = TestDir() + "/store.db";
   { ASSERT_NE(OpenOrDie(path), nullptr); }
-  ASSERT_EQ(RawQuery(path, "PRAGMA user_version=2"), "");
+  ASSERT_EQ(RawQuery(path, "PRAGMA user_version=3"), "");
   auto store = SqliteStore::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition) << store.status();

@@ -73,6 +73,11 @@ class Store {
   // Boards: registration data, flashes, quarantine state survive restarts.
   virtual absl::Status UpsertBoard(const v1::Board& board) = 0;
   virtual absl::StatusOr<std::vector<v1::Board>> LoadBoards() = 0;
+
+  // The operator catalog: each (name, version) stored once, never changed (AlreadyExists if it
+  // is stored). LoadOperators returns them in the order they were added.
+  virtual absl::Status InsertOperator(const v1::Operator& op) = 0;
+  virtual absl::StatusOr<std::vector<v1::Operator>> LoadOperators() = 0;
 };
 
 }  // namespace benchfarm::tracker
