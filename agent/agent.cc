@@ -309,6 +309,10 @@ bool Agent::RunStream(grpc::ClientContext* context) {
     b->set_flashes(w->counters().flashes);
     // Room for the batch being measured and the next one being built.
     b->set_slots(2 * w->batch_size());
+    // What one trial may allocate on it: the tracker refuses larger trials at submission.
+    int64_t memory = w->config().memory_bytes();
+    if (memory <= 0 && w->config().has_host_process()) memory = int64_t{30} << 20;
+    b->set_memory_bytes(memory);
     for (const std::string& id : w->HeldJobs()) held.insert(id);
   }
   for (const v1::JobResult& res : spool_->All()) held.insert(res.job_id());

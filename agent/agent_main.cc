@@ -2,7 +2,10 @@
 //
 //   agent --config FILE [--tracker ADDR] [--metrics ADDR|off] [--log_level L]
 //
-// FILE is a text-format benchfarm.v1.AgentConfig (proto/config.proto; examples in deploy/). Once
+// FILE is a text-format benchfarm.v1.AgentConfig (proto/config.proto; examples in deploy/); its
+// relative scratch_dir, cache_dir and spool_dir are relative to the working directory, and
+// relative build_template / crt_dir paths are looked for there first, then in the data files
+// that come with the binary (see search_roots below). Once
 // started it prints "agent: <id> serving N boards for tracker <addr> (metrics on port P)" on
 // stdout — its one line of machine-readable output, which scripts and tests wait for; everything
 // else is logging (base/logging.h) on stderr. It stops cleanly on SIGTERM/SIGINT (results not yet
@@ -40,6 +43,22 @@ int Fail(const std::string& message) {
   return 1;
 }
 
+// `path` made absolute against the working directory.
+std::string Absolute(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  char cwd[4096];
+  if (getcwd(cwd, sizeof(cwd)) == nullptr) return path;
+  return absl::StrCat(cwd, "/", path);
+}
+
+// The running executable's absolute path (symlinks resolved), or "" if /proc is not mounted.
+std::string SelfExecutable() {
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return "";
+  return std::string(path, static_cast<size_t>(n));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,12 +75,27 @@ int main(int argc, char** argv) {
   if (!absl::GetFlag(FLAGS_metrics).empty()) {
     config->set_metrics_address(absl::GetFlag(FLAGS_metrics) == "off" ? "" : absl::GetFlag(FLAGS_metrics));
   }
+  // Relative state directories are relative to the working directory; made absolute here, since
+  // build templates and boards run in directories of their own.
+  if (!config->scratch_dir().empty()) config->set_scratch_dir(Absolute(config->scratch_dir()));
+  if (!config->cache_dir().empty()) config->set_cache_dir(Absolute(config->cache_dir()));
+  if (!config->spool_dir().empty()) config->set_spool_dir(Absolute(config->spool_dir()));
   benchfarm::agent::AgentOptions options;
   options.config = *config;
-  // Templates and the crt tree ship in the agent's runfiles.
+  // Relative build_template paths and the crt tree: the working directory first (Agent::Create),
+  // then the agent's runfiles (a Bazel build: bazel-bin/agent/agent.runfiles/benchfarm), then
+  // the tree `./farm install-bin PREFIX` installs beside the binary (PREFIX/bin/benchfarm-agent,
+  // PREFIX/share/benchfarm/{crt,agent/templates}). The executable's own path comes from
+  // /proc/self/exe, so this holds however the agent was started (from $PATH, a symlink, any cwd).
+  const std::string exe = SelfExecutable();
   options.search_roots.push_back(absl::StrCat(argv[0], ".runfiles/benchfarm"));
+  if (!exe.empty()) options.search_roots.push_back(absl::StrCat(exe, ".runfiles/benchfarm"));
   for (const char* var : {"RUNFILES_DIR", "TEST_SRCDIR"}) {
     if (const char* dir = std::getenv(var)) options.search_roots.push_back(absl::StrCat(dir, "/benchfarm"));
+  }
+  if (!exe.empty()) {
+    options.search_roots.push_back(
+        absl::StrCat(exe.substr(0, exe.rfind('/')), "/../share/benchfarm"));
   }
   absl::StatusOr<std::unique_ptr<benchfarm::agent::Agent>> agent =
       benchfarm::agent::Agent::Create(options);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "catalog/operator.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace benchfarm::agent {
@@ -26,11 +27,11 @@ google::protobuf::Timestamp ToProto(absl::Time t) {
 
 double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
 
-// Template trials of one op share an image; a C source trial has one of its own.
+// Template trials of one op (and version) share an image; a C source trial has one of its own.
 std::string BatchKey(const v1::JobOffer& offer) {
   const v1::OperatorSpec& op = offer.trial().op();
   if (op.source_case() == v1::OperatorSpec::kTemplateOp) {
-    return absl::StrCat("template:", op.template_op().op());
+    return absl::StrCat("template:", op.template_op().op(), "@", op.template_op().version());
   }
   return absl::StrCat("job:", offer.job_id());
 }
@@ -163,6 +164,9 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
   auto prepared = std::make_unique<Prepared>();
   std::vector<Candidate> candidates;
   BuildUnit unit;
+  // A batch is of one operator version (BatchKey): a user operator's space lives here.
+  std::optional<v1::Operator> user_op;
+  std::optional<KnobSpace> user_space;
   for (v1::JobOffer& offer : batch) {
     const absl::Time started = absl::Now();
     const v1::Trial& t = offer.trial();
@@ -182,25 +186,30 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
     item.request.options.min_repeat_ms = std::max(0, m.min_repeat_ms());
     item.request.options.cooldown_interval_ms = std::max(0, m.cooldown_ms());
     item.timeout = m.timeout_ms() > 0 ? absl::Milliseconds(m.timeout_ms()) : kDefaultTimeout;
-    int expected_args = -1;
     if (op.source_case() == v1::OperatorSpec::kTemplateOp) {
-      absl::StatusOr<Candidate> c = space_->Resolve(op.template_op());
+      // A user operator's definition travels with its offer; built-ins are in every firmware.
+      const KnobSpace* space = space_;
+      if (offer.has_operator_()) {
+        if (!user_space.has_value()) {
+          user_op = offer.operator_();
+          user_space = KnobSpace::ForOperator(*user_op);
+        }
+        space = &*user_space;
+      }
+      absl::StatusOr<Candidate> c = space->Resolve(op.template_op());
       if (!c.ok()) {
         invalid(std::string(c.status().message()));
+        continue;
+      }
+      absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = catalog::TrialShapes(*c->op, t);
+      if (!shapes.ok()) {
+        invalid(std::string(shapes.status().message()));
         continue;
       }
       item.request.function = c->function;
       item.request.reference =
           op.reference_function().empty() ? c->op->reference_entry() : op.reference_function();
-      expected_args = c->op->args_size();
-      if (t.args_size() == 0) {
-        absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = space_->DefaultShapes(c->op->op());
-        if (!shapes.ok()) {
-          invalid(std::string(shapes.status().message()));
-          continue;
-        }
-        item.request.shapes = *shapes;
-      }
+      item.request.shapes = *std::move(shapes);
       candidates.push_back(*c);
     } else if (op.source_case() == v1::OperatorSpec::kCSource) {
       absl::StatusOr<BuildUnit> u = CSourceUnit(*space_, op);
@@ -216,6 +225,28 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
         invalid("op.reference_function: required to check a C source trial's outputs");
         continue;
       }
+      std::string bad_arg;
+      for (int i = 0; i < t.args_size() && bad_arg.empty(); ++i) {
+        const v1::ArgSpec& a = t.args(i);
+        if (!a.dtype().empty() && a.dtype() != "float32") {
+          bad_arg = absl::StrCat("args[", i, "].dtype: \"", a.dtype(), "\" (only float32)");
+        }
+        int64_t elements = 1;
+        for (int64_t d : a.shape()) {
+          if (d <= 0 || d > kMaxElements || elements * d > kMaxElements) {
+            bad_arg = absl::StrCat("args[", i, "].shape: dims must be positive and hold at most ",
+                                   kMaxElements, " elements");
+            break;
+          }
+          elements *= d;
+        }
+        if (a.shape().empty() && bad_arg.empty()) bad_arg = absl::StrCat("args[", i, "].shape: empty");
+        item.request.shapes.emplace_back(a.shape().begin(), a.shape().end());
+      }
+      if (!bad_arg.empty()) {
+        invalid(bad_arg);
+        continue;
+      }
       item.request.function = op.entry_function();
       item.request.reference = op.reference_function();
       unit = *std::move(u);
@@ -223,42 +254,15 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
       invalid("op: neither a template operator nor C source");
       continue;
     }
-    std::string bad_arg;
-    for (int i = 0; i < t.args_size() && bad_arg.empty(); ++i) {
-      const v1::ArgSpec& a = t.args(i);
-      if (!a.dtype().empty() && a.dtype() != "float32") {
-        bad_arg = absl::StrCat("args[", i, "].dtype: \"", a.dtype(), "\" (only float32)");
-      }
-      int64_t elements = 1;
-      for (int64_t d : a.shape()) {
-        if (d <= 0 || d > kMaxElements || elements * d > kMaxElements) {
-          bad_arg = absl::StrCat("args[", i, "].shape: dims must be positive and hold at most ",
-                                 kMaxElements, " elements");
-          break;
-        }
-        elements *= d;
-      }
-      if (a.shape().empty() && bad_arg.empty()) bad_arg = absl::StrCat("args[", i, "].shape: empty");
-      std::vector<int64_t> shape(a.shape().begin(), a.shape().end());
-      item.request.shapes.push_back(shape);
-    }
-    if (bad_arg.empty() && expected_args >= 0 &&
-        static_cast<int>(item.request.shapes.size()) != expected_args) {
-      bad_arg = absl::StrCat("args: ", op.template_op().op(), " takes ", expected_args,
-                             " arguments, the trial gives ", item.request.shapes.size());
-    }
-    if (!bad_arg.empty()) {
-      if (op.source_case() == v1::OperatorSpec::kTemplateOp) candidates.pop_back();
-      invalid(bad_arg);
-      continue;
-    }
     item.offer = std::move(offer);
     prepared->items.push_back(std::move(item));
   }
   if (prepared->items.empty()) return prepared;
   if (!candidates.empty()) {
-    AddImagePool(prepared->items.front().offer.trial().op().template_op(), &candidates);
-    unit = CandidatesUnit(*space_, candidates);
+    const KnobSpace& space = user_space.has_value() ? *user_space : *space_;
+    AddImagePool(space, prepared->items.front().offer.trial().op().template_op(), &candidates);
+    unit = user_op.has_value() ? UserOperatorUnit(*user_op, candidates)
+                               : CandidatesUnit(*space_, candidates);
   }
   prepared->build_started = absl::Now();
   int64_t limit_s = options_.config.build_time_limit_seconds() > 0
@@ -270,7 +274,7 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
   return prepared;
 }
 
-void BoardWorker::AddImagePool(const v1::TemplateOperator& first,
+void BoardWorker::AddImagePool(const KnobSpace& space, const v1::TemplateOperator& first,
                                std::vector<Candidate>* candidates) const {
   const int capacity = options_.config.image_candidates();
   if (first.image_pool().empty() || capacity <= static_cast<int>(candidates->size())) return;
@@ -284,7 +288,7 @@ void BoardWorker::AddImagePool(const v1::TemplateOperator& first,
       std::pair<std::string, std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
       (*op.mutable_knobs())[kv.first] = kv.second;
     }
-    absl::StatusOr<Candidate> c = space_->Resolve(op);
+    absl::StatusOr<Candidate> c = space.Resolve(op);
     if (!c.ok()) return;  // a pool this agent cannot build: the batch alone
     if (seen.insert(c->function).second) all.push_back(*std::move(c));
   }

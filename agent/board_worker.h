@@ -124,7 +124,8 @@ class BoardWorker {
   // Flash economy: when the board's images may hold the tuning run's whole candidate pool
   // (first.image_pool, config.image_candidates), `candidates` becomes that pool plus the batch,
   // in a fixed order, so every batch of the run shares one image. Otherwise unchanged.
-  void AddImagePool(const v1::TemplateOperator& first, std::vector<Candidate>* candidates) const;
+  void AddImagePool(const KnobSpace& space, const v1::TemplateOperator& first,
+                    std::vector<Candidate>* candidates) const;
   // The image is on the board and the link is up, or why not.
   std::optional<Failure> EnsureImage(const Image& image, v1::StageTimes* stages);
   // After a hang or crash (kHung: the board is restarted on next use) or a reboot (kRebooted).

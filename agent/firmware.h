@@ -40,8 +40,16 @@ struct BuildUnit {
 // kernel of every op of the space ("<op>_reference").
 BuildUnit CandidatesUnit(const KnobSpace& space, const std::vector<Candidate>& candidates);
 
-// One image for a trial with its own C source defining op.entry_function(), plus the reference
-// kernels. InvalidArgument for an entry function that is not a C identifier.
+// One image holding candidates of a user operator from the catalog: its files under user/, one
+// translation unit per candidate that defines the candidate's knobs (BF_KNOB_<name>) and renames
+// the entry function to candidate.function (and the reference to a private name) before including
+// each source, and one with the default knobs registering the entry and the reference under
+// their own names (spec.entry, spec.reference_entry).
+BuildUnit UserOperatorUnit(const v1::Operator& op, const std::vector<Candidate>& candidates);
+
+// One image for a trial with its own C source defining op.entry_function() — and
+// op.reference_function() too, unless that names a built-in reference kernel — plus the built-in
+// reference kernels. InvalidArgument for a function name that is not a C identifier.
 absl::StatusOr<BuildUnit> CSourceUnit(const KnobSpace& space, const v1::OperatorSpec& op);
 
 struct Image {

@@ -36,6 +36,9 @@ class KnobSpace {
   // parser's message.
   static absl::StatusOr<KnobSpace> Load(const std::string& path);
   static absl::StatusOr<KnobSpace> Parse(const std::string& json);
+  // The space of one user operator from the catalog (its spec; candidates have no instantiate
+  // line: UserOperatorUnit compiles the operator's sources once per candidate).
+  static KnobSpace ForOperator(const v1::Operator& op);
 
   const v1::KnobSpace& proto() const { return space_; }
   // nullptr for an op that is not in the space.
@@ -46,15 +49,10 @@ class KnobSpace {
   // does not allow.
   absl::StatusOr<Candidate> Resolve(const v1::TemplateOperator& op) const;
 
-  // The op's argument shapes from its default dims (and derived dims).
-  absl::StatusOr<std::vector<std::vector<int64_t>>> DefaultShapes(const std::string& op) const;
 
  private:
   v1::KnobSpace space_;
 };
-
-// A knobs.json value as text: 8 -> "8", "ikj" -> "ikj".
-std::string ValueText(const google::protobuf::Value& value);
 
 }  // namespace benchfarm::agent
 
