@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "catalog/operator.h"
 
 namespace benchfarm::farmctl {
 namespace {
@@ -57,11 +58,28 @@ std::string Entity(const v1::OperatorSpec& op, const KnobTable& knobs, int64_t* 
   return absl::StrCat("[", absl::StrJoin(entries, ", "), "]");
 }
 
-std::string Args(const v1::Trial& trial) {
+std::string Args(const v1::Trial& trial, const KnobTable& knobs) {
   std::vector<std::string> args;
   for (const v1::ArgSpec& arg : trial.args()) {
     args.push_back(absl::StrCat("[\"TENSOR\", [", absl::StrJoin(arg.shape(), ", "), "], ",
                                 JsonQuote(arg.dtype().empty() ? "float32" : arg.dtype()), "]"));
+  }
+  // A template trial without args ran on its op's default shapes: name them, so records of
+  // different shapes never share a key.
+  auto known = knobs.find(trial.op().template_op().op());
+  if (trial.args().empty() && trial.op().has_template_op() && known != knobs.end()) {
+    absl::StatusOr<std::vector<std::vector<int64_t>>> shapes =
+        catalog::DefaultShapes(known->second.spec);
+    if (shapes.ok()) {
+      for (size_t i = 0; i < shapes->size(); ++i) {
+        const std::string dtype = static_cast<int>(i) < known->second.spec.args_size() &&
+                                          !known->second.spec.args(i).dtype().empty()
+                                      ? known->second.spec.args(i).dtype()
+                                      : "float32";
+        args.push_back(absl::StrCat("[\"TENSOR\", [", absl::StrJoin((*shapes)[i], ", "), "], ",
+                                    JsonQuote(dtype), "]"));
+      }
+    }
   }
   return absl::StrCat("[", absl::StrJoin(args, ", "), "]");
 }
@@ -113,7 +131,11 @@ std::string AutoTvmTarget(absl::string_view board_kind) {
 }
 
 std::string AutoTvmTaskName(const v1::OperatorSpec& op) {
-  if (op.has_template_op()) return absl::StrCat("benchfarm/", op.template_op().op());
+  if (op.has_template_op()) {
+    const v1::TemplateOperator& t = op.template_op();
+    return t.version().empty() ? absl::StrCat("benchfarm/", t.op())
+                               : absl::StrCat("benchfarm/", t.op(), "@", t.version());
+  }
   return absl::StrCat("benchfarm/c_source/", op.entry_function());
 }
 
@@ -135,7 +157,7 @@ std::string FormatAutoTvmRecord(const v1::Job& job, const KnobTable& knobs) {
   double all_cost = s.build_s() + s.flash_s() + s.handshake_s() + s.measure_s();
 
   return absl::StrCat("{\"input\": [", JsonQuote(AutoTvmTarget(trial.board_kind())), ", ",
-                      JsonQuote(AutoTvmTaskName(trial.op())), ", ", Args(trial), ", {}], ",
+                      JsonQuote(AutoTvmTaskName(trial.op())), ", ", Args(trial, knobs), ", {}], ",
                       "\"config\": {\"index\": ", index,
                       ", \"code_hash\": null, \"entity\": ", entity, "}, ", "\"result\": [[",
                       absl::StrJoin(costs, ", "), "], ", error_no, ", ", JsonDouble(all_cost), ", ",

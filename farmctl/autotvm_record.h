@@ -13,10 +13,13 @@
 //   TARGET    "c -keys=cpu -model=<board_kind>": the C source target microTVM used, with the board
 //             kind as -model, so ApplyHistoryBest keeps a best config per board kind
 //             (its best_by_model) as well as per target key.
-//   TASK      "benchfarm/<op>" for a template operator; "benchfarm/c_source/<entry_function>"
+//   TASK      "benchfarm/<op>@<version>" for a template operator (the catalog version the trial
+//             ran: a changed kernel source is another task); "benchfarm/c_source/<entry_function>"
 //             for a C-source trial.
 //   ARGS      one ["TENSOR", [shape...], dtype] per argument, as autotvm.task.serialize_args
-//             writes tensors (dtype "float32" when the trial leaves it empty).
+//             writes tensors (dtype "float32" when the trial leaves it empty); a template trial
+//             that ran on its op's default shapes lists those. So variants, shapes and versions
+//             never share a key.
 //   INDEX     the config's index in the op's knob space (knob_space.h: knobs.json order, first knob
 //             fastest, like ConfigSpace); -1 for a config outside the space or a C-source trial.
 //   entity    every knob of the op in knobs.json order, as an OtherOption ("ot") knob — what

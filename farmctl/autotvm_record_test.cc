@@ -61,6 +61,31 @@ std::set<std::string> Keys(const Struct& s) {
   return keys;
 }
 
+// The input (target, task, args) is a record's key: versions and shapes never share one.
+TEST(FormatAutoTvmRecord, InputNamesVersionAndShapes) {
+  auto input = [](const v1::Job& job) {
+    Struct record = Parse(FormatAutoTvmRecord(job, SampleKnobs()));
+    std::string out;
+    google::protobuf::util::MessageToJsonString(record.fields().at("input"), &out);
+    return out;
+  };
+  v1::Job v1_job = MatmulJob();
+  v1_job.mutable_trial()->mutable_op()->mutable_template_op()->set_version("00000000000000aa");
+  v1::Job v2_job = v1_job;
+  v2_job.mutable_trial()->mutable_op()->mutable_template_op()->set_version("00000000000000bb");
+  v1::Job other_shape = v1_job;
+  other_shape.mutable_trial()->mutable_args(0)->set_shape(0, 8);
+  v1::Job defaults = v1_job;
+  defaults.mutable_trial()->clear_args();
+  EXPECT_NE(input(v1_job).find("benchfarm/matmul@00000000000000aa"), std::string::npos)
+      << input(v1_job);
+  EXPECT_NE(input(v1_job), input(v2_job));
+  EXPECT_NE(input(v1_job), input(other_shape));
+  // No args: the op's default shapes (32x32 each), not an empty list.
+  EXPECT_NE(input(defaults).find("[\"TENSOR\",[32,32],\"float32\"]"), std::string::npos)
+      << input(defaults);
+}
+
 TEST(FormatAutoTvmRecord, SuccessfulJob) {
   std::string line = FormatAutoTvmRecord(MatmulJob(), SampleKnobs());
   EXPECT_EQ(line.find('\n'), std::string::npos);

@@ -6,8 +6,9 @@
 //     numbers configs: mixed radix over the knobs in knobs.json order, the first knob varying
 //     fastest (ConfigSpace.get(i): knob k takes values[i % len(values_k)], then i //= len).
 //
-// The sample operators' table is compiled in (SampleKnobs(), generated from crt/ops/knobs.json
-// at build time), so an installed farmctl needs no data files.
+// An op's knobs come from its catalog entry (catalog/operator.h): the tracker's ListOperators /
+// GetOperator for user operators, and the built-in ones compiled in (SampleKnobs()), so an
+// installed farmctl needs no data files.
 //
 // Thread-safety: the types are plain values; SampleKnobs() is safe from any thread.
 
@@ -23,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/map.h"
+#include "proto/benchfarm.pb.h"
 
 namespace benchfarm::farmctl {
 
@@ -38,6 +40,8 @@ struct Knob {
 
 struct OpKnobs {
   std::string op;
+  std::string version;      // the catalog version, when it came from the catalog
+  v1::OpTemplate spec;      // the catalog entry's spec (args, dims: default shapes)
   std::vector<Knob> knobs;  // in knobs.json order
 
   const Knob* Find(absl::string_view name) const;
@@ -47,10 +51,12 @@ struct OpKnobs {
 
 using KnobTable = std::map<std::string, OpKnobs, std::less<>>;  // op name -> its knobs
 
-// Parses a knobs.json document (schema_version 1). InvalidArgument naming what is malformed.
-absl::StatusOr<KnobTable> ParseKnobsJson(absl::string_view json);
+// One catalog entry's knobs.
+OpKnobs OpKnobsFromOperator(const v1::Operator& op);
+// A table of catalog entries (ListOperators' answer).
+KnobTable KnobTableOf(const std::vector<v1::Operator>& ops);
 
-// The sample operators' knobs (add, matmul, conv2d), from the knobs.json compiled in.
+// The built-in operators' knobs (add, matmul, conv2d), from the knobs.json compiled in.
 const KnobTable& SampleKnobs();
 
 // Checks that `text` is one of the knob's values. InvalidArgument "knob tile_m=3: not one of 1, 2,

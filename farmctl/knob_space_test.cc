@@ -1,4 +1,4 @@
-// KnobSpace: the compiled-in table matches crt/ops/knobs.json, knob values convert both ways, and
+// KnobSpace: the compiled-in table is the catalog's built-ins, knob values convert both ways, and
 // config indices number the space exactly as AutoTVM's ConfigSpace.get does.
 #include "farmctl/knob_space.h"
 
@@ -13,16 +13,6 @@
 namespace benchfarm::farmctl {
 namespace {
 
-std::string ReadRunfile(const std::string& path) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  std::ifstream in(std::string(srcdir ? srcdir : ".") + "/" +
-                   (workspace ? workspace : "benchfarm") + "/" + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // AutoTVM's ConfigSpace.get(index): knob k takes values[index % n_k], then index //= n_k.
 google::protobuf::Map<std::string, std::string> Decode(const OpKnobs& op, int64_t index) {
   google::protobuf::Map<std::string, std::string> knobs;
@@ -34,25 +24,17 @@ google::protobuf::Map<std::string, std::string> Decode(const OpKnobs& op, int64_
   return knobs;
 }
 
-TEST(SampleKnobs, IsTheKnobsJsonOfTheTree) {
-  std::string text = ReadRunfile("crt/ops/knobs.json");
-  ASSERT_FALSE(text.empty()) << "crt/ops/knobs.json not in runfiles";
-  absl::StatusOr<KnobTable> file = ParseKnobsJson(text);
-  ASSERT_TRUE(file.ok()) << file.status();
+TEST(SampleKnobs, AreTheCatalogsBuiltins) {
   const KnobTable& compiled = SampleKnobs();
-  ASSERT_EQ(compiled.size(), file->size());
-  for (const auto& [name, op] : *file) {
-    SCOPED_TRACE(name);
-    auto it = compiled.find(name);
-    ASSERT_NE(it, compiled.end());
-    ASSERT_EQ(it->second.knobs.size(), op.knobs.size());
-    for (size_t i = 0; i < op.knobs.size(); ++i) {
-      EXPECT_EQ(it->second.knobs[i].name, op.knobs[i].name);
-      EXPECT_EQ(it->second.knobs[i].values, op.knobs[i].values);
-      EXPECT_EQ(it->second.knobs[i].default_value, op.knobs[i].default_value);
-    }
+  ASSERT_EQ(compiled.size(), 3u);
+  for (const char* op : {"add", "matmul", "conv2d"}) {
+    ASSERT_EQ(compiled.count(op), 1u) << op;
+    EXPECT_EQ(compiled.at(op).version.size(), 16u);
+    EXPECT_EQ(compiled.at(op).spec.op(), op);
   }
-  for (const char* op : {"add", "matmul", "conv2d"}) EXPECT_EQ(compiled.count(op), 1u) << op;
+  EXPECT_EQ(compiled.at("matmul").knobs[4].values, (std::vector<std::string>{"ijk", "ikj"}));
+  EXPECT_FALSE(compiled.at("matmul").knobs[4].numeric);
+  EXPECT_EQ(compiled.at("matmul").knobs[0].default_value, "8");
 }
 
 TEST(SampleKnobs, MatmulSpace) {
@@ -132,23 +114,6 @@ TEST(ConfigIndex, OutsideTheSpaceIsMinusOne) {
   knobs.clear();
   knobs["no_such_knob"] = "1";
   EXPECT_EQ(ConfigIndex(matmul, knobs), -1);
-}
-
-TEST(ParseKnobsJson, RejectsMalformedDocuments) {
-  EXPECT_FALSE(ParseKnobsJson("{").ok());
-  EXPECT_FALSE(ParseKnobsJson(R"({"ops": 3})").ok());
-  absl::StatusOr<KnobTable> bad_default = ParseKnobsJson(
-      R"({"ops": [{"op": "x", "knobs": [{"name": "k", "values": [1, 2], "default": 3}]}]})");
-  ASSERT_FALSE(bad_default.ok());
-  EXPECT_NE(bad_default.status().message().find("ops[0].knobs[0] (k): default"), std::string::npos)
-      << bad_default.status();
-  EXPECT_FALSE(
-      ParseKnobsJson(
-          R"({"ops": [{"op": "x", "knobs": [{"name": "k", "values": [1, "a"], "default": 1}]}]})")
-          .ok());
-  absl::StatusOr<KnobTable> no_knobs = ParseKnobsJson(R"({"ops": [{"op": "x"}]})");
-  ASSERT_TRUE(no_knobs.ok());
-  EXPECT_EQ(no_knobs->at("x").SpaceSize(), 1);
 }
 
 }  // namespace

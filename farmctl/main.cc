@@ -18,6 +18,8 @@
 //   farmctl watch [JOB...] [--client C]
 //   farmctl results [--client C] [--kind K] [--op OP] [--limit N] [--json | --autotvm]
 //   farmctl cancel JOB...
+//   farmctl op add DIR|op.json | op show NAME [--version V] | ops [--op NAME] [--all-versions]
+//   farmctl import-log LOG --op OP --kind K [--shape S] [--out DIR] (the tune run to restore)
 //
 // Flags may be spelled with dashes or underscores; --knob and --label may be repeated. Exit
 // status: 0 on success, 1 on a failure (the message on stderr), 2 on a usage error.
@@ -81,6 +83,11 @@ ABSL_FLAG(int, batch, 16, "tune: configs per submission (an agent builds a batch
 ABSL_FLAG(int, pool, 0, "tune: search a fixed pool of N configs that boards holding N candidates per image build once and flash once");
 ABSL_FLAG(std::string, out, "", "tune: directory for the state, AutoTVM log and plot (default: tune-<op>-<kind>)");
 ABSL_FLAG(bool, autotvm, false, "results: print AutoTVM log records (JSON lines, log version 0.2)");
+ABSL_FLAG(std::string, c_source, "", "submit: a one-off C source trial: the C99 file (with --entry, --reference, --shape)");
+ABSL_FLAG(std::string, entry, "", "submit --c-source: the function to time");
+ABSL_FLAG(std::string, reference, "", "submit --c-source: the reference to check against (in the file, or add_reference ...)");
+ABSL_FLAG(std::string, version, "", "op show / submit: a catalog version of the operator (default: the latest)");
+ABSL_FLAG(bool, all_versions, false, "ops: list every version, not only the latest");
 
 namespace benchfarm::farmctl {
 namespace {
@@ -108,6 +115,17 @@ constexpr char kUsage[] =
     "  results [--client C] [--kind K] [--op OP] [--limit N] [--json | --autotvm]\n"
     "                                   finished and pending jobs; --autotvm: AutoTVM log records\n"
     "  cancel JOB...                    cancel queued or running jobs\n"
+    "  submit --kind K --c-source FILE --entry F --reference G --shape S [...]\n"
+    "                                   a one-off C source trial (no knobs)\n"
+    "  op add DIR|op.json               register a user operator (its op.json, C files and\n"
+    "                                   headers); a changed source makes a new version\n"
+    "  ops [--op NAME] [--all-versions] [--json]\n"
+    "                                   the operator catalog: versions, shapes, knobs\n"
+    "  op show NAME [--version V] [--json]\n"
+    "                                   one operator: entry, reference, args, knobs, files\n"
+    "  import-log LOG --op OP --kind K [--shape S ...] [--out DIR]\n"
+    "                                   restore an AutoTVM log's records of that run into a\n"
+    "                                   tune directory, so tune resumes without re-measuring\n"
     "  tune --op OP --kind K [--strategy grid|random|model] [--trials N] [--batch B] [--pool N]\n"
     "       [--out DIR] [--shape S] [--number N --repeat R --min-repeat-ms M] [--no-check]\n"
     "                                   search the op's knob space on the farm; resumable\n"
@@ -278,9 +296,30 @@ int SubmitCommand(const TrackerClient& tracker, const RepeatedFlags& repeated) {
     flags.priority = absl::GetFlag(FLAGS_priority);
     flags.board = absl::GetFlag(FLAGS_board);
     flags.labels = repeated.labels;
-    if (flags.kind.empty() || flags.op.empty()) return Usage("submit needs --kind and --op (or --file)");
-    absl::StatusOr<v1::Trial> trial = TrialFromFlags(flags, SampleKnobs());
+    flags.c_source_path = absl::GetFlag(FLAGS_c_source);
+    flags.entry = absl::GetFlag(FLAGS_entry);
+    flags.reference = absl::GetFlag(FLAGS_reference);
+    if (flags.kind.empty() || (flags.op.empty() && flags.c_source_path.empty())) {
+      return Usage("submit needs --kind and --op (or --c-source FILE, or --file)");
+    }
+    KnobTable table;
+    if (!flags.c_source_path.empty()) {
+      std::ifstream in(flags.c_source_path);
+      if (!in) return Fail(absl::NotFoundError(absl::StrCat("--c-source: cannot read ", flags.c_source_path)));
+      std::stringstream text;
+      text << in.rdbuf();
+      flags.c_source = text.str();
+    } else {
+      // The catalog's knobs: a misspelt knob is caught here, with the op's knob names (the
+      // built-in ones also when the tracker cannot be asked; the submission then says why).
+      absl::StatusOr<KnobTable> fetched = FetchKnobTable(tracker);
+      table = fetched.ok() ? *std::move(fetched) : SampleKnobs();
+    }
+    absl::StatusOr<v1::Trial> trial = TrialFromFlags(flags, table);
     if (!trial.ok()) return Fail(trial.status());
+    if (!absl::GetFlag(FLAGS_version).empty() && trial->op().has_template_op()) {
+      trial->mutable_op()->mutable_template_op()->set_version(absl::GetFlag(FLAGS_version));
+    }
     *request.add_trials() = std::move(*trial);
   }
   // Flags fill in what a file leaves out; a file's own ids win.
@@ -294,6 +333,39 @@ int SubmitCommand(const TrackerClient& tracker, const RepeatedFlags& repeated) {
   std::fprintf(stderr, "farmctl: %zu trial(s) queued for client %s (request %s)\n", ids->size(),
                request.client_id().c_str(), request.request_id().c_str());
   return 0;
+}
+
+absl::StatusOr<TuneOptions> TuneOptionsFromFlags() {
+  TuneOptions options;
+  options.op = absl::GetFlag(FLAGS_op).empty() ? "matmul" : absl::GetFlag(FLAGS_op);
+  options.kind = absl::GetFlag(FLAGS_kind).empty() ? "host-process" : absl::GetFlag(FLAGS_kind);
+  options.strategy = absl::GetFlag(FLAGS_strategy);
+  options.trials = absl::GetFlag(FLAGS_trials);
+  options.batch = absl::GetFlag(FLAGS_batch);
+  options.pool = absl::GetFlag(FLAGS_pool);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  options.out_dir = absl::GetFlag(FLAGS_out).empty()
+                        ? absl::StrCat("tune-", options.op, "-", options.kind)
+                        : absl::GetFlag(FLAGS_out);
+  options.client_id = absl::GetFlag(FLAGS_client);
+  options.measure.set_number(static_cast<int32_t>(absl::GetFlag(FLAGS_number)));
+  options.measure.set_repeat(static_cast<int32_t>(absl::GetFlag(FLAGS_repeat)));
+  options.measure.set_min_repeat_ms(static_cast<int32_t>(absl::GetFlag(FLAGS_min_repeat_ms)));
+  options.measure.set_cooldown_ms(static_cast<int32_t>(absl::GetFlag(FLAGS_cooldown_ms)));
+  options.measure.set_timeout_ms(static_cast<int32_t>(absl::GetFlag(FLAGS_timeout_ms)));
+  options.check = absl::GetFlag(FLAGS_check);
+  options.priority = static_cast<int>(absl::GetFlag(FLAGS_priority));
+  if (!absl::GetFlag(FLAGS_shape).empty()) {
+    absl::StatusOr<std::vector<Shape>> shapes = ParseShapes(absl::GetFlag(FLAGS_shape));
+    if (!shapes.ok()) return shapes.status();
+    for (const Shape& shape : *shapes) {
+      v1::ArgSpec* a = &options.args.emplace_back();
+      for (int64_t d : shape) a->add_shape(d);
+      a->set_dtype("float32");
+    }
+  }
+  options.tty = isatty(STDERR_FILENO);
+  return options;
 }
 
 int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& repeated) {
@@ -312,7 +384,8 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
   if (command != "submit" && (!repeated.knobs.empty() || !repeated.labels.empty())) {
     return Usage(absl::StrCat(command, ": --knob and --label belong to submit"));
   }
-  if (command != "watch" && command != "cancel" && !operands.empty()) {
+  if (command != "watch" && command != "cancel" && command != "op" && command != "import-log" &&
+      !operands.empty()) {
     return Usage(absl::StrCat(command, ": unexpected argument \"", operands[0], "\""));
   }
   absl::Status status;
@@ -327,9 +400,27 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
     options.client_id = absl::GetFlag(FLAGS_client);
     options.job_ids = operands;
     status = Watch(tracker, options, std::cout);
+  } else if (command == "ops") {
+    status = PrintOperators(tracker, absl::GetFlag(FLAGS_op), absl::GetFlag(FLAGS_all_versions),
+                            json, std::cout);
+  } else if (command == "op") {
+    if (operands.size() == 2 && operands[0] == "add") {
+      status = AddOperator(tracker, operands[1], json, std::cout);
+    } else if (operands.size() == 2 && operands[0] == "show") {
+      status = ShowOperator(tracker, operands[1], absl::GetFlag(FLAGS_version), json, std::cout);
+    } else {
+      return Usage("op add DIR|op.json, or op show NAME");
+    }
   } else if (command == "results") {
     if (json && absl::GetFlag(FLAGS_autotvm)) return Usage("results: --json or --autotvm, not both");
     ResultsOptions options;
+    // AutoTVM records list every knob of the op (catalog entries, built-in and user).
+    absl::StatusOr<KnobTable> table = KnobTable();
+    if (absl::GetFlag(FLAGS_autotvm)) {
+      table = FetchKnobTable(tracker);
+      if (!table.ok()) return Fail(table.status());
+      options.knobs = &*table;
+    }
     options.client_id = absl::GetFlag(FLAGS_client);
     options.board_kind = absl::GetFlag(FLAGS_kind);
     options.op = absl::GetFlag(FLAGS_op);
@@ -339,37 +430,21 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
                      : absl::GetFlag(FLAGS_autotvm) ? ResultsFormat::kAutoTvm
                                                     : ResultsFormat::kTable;
     status = PrintResults(tracker, options, std::cout);
-  } else if (command == "tune") {
-    TuneOptions options;
-    options.op = absl::GetFlag(FLAGS_op).empty() ? "matmul" : absl::GetFlag(FLAGS_op);
-    options.kind = absl::GetFlag(FLAGS_kind).empty() ? "host-process" : absl::GetFlag(FLAGS_kind);
-    options.strategy = absl::GetFlag(FLAGS_strategy);
-    options.trials = absl::GetFlag(FLAGS_trials);
-    options.batch = absl::GetFlag(FLAGS_batch);
-    options.pool = absl::GetFlag(FLAGS_pool);
-    options.seed = absl::GetFlag(FLAGS_seed);
-    options.out_dir = absl::GetFlag(FLAGS_out).empty()
-                          ? absl::StrCat("tune-", options.op, "-", options.kind)
-                          : absl::GetFlag(FLAGS_out);
-    options.client_id = absl::GetFlag(FLAGS_client);
-    options.measure.set_number(static_cast<int32_t>(absl::GetFlag(FLAGS_number)));
-    options.measure.set_repeat(static_cast<int32_t>(absl::GetFlag(FLAGS_repeat)));
-    options.measure.set_min_repeat_ms(static_cast<int32_t>(absl::GetFlag(FLAGS_min_repeat_ms)));
-    options.measure.set_cooldown_ms(static_cast<int32_t>(absl::GetFlag(FLAGS_cooldown_ms)));
-    options.measure.set_timeout_ms(static_cast<int32_t>(absl::GetFlag(FLAGS_timeout_ms)));
-    options.check = absl::GetFlag(FLAGS_check);
-    options.priority = static_cast<int>(absl::GetFlag(FLAGS_priority));
-    if (!absl::GetFlag(FLAGS_shape).empty()) {
-      absl::StatusOr<std::vector<Shape>> shapes = ParseShapes(absl::GetFlag(FLAGS_shape));
-      if (!shapes.ok()) return Fail(shapes.status());
-      for (const Shape& shape : *shapes) {
-        v1::ArgSpec* a = &options.args.emplace_back();
-        for (int64_t d : shape) a->add_shape(d);
-        a->set_dtype("float32");
-      }
+  } else if (command == "tune" || command == "import-log") {
+    if (command == "import-log" && operands.size() != 1) {
+      return Usage("import-log needs one AutoTVM log file");
     }
-    options.tty = isatty(STDERR_FILENO);
-    status = Tune(tracker, SampleKnobs(), options, std::cout, std::cerr);
+    absl::StatusOr<TuneOptions> options = TuneOptionsFromFlags();
+    if (!options.ok()) return Fail(options.status());
+    absl::StatusOr<OpKnobs> op = FetchOpKnobs(tracker, options->op, absl::GetFlag(FLAGS_version));
+    if (!op.ok()) return Fail(op.status());
+    if (command == "import-log") {
+      status = ImportLog(*op, *options, operands[0], std::cout);
+    } else {
+      KnobTable table;
+      table[options->op] = *std::move(op);
+      status = Tune(tracker, table, *options, std::cout, std::cerr);
+    }
   } else {  // cancel
     if (operands.empty()) return Usage("cancel needs at least one job id");
     status = Cancel(tracker, operands, std::cout);
@@ -434,7 +509,8 @@ int main(int argc, char** argv) {
     args.erase(args.begin());
     return BoardCommand(args, argv[0]);
   }
-  for (const char* command : {"boards", "queue", "submit", "watch", "results", "cancel", "tune"}) {
+  for (const char* command : {"boards", "queue", "submit", "watch", "results", "cancel", "tune",
+                              "op", "ops", "import-log"}) {
     if (args[0] == command) return TrackerCommand(args, repeated);
   }
   return Usage(absl::StrCat("unknown command \"", args[0], "\""));

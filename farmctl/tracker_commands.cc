@@ -1,13 +1,17 @@
 // The `farmctl` tracker commands: see tracker_commands.h.
 #include "farmctl/tracker_commands.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <tuple>
 #include <utility>
 
@@ -17,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "catalog/operator.h"
 #include "farmctl/autotvm_record.h"
 #include "farmctl/board_commands.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -59,6 +64,17 @@ class Table {
 
 void SetDeadline(grpc::ClientContext* context, const TrackerClient& tracker) {
   context->set_deadline(absl::ToChronoTime(absl::Now() + tracker.timeout));
+}
+
+// One unary call with the client's deadline, its failure as FromGrpc describes it.
+template <typename Request, typename Response>
+absl::Status Call(const TrackerClient& tracker,
+                  grpc::Status (v1::Tracker::StubInterface::*method)(grpc::ClientContext*,
+                                                                     const Request&, Response*),
+                  const Request& request, Response* response, absl::string_view what) {
+  grpc::ClientContext context;
+  SetDeadline(&context, tracker);
+  return FromGrpc((tracker.stub->*method)(&context, request, response), tracker, what);
 }
 
 absl::Status JsonOut(const google::protobuf::Message& message, std::ostream& out) {
@@ -174,10 +190,8 @@ absl::Status PrintBoards(const TrackerClient& tracker, const std::string& kind, 
   v1::ListBoardsRequest request;
   request.set_board_kind(kind);
   v1::ListBoardsResponse response;
-  grpc::ClientContext context;
-  SetDeadline(&context, tracker);
-  absl::Status status =
-      FromGrpc(tracker.stub->ListBoards(&context, request, &response), tracker, "ListBoards");
+  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::ListBoards, request, &response,
+                             "ListBoards");
   if (!status.ok()) return status;
   if (json) return JsonOut(response, out);
   std::vector<const v1::Board*> boards;
@@ -200,10 +214,8 @@ absl::Status PrintBoards(const TrackerClient& tracker, const std::string& kind, 
 absl::Status PrintQueue(const TrackerClient& tracker, bool json, std::ostream& out) {
   v1::QueueSummaryRequest request;
   v1::QueueSummaryResponse response;
-  grpc::ClientContext context;
-  SetDeadline(&context, tracker);
-  absl::Status status =
-      FromGrpc(tracker.stub->QueueSummary(&context, request, &response), tracker, "QueueSummary");
+  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::QueueSummary, request, &response,
+                             "QueueSummary");
   if (!status.ok()) return status;
   if (json) return JsonOut(response, out);
   std::vector<const v1::KindSummary*> kinds;
@@ -249,14 +261,34 @@ absl::Status PrintQueue(const TrackerClient& tracker, bool json, std::ostream& o
 
 absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const KnobTable& knobs) {
   if (flags.kind.empty()) return absl::InvalidArgumentError("--kind: required (a board kind)");
-  if (flags.op.empty()) return absl::InvalidArgumentError("--op: required (e.g. matmul)");
+  const bool c_source = !flags.c_source_path.empty();
+  if (c_source && !flags.op.empty()) {
+    return absl::InvalidArgumentError("--c-source: a one-off C source trial takes no --op");
+  }
+  if (!c_source && flags.op.empty()) {
+    return absl::InvalidArgumentError("--op: required (e.g. matmul; farmctl ops lists them)");
+  }
   v1::Trial trial;
   trial.set_board_kind(flags.kind);
-  v1::TemplateOperator* op = trial.mutable_op()->mutable_template_op();
-  op->set_op(flags.op);
+  if (c_source) {
+    if (flags.entry.empty()) return absl::InvalidArgumentError("--entry: required with --c-source");
+    if (flags.shapes.empty()) {
+      return absl::InvalidArgumentError("--shape: required with --c-source (inputs, then the output)");
+    }
+    if (!flags.knobs.empty()) return absl::InvalidArgumentError("--knob: not with --c-source");
+    if (flags.check && flags.reference.empty()) {
+      return absl::InvalidArgumentError(
+          "--reference: required with --c-source to check the outputs (or --no-check)");
+    }
+    trial.mutable_op()->set_c_source(flags.c_source);
+    trial.mutable_op()->set_entry_function(flags.entry);
+    trial.mutable_op()->set_reference_function(flags.reference);
+  }
+  v1::TemplateOperator* op = c_source ? nullptr : trial.mutable_op()->mutable_template_op();
+  if (op != nullptr) op->set_op(flags.op);
 
   auto known = knobs.find(flags.op);
-  for (const std::string& text : flags.knobs) {
+  for (const std::string& text : op == nullptr ? std::vector<std::string>() : flags.knobs) {
     absl::StatusOr<std::pair<std::string, std::string>> kv = KeyValue("knob", text);
     if (!kv.ok()) return kv.status();
     const auto& [name, value] = *kv;
@@ -280,15 +312,10 @@ absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const KnobTabl
     (*op->mutable_knobs())[name] = value;
   }
 
+  // No --shape: the op's default shapes (the tracker fills them in from its catalog).
   absl::StatusOr<std::vector<Shape>> shapes =
-      flags.shapes.empty() ? DefaultShapes(flags.op) : ParseShapes(flags.shapes);
-  if (!shapes.ok()) {
-    if (absl::IsNotFound(shapes.status())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--shape: required for ", flags.op, " (", shapes.status().message(), ")"));
-    }
-    return shapes.status();
-  }
+      flags.shapes.empty() ? std::vector<Shape>() : ParseShapes(flags.shapes);
+  if (!shapes.ok()) return shapes.status();
   for (const Shape& shape : *shapes) {
     v1::ArgSpec* arg = trial.add_args();
     for (int64_t d : shape) arg->add_shape(d);
@@ -361,10 +388,8 @@ absl::StatusOr<std::vector<std::string>> Submit(const TrackerClient& tracker,
                                                 const v1::SubmitTrialsRequest& request,
                                                 std::ostream& out) {
   v1::SubmitTrialsResponse response;
-  grpc::ClientContext context;
-  SetDeadline(&context, tracker);
-  absl::Status status =
-      FromGrpc(tracker.stub->SubmitTrials(&context, request, &response), tracker, "SubmitTrials");
+  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::SubmitTrials, request, &response,
+                             "SubmitTrials");
   if (!status.ok()) return status;
   std::vector<std::string> ids(response.job_ids().begin(), response.job_ids().end());
   for (const std::string& id : ids) out << id << "\n";
@@ -394,10 +419,8 @@ absl::Status Watch(const TrackerClient& tracker, const WatchOptions& options, st
     v1::GetJobRequest request;
     request.set_job_id(id);
     v1::Job job;
-    grpc::ClientContext context;
-    SetDeadline(&context, tracker);
-    absl::Status status = FromGrpc(tracker.stub->GetJob(&context, request, &job), tracker,
-                                   absl::StrCat("GetJob ", id));
+    absl::Status status = Call(tracker, &v1::Tracker::StubInterface::GetJob, request, &job,
+                               absl::StrCat("GetJob ", id));
     if (!status.ok()) return status;
     remaining.insert(id);
   }
@@ -443,10 +466,8 @@ absl::Status PrintResults(const TrackerClient& tracker, const ResultsOptions& op
     if (options.limit > 0) want = std::min<int64_t>(want, options.limit - all.jobs_size());
     request.set_limit(static_cast<int32_t>(want));
     v1::ListResultsResponse page;
-    grpc::ClientContext context;
-    SetDeadline(&context, tracker);
-    absl::Status status =
-        FromGrpc(tracker.stub->ListResults(&context, request, &page), tracker, "ListResults");
+    absl::Status status = Call(tracker, &v1::Tracker::StubInterface::ListResults, request, &page,
+                               "ListResults");
     if (!status.ok()) return status;
     for (v1::Job& job : *page.mutable_jobs()) *all.add_jobs() = std::move(job);
     if (page.next_page_token().empty() || (options.limit > 0 && all.jobs_size() >= options.limit)) {
@@ -487,10 +508,8 @@ absl::Status Cancel(const TrackerClient& tracker, const std::vector<std::string>
     v1::CancelJobRequest request;
     request.set_job_id(id);
     v1::CancelJobResponse response;
-    grpc::ClientContext context;
-    SetDeadline(&context, tracker);
-    absl::Status status = FromGrpc(tracker.stub->CancelJob(&context, request, &response), tracker,
-                                   absl::StrCat("CancelJob ", id));
+    absl::Status status = Call(tracker, &v1::Tracker::StubInterface::CancelJob, request, &response,
+                               absl::StrCat("CancelJob ", id));
     if (status.ok()) {
       out << id << " " << v1::JobState_Name(response.job().state()) << "\n";
     } else if (first.ok()) {
@@ -498,6 +517,161 @@ absl::Status Cancel(const TrackerClient& tracker, const std::vector<std::string>
     }
   }
   return first;
+}
+
+// ---- the operator catalog -------------------------------------------------------------------
+
+namespace {
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string KnobsText(const v1::OpTemplate& spec) {
+  std::vector<std::string> knobs;
+  for (const v1::Knob& k : spec.knobs()) {
+    std::vector<std::string> values;
+    const std::string def = catalog::ValueText(k.default_());
+    for (const google::protobuf::Value& v : k.values()) {
+      const std::string text = catalog::ValueText(v);
+      values.push_back(text == def ? text + "*" : text);
+    }
+    knobs.push_back(absl::StrCat(k.name(), "=", absl::StrJoin(values, "|")));
+  }
+  return knobs.empty() ? "-" : absl::StrJoin(knobs, " ");
+}
+
+std::string ShapesOf(const v1::OpTemplate& spec) {
+  absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = catalog::DefaultShapes(spec);
+  return shapes.ok() ? catalog::ShapesText(*shapes) : "?";
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Operator> LoadOperator(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return absl::NotFoundError(absl::StrCat("no such file: ", path));
+  const std::string manifest = S_ISDIR(st.st_mode) ? path + "/op.json" : path;
+  const size_t slash = manifest.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : manifest.substr(0, slash);
+  absl::StatusOr<std::string> json = ReadWholeFile(manifest);
+  if (!json.ok()) return json.status();
+  v1::OpTemplate spec;
+  google::protobuf::util::JsonParseOptions options;
+  if (!google::protobuf::util::JsonStringToMessage(*json, &spec, options).ok()) {
+    // OperatorFromManifest below names the problem.
+    absl::StatusOr<v1::Operator> op = catalog::OperatorFromManifest(*json, {});
+    return absl::InvalidArgumentError(absl::StrCat(manifest, ": ", op.status().message()));
+  }
+  std::map<std::string, std::string> files;
+  for (const std::string& source : spec.sources()) {
+    if (source.find('/') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          manifest, ": sources: \"", source, "\" must be a file beside op.json"));
+    }
+    absl::StatusOr<std::string> text = ReadWholeFile(dir + "/" + source);
+    if (!text.ok()) return absl::NotFoundError(absl::StrCat(manifest, ": sources: ", text.status().message()));
+    files[source] = *std::move(text);
+  }
+  if (DIR* d = opendir(dir.c_str())) {  // headers the sources include
+    while (struct dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.size() > 2 && name[0] != '.' && absl::EndsWith(name, ".h") && files.count(name) == 0) {
+        absl::StatusOr<std::string> text = ReadWholeFile(dir + "/" + name);
+        if (text.ok()) files[name] = *std::move(text);
+      }
+    }
+    closedir(d);
+  }
+  absl::StatusOr<v1::Operator> op = catalog::OperatorFromManifest(*json, std::move(files));
+  if (!op.ok()) return absl::InvalidArgumentError(absl::StrCat(manifest, ": ", op.status().message()));
+  return op;
+}
+
+absl::Status AddOperator(const TrackerClient& tracker, const std::string& path, bool json,
+                         std::ostream& out) {
+  absl::StatusOr<v1::Operator> op = LoadOperator(path);
+  if (!op.ok()) return op.status();
+  v1::AddOperatorRequest request;
+  *request.mutable_op() = *std::move(op);
+  v1::AddOperatorResponse response;
+  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::AddOperator, request, &response,
+                             "AddOperator");
+  if (!status.ok()) return status;
+  if (json) return JsonOut(response, out);
+  out << response.op().name() << " version " << response.op().version() << ": "
+      << (response.created() ? "added" : "already in the catalog") << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status PrintOperators(const TrackerClient& tracker, const std::string& name,
+                            bool all_versions, bool json, std::ostream& out) {
+  v1::ListOperatorsRequest request;
+  request.set_name(name);
+  request.set_all_versions(all_versions);
+  v1::ListOperatorsResponse response;
+  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::ListOperators, request, &response,
+                             "ListOperators");
+  if (!status.ok()) return status;
+  if (json) return JsonOut(response, out);
+  Table table({"OP", "VERSION", "SOURCE", "SHAPES", "KNOBS (* default)"});
+  for (const v1::Operator& op : response.ops()) {
+    table.Add({op.name(), op.version() + (all_versions && op.latest() ? " (latest)" : ""),
+               op.builtin() ? "built-in" : "user", ShapesOf(op.spec()), KnobsText(op.spec())});
+  }
+  table.Print(out);
+  return absl::OkStatus();
+}
+
+absl::Status ShowOperator(const TrackerClient& tracker, const std::string& name,
+                          const std::string& version, bool json, std::ostream& out) {
+  v1::GetOperatorRequest request;
+  request.set_name(name);
+  request.set_version(version);
+  v1::Operator op;
+  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::GetOperator, request, &op,
+                             "GetOperator");
+  if (!status.ok()) return status;
+  if (json) return JsonOut(op, out);
+  const v1::OpTemplate& spec = op.spec();
+  out << "op:        " << op.name() << (op.builtin() ? " (built-in)" : "") << "\n"
+      << "version:   " << op.version() << (op.latest() ? " (latest)" : "") << "\n"
+      << "entry:     " << spec.entry() << "\n"
+      << "reference: " << OrDash(spec.reference_entry()) << "\n";
+  for (const v1::OpArg& arg : spec.args()) {
+    out << "arg:       " << arg.name() << " " << (arg.role().empty() ? "input" : arg.role()) << " "
+        << (arg.dtype().empty() ? "float32" : arg.dtype()) << " [" << absl::StrJoin(arg.shape(), ", ")
+        << "]\n";
+  }
+  out << "shapes:    " << ShapesOf(spec) << " (default)\n"
+      << "knobs:     " << KnobsText(spec) << "\n";
+  std::map<std::string, std::string> files(op.files().begin(), op.files().end());
+  for (const auto& [file, content] : files) out << "file:      " << file << " (" << content.size() << " bytes)\n";
+  return absl::OkStatus();
+}
+
+absl::StatusOr<KnobTable> FetchKnobTable(const TrackerClient& tracker) {
+  v1::ListOperatorsResponse response;
+  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::ListOperators, v1::ListOperatorsRequest(), &response,
+                             "ListOperators");
+  if (!status.ok()) return status;
+  return KnobTableOf({response.ops().begin(), response.ops().end()});
+}
+
+absl::StatusOr<OpKnobs> FetchOpKnobs(const TrackerClient& tracker, const std::string& name,
+                                     const std::string& version) {
+  v1::GetOperatorRequest request;
+  request.set_name(name);
+  request.set_version(version);
+  v1::Operator op;
+  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::GetOperator, request, &op,
+                             "GetOperator");
+  if (!status.ok()) return status;
+  return OpKnobsFromOperator(op);
 }
 
 }  // namespace benchfarm::farmctl

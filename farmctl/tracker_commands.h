@@ -61,9 +61,16 @@ absl::Status PrintQueue(const TrackerClient& tracker, bool json, std::ostream& o
 // One trial as `farmctl submit` flags describe it.
 struct TrialFlags {
   std::string kind;                // --kind (required)
-  std::string op;                  // --op (required): a template operator
+  std::string op;                  // --op: an operator of the catalog (built-in or user)
+  // Or a one-off C source trial: --c-source FILE (its path and contents), --entry F, and
+  // --reference G (a function in the file or a built-in reference such as add_reference).
+  std::string c_source_path;
+  std::string c_source;
+  std::string entry;
+  std::string reference;
   std::vector<std::string> knobs;  // --knob name=value (repeated) and --knobs a=1,b=2 split up
   std::string shapes;              // --shape 32x32,32x32,32x32; empty: the op's default shapes
+                                   // (required with --c-source)
   int64_t number = 10;
   int64_t repeat = 3;
   int64_t min_repeat_ms = 0;
@@ -92,6 +99,29 @@ std::string NewRequestId();
 absl::StatusOr<std::vector<std::string>> Submit(const TrackerClient& tracker,
                                                 const v1::SubmitTrialsRequest& request,
                                                 std::ostream& out);
+
+// ---- the operator catalog -------------------------------------------------------------------
+
+// A user operator from disk, as `farmctl op add PATH` sends it: PATH is a directory holding
+// op.json, or an op.json file; op.json is one knobs.json op plus "sources" (its C files, beside
+// it); every *.h beside it goes along too. Checked here as the tracker will check it.
+// InvalidArgument naming the file or field; NotFound for a missing file.
+absl::StatusOr<v1::Operator> LoadOperator(const std::string& path);
+
+// AddOperator; prints "<name> version <v>: added" (or "already in the catalog").
+absl::Status AddOperator(const TrackerClient& tracker, const std::string& path, bool json,
+                         std::ostream& out);
+// ListOperators: NAME VERSION SOURCE (built-in/user) ARGS KNOBS (name=values, * the default).
+absl::Status PrintOperators(const TrackerClient& tracker, const std::string& name,
+                            bool all_versions, bool json, std::ostream& out);
+// GetOperator: the entry, its knobs and default shapes, and its files (names and sizes).
+absl::Status ShowOperator(const TrackerClient& tracker, const std::string& name,
+                          const std::string& version, bool json, std::ostream& out);
+// The catalog's knob tables: every operator's latest version (ListOperators), or one
+// operator (GetOperator, version "" for the latest).
+absl::StatusOr<KnobTable> FetchKnobTable(const TrackerClient& tracker);
+absl::StatusOr<OpKnobs> FetchOpKnobs(const TrackerClient& tracker, const std::string& name,
+                                     const std::string& version = "");
 
 // ---- watch -----------------------------------------------------------------------------------
 

@@ -286,7 +286,8 @@ TEST_F(TrackerCommandsTest, SubmitWatchAndResultsInEveryFormat) {
     EXPECT_EQ(parsed_records[i].fields().at("version").number_value(), 0.2);
     const auto& input = parsed_records[i].fields().at("input").list_value();
     EXPECT_EQ(input.values(0).string_value(), "c -keys=cpu -model=host-process");
-    EXPECT_EQ(input.values(1).string_value(), "benchfarm/matmul");
+    EXPECT_EQ(input.values(1).string_value(),
+            "benchfarm/matmul@" + SampleKnobs().at("matmul").version);  // the version it ran
   }
   const auto& ok_result = parsed_records[0].fields().at("result").list_value();
   ASSERT_EQ(ok_result.values(0).list_value().values_size(), 3);
@@ -531,10 +532,7 @@ TEST(TrialFromFlags, BuildsTheTrial) {
   EXPECT_EQ(trial->op().template_op().knobs().at("tile_m"), "16");
   EXPECT_EQ(trial->op().template_op().knobs().at("order"), "ikj");
   EXPECT_EQ(trial->op().template_op().knobs().size(), 3u);
-  ASSERT_EQ(trial->args_size(), 3);  // matmul's default shapes
-  EXPECT_EQ(trial->args(2).shape_size(), 2);
-  EXPECT_EQ(trial->args(2).shape(0), 32);
-  EXPECT_EQ(trial->args(2).dtype(), "float32");
+  EXPECT_EQ(trial->args_size(), 0);  // no --shape: the tracker fills in the op's defaults
   EXPECT_EQ(trial->measure().number(), 20);
   EXPECT_EQ(trial->measure().repeat(), 5);
   EXPECT_EQ(trial->measure().min_repeat_ms(), 50);
@@ -553,12 +551,37 @@ TEST(TrialFromFlags, BuildsTheTrial) {
   ASSERT_TRUE(trial.ok()) << trial.status();
   EXPECT_EQ(trial->args(0).shape(0), 1024);
 
-  flags.op = "my_op";  // not a sample operator: knobs passed on as given, shapes required
+  flags.op = "my_op";  // not in the table: knobs passed on as given (the tracker checks them)
   flags.knobs = {"vec=4", "layout=nhwc"};
   trial = TrialFromFlags(flags, SampleKnobs());
   ASSERT_TRUE(trial.ok()) << trial.status();
   EXPECT_EQ(trial->op().template_op().knobs().at("vec"), "4");
   EXPECT_EQ(trial->op().template_op().knobs().at("layout"), "nhwc");
+}
+
+TEST(TrialFromFlags, OneOffCSource) {
+  TrialFlags flags;
+  flags.kind = "host-process";
+  flags.c_source_path = "scale.c";
+  flags.c_source = "int my_scale;";
+  flags.entry = "my_scale";
+  flags.reference = "my_scale_ref";
+  flags.shapes = "64,64";
+  absl::StatusOr<v1::Trial> trial = TrialFromFlags(flags, SampleKnobs());
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  EXPECT_EQ(trial->op().c_source(), "int my_scale;");
+  EXPECT_EQ(trial->op().entry_function(), "my_scale");
+  EXPECT_EQ(trial->op().reference_function(), "my_scale_ref");
+  EXPECT_EQ(trial->args_size(), 2);
+  TrialFlags bad = flags;
+  bad.shapes.clear();
+  EXPECT_TRUE(absl::StrContains(TrialFromFlags(bad, SampleKnobs()).status().message(), "--shape: required with --c-source"));
+  bad = flags;
+  bad.reference.clear();
+  EXPECT_TRUE(absl::StrContains(TrialFromFlags(bad, SampleKnobs()).status().message(), "--reference"));
+  bad = flags;
+  bad.op = "matmul";
+  EXPECT_TRUE(absl::StrContains(TrialFromFlags(bad, SampleKnobs()).status().message(), "takes no --op"));
 }
 
 TEST(TrialFromFlags, RejectsBadFlagsNamingThem) {
@@ -585,7 +608,6 @@ TEST(TrialFromFlags, RejectsBadFlagsNamingThem) {
   EXPECT_TRUE(absl::StrContains(error(f), "tile_m given twice"));
   f = base;
   f.op = "my_op";
-  EXPECT_TRUE(absl::StrContains(error(f), "--shape: required for my_op"));
   f.shapes = "4,4";
   f.knobs = {"vec="};
   EXPECT_TRUE(absl::StrContains(error(f), "--knob vec=: no value"));

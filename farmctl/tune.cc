@@ -1,6 +1,7 @@
 #include "farmctl/tune.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +17,15 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "base/status_macros.h"
+#include "catalog/operator.h"
+#include "device/firmware_hash.h"
 #include "farmctl/autotvm_record.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/grpcpp.h"
 
 namespace benchfarm::farmctl {
@@ -44,11 +53,28 @@ grpc::ClientContext* WithDeadline(grpc::ClientContext* context, absl::Duration t
 // The search state, kept in out_dir.
 class TuneState {
  public:
-  explicit TuneState(std::string dir) : dir_(std::move(dir)) {}
+  // `run`: the run's key (RunKey); a state file of another run is set aside, not resumed.
+  TuneState(std::string dir, std::string run) : dir_(std::move(dir)), run_(std::move(run)) {}
 
-  absl::Status Load() {
+  // Loads the state of this run. Returns the file it set aside when the state in dir was of
+  // another run (other shapes, options or operator version), else "".
+  absl::StatusOr<std::string> Load() {
     std::ifstream in(StatePath());
     std::string line;
+    if (in && std::getline(in, line) && line != "run " + run_) {
+      in.close();
+      const std::string aside = absl::StrCat(dir_, "/tune-state.", absl::ToUnixSeconds(absl::Now()),
+                                             ".txt");
+      if (rename(StatePath().c_str(), aside.c_str()) != 0) {
+        return absl::InternalError(absl::StrCat("cannot move ", StatePath(), " aside"));
+      }
+      RETURN_IF_ERROR(Append("run " + run_));
+      return aside;
+    }
+    if (!in) {
+      RETURN_IF_ERROR(Append("run " + run_));
+      return std::string();
+    }
     while (std::getline(in, line)) {
       std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
       int64_t index;
@@ -64,7 +90,7 @@ class TuneState {
         if (done_.count(index) == 0) pending_[index] = f[2];
       }
     }
-    return absl::OkStatus();
+    return std::string();
   }
 
   absl::Status AddPending(int64_t index, const std::string& job_id) {
@@ -85,7 +111,12 @@ class TuneState {
 
   const std::vector<TunePoint>& points() const { return points_; }
   const std::map<int64_t, std::string>& pending() const { return pending_; }
-  bool Known(int64_t index) const { return done_.count(index) > 0 || pending_.count(index) > 0; }
+  bool Known(int64_t index) const {
+    return done_.count(index) > 0 || pending_.count(index) > 0 || reserved_.count(index) > 0;
+  }
+  // Configs already in the batch being put together: the searcher must not pick them again.
+  void Reserve(int64_t index) { reserved_.insert(index); }
+  void ClearReserved() { reserved_.clear(); }
   std::string StatePath() const { return dir_ + "/tune-state.txt"; }
   std::string LogPath() const { return log_path_; }
   void set_log_path(std::string p) { log_path_ = std::move(p); }
@@ -99,10 +130,12 @@ class TuneState {
   }
 
   const std::string dir_;
+  const std::string run_;
   std::string log_path_;
   std::set<int64_t> done_;
   std::vector<TunePoint> points_;
   std::map<int64_t, std::string> pending_;
+  std::set<int64_t> reserved_;
 };
 
 // Picks the next configs to measure.
@@ -213,7 +246,43 @@ std::vector<int64_t> ImagePool(int64_t space, int64_t default_index, int n, uint
   return std::vector<int64_t>(pool.begin(), pool.end());
 }
 
+std::string Deterministic(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::io::StringOutputStream stream(&out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  m.SerializeToCodedStream(&coded);
+  return out;
+}
+
+std::string AbsolutePath(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char cwd[4096];
+  if (getcwd(cwd, sizeof(cwd)) == nullptr) return path;
+  return absl::StrCat(cwd, "/", path);
+}
+
 }  // namespace
+
+std::string RunKey(const OpKnobs& op, const TuneOptions& options) {
+  v1::Trial t = TrialTemplate(op, options);
+  return device::HashBytes(absl::StrCat(Deterministic(t), "\n", AbsolutePath(options.out_dir)));
+}
+
+v1::Trial TrialTemplate(const OpKnobs& op, const TuneOptions& options) {
+  v1::Trial t;
+  t.set_board_kind(options.kind);
+  t.mutable_op()->mutable_template_op()->set_op(options.op);
+  t.mutable_op()->mutable_template_op()->set_version(op.version);
+  for (const v1::ArgSpec& a : options.args) *t.add_args() = a;
+  *t.mutable_measure() = options.measure;
+  if (t.measure().number() == 0) t.mutable_measure()->set_number(10);
+  if (t.measure().repeat() == 0) t.mutable_measure()->set_repeat(3);
+  t.set_check_outputs(options.check);
+  t.set_priority(options.priority);
+  t.set_seed(options.seed);
+  return t;
+}
 
 std::map<std::string, std::string> KnobsOfIndex(const OpKnobs& op, int64_t index) {
   std::map<std::string, std::string> out;
@@ -309,9 +378,13 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
   const int64_t searchable = options.pool > 0 ? std::min<int64_t>(options.pool, space) : space;
   const int budget = static_cast<int>(std::min<int64_t>(options.trials, searchable));
 
-  TuneState state(options.out_dir);
+  TuneState state(options.out_dir, RunKey(op, options));
   state.set_log_path(absl::StrCat(options.out_dir, "/", options.op, ".autotvm.log"));
-  if (absl::Status s = state.Load(); !s.ok()) return s;
+  ASSIGN_OR_RETURN(std::string set_aside, state.Load());
+  if (!set_aside.empty()) {
+    progress << "tune: " << state.StatePath() << " was of another run (other shapes, options or "
+             << "operator version); kept as " << set_aside << ", measuring afresh\n";
+  }
   if (!state.points().empty() || !state.pending().empty()) {
     progress << "tune: resuming from " << state.StatePath() << " (" << state.points().size()
              << " measured, " << state.pending().size() << " pending)\n";
@@ -385,31 +458,31 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
   while (static_cast<int>(state.points().size()) < budget) {
     const int n = std::min<int>(options.batch, budget - static_cast<int>(state.points().size()));
     std::vector<int64_t> batch;
-    if (default_index >= 0 && !state.Known(default_index)) batch.push_back(default_index);
+    if (default_index >= 0 && !state.Known(default_index)) {
+      batch.push_back(default_index);
+      state.Reserve(default_index);  // e.g. grid order would pick it again when it is index 0
+    }
     for (int64_t i : searcher.Next(n - static_cast<int>(batch.size()), state)) batch.push_back(i);
+    state.ClearReserved();
     if (batch.empty()) break;  // the space is exhausted
     v1::SubmitTrialsRequest req;
     req.set_client_id(client);
-    req.set_request_id(absl::StrCat(client, "-", options.strategy, "-", options.seed, "-",
-                                    absl::StrJoin(batch, ".")));
+    const v1::Trial trial_template = TrialTemplate(op, options);
     for (int64_t index : batch) {
       v1::Trial* t = req.add_trials();
-      t->set_board_kind(options.kind);
-      t->mutable_op()->mutable_template_op()->set_op(options.op);
+      *t = trial_template;
       for (const auto& [k, v] : KnobsOfIndex(op, index)) {
         (*t->mutable_op()->mutable_template_op()->mutable_knobs())[k] = v;
       }
       for (const std::string& config : pool_configs) {
         t->mutable_op()->mutable_template_op()->add_image_pool(config);
       }
-      for (const v1::ArgSpec& a : options.args) *t->add_args() = a;
-      *t->mutable_measure() = options.measure;
-      if (t->measure().number() == 0) t->mutable_measure()->set_number(10);
-      if (t->measure().repeat() == 0) t->mutable_measure()->set_repeat(3);
-      t->set_check_outputs(options.check);
-      t->set_priority(options.priority);
-      t->set_seed(options.seed);
     }
+    // Derived from the trials themselves and the output directory (the run key): a resumed run
+    // resubmits nothing new, another run with other shapes or options never gets stale jobs.
+    std::string material = RunKey(op, options);
+    for (const v1::Trial& t : req.trials()) absl::StrAppend(&material, "\n", Deterministic(t));
+    req.set_request_id(absl::StrCat(client, "-", device::HashBytes(material)));
     v1::SubmitTrialsResponse resp;
     grpc::ClientContext context;
     grpc::Status s = tracker.stub->SubmitTrials(WithDeadline(&context, tracker.timeout), req, &resp);
@@ -465,6 +538,94 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
                            finished_now, static_cast<double>(flashed) / finished_now);
   }
   out << "AutoTVM log: " << state.LogPath() << "\nplot: " << plot << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status ImportLog(const OpKnobs& op, const TuneOptions& options, const std::string& log_path,
+                       std::ostream& out) {
+  if (options.out_dir.empty()) return absl::InvalidArgumentError("--out: required");
+  std::ifstream in(log_path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", log_path));
+  mkdir(options.out_dir.c_str(), 0755);
+  TuneState state(options.out_dir, RunKey(op, options));
+  state.set_log_path(absl::StrCat(options.out_dir, "/", options.op, ".autotvm.log"));
+  ASSIGN_OR_RETURN(std::string set_aside, state.Load());
+  if (!set_aside.empty()) {
+    out << "import-log: " << state.StatePath() << " was of another run; kept as " << set_aside << "\n";
+  }
+  // The input every record of this run has: the one a trial of it would get.
+  v1::Job probe;
+  *probe.mutable_trial() = TrialTemplate(op, options);
+  KnobTable table;
+  table[op.op] = op;
+  google::protobuf::Struct want;
+  if (!google::protobuf::util::JsonStringToMessage(FormatAutoTvmRecord(probe, table), &want).ok()) {
+    return absl::InternalError("cannot parse this run's own AutoTVM record");
+  }
+  const google::protobuf::Value& want_input = want.fields().at("input");
+  int imported = 0, known = 0, other_run = 0, malformed = 0, line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.empty()) continue;
+    google::protobuf::Struct record;
+    if (!google::protobuf::util::JsonStringToMessage(line, &record).ok() ||
+        record.fields().count("input") == 0 || record.fields().count("config") == 0 ||
+        record.fields().count("result") == 0) {
+      ++malformed;
+      continue;
+    }
+    if (!google::protobuf::util::MessageDifferencer::Equals(record.fields().at("input"), want_input)) {
+      ++other_run;  // another operator, version, board kind or shapes
+      continue;
+    }
+    google::protobuf::Map<std::string, std::string> knobs;
+    const auto& config = record.fields().at("config").struct_value().fields();
+    auto entity = config.find("entity");
+    bool ok = entity != config.end();
+    if (ok) {
+      for (const google::protobuf::Value& e : entity->second.list_value().values()) {
+        const auto& parts = e.list_value().values();
+        if (parts.size() != 3) {
+          ok = false;
+          break;
+        }
+        knobs[parts[0].string_value()] = parts[2].kind_case() == google::protobuf::Value::kNumberValue
+                                             ? catalog::ValueText(parts[2])
+                                             : parts[2].string_value();
+      }
+    }
+    const auto& result = record.fields().at("result").list_value().values();
+    const int64_t index = ok ? ConfigIndex(op, knobs) : -1;
+    if (index < 0 || result.size() < 2) {
+      ++malformed;
+      continue;
+    }
+    if (state.Known(index)) {
+      ++known;
+      continue;
+    }
+    TunePoint p;
+    p.index = index;
+    const int error_no = static_cast<int>(result[1].number_value());
+    p.error = error_no == 0 ? v1::NO_ERROR
+                            : (v1::ErrorCode_IsValid(error_no) ? static_cast<v1::ErrorCode>(error_no)
+                                                               : v1::UNKNOWN_ERROR);
+    double sum = 0;
+    int n = 0;
+    for (const google::protobuf::Value& c : result[0].list_value().values()) {
+      sum += c.number_value();
+      ++n;
+    }
+    p.cost = p.error == v1::NO_ERROR && n > 0 ? sum / n : kInf;
+    RETURN_IF_ERROR(state.AddDone(p, line));
+    ++imported;
+  }
+  out << "import-log: " << imported << " records of " << options.op << "@" << op.version << " on "
+      << options.kind << " restored into " << state.StatePath();
+  if (known > 0) out << "; " << known << " already there";
+  if (other_run > 0) out << "; " << other_run << " of another operator, version, kind or shapes skipped";
+  if (malformed > 0) out << "; " << malformed << " unreadable lines skipped";
+  out << "\n";
   return absl::OkStatus();
 }
 

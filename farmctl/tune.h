@@ -1,7 +1,8 @@
 // `farmctl tune`: a search over one operator's knob space on a board kind, measured by the farm.
 //
 // Candidates go to the tracker in batches (one SubmitTrials per batch, with a request id derived
-// from the batch's configs, so a resubmission after a crash returns the same jobs); an agent
+// from the batch's trials and the run key, so a resubmission after a crash returns the same jobs
+// and another run never gets this one's); an agent
 // builds each batch into one image and measures the candidates on a board. The default knobs are
 // always measured first: they are the baseline of the speed-up column.
 //
@@ -15,7 +16,9 @@
 //           with a quarter of the batch left to random exploration.
 //
 // State lives in the output directory, so an interrupted run resumes where it stopped:
-//   tune-state.txt          "done <index> <mean cost s | inf> <ErrorCode>" and
+//   tune-state.txt          "run <key>" (RunKey: a run with other shapes, measure options or
+//                           operator version does not resume it but measures afresh), then
+//                           "done <index> <mean cost s | inf> <ErrorCode>" and
 //                           "pending <index> <job id>" lines (appended as they happen)
 //   <op>.autotvm.log        AutoTVM log records (version 0.2) of every finished trial
 //   tune-plot.svg           best cost against trials
@@ -72,6 +75,15 @@ struct TunePoint {
   v1::ErrorCode error = v1::NO_ERROR;
 };
 
+// Every trial of the run before its knobs are set: kind, op and version, args, measure options
+// (number/repeat 0 become 10/3), check, priority, seed.
+v1::Trial TrialTemplate(const OpKnobs& op, const TuneOptions& options);
+
+// What makes measurements of two runs interchangeable: the trial template and the output
+// directory (absolute). tune-state.txt starts with "run <key>"; a state of another key is set
+// aside and the run measures afresh.
+std::string RunKey(const OpKnobs& op, const TuneOptions& options);
+
 // The knob values of config `index` (mixed radix, first knob fastest).
 std::map<std::string, std::string> KnobsOfIndex(const OpKnobs& op, int64_t index);
 
@@ -80,6 +92,13 @@ std::map<std::string, std::string> KnobsOfIndex(const OpKnobs& op, int64_t index
 // DeadlineExceeded when a batch does not finish within batch_timeout.
 absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const TuneOptions& options,
                   std::ostream& out, std::ostream& progress);
+
+// `farmctl import-log`: the records of an AutoTVM log (this tool's, or a copy from another farm)
+// that belong to the run `options` describes — same target kind, operator version and shapes —
+// restored into out_dir's state and log, so `tune` with the same options resumes without
+// measuring them again. Prints what it took and what it skipped.
+absl::Status ImportLog(const OpKnobs& op, const TuneOptions& options, const std::string& log_path,
+                       std::ostream& out);
 
 // The SVG plot of best-so-far cost (µs) against trial number, in measurement order.
 std::string PlotSvg(const std::string& title, const std::vector<TunePoint>& points);

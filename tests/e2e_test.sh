@@ -7,31 +7,11 @@
 # `promtool check metrics` on the tracker's and the agent's /metrics.
 set -euo pipefail
 
-fail() { echo "e2e: FAIL: $*" >&2; exit 1; }
-say() { echo "e2e: $*" >&2; }
+TEST_NAME=e2e
+source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
 
 work="${TEST_TMPDIR:?}/e2e"
 rm -rf "$work" && mkdir -p "$work"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-# Waits for a line matching $2 in file $1 (up to 60 s) and prints it.
-wait_line() {
-  for _ in $(seq 600); do
-    if grep -m1 -E "$2" "$1" 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  cat "$1" >&2 || true
-  fail "no line matching '$2' in $1"
-}
-http_get() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "$1"; }
 
 tracker_port=$(free_port)
 tracker_metrics=$(free_port)
@@ -194,9 +174,5 @@ for target in "tracker:$tracker_metrics" "agent:$agent_metrics"; do
 done
 
 # ---- clean shutdown ---------------------------------------------------------------------------
-for pid in "${pids[@]}"; do kill -TERM "$pid"; done
-for pid in "${pids[@]}"; do
-  wait "$pid" || fail "a daemon did not exit cleanly (pid $pid)"
-done
-pids=()
+stop_daemons
 say "PASS"

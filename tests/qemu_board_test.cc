@@ -4,7 +4,8 @@
 // MinRPC, and the board's own timer measuring the sample operators.
 //
 // For every package: the image boots and handshakes; DeviceInfo reports the kind, the firmware id
-// the build wrote, cpu_hz and the timer and its resolution; every sample operator passes its output
+// the build wrote, cpu_hz and the timer and its resolution; tvm.contrib.random.random_fill fills a
+// tensor on the chip; every sample operator passes its output
 // check against the reference kernel on the chip and the time evaluator returns costs; garbage and
 // a packet of a wrong session on the UART do not wedge the firmware. Deterministic mode (-icount)
 // gives identical costs run to run.
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -104,6 +106,33 @@ TEST_P(QemuBoardTest, BootsHandshakesAndDescribesItself) {
   EXPECT_EQ(info.fields.at("timer"), "systick");
   EXPECT_EQ(board->emulation(), "qemu");
   EXPECT_NE(board->Description().find(GetParam().machine), std::string::npos);
+
+  // tvm.contrib.random.random_fill, as AutoTVM's RPCRunner calls it before measuring: uniform
+  // floats in [1, 2) from the chip's random source, different on each call; no arguments is an
+  // error and the firmware keeps serving.
+  device::RpcClient* rpc = board->rpc();
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  absl::StatusOr<uint64_t> fill = rpc->GetGlobalFunc("tvm.contrib.random.random_fill", deadline);
+  ASSERT_TRUE(fill.ok()) << fill.status();
+  EXPECT_EQ(*fill, 0x80028004u);
+  absl::StatusOr<device::RemoteTensor> t = rpc->AllocTensor({64}, device::DlDataType{}, deadline);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_TRUE(rpc->CopyToRemote(*t, std::string(256, '\0'), deadline).ok());
+  std::vector<std::string> fills;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(rpc->CallFunc(*fill, {device::Arg::Tensor(*t)}, deadline).ok());
+    absl::StatusOr<std::string> bytes = rpc->CopyFromRemote(*t, 256, deadline);
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    fills.push_back(*bytes);
+  }
+  EXPECT_NE(fills[0], fills[1]);
+  std::vector<float> values(64);
+  std::memcpy(values.data(), fills[0].data(), 256);
+  for (float v : values) EXPECT_TRUE(v >= 1.0f && v < 2.0f) << v;
+  EXPECT_NE(values.front(), values.back());
+  absl::StatusOr<device::Arg> bad = rpc->CallFunc(*fill, {}, deadline);
+  EXPECT_TRUE(absl::IsUnknown(bad.status())) << bad.status();
+  EXPECT_TRUE(rpc->GetDeviceInfo(deadline).ok());
 }
 
 TEST_P(QemuBoardTest, EverySampleOpMatchesItsReferenceAndIsTimedOnTheChip) {

@@ -79,7 +79,10 @@ v1::Trial MakeTrial(int client, int index) {
   v1::Trial t;
   t.set_board_kind("host");
   t.mutable_op()->mutable_template_op()->set_op("matmul");
-  for (int i = 0; i < 3; ++i) t.add_args()->add_shape(16);
+  for (int i = 0; i < 3; ++i) {  // 16x16 matmul
+    t.add_args()->add_shape(16);
+    t.mutable_args(i)->add_shape(16);
+  }
   t.set_seed(static_cast<uint64_t>(client) * 1000000 + index);
   return t;
 }

@@ -3,9 +3,13 @@
 //   tracker [--config FILE] [--listen ADDR] [--database PATH] [--metrics ADDR] [--log_level L]
 //
 // FILE is a text-format benchfarm.v1.TrackerConfig (proto/config.proto); flags override it.
+// A relative database path (the default is benchfarm-tracker.db) is relative to the working
+// directory; the log names the absolute path.
 // Once serving it prints "tracker: listening on <addr>" on stdout — its one line of
 // machine-readable output, which scripts and tests wait for; everything else is logging
 // (base/logging.h) on stderr. It stops cleanly on SIGTERM/SIGINT.
+
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>  // the "listening on" line
@@ -33,7 +37,9 @@
 
 ABSL_FLAG(std::string, config, "", "text-format TrackerConfig file");
 ABSL_FLAG(std::string, listen, "", "gRPC address (overrides listen_address)");
-ABSL_FLAG(std::string, database, "", "SQLite file (overrides database_path)");
+ABSL_FLAG(std::string, database, "",
+          "SQLite file (overrides database_path; default: benchfarm-tracker.db in the working "
+          "directory)");
 ABSL_FLAG(std::string, metrics, "", "Prometheus address (overrides metrics_address); 'off' disables");
 ABSL_FLAG(std::string, log_level, "",
           "trace|debug|info|warn|error|critical|off (default: $BENCHFARM_LOG_LEVEL, else info)");
@@ -46,6 +52,14 @@ void OnSignal(int) { g_stop = 1; }
 int Fail(const std::string& message) {
   spdlog::error("{}", message);
   return 1;
+}
+
+// `path` made absolute against the working directory, for messages.
+std::string Absolute(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  char cwd[4096];
+  if (getcwd(cwd, sizeof(cwd)) == nullptr) return path;
+  return absl::StrCat(cwd, "/", path);
 }
 
 }  // namespace
@@ -93,7 +107,7 @@ int main(int argc, char** argv) {
   if (!store.ok()) return Fail(std::string(store.status().message()));
 
   spdlog::info("database {}; lease {} s, heartbeat {} s, retry budget {}, quarantine after {}",
-               config.database_path(), config.lease_seconds(), config.heartbeat_seconds(),
+               Absolute(config.database_path()), config.lease_seconds(), config.heartbeat_seconds(),
                config.retry_budget(), config.quarantine_threshold());
 
   benchfarm::base::RealClock clock;

@@ -16,8 +16,9 @@
 # map: "core" is runtime + link + MinRPC + time evaluator (crt/runtime,
 # crt/memory, crt/link, crt/rpc), budget 16 KiB; then the board support
 # (crt/boards: startup, faults, timer, UART, platform, message formatter), the
-# operators, and what libgcc (soft-float double math, 64-bit division) and
-# picolibc (memcpy/memset) add.
+# operators, what libgcc (soft-float double math, 64-bit division) and
+# picolibc (memcpy/memset) add, and "other" (crt/contrib: TVM's
+# tvm.contrib.random.random_fill, which AutoTVM calls before measuring).
 set -euo pipefail
 
 out="${1:?usage: build.sh OUT_DIR [CRT_DIR]}"
@@ -105,4 +106,5 @@ for conf in "$boards"/*/board.conf; do
     "$core" "$runtime" "$link" "$rpc" "$bsp" "$format" "$ops" "$libgcc" "$libc" "$other"
 done
 echo "core = runtime (crt/runtime, crt/memory) + link (crt/link) + MinRPC + time evaluator (crt/rpc);"
+echo "other = crt/contrib (tvm.contrib.random.random_fill) and anything not attributed above;"
 echo "budget 16384 bytes of flash. ram includes crt's memory pool (board.conf MEMORY_POOL_BYTES) and the stack."

@@ -47,12 +47,13 @@ for dir in "$crt"/*/include; do
 done
 
 # Every crt source a target needs: the link, the MinRPC server and time
-# evaluator, the runtime, the pool, the sample operators with their system
-# library, and the host platform.
+# evaluator, the runtime, random_fill, the pool, the sample operators with
+# their system library, and the host platform.
 sources=(
   link/crc16.c link/framing.c link/session.c
   rpc/rpc_server.c rpc/time_evaluator.c
   runtime/crt_runtime_api.c runtime/func_registry.c
+  contrib/random_fill.c
   memory/page_allocator.c
   ops/op_args.c ops/reference.c ops/sample_ops.c ops/sample_system_lib.c
   host/platform.c

@@ -68,7 +68,7 @@ INT, OPAQUE, NULL, DTYPE, DEVICE, TENSOR, MODULE, FUNC, STR, BYTES = 0, 3, 4, 5,
 
 SYSTEM_LIB, MODULE_GET_FUNCTION, TIME_EVALUATOR, MAX_PACKET, = (0x80028000, 0x80028001, 0x80028002,
                                                               0x80028003)
-DEVICE_INFO = 0x80028004
+RANDOM_FILL, DEVICE_INFO = 0x80028004, 0x80028005
 ADD = 0x80008000  # the system library's first function, once runtime.SystemLib registered it
 LIB = 0x8000
 FIRST_EVALUATOR = 0xFFFF8001
@@ -159,6 +159,9 @@ ADD_ROUND_TRIP = [
     copy_to(1, [10, 20, 30, 40]),
     call(ADD, Tensor(placeholder(0), [4]), Tensor(placeholder(1), [4]),
          Tensor(placeholder(2), [4])),
+    copy_from(2, 4),
+    call(RANDOM_FILL, Tensor(placeholder(2), [4])),
+    call(RANDOM_FILL),
     copy_from(2, 4),
     request(FREE_DATA, args(Device(), Opaque(placeholder(0)))),
     request(ALLOC, args(Device(), Int(64), Int(64), DType())),
@@ -275,9 +278,11 @@ def main():
                 f.write(data)
     tokens = [placeholder(0), placeholder(0x80), u64(LIB), u64(ADD), u64(FIRST_EVALUATOR), u64(SYSTEM_LIB),
               u64(MODULE_GET_FUNCTION), u64(TIME_EVALUATOR), u64(MAX_PACKET), u64(DEVICE_INFO),
+              u64(RANDOM_FILL),
               b"runtime.SystemLib", b"tvm.rpc.server.ModuleGetFunction",
               b"runtime.RPCTimeEvaluator", b"tvm.rpc.server.GetCRTMaxPacketSize",
-              b"benchfarm.DeviceInfo", b"add", b"matmul", b"conv2d", b"add_reference",
+              b"benchfarm.DeviceInfo", b"tvm.contrib.random.random_fill",
+              b"add", b"matmul", b"conv2d", b"add_reference",
               struct.pack("<BBH", 2, 32, 1), struct.pack("<H", SESSION_ID), b"\xff\xfd", b"\xff\xff"]
     with open(os.path.join(out, "rpc_server_fuzz.dict"), "w") as f:
         f.write("# libFuzzer dictionary for rpc_server_fuzz; written by make_corpus.py.\n")

@@ -19,6 +19,7 @@
 #include <tvm/runtime/c_runtime_api.h>
 #include <tvm/runtime/crt/crt.h>
 #include <tvm/runtime/crt/platform.h>
+#include <tvm/runtime/crt/random_fill.h>
 #include <tvm/runtime/crt/rpc_server.h>
 #include <tvm/runtime/crt/time_evaluator.h>
 
@@ -1034,6 +1035,7 @@ tvm_crt_error_t crt_rpc_server_init(crt_rpc_server_t* server, crt_framer_write_f
   err = crt_time_evaluator_register(); /* index 2 */
   if (err != kTvmErrorNoError) return err;
   rc = TVMCrtFuncRegisterGlobal("tvm.rpc.server.GetCRTMaxPacketSize", GetCRTMaxPacketSize, 1);
+  if (rc == 0) rc = TVMCrtFuncRegisterGlobal(TVM_CRT_RANDOM_FILL_NAME, TVMCrtRandomFill, 1);
   if (rc == 0) rc = TVMCrtFuncRegisterGlobal("benchfarm.DeviceInfo", DeviceInfo, 1);
   if (rc != 0) return (tvm_crt_error_t)rc;
 

@@ -227,7 +227,8 @@ TEST_F(RpcServerTest, GlobalsHaveTvmsHandles) {
   EXPECT_EQ(Global("tvm.rpc.server.ModuleGetFunction"), 0x80028001u);
   EXPECT_EQ(Global("runtime.RPCTimeEvaluator"), 0x80028002u);
   EXPECT_EQ(Global("tvm.rpc.server.GetCRTMaxPacketSize"), 0x80028003u);
-  EXPECT_NE(Global("benchfarm.DeviceInfo"), 0u);
+  EXPECT_EQ(Global("tvm.contrib.random.random_fill"), 0x80028004u);
+  EXPECT_EQ(Global("benchfarm.DeviceInfo"), 0x80028005u);
   EXPECT_EQ(Global("no.such.function"), 0u);  // TVM: not found is a null handle, not an error
   EXPECT_EQ(SystemLib(), 0x8000u);
   ExpectStillServing();
@@ -421,6 +422,41 @@ TEST_F(RpcServerTest, OperatorErrorsComeBackAsExceptionsWithTheMessage) {
       codec::EncodeCallFunc(matmul.handle(), {Arg::Tensor(a), Arg::Tensor(b), Arg::Tensor(c)}));
   EXPECT_NE(error.find("bf_ops_matmul"), std::string::npos) << error;
   ExpectStillServing();
+}
+
+TEST_F(RpcServerTest, RandomFillFillsATensorAsAutoTvmCallsIt) {
+  uint64_t fill = Global("tvm.contrib.random.random_fill");
+  RemoteTensor t = link_.Alloc({2, 50});
+  std::vector<float> zeros(100, 0.0f);
+  link_.Put(t, zeros);
+  EXPECT_EQ(link_.CallFunc(fill, {Arg::Tensor(t)}).type_code(), TypeCode::kNull);
+  std::vector<float> first = link_.Get(t);
+  ASSERT_EQ(first.size(), 100u);
+  for (float v : first) {
+    EXPECT_GE(v, 1.0f);
+    EXPECT_LT(v, 2.0f);
+  }
+  link_.CallFunc(fill, {Arg::Tensor(t)});
+  EXPECT_NE(link_.Get(t), first);
+  // Errors: each an Exception naming the error code; the board keeps serving.
+  RemoteTensor stray = t;
+  stray.data = 0x1000;
+  RemoteTensor gpu = t;
+  gpu.device_type = 2;
+  std::vector<std::pair<std::vector<Arg>, std::string>> bad = {
+      {{}, "0x00000800"},
+      {{Arg::Tensor(t), Arg::Tensor(t)}, "0x00000800"},
+      {{Arg::Int(3)}, "0x00000801"},
+      {{Arg::Null()}, "0x00000801"},
+      {{Arg::Tensor(stray)}, "not inside memory allocated by this server"},
+      {{Arg::Tensor(gpu)}, "is not CPU"},
+  };
+  for (const auto& [args, expected] : bad) {
+    std::string error = link_.ExceptionOf(codec::EncodeCallFunc(fill, args));
+    EXPECT_NE(error.find(expected), std::string::npos) << error;
+    ExpectStillServing();
+  }
+  EXPECT_EQ(link_.Get(t).size(), 100u);
 }
 
 // ---- robustness ------------------------------------------------------------------------------

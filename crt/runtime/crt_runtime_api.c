@@ -445,9 +445,8 @@ tvm_crt_error_t TVMInitializeRuntime(void) {
 
 static const DLDevice kCpuDevice = {kDLCPU, 0};
 
-/* *out_bytes = byte size of a compact tensor. Returns 0 or kTvmErrorFunctionCallInvalidArg. */
-static tvm_crt_error_t CompactTensorBytes(int ndim, const int64_t* shape, const int64_t* strides,
-                                          DLDataType dtype, size_t* out_bytes) {
+tvm_crt_error_t TVMCrtCompactTensorBytes(int ndim, const int64_t* shape, const int64_t* strides,
+                                         DLDataType dtype, size_t* out_bytes) {
   size_t elements = 1;
   size_t element_bytes;
   uint64_t expected_stride = 1;
@@ -535,8 +534,9 @@ int TVMDeviceCopyDataFromTo(DLTensor* from, DLTensor* to, TVMStreamHandle stream
   if (from->device.device_type != kDLCPU || to->device.device_type != kDLCPU) {
     return kTvmErrorDeviceInvalid;
   }
-  if (CompactTensorBytes(from->ndim, from->shape, from->strides, from->dtype, &from_bytes) != 0 ||
-      CompactTensorBytes(to->ndim, to->shape, to->strides, to->dtype, &to_bytes) != 0 ||
+  if (TVMCrtCompactTensorBytes(from->ndim, from->shape, from->strides, from->dtype,
+                               &from_bytes) != 0 ||
+      TVMCrtCompactTensorBytes(to->ndim, to->shape, to->strides, to->dtype, &to_bytes) != 0 ||
       from_bytes != to_bytes) {
     return kTvmErrorFunctionCallInvalidArg;
   }
@@ -571,7 +571,7 @@ int TVMArrayAlloc(const tvm_index_t* shape, int ndim, int dtype_code, int dtype_
   dtype.code = (uint8_t)dtype_code;
   dtype.bits = (uint8_t)dtype_bits;
   dtype.lanes = (uint16_t)dtype_lanes;
-  if (CompactTensorBytes(ndim, shape, NULL, dtype, &data_bytes) != kTvmErrorNoError) {
+  if (TVMCrtCompactTensorBytes(ndim, shape, NULL, dtype, &data_bytes) != kTvmErrorNoError) {
     return kTvmErrorFunctionCallInvalidArg;
   }
   if (device_type != kDLCPU) {

@@ -7,8 +7,9 @@
  * - Timer: core clock cycles (timer.c: DWT or SysTick), converted to seconds with BF_CONF_CPU_HZ;
  *   resolution 1 / CPU_HZ. Start while running and Stop while stopped are
  *   kTvmErrorPlatformTimerBadState.
- * - TVMPlatformGenerateRandom: session nonces only — an xorshift state stirred with the cycle count
- *   at each call. Not for security; under a deterministic emulator (QEMU -icount) it repeats.
+ * - TVMPlatformGenerateRandom: session nonces and random_fill's benchmark inputs — an xorshift
+ *   state stirred with the cycle count at each call. Not for security; under a deterministic
+ *   emulator (QEMU -icount) the sequence repeats from boot to boot.
  * - Before/AfterMeasurement: nothing to do.
  * - TVMPlatformAbort: fault.c (logs one line, resets). TVMPlatformFormatMessage: format.c.
  */

@@ -63,7 +63,7 @@ tvm_crt_error_t TVMPlatformTimerStop(double* elapsed_time_seconds);
 tvm_crt_error_t TVMPlatformBeforeMeasurement(void);
 tvm_crt_error_t TVMPlatformAfterMeasurement(void);
 
-/* Fills buffer with num_bytes random bytes (session nonces). */
+/* Fills buffer with num_bytes random bytes (session nonces, tvm.contrib.random.random_fill). */
 tvm_crt_error_t TVMPlatformGenerateRandom(uint8_t* buffer, size_t num_bytes);
 
 /* Prepares the platform (memory pool, timer). Called once at boot. */

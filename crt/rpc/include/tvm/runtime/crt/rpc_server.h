@@ -24,10 +24,12 @@
  * kTvmErrorPlatformShutdown).
  *
  * Globals it registers, in this order after TVMInitializeRuntime's two (so
- * their handles are TVM's: 0x80028002, 0x80028003):
+ * their handles are TVM's: 0x80028002, 0x80028003, 0x80028004):
  *   2 runtime.RPCTimeEvaluator          (time_evaluator.h)
  *   3 tvm.rpc.server.GetCRTMaxPacketSize  () -> int: TVM_CRT_MAX_PACKET_SIZE_BYTES - 11
- *   4 benchfarm.DeviceInfo              () -> str: "key=value\n" lines, see below
+ *   4 tvm.contrib.random.random_fill    (tensor) -> none: random_fill.h
+ *   5 benchfarm.DeviceInfo              () -> str: "key=value\n" lines, see below
+ * (TVM's CRT has tvm.aot_executor.create at 5; benchfarm serves no AOT executor.)
  *
  * Fixed relative to TVM (wire-protocol.md, "Fixed, not imitated"): every
  * protocol violation — unknown RPC code, code 0/4/5/8 sent to the server, bad

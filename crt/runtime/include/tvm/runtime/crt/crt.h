@@ -38,6 +38,17 @@ tvm_crt_error_t TVMInitializeRuntime(void);
 int TVMCrtFuncRegisterGlobal(const char* name, TVMBackendPackedCFunc func, int override);
 
 /*
+ * *out_bytes = the bytes of a compact row-major tensor's elements:
+ * prod(shape) * ceil(bits * lanes / 8). strides may be NULL; otherwise each
+ * must be the compact one (a dimension of extent 1 may carry any stride).
+ * Returns 0, or kTvmErrorFunctionCallInvalidArg for ndim outside
+ * [0, TVM_CRT_MAX_NDIM], a NULL shape with ndim > 0, 0 bits or lanes, a
+ * negative extent, other strides, or a size that overflows size_t.
+ */
+tvm_crt_error_t TVMCrtCompactTensorBytes(int ndim, const int64_t* shape, const int64_t* strides,
+                                         DLDataType dtype, size_t* out_bytes);
+
+/*
  * Runs a call of time evaluator `index` (the low 15 bits of its handle).
  * Same contract as TVMBackendPackedCFunc, minus resource_handle.
  */

@@ -1,0 +1,40 @@
+"""benchfarm: a Python client for benchfarm's tracker (benchfarm.v1.Tracker over gRPC).
+
+    import benchfarm
+    farm = benchfarm.Client()          # $BENCHFARM_TRACKER, else localhost:7070
+    print([b.board_id for b in farm.boards()])
+    results = farm.measure_batch([benchfarm.trial("matmul", "host-process", knobs={"tile_m": 16})])
+
+Needs Debian's python3-grpcio and python3-protobuf, and the generated modules on the path:
+`python/build_stubs.sh OUT_DIR`, then PYTHONPATH=python:OUT_DIR (README.md, "Python client").
+The messages are benchfarm.benchfarm_pb2 (Trial, Job, Result, Board, Operator, ...) and
+benchfarm.knobs_pb2 (OpTemplate).
+"""
+
+from benchfarm._stubs import benchfarm_pb2, benchfarm_pb2_grpc, knobs_pb2
+from benchfarm.client import (
+    DEFAULT_ADDRESS,
+    FAILED_COST,
+    Client,
+    MeasureResult,
+    TrackerError,
+    knob_text,
+    load_op,
+    measure_result,
+    trial,
+)
+
+__all__ = [
+    "Client",
+    "DEFAULT_ADDRESS",
+    "FAILED_COST",
+    "MeasureResult",
+    "TrackerError",
+    "benchfarm_pb2",
+    "benchfarm_pb2_grpc",
+    "knob_text",
+    "knobs_pb2",
+    "load_op",
+    "measure_result",
+    "trial",
+]

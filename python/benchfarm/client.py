@@ -1,0 +1,391 @@
+"""benchfarm.Client: the tracker's client service (benchfarm.v1.Tracker) from Python.
+
+    import benchfarm
+    farm = benchfarm.Client()                     # $BENCHFARM_TRACKER, else localhost:7070
+    trials = [benchfarm.trial("matmul", "host-process", knobs={"tile_m": m}) for m in (4, 8, 16)]
+    for r in farm.measure_batch(trials):          # AutoTVM's runner shape: list in, list out
+        print(r.error_no, r.costs)                # seconds per call; (1e9,) on error
+
+Every RPC failure raises TrackerError with the tracker's gRPC status code and message (for a
+refused submission the message names the trial and field: "trials[1].board_kind: unknown board
+kind ..."). Arguments that cannot become a request at all (a trial dict with an unknown field, an
+op.json that is not JSON) raise ValueError before anything is sent.
+"""
+
+import collections
+import getpass
+import glob
+import json
+import os
+import time
+import uuid
+
+import grpc
+from google.protobuf import json_format
+
+from benchfarm._stubs import benchfarm_pb2 as pb
+from benchfarm._stubs import benchfarm_pb2_grpc as pb_grpc
+from benchfarm._stubs import knobs_pb2
+
+DEFAULT_ADDRESS = "localhost:7070"
+DEFAULT_TIMEOUT_S = 60.0
+# AutoTVM's cost for a failed measurement (and benchfarm's AutoTVM export).
+FAILED_COST = 1e9
+# AutoTVM's MeasureErrorNo.UNKNOWN_ERROR: a job that ended without a result (cancelled).
+_UNKNOWN_ERROR_NO = 8
+_FINISHED = (pb.DONE, pb.CANCELLED_STATE)
+_MAX_MESSAGE_BYTES = 64 << 20
+
+
+class TrackerError(Exception):
+    """An RPC to the tracker failed.
+
+    code: the grpc.StatusCode (INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION, UNAVAILABLE, ...)
+    message: the tracker's message ("trials[1].board_kind: unknown board kind \"x\"")
+    rpc: the method ("SubmitTrials"); address: the tracker's address.
+    """
+
+    def __init__(self, code, message, rpc=None, address=None):
+        self.code = code
+        self.message = message
+        self.rpc = rpc
+        self.address = address
+        super().__init__(code, message)
+
+    @property
+    def code_name(self):
+        """The status code's name: "INVALID_ARGUMENT"."""
+        return getattr(self.code, "name", str(self.code))
+
+    def __str__(self):
+        where = "%s: " % self.rpc if self.rpc else ""
+        return "%s%s: %s" % (where, self.code_name, self.message)
+
+
+class MeasureResult(collections.namedtuple(
+        "MeasureResult", ["costs", "error_no", "all_cost", "timestamp", "error_msg"])):
+    """One trial's outcome, shaped like AutoTVM's MeasureResult.
+
+    costs: tuple of seconds per call (one per repeat); (1e9,) when the trial failed.
+    error_no: AutoTVM's MeasureErrorNo (0 ok, 1 instantiation, 3 compile device, 4 runtime
+        device, 5 wrong answer, 6 build timeout, 7 run timeout, 8 unknown).
+    all_cost: seconds the farm spent on it (build + flash + handshake + measure).
+    timestamp: when it finished (Unix seconds).
+    error_msg: "" on success, else benchfarm's finer code and the message
+        ("RUNTIME_DEVICE: killed by signal 11 (Segmentation fault)").
+    """
+
+    __slots__ = ()
+
+
+def knob_text(value):
+    """A knob value as the tracker takes it: 8 -> "8", 8.0 -> "8", "ikj" -> "ikj"."""
+    if isinstance(value, bool):
+        raise ValueError("knob value %r: use a number or a string" % (value,))
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _shape(shape, index):
+    if isinstance(shape, str):
+        try:
+            return [int(d) for d in shape.lower().split("x")]
+        except ValueError:
+            raise ValueError("shapes[%d]: %r is not like \"32x32\"" % (index, shape)) from None
+    return [int(d) for d in shape]
+
+
+def trial(op, kind, knobs=None, shapes=None, *, number=10, repeat=3, min_repeat_ms=0,
+          cooldown_ms=0, timeout_ms=0, check=True, seed=1, priority=0, board=None, labels=None,
+          version=None, image_pool=None):
+    """A Trial of template operator `op` (built-in: add, matmul, conv2d; or one added with
+    add_op) on board kind `kind`.
+
+    knobs: {name: value}; a knob left out takes its default. shapes: one per argument, inputs then
+    output, as [32, 32] or "32x32"; None: the op's default shapes. number/repeat/min_repeat_ms/
+    cooldown_ms/timeout_ms: the on-board time evaluator (0: the agent's default). check: compare
+    the output with the op's reference first. board, labels: pin to a board id / labels.
+    version: the op's catalog version (None: the latest). image_pool: the other candidates of the
+    run ({knob: value} dicts or "k=v,k=v" strings) for the flash economy.
+    """
+    t = pb.Trial(board_kind=kind, seed=seed, check_outputs=check, priority=priority)
+    template = t.op.template_op
+    template.op = op
+    for name, value in (knobs or {}).items():
+        template.knobs[name] = knob_text(value)
+    if version:
+        template.version = version
+    for candidate in image_pool or ():
+        if not isinstance(candidate, str):
+            candidate = ",".join("%s=%s" % (k, knob_text(v)) for k, v in candidate.items())
+        template.image_pool.append(candidate)
+    for i, shape in enumerate(shapes or ()):
+        t.args.add(shape=_shape(shape, i), dtype="float32")
+    t.measure.number = number
+    t.measure.repeat = repeat
+    t.measure.min_repeat_ms = min_repeat_ms
+    t.measure.cooldown_ms = cooldown_ms
+    t.measure.timeout_ms = timeout_ms
+    if board:
+        t.board_id = board
+    for key, value in (labels or {}).items():
+        t.labels[key] = value
+    return t
+
+
+def _as_trial(value, index):
+    if isinstance(value, pb.Trial):
+        return value
+    if isinstance(value, dict):
+        try:
+            return json_format.ParseDict(value, pb.Trial())
+        except json_format.ParseError as err:
+            raise ValueError("trials[%d]: %s" % (index, err)) from None
+    raise TypeError("trials[%d]: a benchfarm_pb2.Trial or a dict, not %s"
+                    % (index, type(value).__name__))
+
+
+def _trial_list(trials):
+    if isinstance(trials, (pb.Trial, dict)):
+        trials = [trials]
+    return [_as_trial(t, i) for i, t in enumerate(trials)]
+
+
+def _job_state(state):
+    if state is None:
+        return pb.JOB_STATE_UNSPECIFIED
+    if isinstance(state, str):
+        name = state.upper()
+        if name == "CANCELLED":
+            name = "CANCELLED_STATE"
+        try:
+            return pb.JobState.Value(name)
+        except ValueError:
+            raise ValueError("state %r: one of %s" % (state, ", ".join(pb.JobState.keys()))) from None
+    return int(state)
+
+
+def _seconds(timestamp):
+    return timestamp.seconds + timestamp.nanos * 1e-9
+
+
+def load_op(path):
+    """The Operator that add_op sends, read from a directory holding op.json and its files, or
+    from an op.json path: spec = op.json (one op of crt/ops/knobs.json plus "sources"), files =
+    each source it lists plus every *.h beside it, name = spec.op."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        directory, manifest = path, os.path.join(path, "op.json")
+    else:
+        directory, manifest = os.path.dirname(path) or ".", path
+    try:
+        with open(manifest, encoding="utf-8") as f:
+            data = json.load(f)
+    except json.JSONDecodeError as err:
+        raise ValueError("%s: not JSON: %s" % (manifest, err)) from None
+    spec = knobs_pb2.OpTemplate()
+    try:
+        json_format.ParseDict(data, spec, ignore_unknown_fields=True)
+    except json_format.ParseError as err:
+        raise ValueError("%s: %s" % (manifest, err)) from None
+    if not spec.op:
+        raise ValueError("%s: \"op\" (the operator's name) is required" % manifest)
+    if not spec.sources:
+        raise ValueError("%s: \"sources\" names no C file" % manifest)
+    files = {}
+    for name in spec.sources:
+        source = os.path.join(directory, name)
+        if not os.path.isfile(source):
+            raise ValueError("%s: sources: no file %s" % (manifest, source))
+        with open(source, encoding="utf-8") as f:
+            files[name] = f.read()
+    for header in sorted(glob.glob(os.path.join(glob.escape(directory), "*.h"))):
+        name = os.path.basename(header)
+        if name not in files:
+            with open(header, encoding="utf-8") as f:
+                files[name] = f.read()
+    return pb.Operator(name=spec.op, spec=spec, files=files)
+
+
+def measure_result(job):
+    """A finished Job as an AutoTVM-shaped MeasureResult."""
+    r = job.result
+    all_cost = r.stages.build_s + r.stages.flash_s + r.stages.handshake_s + r.stages.measure_s
+    timestamp = _seconds(r.finished_at) if r.HasField("finished_at") else time.time()
+    if job.state != pb.DONE or not job.HasField("result"):
+        return MeasureResult((FAILED_COST,), _UNKNOWN_ERROR_NO, all_cost, timestamp,
+                             "%s: job %s ended without a result"
+                             % (pb.JobState.Name(job.state), job.job_id))
+    if r.error_code == pb.NO_ERROR and r.costs_s:
+        return MeasureResult(tuple(r.costs_s), 0, all_cost, timestamp, "")
+    error_no = r.autotvm_error_no or _UNKNOWN_ERROR_NO
+    message = r.message if r.error_code != pb.NO_ERROR else "no costs reported"
+    return MeasureResult((FAILED_COST,), error_no, all_cost, timestamp,
+                         "%s: %s" % (pb.ErrorCode.Name(r.error_code), message))
+
+
+class Client:
+    """A connection to a benchfarm tracker.
+
+    address: HOST:PORT (None: $BENCHFARM_TRACKER, else localhost:7070). client_id: who submits
+    (fair share and ListResults' filter; None: $USER, else "benchfarm-python"). timeout: seconds
+    for each unary RPC (watch and measure_batch take their own, default none).
+    """
+
+    def __init__(self, address=None, client_id=None, timeout=DEFAULT_TIMEOUT_S):
+        self.address = address or os.environ.get("BENCHFARM_TRACKER") or DEFAULT_ADDRESS
+        if client_id is None:
+            try:
+                client_id = getpass.getuser()
+            except Exception:  # no $USER and no passwd entry
+                client_id = ""
+        self.client_id = client_id or "benchfarm-python"
+        self.timeout = timeout
+        self._channel = grpc.insecure_channel(self.address, options=[
+            ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
+        ])
+        self._stub = pb_grpc.TrackerStub(self._channel)
+
+    def close(self):
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "benchfarm.Client(%r, client_id=%r)" % (self.address, self.client_id)
+
+    # ---- plumbing ----
+
+    def _error(self, rpc, err):
+        code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
+        message = (err.details() if hasattr(err, "details") else "") or str(err)
+        if code == grpc.StatusCode.UNAVAILABLE:
+            message = "cannot reach tracker at %s: %s" % (self.address, message)
+        return TrackerError(code, message, rpc, self.address)
+
+    def _call(self, rpc, request, timeout=None):
+        try:
+            return getattr(self._stub, rpc)(request, timeout=self.timeout if timeout is None else timeout)
+        except grpc.RpcError as err:
+            raise self._error(rpc, err) from None
+
+    # ---- jobs ----
+
+    def submit(self, trials, request_id=None):
+        """Queues trials (Trial messages or dicts in the Trial JSON shape, or one of them) in one
+        SubmitTrials; returns their job ids in order. A retry with the same request_id returns
+        the same jobs (default: a new id)."""
+        request = pb.SubmitTrialsRequest(
+            client_id=self.client_id, request_id=request_id or "py-" + uuid.uuid4().hex,
+            trials=_trial_list(trials))
+        return list(self._call("SubmitTrials", request).job_ids)
+
+    def get(self, job_id):
+        """The Job as the tracker has it now."""
+        return self._call("GetJob", pb.GetJobRequest(job_id=job_id))
+
+    def watch(self, job_ids, timeout=None):
+        """Yields a Job for each event of the named jobs (their current state first) until every
+        one is DONE or CANCELLED. timeout: seconds for the whole watch (None: no limit); when it
+        passes, TrackerError DEADLINE_EXCEEDED. An id the tracker does not know never finishes."""
+        remaining = dict.fromkeys([job_ids] if isinstance(job_ids, str) else job_ids)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while remaining:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            call = self._stub.WatchJobs(pb.WatchJobsRequest(job_ids=list(remaining)), timeout=left)
+            try:
+                for event in call:
+                    job = event.job
+                    yield job
+                    if job.state in _FINISHED and job.job_id in remaining:
+                        del remaining[job.job_id]
+                        if not remaining:
+                            break
+            except grpc.RpcError as err:
+                raise self._error("WatchJobs", err) from None
+            finally:
+                call.cancel()
+            # The stream ended early (it should not): catch up on what finished meanwhile and
+            # watch the rest again.
+            for job_id in list(remaining):
+                job = self.get(job_id)
+                if job.state in _FINISHED:
+                    del remaining[job_id]
+                    yield job
+            if remaining:
+                time.sleep(0.1)
+
+    def cancel(self, job_id):
+        """Cancels a queued or running job; returns it (state CANCELLED_STATE). TrackerError
+        FAILED_PRECONDITION when it has already finished, NOT_FOUND when there is no such job."""
+        return self._call("CancelJob", pb.CancelJobRequest(job_id=job_id)).job
+
+    def results(self, op=None, kind=None, state=None, limit=1000, client_id=None, page_size=1000):
+        """Jobs from ListResults, oldest first, following its pages: of template op `op`, board
+        kind `kind`, JobState `state` ("DONE", pb.DONE, ...) and client (None: every one of each).
+        limit: the most jobs returned (None: all of them)."""
+        state_value = _job_state(state)
+        if page_size < 1 or page_size > 10000:
+            raise ValueError("page_size: must be in 1..10000")
+        jobs = []
+        token = ""
+        while limit is None or len(jobs) < limit:
+            want = page_size if limit is None else min(page_size, limit - len(jobs))
+            response = self._call("ListResults", pb.ListResultsRequest(
+                client_id=client_id or "", board_kind=kind or "", op=op or "",
+                state=state_value, limit=want, page_token=token))
+            jobs.extend(response.jobs)
+            token = response.next_page_token
+            if not token or not response.jobs:
+                break
+        return jobs
+
+    def measure_batch(self, trials, timeout=None):
+        """Measures trials the way an AutoTVM runner does: submits them all in one SubmitTrials,
+        watches until every one is done, and returns one MeasureResult per trial, in order.
+        timeout: seconds for the whole batch (None: no limit)."""
+        trials = _trial_list(trials)
+        if not trials:
+            return []
+        job_ids = self.submit(trials)
+        final = {}
+        for job in self.watch(job_ids, timeout=timeout):
+            if job.state in _FINISHED:
+                final[job.job_id] = job
+        return [measure_result(final[job_id]) for job_id in job_ids]
+
+    # ---- the farm ----
+
+    def boards(self, kind=None):
+        """Every registered Board (of one kind), with its state, slots and flashes."""
+        return list(self._call("ListBoards", pb.ListBoardsRequest(board_kind=kind or "")).boards)
+
+    def queue(self):
+        """One KindSummary per board kind: boards total/free/quarantined, jobs queued by
+        priority and running, and why queued jobs wait."""
+        return list(self._call("QueueSummary", pb.QueueSummaryRequest()).kinds)
+
+    # ---- the operator catalog ----
+
+    def ops(self, name=None, all_versions=False):
+        """Operators of the catalog (built-in and added), the latest version of each unless
+        all_versions; files omitted."""
+        return list(self._call("ListOperators", pb.ListOperatorsRequest(
+            name=name or "", all_versions=all_versions)).ops)
+
+    def get_op(self, name, version=None):
+        """One Operator with its files (version None: the latest)."""
+        return self._call("GetOperator", pb.GetOperatorRequest(name=name, version=version or ""))
+
+    def add_op(self, path):
+        """Adds a user operator from a directory holding op.json and its C files (or an op.json
+        path) to the catalog; returns the Operator as stored, with its version. Adding the same
+        content again returns the same version."""
+        request = pb.AddOperatorRequest(op=load_op(path))
+        return self._call("AddOperator", request).op

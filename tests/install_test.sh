@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# `./farm install-bin PREFIX` and ./farm's run commands keep the user's working directory.
+#
+# ./farm runs here for real, with stand-ins for `bazel` (it builds nothing; bazel-bin is a tree
+# of links to this test's binaries laid out as Bazel lays them out) and `dpkg-query` (every
+# package installed).
+# 1. `./farm install-bin PREFIX` installs farmctl, the tracker, the agent and the host-process
+#    board into a temporary PREFIX. Run with no runfiles in the environment, no Bazel on PATH
+#    (a `bazel` that records any call) and from a directory outside the repository, the
+#    installed programs must: create the tracker's relative --database there; read the agent's
+#    relative --config and create its relative scratch/cache/spool there, with its
+#    build_template and crt tree from PREFIX/share/benchfarm (the agent fails without them);
+#    submit a relative --file and measure it; write `farmctl tune --out DIR` there; run
+#    `farmctl board info --host-process` (the wrapper's BENCHFARM_BOARD).
+# 2. `./farm tracker` started from another directory creates its default benchfarm-tracker.db
+#    there; `./farm agent --config REL` and `./farm ctl submit --file REL` read their relative
+#    files there.
+set -euo pipefail
+
+ws="$TEST_SRCDIR/${TEST_WORKSPACE:-benchfarm}"
+work="${TEST_TMPDIR:?}/install"
+rm -rf "$work" && mkdir -p "$work"
+TEST_NAME=install_test
+source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
+
+# A `bazel` for the installed programs: it must never run; it leaves a mark and fails.
+never="$work/never"
+mkdir -p "$never"
+cat >"$never/bazel" <<STUB
+#!/bin/sh
+echo "bazel \$*" >>"$work/bazel-called"
+exit 97
+STUB
+chmod +x "$never/bazel"
+
+# ./farm's stand-ins: bazel builds nothing (logging its calls) and names a bazel-bin of links to
+# this test's binaries, agent.runfiles included; dpkg-query says every package is installed.
+fakebin="$work/bazel-bin"
+for f in farmctl/farmctl tracker/tracker agent/agent crt/host/board; do
+  mkdir -p "$fakebin/$(dirname "$f")"
+  ln -s "$ws/$f" "$fakebin/$f"
+done
+mkdir -p "$fakebin/agent/agent.runfiles"
+ln -s "$ws" "$fakebin/agent/agent.runfiles/benchfarm"
+fake="$work/fake"
+mkdir -p "$fake"
+cat >"$fake/bazel" <<STUB
+#!/bin/sh
+echo "bazel \$* (in \$PWD)" >>"$work/fake-bazel.log"
+case "\$1" in
+  build) exit 0 ;;
+  info) echo "$fakebin"; exit 0 ;;
+esac
+exit 97
+STUB
+cat >"$fake/dpkg-query" <<'STUB'
+#!/bin/sh
+printf 'install ok installed'
+STUB
+chmod +x "$fake/bazel" "$fake/dpkg-query"
+farm=(env -u RUNFILES_DIR -u RUNFILES_MANIFEST_FILE -u TEST_SRCDIR -u JAVA_RUNFILES
+  PATH="$fake:/usr/local/bin:/usr/bin:/bin" HOME="$work" "$ws/farm")
+
+# The environment of a user's shell: no Bazel runfiles variables, no bazel on PATH.
+user_env=(env -u RUNFILES_DIR -u RUNFILES_MANIFEST_FILE -u TEST_SRCDIR -u JAVA_RUNFILES
+  -u RUNFILES_MANIFEST_ONLY -u BENCHFARM_BOARD -u BENCHFARM_TRACKER
+  PATH="$work/prefix/bin:$never:/usr/local/bin:/usr/bin:/bin")
+
+# A trial file, a relative path for `farmctl submit --file`.
+write_trials() {
+  cat >"$1" <<'TRIALS'
+client_id: "install-test"
+trials {
+  board_kind: "host-process"
+  op { template_op { op: "add" knobs { key: "unroll" value: "4" } } }
+  measure { number: 5 repeat: 2 }
+  check_outputs: true
+}
+TRIALS
+}
+
+# An agent config with relative paths only: its state in the working directory, the template
+# found beside the binary (or in the runfiles).
+write_agent_config() {
+  cat >"$1" <<CONFIG
+agent_id: "$2"
+tracker_address: "$3"
+scratch_dir: "agent-state/scratch"
+cache_dir: "agent-state/cache"
+spool_dir: "agent-state/spool"
+metrics_address: ""
+boards { id: "$2-hp" kind: "host-process" host_process {} build_template: "agent/templates/host-process" }
+CONFIG
+}
+
+# ---- 1. ./farm install-bin PREFIX -----------------------------------------------------------
+prefix="$work/prefix"
+mkdir -p "$work/elsewhere"
+(cd "$work/elsewhere" && "${farm[@]}" install-bin ../prefix) >"$work/install.log" 2>&1 ||
+  { cat "$work/install.log" >&2; fail "./farm install-bin failed"; }
+grep -q "^bazel build .*-c opt.*//farmctl:farmctl //tracker:tracker //agent:agent" "$work/fake-bazel.log" ||
+  fail "./farm install-bin did not build the binaries with -c opt: $(cat "$work/fake-bazel.log")"
+for f in bin/farmctl bin/benchfarm-tracker bin/benchfarm-agent libexec/benchfarm/farmctl \
+  libexec/benchfarm/board share/benchfarm/agent/templates/host-process/build; do
+  [[ -x "$prefix/$f" && ! -L "$prefix/$f" ]] || fail "$prefix/$f: not an installed executable"
+done
+[[ -f "$prefix/share/benchfarm/crt/ops/knobs.json" ]] || fail "crt tree not installed"
+if find "$prefix" -type l | grep -q .; then
+  fail "links installed (into Bazel's tree?): $(find "$prefix" -type l | head -3)"
+fi
+# Installing again over an install works (files are replaced by rename).
+(cd "$work/elsewhere" && "${farm[@]}" install-bin "$prefix") >"$work/install2.log" 2>&1 ||
+  { cat "$work/install2.log" >&2; fail "./farm install-bin over an existing install failed"; }
+say "installed in $prefix"
+
+site="$work/site"
+mkdir -p "$site"
+cd "$site"
+
+"${user_env[@]}" benchfarm-tracker --listen 127.0.0.1:0 --database tracker.db --metrics off \
+  >"$site/tracker.out" 2>"$site/tracker.err" &
+pids+=($!)
+line="$(wait_line "$site/tracker.out" "^tracker: listening on" $!)"
+address="$(sed -n 's/^tracker: listening on \([^ ]*\).*/\1/p' <<<"$line")"
+[[ -f "$site/tracker.db" ]] || fail "benchfarm-tracker --database tracker.db: no $site/tracker.db"
+grep -q "database $site/tracker.db;" "$site/tracker.err" || fail "the tracker's log does not name the absolute database path"
+say "installed tracker on $address, database $site/tracker.db"
+
+write_agent_config agent.textproto site "$address"
+"${user_env[@]}" benchfarm-agent --config agent.textproto --metrics off \
+  >"$site/agent.out" 2>"$site/agent.err" &
+pids+=($!)
+wait_line "$site/agent.out" "^agent: site serving 1 boards" $! >/dev/null
+for d in scratch cache spool; do
+  [[ -d "$site/agent-state/$d" ]] || fail "agent: relative ${d}_dir not created in the working directory"
+done
+say "installed agent serving, its state in $site/agent-state"
+
+"${user_env[@]}" farmctl boards --tracker "$address" >"$site/boards.out" 2>&1 || fail "farmctl boards: $(cat "$site/boards.out")"
+grep -q "^site-hp  *host-process" "$site/boards.out" || fail "farmctl boards: no site-hp: $(cat "$site/boards.out")"
+
+write_trials trials.textproto
+"${user_env[@]}" farmctl submit --file trials.textproto --tracker "$address" >"$site/submit.out" 2>&1 ||
+  fail "farmctl submit --file trials.textproto: $(cat "$site/submit.out")"
+job="$(grep -o -m1 'j-[A-Za-z0-9_-]*' "$site/submit.out")" || fail "no job id in: $(cat "$site/submit.out")"
+"${user_env[@]}" timeout 120 farmctl watch "$job" --tracker "$address" >"$site/watch.out" 2>&1 ||
+  fail "farmctl watch $job: $(cat "$site/watch.out")"
+"${user_env[@]}" farmctl results --json --tracker "$address" >"$site/results.json" 2>&1 || fail "farmctl results"
+python3 - "$site/results.json" "$job" <<'PY' || fail "job $job has no measurement: $(cat "$site/results.json"; tail -5 "$site/agent.err")"
+import json, sys
+jobs = json.load(open(sys.argv[1]))["jobs"]
+job = next(j for j in jobs if j.get("job_id", j.get("jobId")) == sys.argv[2])
+result = job.get("result", {})
+costs = result.get("costs_s", result.get("costsS", []))
+assert costs and all(c > 0 for c in costs), job
+PY
+say "job $job measured on the installed agent (template and crt tree from $prefix/share/benchfarm)"
+
+"${user_env[@]}" farmctl tune --op add --kind host-process --strategy grid --trials 2 --batch 2 \
+  --out tune-rel --tracker "$address" >"$site/tune.out" 2>&1 || fail "farmctl tune: $(cat "$site/tune.out")"
+[[ -d "$site/tune-rel" && -n "$(ls -A "$site/tune-rel")" ]] || fail "farmctl tune --out tune-rel: nothing in $site/tune-rel"
+
+"${user_env[@]}" farmctl board info --host-process >"$site/board.out" 2>&1 ||
+  fail "installed farmctl board info --host-process: $(cat "$site/board.out")"
+grep -q "host-process" "$site/board.out" || fail "board info: $(cat "$site/board.out")"
+say "installed farmctl: boards, submit --file, watch, results, tune --out, board info --host-process"
+
+# Without PREFIX/share/benchfarm the agent has no template: it really comes from there.
+mv "$prefix/share/benchfarm" "$prefix/share/benchfarm.hidden"
+write_agent_config agent2.textproto site2 "$address"
+rc=0
+"${user_env[@]}" benchfarm-agent --config agent2.textproto --metrics off >"$site/agent2.out" 2>"$site/agent2.err" || rc=$?
+mv "$prefix/share/benchfarm.hidden" "$prefix/share/benchfarm"
+[[ $rc -ne 0 ]] && grep -q "no template\|crt_dir: no crt source tree" "$site/agent2.err" ||
+  fail "agent without PREFIX/share/benchfarm: exit $rc, $(cat "$site/agent2.err")"
+
+[[ ! -e "$work/bazel-called" ]] || fail "an installed binary ran bazel: $(cat "$work/bazel-called")"
+cleanup
+pids=()
+
+# ---- 2. ./farm ctl / tracker / agent run in the caller's directory -------------------------
+: >"$work/fake-bazel.log"
+caller="$work/caller"
+mkdir -p "$caller"
+cd "$caller"
+"${farm[@]}" tracker --listen 127.0.0.1:0 --metrics off >"$caller/tracker.out" 2>"$caller/tracker.err" &
+pids+=($!)
+line="$(wait_line "$caller/tracker.out" "^tracker: listening on" $!)"
+address="$(sed -n 's/^tracker: listening on \([^ ]*\).*/\1/p' <<<"$line")"
+[[ -f "$caller/benchfarm-tracker.db" ]] ||
+  fail "./farm tracker from $caller: its default database is not $caller/benchfarm-tracker.db ($(grep -o 'database [^;]*' "$caller/tracker.err"))"
+grep -q "build.*//tracker:tracker" "$work/fake-bazel.log" || fail "./farm tracker did not build //tracker:tracker"
+grep -q "(in $ws)" "$work/fake-bazel.log" || fail "./farm runs bazel outside the repository"
+
+write_agent_config agent.textproto caller "$address"
+"${farm[@]}" agent --config agent.textproto >"$caller/agent.out" 2>"$caller/agent.err" &
+pids+=($!)
+wait_line "$caller/agent.out" "^agent: caller serving 1 boards" $! >/dev/null
+[[ -d "$caller/agent-state/spool" ]] || fail "./farm agent: relative spool_dir not in $caller"
+
+write_trials trials.textproto
+"${farm[@]}" ctl submit --file trials.textproto --tracker "$address" >"$caller/submit.out" 2>&1 ||
+  fail "./farm ctl submit --file trials.textproto from $caller: $(cat "$caller/submit.out")"
+grep -q 'j-' "$caller/submit.out" || fail "./farm ctl submit: no job id: $(cat "$caller/submit.out")"
+say "./farm tracker, agent and ctl ran in $caller"
+echo PASS

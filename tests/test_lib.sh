@@ -1,0 +1,44 @@
+# Shared by the multi-process shell tests (source it after setting TEST_NAME):
+#   fail MESSAGE / say MESSAGE     the test's verdict and notes on stderr, prefixed by TEST_NAME
+#   pids+=($!)                      daemons started in the background; killed (TERM) on exit
+#   free_port                       a free TCP port on 127.0.0.1
+#   wait_line FILE REGEX [PID]      waits up to 60 s for a line of FILE matching REGEX and prints
+#                                   it; fails early if process PID died, and shows FILE (and
+#                                   FILE's .err beside a .out) on failure
+#   http_get URL                    the body of a GET
+#   stop_daemons                    TERM to every daemon, and fails unless each exits cleanly
+
+fail() { echo "${TEST_NAME:?}: FAIL: $*" >&2; exit 1; }
+say() { echo "${TEST_NAME:?}: $*" >&2; }
+
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+wait_line() {
+  for _ in $(seq 600); do
+    if grep -m1 -E "$2" "$1" 2>/dev/null; then return 0; fi
+    if [[ -n "${3:-}" ]] && ! kill -0 "$3" 2>/dev/null; then break; fi
+    sleep 0.1
+  done
+  echo "--- $1" >&2; cat "$1" >&2 || true
+  if [[ "$1" == *.out && -f "${1%.out}.err" ]]; then echo "--- ${1%.out}.err" >&2; cat "${1%.out}.err" >&2; fi
+  fail "no line matching '$2' in $1"
+}
+
+http_get() {
+  python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "$1"
+}
+
+stop_daemons() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid"; done
+  for pid in "${pids[@]}"; do wait "$pid" || fail "a daemon did not exit cleanly (pid $pid)"; done
+  pids=()
+}
