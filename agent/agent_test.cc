@@ -22,7 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "catalog/operator.h"
+#include "tests/example_ops.h"
 #include "tests/in_process_tracker.h"
 
 namespace benchfarm::agent {
@@ -214,25 +214,6 @@ TEST_F(AgentTest, EachFailureGetsItsOwnCodeAndTheBoardServesTheNextJob) {
   EXPECT_GE(agent_->counters().boards.resets, 2);  // after the crash and after the hang
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// deploy/examples/ops/gemv, with `edit` applied to its source.
-v1::Operator ExampleGemv(const std::function<std::string(std::string)>& edit = nullptr) {
-  const std::string dir = "deploy/examples/ops/gemv/";
-  std::string source = ReadFile(dir + "gemv.c");
-  EXPECT_FALSE(source.empty());
-  if (edit) source = edit(source);
-  absl::StatusOr<v1::Operator> op =
-      catalog::OperatorFromManifest(ReadFile(dir + "op.json"), {{"gemv.c", source}});
-  EXPECT_TRUE(op.ok()) << op.status();
-  return op.ok() ? *op : v1::Operator();
-}
-
 v1::Trial Gemv(const std::string& unroll, const std::string& acc, int64_t k = 0) {
   v1::Trial t;
   t.set_board_kind(kKind);
@@ -254,7 +235,9 @@ v1::Trial Gemv(const std::string& unroll, const std::string& acc, int64_t k = 0)
 TEST_F(AgentTest, UserOperatorCandidatesShareOneImageAndItsReferenceCatchesABug) {
   StartAgent();
   v1::AddOperatorRequest add;
-  *add.mutable_op() = ExampleGemv();
+  absl::StatusOr<v1::Operator> gemv = testing::ExampleGemv();
+  ASSERT_TRUE(gemv.ok()) << gemv.status();
+  *add.mutable_op() = *gemv;
   v1::AddOperatorResponse added;
   {
     grpc::ClientContext context;
@@ -278,12 +261,14 @@ TEST_F(AgentTest, UserOperatorCandidatesShareOneImageAndItsReferenceCatchesABug)
 
   // A planted bug: the remainder loop dropped. With K = 100, unroll 8 leaves 4 products out;
   // unroll 4 divides K and stays right. The new source is a new version.
-  *add.mutable_op() = ExampleGemv([](std::string s) {
+  gemv = testing::ExampleGemv([](std::string s) {
     const std::string remainder = "for (; j < k; ++j) s0 += row[j] * x[j];";
     size_t at = s.find(remainder);
     EXPECT_NE(at, std::string::npos);
     return at == std::string::npos ? s : s.erase(at, remainder.size());
   });
+  ASSERT_TRUE(gemv.ok()) << gemv.status();
+  *add.mutable_op() = *gemv;
   v1::AddOperatorResponse buggy;
   {
     grpc::ClientContext context;

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/agent.h"
 #include "agent/firmware.h"
+#include "tests/example_ops.h"
 #include "tests/in_process_tracker.h"
 
 namespace benchfarm::agent {
@@ -252,6 +253,43 @@ TEST_F(QemuAgentTest, SixteenCandidatesAreOneBuildAndOneFlash) {
   EXPECT_EQ(c.builds, 1);
   EXPECT_EQ(c.boards.flashes, 1);
   EXPECT_GE(c.boards.flash_skips, 15);
+}
+
+// A user's operator from the catalog on the microcontroller: its whole space (8 configs) as one
+// batch, one image (each candidate its own function), one flash, outputs checked on the board.
+TEST_F(QemuAgentTest, UserOperatorCandidatesShareOneImageOnTheCortexM3) {
+  absl::StatusOr<v1::Operator> gemv = testing::ExampleGemv();
+  ASSERT_TRUE(gemv.ok()) << gemv.status();
+  v1::AddOperatorRequest add;
+  *add.mutable_op() = *gemv;
+  v1::AddOperatorResponse added;
+  grpc::ClientContext context;
+  grpc::Status s = tracker_->client()->AddOperator(&context, add, &added);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  std::vector<v1::Trial> trials;
+  for (const char* unroll : {"1", "2", "4", "8"}) {
+    for (const char* acc : {"1", "2"}) {
+      v1::Trial t;
+      t.set_board_kind(kQemuKind);
+      t.mutable_op()->mutable_template_op()->set_op("gemv");
+      (*t.mutable_op()->mutable_template_op()->mutable_knobs())["unroll"] = unroll;
+      (*t.mutable_op()->mutable_template_op()->mutable_knobs())["acc"] = acc;
+      t.set_check_outputs(true);
+      t.mutable_measure()->set_number(2);
+      trials.push_back(t);
+    }
+  }
+  std::vector<v1::Job> jobs = Run(trials);
+  ASSERT_EQ(jobs.size(), 8u);
+  for (const v1::Job& j : jobs) {
+    EXPECT_EQ(j.result().error_code(), v1::NO_ERROR) << j.result().message();
+    EXPECT_EQ(j.result().board_id(), "m3-0");
+    EXPECT_EQ(j.result().timer(), "systick");
+    EXPECT_EQ(j.trial().op().template_op().version(), added.op().version());
+  }
+  AgentCounters c = agent_->counters();
+  EXPECT_EQ(c.builds, 1);
+  EXPECT_EQ(c.boards.flashes, 1);
 }
 
 }  // namespace

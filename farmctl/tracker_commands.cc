@@ -254,6 +254,10 @@ absl::Status PrintQueue(const TrackerClient& tracker, bool json, std::ostream& o
                absl::StrCat(total[4])});
   }
   table.Print(out);
+  // Why jobs wait although the kind has boards (pinned to an offline board, ...).
+  for (const v1::KindSummary* k : kinds) {
+    for (const std::string& why : k->waiting()) out << k->board_kind() << ": waiting: " << why << "\n";
+  }
   return absl::OkStatus();
 }
 

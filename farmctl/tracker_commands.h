@@ -53,7 +53,8 @@ absl::Status PrintBoards(const TrackerClient& tracker, const std::string& kind, 
                          std::ostream& out);
 
 // QueueSummary: per board kind, boards total/free/quarantined, jobs queued (in all and by
-// priority, highest first) and running, and a TOTAL row when there are several kinds.
+// priority, highest first) and running, and a TOTAL row when there are several kinds; then a
+// "<kind>: waiting: ..." line for each reason queued jobs wait (KindSummary.waiting).
 absl::Status PrintQueue(const TrackerClient& tracker, bool json, std::ostream& out);
 
 // ---- submit ----------------------------------------------------------------------------------

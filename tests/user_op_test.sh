@@ -119,6 +119,19 @@ versions = {j["trial"]["op"]["template_op"].get("version") for j in jobs.values(
 assert versions == {v1, v2}, versions
 PY
 
+# ---- a pin to a registered board that is offline queues, and `farmctl queue` says why -----------
+sed -e 's/user-op-agent/parked-agent/' -e 's/"hp0"/"hp-off"/' -e '/metrics_address/d' \
+    -e "s#$work/agent/#$work/agent2/#g" "$work/agent.textproto" >"$work/agent2.textproto"
+agent/agent --config "$work/agent2.textproto" >"$work/agent2.out" 2>"$work/agent2.err" &
+parked=$!
+wait_line "$work/agent2.out" "serving 1 boards" "$parked" >/dev/null
+kill -TERM "$parked" && wait "$parked" || fail "the second agent did not stop cleanly"
+pinned=$(ctl submit --kind host-process --op gemv --board hp-off --request-id parked)
+ctl queue >"$work/queue.txt"
+grep -q "host-process: waiting: 1 job pinned to board hp-off (hp-off OFFLINE)" "$work/queue.txt" \
+  || { cat "$work/queue.txt" >&2; fail "farmctl queue does not say why the pinned job waits"; }
+ctl cancel "$pinned" | grep -q CANCELLED || fail "cancel the parked job"
+
 # ---- refused at the door, nothing stored ---------------------------------------------------------
 n=$(jobs_stored)
 refuse() {  # refuse WANT ARGS...: farmctl submit fails naming WANT
