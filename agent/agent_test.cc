@@ -234,16 +234,10 @@ v1::Trial Gemv(const std::string& unroll, const std::string& acc, int64_t k = 0)
 
 TEST_F(AgentTest, UserOperatorCandidatesShareOneImageAndItsReferenceCatchesABug) {
   StartAgent();
-  v1::AddOperatorRequest add;
   absl::StatusOr<v1::Operator> gemv = testing::ExampleGemv();
   ASSERT_TRUE(gemv.ok()) << gemv.status();
-  *add.mutable_op() = *gemv;
-  v1::AddOperatorResponse added;
-  {
-    grpc::ClientContext context;
-    grpc::Status s = tracker_->client()->AddOperator(&context, add, &added);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-  }
+  absl::StatusOr<v1::Operator> added = tracker_->AddOperator(*gemv);
+  ASSERT_TRUE(added.ok()) << added.status();
   // The whole space: 4 unroll x 2 acc values, one batch.
   std::vector<v1::Trial> trials;
   for (const char* unroll : {"1", "2", "4", "8"}) {
@@ -254,7 +248,7 @@ TEST_F(AgentTest, UserOperatorCandidatesShareOneImageAndItsReferenceCatchesABug)
   for (const v1::Job& j : jobs) {
     EXPECT_EQ(j.result().error_code(), v1::NO_ERROR) << j.result().message();
     EXPECT_EQ(j.result().costs_s_size(), 1);
-    EXPECT_EQ(j.trial().op().template_op().version(), added.op().version());
+    EXPECT_EQ(j.trial().op().template_op().version(), added->version());
   }
   EXPECT_EQ(agent_->counters().builds, 1);
   EXPECT_EQ(agent_->counters().boards.flashes, 1);
@@ -268,18 +262,14 @@ TEST_F(AgentTest, UserOperatorCandidatesShareOneImageAndItsReferenceCatchesABug)
     return at == std::string::npos ? s : s.erase(at, remainder.size());
   });
   ASSERT_TRUE(gemv.ok()) << gemv.status();
-  *add.mutable_op() = *gemv;
-  v1::AddOperatorResponse buggy;
-  {
-    grpc::ClientContext context;
-    ASSERT_TRUE(tracker_->client()->AddOperator(&context, add, &buggy).ok());
-  }
-  EXPECT_NE(buggy.op().version(), added.op().version());
+  absl::StatusOr<v1::Operator> buggy = tracker_->AddOperator(*gemv);
+  ASSERT_TRUE(buggy.ok()) << buggy.status();
+  EXPECT_NE(buggy->version(), added->version());
   jobs = Run({Gemv("8", "1", 100), Gemv("4", "2", 100)});
   ASSERT_EQ(jobs.size(), 2u);
   EXPECT_EQ(jobs[0].result().error_code(), v1::WRONG_ANSWER) << jobs[0].result().message();
   EXPECT_EQ(jobs[1].result().error_code(), v1::NO_ERROR) << jobs[1].result().message();
-  EXPECT_EQ(jobs[0].trial().op().template_op().version(), buggy.op().version());
+  EXPECT_EQ(jobs[0].trial().op().template_op().version(), buggy->version());
   EXPECT_EQ(agent_->counters().builds, 2);
 }
 

@@ -260,12 +260,8 @@ TEST_F(QemuAgentTest, SixteenCandidatesAreOneBuildAndOneFlash) {
 TEST_F(QemuAgentTest, UserOperatorCandidatesShareOneImageOnTheCortexM3) {
   absl::StatusOr<v1::Operator> gemv = testing::ExampleGemv();
   ASSERT_TRUE(gemv.ok()) << gemv.status();
-  v1::AddOperatorRequest add;
-  *add.mutable_op() = *gemv;
-  v1::AddOperatorResponse added;
-  grpc::ClientContext context;
-  grpc::Status s = tracker_->client()->AddOperator(&context, add, &added);
-  ASSERT_TRUE(s.ok()) << s.error_message();
+  absl::StatusOr<v1::Operator> added = tracker_->AddOperator(*gemv);
+  ASSERT_TRUE(added.ok()) << added.status();
   std::vector<v1::Trial> trials;
   for (const char* unroll : {"1", "2", "4", "8"}) {
     for (const char* acc : {"1", "2"}) {
@@ -285,7 +281,7 @@ TEST_F(QemuAgentTest, UserOperatorCandidatesShareOneImageOnTheCortexM3) {
     EXPECT_EQ(j.result().error_code(), v1::NO_ERROR) << j.result().message();
     EXPECT_EQ(j.result().board_id(), "m3-0");
     EXPECT_EQ(j.result().timer(), "systick");
-    EXPECT_EQ(j.trial().op().template_op().version(), added.op().version());
+    EXPECT_EQ(j.trial().op().template_op().version(), added->version());
   }
   AgentCounters c = agent_->counters();
   EXPECT_EQ(c.builds, 1);

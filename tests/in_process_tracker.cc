@@ -77,6 +77,19 @@ absl::StatusOr<std::vector<std::string>> InProcessTracker::Submit(
   return std::vector<std::string>(resp.job_ids().begin(), resp.job_ids().end());
 }
 
+absl::StatusOr<v1::Operator> InProcessTracker::AddOperator(const v1::Operator& op) {
+  v1::AddOperatorRequest req;
+  *req.mutable_op() = op;
+  v1::AddOperatorResponse resp;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Status s = client_->AddOperator(&context, req, &resp);
+  if (!s.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+  }
+  return resp.op();
+}
+
 absl::StatusOr<v1::Job> InProcessTracker::GetJob(const std::string& job_id) {
   v1::GetJobRequest req;
   req.set_job_id(job_id);

@@ -44,6 +44,8 @@ class InProcessTracker {
   absl::StatusOr<std::vector<std::string>> Submit(const std::vector<v1::Trial>& trials,
                                                   const std::string& client_id = "test");
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
+  // Adds a user operator to the catalog; returns it as stored (with its version).
+  absl::StatusOr<v1::Operator> AddOperator(const v1::Operator& op);
   // Polls until every job is DONE or CANCELLED_STATE, or the timeout; returns them as they are
   // then (DeadlineExceeded if some are not finished, naming one).
   absl::StatusOr<std::vector<v1::Job>> WaitFinished(const std::vector<std::string>& job_ids,
