@@ -13,6 +13,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "spdlog/spdlog.h"
+#include "tracker/client_channel.h"
 
 namespace benchfarm::agent {
 namespace {
@@ -117,6 +118,9 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
     absl::Status made = MakeDirs(dir);
     if (!made.ok()) return made;
   }
+  // User code (builds, host-process boards, QEMU) runs only sandboxed: no bwrap, no agent.
+  if (absl::Status sandbox = device::CheckSandbox(); !sandbox.ok()) return sandbox;
+  spdlog::info("user code runs in {}", device::DescribeSandbox());
   ImageBuilderOptions bo;
   bo.cache_dir = c.cache_dir();
   bo.scratch_dir = c.scratch_dir();
@@ -165,8 +169,12 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
               static_cast<int>(absl::ToInt64Milliseconds(options.min_backoff)));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               static_cast<int>(absl::ToInt64Milliseconds(options.max_backoff)));
-  agent->channel_ = grpc::CreateCustomChannel(c.tracker_address(),
-                                              grpc::InsecureChannelCredentials(), args);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      tracker::TrackerChannel(c.tracker_address(), c.credentials(), args);
+  if (!channel.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("credentials: ", channel.status().message()));
+  }
+  agent->channel_ = *std::move(channel);
   agent->stub_ = v1::TrackerAgent::NewStub(agent->channel_);
   agent->metrics_.SetSpooled(static_cast<int64_t>(agent->spool_->size()));
   agent->metrics_.SetConnected(false);
@@ -379,8 +387,21 @@ bool Agent::RunStream(grpc::ClientContext* context) {
     stream_ = nullptr;
     connected_ = false;
   }
-  context->TryCancel();
-  (void)stream->Finish();
+  bool stopping;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping = stopping_;
+  }
+  // The reads ended: the tracker finished the call (its status is waiting) or the link broke.
+  // Only when stopping is there anything left to cancel.
+  if (stopping) context->TryCancel();
+  const grpc::Status end = stream->Finish();
+  // The tracker's reason when it ended the stream (a refused credential, a newer stream of this
+  // agent): said once per end, so an operator sees why the agent is not serving.
+  if (!end.ok() && end.error_code() != grpc::CANCELLED) {
+    spdlog::warn("agent {}: the tracker ended the stream: {} (code {})", options_.config.agent_id(),
+                 end.error_message(), static_cast<int>(end.error_code()));
+  }
   return registered;
 }
 

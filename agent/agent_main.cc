@@ -24,12 +24,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "agent/agent.h"
+#include "base/data_roots.h"
 #include "base/logging.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, config, "", "text-format AgentConfig file (required)");
 ABSL_FLAG(std::string, tracker, "", "tracker address (overrides tracker_address)");
 ABSL_FLAG(std::string, metrics, "", "Prometheus address (overrides metrics_address); 'off' disables");
+ABSL_FLAG(bool, insecure, false, "reach a tracker started with --insecure (plain text)");
 ABSL_FLAG(std::string, log_level, "",
           "trace|debug|info|warn|error|critical|off (default: $BENCHFARM_LOG_LEVEL, else info)");
 
@@ -41,22 +43,6 @@ void OnSignal(int) { g_stop = 1; }
 int Fail(const std::string& message) {
   spdlog::error("{}", message);
   return 1;
-}
-
-// `path` made absolute against the working directory.
-std::string Absolute(const std::string& path) {
-  if (path.empty() || path[0] == '/') return path;
-  char cwd[4096];
-  if (getcwd(cwd, sizeof(cwd)) == nullptr) return path;
-  return absl::StrCat(cwd, "/", path);
-}
-
-// The running executable's absolute path (symlinks resolved), or "" if /proc is not mounted.
-std::string SelfExecutable() {
-  char path[4096];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (n <= 0) return "";
-  return std::string(path, static_cast<size_t>(n));
 }
 
 }  // namespace
@@ -77,9 +63,14 @@ int main(int argc, char** argv) {
   }
   // Relative state directories are relative to the working directory; made absolute here, since
   // build templates and boards run in directories of their own.
-  if (!config->scratch_dir().empty()) config->set_scratch_dir(Absolute(config->scratch_dir()));
-  if (!config->cache_dir().empty()) config->set_cache_dir(Absolute(config->cache_dir()));
-  if (!config->spool_dir().empty()) config->set_spool_dir(Absolute(config->spool_dir()));
+  if (!config->scratch_dir().empty()) config->set_scratch_dir(benchfarm::base::AbsolutePath(config->scratch_dir()));
+  if (!config->cache_dir().empty()) config->set_cache_dir(benchfarm::base::AbsolutePath(config->cache_dir()));
+  if (!config->spool_dir().empty()) config->set_spool_dir(benchfarm::base::AbsolutePath(config->spool_dir()));
+  benchfarm::v1::TrackerCredentials* creds = config->mutable_credentials();
+  if (absl::GetFlag(FLAGS_insecure)) creds->set_insecure(true);
+  for (std::string* path : {creds->mutable_ca_cert(), creds->mutable_cert(), creds->mutable_key()}) {
+    if (!path->empty()) *path = benchfarm::base::AbsolutePath(*path);
+  }
   benchfarm::agent::AgentOptions options;
   options.config = *config;
   // Relative build_template paths and the crt tree: the working directory first (Agent::Create),
@@ -87,16 +78,7 @@ int main(int argc, char** argv) {
   // the tree `./farm install-bin PREFIX` installs beside the binary (PREFIX/bin/benchfarm-agent,
   // PREFIX/share/benchfarm/{crt,agent/templates}). The executable's own path comes from
   // /proc/self/exe, so this holds however the agent was started (from $PATH, a symlink, any cwd).
-  const std::string exe = SelfExecutable();
-  options.search_roots.push_back(absl::StrCat(argv[0], ".runfiles/benchfarm"));
-  if (!exe.empty()) options.search_roots.push_back(absl::StrCat(exe, ".runfiles/benchfarm"));
-  for (const char* var : {"RUNFILES_DIR", "TEST_SRCDIR"}) {
-    if (const char* dir = std::getenv(var)) options.search_roots.push_back(absl::StrCat(dir, "/benchfarm"));
-  }
-  if (!exe.empty()) {
-    options.search_roots.push_back(
-        absl::StrCat(exe.substr(0, exe.rfind('/')), "/../share/benchfarm"));
-  }
+  options.search_roots = benchfarm::base::DataRoots(argv[0]);
   absl::StatusOr<std::unique_ptr<benchfarm::agent::Agent>> agent =
       benchfarm::agent::Agent::Create(options);
   if (!agent.ok()) return Fail(std::string(agent.status().message()));

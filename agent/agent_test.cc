@@ -111,6 +111,7 @@ class AgentTest : public ::testing::Test {
     v1::AgentConfig c;
     c.set_agent_id("agent-1");
     c.set_tracker_address(tracker_->address());
+    c.mutable_credentials()->set_insecure(true);  // the in-process tracker serves plain text
     c.set_scratch_dir(dir_ + "/scratch");
     c.set_cache_dir(dir_ + "/cache");
     c.set_spool_dir(dir_ + "/spool");
@@ -393,6 +394,7 @@ class SerialBoardTest : public AgentTest {
     v1::AgentConfig c;
     c.set_agent_id("agent-serial");
     c.set_tracker_address(tracker_->address());
+    c.mutable_credentials()->set_insecure(true);  // the in-process tracker serves plain text
     c.set_scratch_dir(dir_ + "/scratch");
     c.set_cache_dir(dir_ + "/cache");
     c.set_spool_dir(dir_ + "/spool");
@@ -455,6 +457,7 @@ TEST_F(AgentTest, RejectsABadConfigNamingTheField) {
   v1::AgentConfig c;
   c.set_agent_id("a");
   c.set_tracker_address("127.0.0.1:1");
+  c.mutable_credentials()->set_insecure(true);
   v1::BoardConfig* b = c.add_boards();
   b->set_id("b0");
   b->set_kind(kKind);

@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,9 +17,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "device/firmware_hash.h"
 #include "device/flasher.h"
 #include "device/run_command.h"
+#include "device/sandbox.h"
 #include "base/status_macros.h"
 #include "catalog/operator.h"
 
@@ -264,36 +268,181 @@ absl::StatusOr<BuildUnit> CSourceUnit(const KnobSpace& space, const v1::Operator
 
 ImageBuilder::ImageBuilder(ImageBuilderOptions options) : options_(std::move(options)) {}
 
-absl::StatusOr<std::string> ImageBuilder::CrtFingerprint() {
+namespace {
+
+// Where the sandboxed build sees its inputs and outputs.
+constexpr char kTemplateIn[] = "/bf/template";
+constexpr char kCrtIn[] = "/bf/crt";
+constexpr char kCacheIn[] = "/bf/cache";
+constexpr char kWorkIn[] = "/bf/work";
+// The files of a cache entry: the image and what a cross template writes beside it — its
+// firmware id (image.hash) and the forms flash tools want (image.bin, image.hex).
+constexpr const char* kEntrySuffixes[] = {"", ".hash", ".bin", ".hex"};
+constexpr char kManifest[] = "MANIFEST";
+// The most bytes the agent takes from a build's work directory per file.
+constexpr size_t kMaxImageBytes = size_t{256} << 20;
+
+std::string Sha256Hex(absl::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) absl::StrAppendFormat(&hex, "%02x", md[i]);
+  return hex;
+}
+
+// A file the sandbox wrote: read only if it is a regular file itself (never through a symbolic
+// link, never a FIFO or device) and not larger than `max`. NotFound if it is not there.
+absl::StatusOr<std::string> ReadUntrustedFile(const std::string& path, size_t max) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("no ", path));
+    return absl::UnknownError(absl::StrCat("the build's ", path, " cannot be read: ", strerror(errno)));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) > max) {
+    close(fd);
+    return absl::UnknownError(
+        absl::StrCat("the build's ", path, " is not a regular file of at most ", max, " bytes"));
+  }
+  std::string content;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    content.append(buf, static_cast<size_t>(n));
+    if (content.size() > max) break;
+  }
+  close(fd);
+  if (content.size() > max) return absl::UnknownError(absl::StrCat("the build's ", path, " is too large"));
+  return content;
+}
+
+// Directories 0755, files 0644 (0755 if executable), below and at `path`; symbolic links are
+// left alone.
+void MakeReadable(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) return;
+  if (!S_ISDIR(st.st_mode)) {
+    chmod(path.c_str(), (st.st_mode & 0111) != 0 ? 0755 : 0644);
+    return;
+  }
+  chmod(path.c_str(), 0755);
+  DIR* dir = opendir(path.c_str());
+  if (dir == nullptr) return;
+  while (struct dirent* e = readdir(dir)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") MakeReadable(path + "/" + name);
+  }
+  closedir(dir);
+}
+
+struct TreeFile {
+  std::string rel;
+  std::string content;
+  mode_t mode;
+};
+
+// Every regular file under `root` (symbolic links followed), with its content and whether it is
+// executable, sorted; and a hash of all of it.
+absl::Status ReadTree(const std::string& root, std::vector<TreeFile>* files, std::string* hash) {
+  std::vector<std::string> names;
+  ListFiles(root, "", &names);
+  std::sort(names.begin(), names.end());
+  std::string all;
+  for (const std::string& name : names) {
+    const std::string path = root + "/" + name;
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) continue;
+    ASSIGN_OR_RETURN(std::string content, ReadFile(path));
+    const mode_t mode = (st.st_mode & 0111) != 0 ? 0755 : 0644;
+    absl::StrAppend(&all, name, "\n", mode, " ", content.size(), "\n", content);
+    files->push_back({name, std::move(content), mode});
+  }
+  *hash = Sha256Hex(all).substr(0, 32);
+  return absl::OkStatus();
+}
+
+// Writes `files` as the directory `dir` (staged beside it, then renamed into place), unless it
+// exists already.
+absl::Status WriteTree(const std::string& dir, const std::vector<TreeFile>& files) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) == 0) return absl::OkStatus();
+  const size_t slash = dir.rfind('/');
+  const std::string staged = absl::StrCat(dir.substr(0, slash), "/.staging-",
+                                          absl::Uniform<uint32_t>(absl::BitGen()));
+  RETURN_IF_ERROR(MakeDirs(staged));
+  for (const TreeFile& f : files) {
+    const size_t sep = f.rel.rfind('/');
+    if (sep != std::string::npos) RETURN_IF_ERROR(MakeDirs(staged + "/" + f.rel.substr(0, sep)));
+    const std::string path = staged + "/" + f.rel;
+    RETURN_IF_ERROR(WriteFile(path, f.content));
+    chmod(path.c_str(), f.mode);
+  }
+  if (rename(staged.c_str(), dir.c_str()) != 0) {
+    const int err = errno;
+    RemoveTree(staged);
+    if (err != EEXIST && err != ENOTEMPTY) {
+      return absl::InternalError(absl::StrCat("cannot store ", dir, ": ", strerror(err)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ImageBuilder::Snapshot> ImageBuilder::CrtSnapshot() {
   absl::MutexLock lock(&mu_);
-  if (!crt_fingerprint_.empty()) return crt_fingerprint_;
-  std::vector<std::string> files;
-  ListFiles(options_.crt_dir, "", &files);
+  const std::string parent = options_.cache_dir + "/crt";
+  if (!crt_fingerprint_.empty()) {
+    const std::string dir = absl::StrCat(parent, "/", crt_fingerprint_);
+    struct stat st;
+    if (stat(dir.c_str(), &st) == 0) return Snapshot{crt_fingerprint_, dir, options_.crt_dir};
+  }
+  std::vector<TreeFile> files;
+  std::string hash;
+  RETURN_IF_ERROR(ReadTree(options_.crt_dir, &files, &hash));
   if (files.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("the crt source tree \"", options_.crt_dir, "\" is empty or missing"));
   }
-  std::sort(files.begin(), files.end());
-  std::string all;
-  for (const std::string& f : files) {
-    ASSIGN_OR_RETURN(std::string content, ReadFile(options_.crt_dir + "/" + f));
-    absl::StrAppend(&all, f, "\n", content.size(), "\n", content);
+  // The tree this agent started with stays its crt (a changed tree needs a restart).
+  if (crt_fingerprint_.empty()) crt_fingerprint_ = hash;
+  if (hash != crt_fingerprint_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the crt source tree \"", options_.crt_dir, "\" changed under the agent: restart it"));
   }
-  crt_fingerprint_ = device::HashBytes(all);
-  return crt_fingerprint_;
+  RETURN_IF_ERROR(MakeDirs(parent));
+  const std::string dir = absl::StrCat(parent, "/", hash);
+  RETURN_IF_ERROR(WriteTree(dir, files));
+  return Snapshot{hash, dir, options_.crt_dir};
+}
+
+absl::StatusOr<ImageBuilder::Snapshot> ImageBuilder::TemplateSnapshot(
+    const std::string& template_dir) {
+  const std::string script = template_dir + "/build";
+  struct stat st;
+  if (stat(script.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("project template ", template_dir, ": no build script (", script, ")"));
+  }
+  std::vector<TreeFile> files;
+  std::string hash;
+  RETURN_IF_ERROR(ReadTree(template_dir, &files, &hash));
+  const std::string parent = options_.cache_dir + "/templates";
+  RETURN_IF_ERROR(MakeDirs(parent));
+  const std::string dir = absl::StrCat(parent, "/", hash);
+  RETURN_IF_ERROR(WriteTree(dir, files));
+  return Snapshot{hash, dir, template_dir};
 }
 
 absl::StatusOr<Image> ImageBuilder::Build(const std::string& template_dir, const BuildUnit& unit,
                                           absl::Time deadline) {
-  const std::string script = template_dir + "/build";
-  absl::StatusOr<std::string> script_text = ReadFile(script);
-  if (!script_text.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("project template ", template_dir, ": no build script (", script, ")"));
-  }
-  ASSIGN_OR_RETURN(std::string crt, CrtFingerprint());
+  ASSIGN_OR_RETURN(Snapshot tmpl, TemplateSnapshot(template_dir));
+  ASSIGN_OR_RETURN(Snapshot crt, CrtSnapshot());
   // Two independent 64-bit hashes of everything that makes the image.
-  std::string material = absl::StrCat(*script_text, "\n--crt ", crt, "\n");
+  std::string material = absl::StrCat("--template ", tmpl.hash, "\n--crt ", crt.hash, "\n");
   for (const auto& [name, content] : unit.files) {
     absl::StrAppend(&material, "--file ", name, " ", content.size(), "\n", content);
   }
@@ -307,30 +456,164 @@ absl::StatusOr<Image> ImageBuilder::Build(const std::string& template_dir, const
     mu_.Await(absl::Condition(&free));
     in_flight_.insert(key);
   }
-  absl::StatusOr<Image> image = BuildLocked(template_dir, unit, key, deadline);
+  absl::StatusOr<Image> image = BuildLocked(tmpl, crt, unit, key, deadline);
+  if (image.ok()) image->functions = unit.functions;
   absl::MutexLock lock(&mu_);
   in_flight_.erase(key);
   return image;
 }
 
-absl::StatusOr<Image> ImageBuilder::BuildLocked(const std::string& template_dir,
-                                                const BuildUnit& unit, const std::string& key,
-                                                absl::Time deadline) {
+absl::StatusOr<std::optional<Image>> ImageBuilder::CachedImage(const std::string& key) {
+  const std::string dir = absl::StrCat(options_.cache_dir, "/images/", key);
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) return std::optional<Image>();
+  // Every file of the entry against the digest stored with it (and, for entries this process
+  // stored or checked before, against what it stored).
+  bool good = true;
+  absl::StatusOr<std::string> manifest = ReadFile(dir + "/" + kManifest);
+  if (!manifest.ok()) {
+    good = false;
+  } else {
+    absl::MutexLock lock(&mu_);
+    auto known = manifests_.find(key);
+    if (known != manifests_.end() && known->second != *manifest) good = false;
+  }
+  std::set<std::string> listed;
+  if (good) {
+    for (absl::string_view line : absl::StrSplit(*manifest, '\n', absl::SkipEmpty())) {
+      std::vector<std::string> f = absl::StrSplit(line, absl::MaxSplits(' ', 1));
+      absl::StatusOr<std::string> content =
+          f.size() == 2 ? ReadUntrustedFile(dir + "/" + f[1], kMaxImageBytes)
+                        : absl::StatusOr<std::string>(absl::DataLossError("bad manifest"));
+      if (!content.ok() || Sha256Hex(*content) != f[0]) {
+        good = false;
+        break;
+      }
+      listed.insert(f.size() == 2 ? f[1] : "");
+    }
+  }
+  // Nothing unlisted beside them (a .hash planted next to an image would change its identity).
+  if (good) {
+    for (const char* suffix : kEntrySuffixes) {
+      const std::string name = absl::StrCat("image", suffix);
+      if (listed.count(name) == 0 && lstat((dir + "/" + name).c_str(), &st) == 0) good = false;
+    }
+    good = good && listed.count("image") == 1;
+  }
+  if (!good) {
+    cache_mismatches_++;
+    const std::string aside = absl::StrCat(options_.cache_dir, "/images/.bad-", key, "-",
+                                           absl::Uniform<uint32_t>(absl::BitGen()));
+    if (rename(dir.c_str(), aside.c_str()) == 0) RemoveTree(aside);
+    else RemoveTree(dir);
+    absl::MutexLock lock(&mu_);
+    manifests_.erase(key);
+    return std::optional<Image>();
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    manifests_[key] = *manifest;
+  }
   Image image;
   image.key = key;
-  image.functions = unit.functions;
+  image.path = dir + "/image";
+  ASSIGN_OR_RETURN(device::FirmwareImage fw, device::FirmwareImageFromFile(image.path));
+  image.hash = fw.content_hash;
+  image.cached = true;
+  return std::optional<Image>(image);
+}
+
+absl::Status ImageBuilder::RunStep(const std::vector<device::SandboxBind>& binds,
+                                   const std::vector<std::string>& command,
+                                   const std::string& working_dir, const std::string& step,
+                                   absl::Time deadline) {
+  device::SandboxOptions sandbox;
+  sandbox.binds = binds;
+  sandbox.working_dir = working_dir;
+  sandbox.new_session = true;
+  sandbox.limits = options_.limits;
+  absl::StatusOr<device::SandboxCommand> sandboxed = device::MakeSandboxCommand(sandbox, command);
+  if (!sandboxed.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot sandbox the build: ", sandboxed.status().message()));
+  }
+  device::RunCommandOptions run;
+  run.argv = sandboxed->argv;
+  run.time_limit = options_.time_limit;
+  absl::StatusOr<device::CommandRun> ran = device::RunCommand(run, deadline, "build");
+  if (!ran.ok()) {
+    if (absl::IsDeadlineExceeded(ran.status())) return ran.status();
+    return absl::FailedPreconditionError(ran.status().message());
+  }
+  const std::string output = device::OutputForError(ran->output, ran->output_bytes);
+  if (ran->timed_out) {
+    return absl::DeadlineExceededError(absl::StrCat("the build ", step, "did not finish within ",
+                                                    absl::FormatDuration(options_.time_limit),
+                                                    output));
+  }
+  if (!ran->succeeded()) {
+    return absl::UnknownError(absl::StrCat(
+        "compile failed (", step,
+        ran->exit ? ran->exit->ToString() : std::string("no exit status"), ")", output));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ImageBuilder::PrepareRuntime(const Snapshot& tmpl, const Snapshot& crt,
+                                          absl::Time deadline) {
+  const std::string runtime = options_.cache_dir + "/runtime";
+  RETURN_IF_ERROR(MakeDirs(runtime));
+  const std::string tmp = absl::StrCat(options_.scratch_dir, "/runtime-",
+                                       absl::Uniform<uint32_t>(absl::BitGen()));
+  RETURN_IF_ERROR(MakeDirs(tmp));
+  struct Cleanup {
+    std::string path;
+    ~Cleanup() { RemoveTree(path); }
+  } cleanup{tmp};
+  absl::MutexLock lock(&runtime_mu_);
+  absl::Status ran = RunStep({{tmpl.dir, kTemplateIn, false},
+                              {crt.dir, kCrtIn, false},
+                              {runtime, kCacheIn, true},
+                              {tmp, "/tmp", true}},
+                             {absl::StrCat(kTemplateIn, "/build"), "--runtime", kCrtIn, kCacheIn},
+                             "/tmp", "(runtime) ", deadline);
+  // In root mode the sandbox's uid owned the runtime cache while it ran: take it back, so that
+  // no later sandbox (which sees it read-only anyway) owns anything in it, and let every later
+  // sandbox's uid read it.
+  if (geteuid() == 0) (void)device::ChownTree(runtime, geteuid(), getegid());
+  MakeReadable(runtime);
+  return ran;
+}
+
+absl::StatusOr<Image> ImageBuilder::BuildLocked(const Snapshot& tmpl, const Snapshot& crt,
+                                                const BuildUnit& unit, const std::string& key,
+                                                absl::Time deadline) {
+  ASSIGN_OR_RETURN(std::optional<Image> cached, CachedImage(key));
+  if (cached) {
+    cache_hits_++;
+    return *cached;
+  }
+  Image image;
+  image.key = key;
   const std::string dir = absl::StrCat(options_.cache_dir, "/images/", key);
   image.path = dir + "/image";
-  struct stat st;
-  if (stat(image.path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-    ASSIGN_OR_RETURN(device::FirmwareImage fw, device::FirmwareImageFromFile(image.path));
-    image.hash = fw.content_hash;
-    image.cached = true;
-    cache_hits_++;
-    return image;
-  }
   RETURN_IF_ERROR(MakeDirs(options_.cache_dir + "/images"));
   RETURN_IF_ERROR(MakeDirs(options_.scratch_dir));
+  const absl::Time start = absl::Now();
+
+  // The runtime, from trusted code only.
+  absl::Status prepared = PrepareRuntime(tmpl, crt, deadline);
+  if (!prepared.ok()) {
+    failed_++;
+    image.build_time = absl::Now() - start;
+    if (absl::IsFailedPrecondition(prepared)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("project template ", tmpl.source, ": ", prepared.message()));
+    }
+    return prepared;
+  }
+
+  // The image, in a sandbox that may write only its work directory.
   const std::string work =
       absl::StrCat(options_.scratch_dir, "/build-", key, "-", absl::Uniform<uint32_t>(absl::BitGen()));
   RETURN_IF_ERROR(MakeDirs(work));
@@ -343,50 +626,50 @@ absl::StatusOr<Image> ImageBuilder::BuildLocked(const std::string& template_dir,
     if (slash != std::string::npos) RETURN_IF_ERROR(MakeDirs(work + "/" + name.substr(0, slash)));
     RETURN_IF_ERROR(WriteFile(work + "/" + name, content));
   }
-
-  device::RunCommandOptions run;
-  run.argv = {template_dir + "/build", work, work + "/image", options_.crt_dir, options_.cache_dir};
-  run.working_dir = work;
-  run.time_limit = options_.time_limit;
-  const absl::Time start = absl::Now();
-  absl::StatusOr<device::CommandRun> ran = device::RunCommand(run, deadline, "build");
+  RETURN_IF_ERROR(MakeDirs(work + "/.tmp"));
+  absl::Status built = RunStep(
+      {{tmpl.dir, kTemplateIn, false},
+       {crt.dir, kCrtIn, false},
+       {options_.cache_dir + "/runtime", kCacheIn, false},
+       {work, kWorkIn, true},
+       {work + "/.tmp", "/tmp", true}},
+      {absl::StrCat(kTemplateIn, "/build"), kWorkIn, absl::StrCat(kWorkIn, "/image"), kCrtIn,
+       kCacheIn},
+      kWorkIn, "", deadline);
   image.build_time = absl::Now() - start;
-  if (!ran.ok()) {
+  if (!built.ok()) {
     failed_++;
-    if (absl::IsDeadlineExceeded(ran.status())) return ran.status();
-    return absl::FailedPreconditionError(absl::StrCat("project template ", template_dir, ": ",
-                                                      ran.status().message()));
-  }
-  const std::string output = device::OutputForError(ran->output, ran->output_bytes);
-  if (ran->timed_out) {
-    failed_++;
-    return absl::DeadlineExceededError(absl::StrCat(
-        "the build did not finish within ", absl::FormatDuration(options_.time_limit), output));
-  }
-  if (!ran->succeeded()) {
-    failed_++;
-    return absl::UnknownError(absl::StrCat(
-        "compile failed (", ran->exit ? ran->exit->ToString() : std::string("no exit status"), ")",
-        output));
-  }
-  if (stat((work + "/image").c_str(), &st) != 0) {
-    failed_++;
-    return absl::UnknownError(absl::StrCat("the build wrote no image", output));
-  }
-  // Into the cache in one rename: a reader sees the whole directory or none.
-  const std::string staged = work + "/cache-entry";
-  RETURN_IF_ERROR(MakeDirs(staged));
-  // The image and what a cross template writes beside it: its firmware id (image.hash) and the
-  // forms flash tools want (image.bin, image.hex).
-  for (const char* suffix : {"", ".hash", ".bin", ".hex"}) {
-    const std::string from = absl::StrCat(work, "/image", suffix);
-    if (*suffix != '\0' && stat(from.c_str(), &st) != 0) continue;
-    if (rename(from.c_str(), absl::StrCat(staged, "/image", suffix).c_str()) != 0) {
-      return absl::InternalError(absl::StrCat("cannot stage ", from, ": ", strerror(errno)));
+    if (absl::IsFailedPrecondition(built)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("project template ", tmpl.source, ": ", built.message()));
     }
+    return built;
   }
-  if (rename(staged.c_str(), dir.c_str()) != 0 && errno != EEXIST && errno != ENOTEMPTY) {
-    return absl::InternalError(absl::StrCat("cannot store the image in ", dir, ": ", strerror(errno)));
+
+  // Into the cache, by the agent: copies of what the build wrote (regular files only), their
+  // digests, and one rename, so a reader sees the whole entry or none.
+  std::string manifest;
+  std::vector<TreeFile> entry;
+  for (const char* suffix : kEntrySuffixes) {
+    const std::string name = absl::StrCat("image", suffix);
+    absl::StatusOr<std::string> content = ReadUntrustedFile(work + "/" + name, kMaxImageBytes);
+    if (absl::IsNotFound(content.status()) && *suffix != '\0') continue;
+    if (!content.ok()) {
+      failed_++;
+      return absl::UnknownError(absl::IsNotFound(content.status())
+                                    ? std::string("the build wrote no image")
+                                    : std::string(content.status().message()));
+    }
+    absl::StrAppend(&manifest, Sha256Hex(*content), " ", name, "\n");
+    entry.push_back({name, *std::move(content), static_cast<mode_t>(*suffix == '\0' ? 0755 : 0644)});
+  }
+  entry.push_back({kManifest, manifest, 0644});
+  RETURN_IF_ERROR(WriteTree(dir, entry));
+  {
+    // (Another agent sharing the cache may have stored the entry first: then it is that one.)
+    absl::StatusOr<std::string> stored = ReadFile(dir + "/" + kManifest);
+    absl::MutexLock lock(&mu_);
+    manifests_[key] = stored.ok() ? *stored : manifest;
   }
   ASSIGN_OR_RETURN(device::FirmwareImage fw, device::FirmwareImageFromFile(image.path));
   image.hash = fw.content_hash;

@@ -2,12 +2,30 @@
 // candidates in one image, or one trial's own C source), and ImageBuilder, which turns them into
 // an image with the board kind's project template and keeps images content-addressed in a cache.
 //
-// A project template is a directory with an executable `build`, run as
-//     build WORK_DIR IMAGE_OUT CRT_DIR CACHE_DIR
-// in WORK_DIR (which holds the generated *.c files), with a time limit; exit 0 means IMAGE_OUT was
-// written. See agent/templates/host-process/build. The cache key of an image is a hash of the
-// template's build script, the crt tree and the generated sources, so an identical image is never
-// built twice: cache_dir/images/<key>/image.
+// A project template is a directory with an executable `build`, run in two steps, each in its own
+// sandbox (device/sandbox.h: no network, a read-only system, no other host file, an unprivileged
+// uid, its own PID namespace, limits) and with a time limit:
+//     build --runtime CRT_DIR CACHE_DIR           compile what every image of the board kind links
+//                                                 (the crt runtime) into CACHE_DIR, if not there
+//     build WORK_DIR IMAGE_OUT CRT_DIR CACHE_DIR  compile WORK_DIR's generated *.c (the trial's
+//                                                 code) and link IMAGE_OUT
+// The first runs only trusted code — the template and the crt tree — and may write CACHE_DIR; the
+// second runs the trial's code and may write nothing but WORK_DIR (and its own /tmp, which is in
+// WORK_DIR): CACHE_DIR, CRT_DIR and the template are read-only there, so nothing a trial does at
+// build time reaches a later build or trial. Inside the sandbox the paths are /bf/work,
+// /bf/work/image, /bf/crt, /bf/cache and /bf/template (compiler messages show those, never host
+// paths). The template and the crt tree are snapshots the agent keeps in its cache
+// (cache_dir/templates/<hash>/, cache_dir/crt/<hash>/), so symbolic links (Bazel runfiles) need not
+// resolve inside the sandbox. See agent/templates/host-process/build.
+//
+// Images: the agent alone writes the image cache, outside any sandbox. After a build it copies
+// IMAGE_OUT (and IMAGE_OUT.hash, .bin, .hex beside it: regular files only, never through a
+// symbolic link) into cache_dir/images/<key>/ with a MANIFEST of their SHA-256 digests, and
+// renames the directory into place. The key is a hash of the template, the crt tree and the
+// generated sources, so an identical image is never built twice. On a hit every file is hashed
+// again and compared with the MANIFEST (and with what this process stored, for images it built);
+// a mismatch — a tampered or damaged entry — is counted (cache_mismatches()), the entry removed,
+// and the image built afresh.
 //
 // Thread-safety: ImageBuilder may be used from any number of threads; two builds of the same key
 // at once wait for one another (the second is a cache hit).
@@ -17,6 +35,7 @@
 
 #include <atomic>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,6 +45,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "agent/knob_space.h"
+#include "device/sandbox.h"
 #include "proto/benchfarm.pb.h"
 
 namespace benchfarm::agent {
@@ -62,10 +82,22 @@ struct Image {
 };
 
 struct ImageBuilderOptions {
-  std::string cache_dir;    // images and the template's own cache
+  std::string cache_dir;    // images, snapshots, and the templates' runtime cache (runtime/)
   std::string scratch_dir;  // work directories of builds (removed after each build)
   std::string crt_dir;      // the crt source tree
-  absl::Duration time_limit = absl::Minutes(2);
+  absl::Duration time_limit = absl::Minutes(2);  // each of the two steps
+  // Limits of every process of a build's sandbox.
+  device::SandboxLimits limits = DefaultBuildLimits();
+
+  static device::SandboxLimits DefaultBuildLimits() {
+    device::SandboxLimits l;
+    l.max_processes = 128;
+    l.max_cpu_seconds = 300;
+    l.max_address_space_bytes = uint64_t{4} << 30;
+    l.max_open_files = 1024;
+    l.max_file_size_bytes = uint64_t{512} << 20;
+    return l;
+  }
 };
 
 class ImageBuilder {
@@ -75,24 +107,48 @@ class ImageBuilder {
   // The image of `unit` built with the template in `template_dir`: from the cache, or built now.
   // Errors: Unknown "compile failed" with the build's output (COMPILE_DEVICE); DeadlineExceeded
   // (BUILD_TIMEOUT) with the output so far; FailedPrecondition when the template cannot be run
-  // (a broken agent configuration); Internal for file system errors.
+  // (a broken agent configuration, or no sandbox: bubblewrap missing); Internal for file system
+  // errors.
   absl::StatusOr<Image> Build(const std::string& template_dir, const BuildUnit& unit,
                               absl::Time deadline);
 
   int64_t builds() const { return builds_.load(); }          // template runs that succeeded
   int64_t failed_builds() const { return failed_.load(); }   // failures and timeouts
   int64_t cache_hits() const { return cache_hits_.load(); }
+  // Cached images that failed their hash check (then rebuilt).
+  int64_t cache_mismatches() const { return cache_mismatches_.load(); }
 
  private:
-  absl::StatusOr<std::string> CrtFingerprint();
-  absl::StatusOr<Image> BuildLocked(const std::string& template_dir, const BuildUnit& unit,
-                                    const std::string& key, absl::Time deadline);
+  struct Snapshot {
+    std::string hash;  // of every file's name, mode and content
+    std::string dir;   // cache_dir/<kind>/<hash>
+    std::string source;  // what it is a snapshot of
+  };
+  // The crt tree's snapshot (its hash computed once; the snapshot made again if it went missing).
+  absl::StatusOr<Snapshot> CrtSnapshot();
+  absl::StatusOr<Snapshot> TemplateSnapshot(const std::string& template_dir);
+  absl::StatusOr<Image> BuildLocked(const Snapshot& tmpl, const Snapshot& crt,
+                                    const BuildUnit& unit, const std::string& key,
+                                    absl::Time deadline);
+  // The cached image of `key` if its files match their digests; nullopt (after removing a bad
+  // entry) otherwise.
+  absl::StatusOr<std::optional<Image>> CachedImage(const std::string& key);
+  // `build --runtime` for the template, in its sandbox.
+  absl::Status PrepareRuntime(const Snapshot& tmpl, const Snapshot& crt, absl::Time deadline);
+  // Runs one step of a template in a sandbox; the status says how it ended, as Build() does.
+  absl::Status RunStep(const std::vector<device::SandboxBind>& binds,
+                       const std::vector<std::string>& command, const std::string& working_dir,
+                       const std::string& step, absl::Time deadline);
 
   const ImageBuilderOptions options_;
-  std::atomic<int64_t> builds_{0}, failed_{0}, cache_hits_{0};
+  std::atomic<int64_t> builds_{0}, failed_{0}, cache_hits_{0}, cache_mismatches_{0};
   absl::Mutex mu_;
   std::set<std::string> in_flight_ ABSL_GUARDED_BY(mu_);
   std::string crt_fingerprint_ ABSL_GUARDED_BY(mu_);
+  // What this process stored or verified: key -> MANIFEST.
+  std::map<std::string, std::string> manifests_ ABSL_GUARDED_BY(mu_);
+  // One `build --runtime` at a time (in root mode the runtime cache is lent to its sandbox's uid).
+  absl::Mutex runtime_mu_;
 };
 
 // Creates `path` and its parents (like mkdir -p). Internal with the OS's text on failure.

@@ -1,5 +1,7 @@
 #include "agent/metrics.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <vector>
 
@@ -14,10 +16,20 @@ const prometheus::Histogram::BucketBoundaries& StageBuckets() {
   return *b;
 }
 
+// civetweb's options for prometheus::Exposer: the address, the worker threads and how long a
+// connection may hold one without completing its request.
+std::vector<std::string> ServerOptions(const std::string& address, const AgentMetricsOptions& o) {
+  return {"listening_ports", address,
+          "num_threads", absl::StrCat(std::max(o.server_threads, 1)),
+          "request_timeout_ms",
+          absl::StrCat(std::max<int64_t>(absl::ToInt64Milliseconds(o.request_timeout), 1))};
+}
+
 }  // namespace
 
-AgentMetrics::AgentMetrics()
-    : registry_(std::make_shared<prometheus::Registry>()),
+AgentMetrics::AgentMetrics(AgentMetricsOptions options)
+    : options_(options),
+      registry_(std::make_shared<prometheus::Registry>()),
       connected_(prometheus::BuildGauge()
                      .Name("benchfarm_agent_tracker_connected")
                      .Help("1 while the agent is registered with its tracker")
@@ -77,7 +89,7 @@ AgentMetrics::AgentMetrics()
 
 absl::Status AgentMetrics::Serve(const std::string& address) {
   try {
-    exposer_ = std::make_unique<prometheus::Exposer>(address);
+    exposer_ = std::make_unique<prometheus::Exposer>(ServerOptions(address, options_));
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("metrics: cannot serve on ", address, ": ", e.what()));
   }

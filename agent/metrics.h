@@ -14,6 +14,13 @@
 //                                                           measure
 //   benchfarm_agent_spooled_results                         gauge: results not yet acknowledged
 //
+// Every label value comes from the agent's config (board ids) or from a fixed set (results,
+// stages, ErrorCode names), so the series are bounded.
+//
+// The HTTP server (civetweb inside prometheus::Exposer) gives each connection a worker thread
+// until the connection sends its request or request_timeout passes: idle or slow connections
+// hold at most server_threads workers for at most request_timeout each.
+//
 // Thread-safety: safe from any thread.
 
 #ifndef BENCHFARM_AGENT_METRICS_H_
@@ -26,6 +33,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
 #include "prometheus/gauge.h"
@@ -34,12 +42,23 @@
 
 namespace benchfarm::agent {
 
+struct AgentMetricsOptions {
+  // HTTP worker threads: one per connection being served or waited on (civetweb's num_threads;
+  // prometheus-cpp's default is 2, so two idle connections stalled every scrape).
+  int server_threads = 8;
+  // How long a connection may take to send its whole request (and to take the response) before
+  // it is dropped (civetweb's request_timeout_ms; its default is 30 s).
+  absl::Duration request_timeout = absl::Seconds(5);
+};
+
 class AgentMetrics {
  public:
-  AgentMetrics();
+  AgentMetrics() : AgentMetrics(AgentMetricsOptions()) {}
+  explicit AgentMetrics(AgentMetricsOptions options);
 
-  // Serves /metrics on address ("0.0.0.0:9471"; port 0 picks one). Errors: Unavailable with the
-  // library's message when the address cannot be bound.
+  // Serves /metrics on address ("127.0.0.1:9471"; port 0 picks one) with options' server_threads
+  // and request_timeout. Errors: Unavailable with the library's message when the address cannot
+  // be bound.
   absl::Status Serve(const std::string& address);
   int port() const;
 
@@ -59,6 +78,7 @@ class AgentMetrics {
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
  private:
+  const AgentMetricsOptions options_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   prometheus::Gauge& connected_;

@@ -85,6 +85,7 @@ class QemuAgentTest : public ::testing::Test {
     v1::AgentConfig c;
     c.set_agent_id("agent-qemu");
     c.set_tracker_address(tracker_->address());
+    c.mutable_credentials()->set_insecure(true);  // the in-process tracker serves plain text
     c.set_scratch_dir(dir_ + "/scratch");
     c.set_cache_dir(dir_ + "/cache");
     c.set_spool_dir(dir_ + "/spool");

@@ -67,7 +67,8 @@ class ScenarioTracker {
   std::string Start(const std::string& database) {
     unlink(database.c_str());
     absl::StatusOr<std::string> address = process_.Start(
-        {"--database=" + database, "--listen=127.0.0.1:0", "--metrics=off", "--log_level=warn"});
+        {"--database=" + database, "--listen=127.0.0.1:0", "--metrics=off", "--log_level=warn",
+         "--insecure"});
     if (!address.ok()) {
       std::fprintf(stderr, "tracker_bench: %s\n", std::string(address.status().message()).c_str());
       return "";

@@ -146,7 +146,7 @@ TEST(DeployExamples, EmulatedAgentHasHostProcessAndQemuBoards) {
   EXPECT_EQ(config.boards(3).qemu().machine(), "netduinoplus2");
   EXPECT_TRUE(config.boards(3).qemu().deterministic());
   EXPECT_EQ(config.tracker_address(), "localhost:7070");
-  EXPECT_EQ(config.metrics_address(), "0.0.0.0:9471");
+  EXPECT_EQ(config.metrics_address(), "127.0.0.1:9471");  // loopback, as prometheus.yml scrapes
 }
 
 TEST(DeployExamples, ParserReportsAMisspelledField) {

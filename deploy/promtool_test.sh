@@ -18,8 +18,8 @@ promtool test rules "$deploy/prometheus/alerts_test.yml" || fail "promtool test 
 # The config scrapes the ports the example configs serve /metrics on.
 grep -q '"localhost:9470"' "$deploy/prometheus/prometheus.yml" || fail "tracker target"
 grep -q '"localhost:9471"' "$deploy/prometheus/prometheus.yml" || fail "agent target"
-grep -q 'metrics_address: "0.0.0.0:9470"' "$deploy/examples/tracker.textproto" || fail "tracker metrics port"
-grep -q 'metrics_address: "0.0.0.0:9471"' "$deploy/examples/agent-emulated.textproto" || fail "agent metrics port"
+grep -q 'metrics_address: "127.0.0.1:9470"' "$deploy/examples/tracker.textproto" || fail "tracker metrics port"
+grep -q 'metrics_address: "127.0.0.1:9471"' "$deploy/examples/agent-emulated.textproto" || fail "agent metrics port"
 
 python3 -m json.tool "$deploy/grafana/benchfarm.json" >/dev/null || fail "benchfarm.json is not JSON"
 python3 "$deploy/check_monitoring.py" "$deploy/prometheus/metrics.txt" "$deploy/grafana/benchfarm.json" \

@@ -1,7 +1,7 @@
-// HostProcessFlasher. The board process is a Subprocess with resource limits, shared between the
-// flasher (which stops it and tells crashes from stops) and its link; the link is an FdTransport
-// over its pipes or a PtyTransport on the path it prints, wrapped so that a dead link's error
-// says how the board died.
+// HostProcessFlasher. The board process is a sandboxed Subprocess (device/sandbox.h) with resource
+// limits, shared between the flasher (which stops it and tells crashes from stops) and its link;
+// the link is an FdTransport over its pipes or a PtyTransport on the path it prints (seen from
+// outside its sandbox), wrapped so that a dead link's error says how the board died.
 
 #include "device/host_process_flasher.h"
 
@@ -20,13 +20,17 @@
 #include "base/process_exit.h"
 #include "base/status_macros.h"
 #include "device/fd_transport.h"
+#include "device/firmware_hash.h"
 #include "device/pty_transport.h"
+#include "device/sandbox.h"
 
 namespace benchfarm::device {
 namespace {
 
 constexpr absl::string_view kName = "host-process";
 constexpr absl::string_view kPtyPrefix = "pty: ";
+// Where the image is in the board's sandbox.
+constexpr char kImageInSandbox[] = "/bf/image";
 // Longest first line accepted while looking for "pty: <path>".
 constexpr size_t kMaxPtyLine = 4096;
 // How long a failed Read/Write waits for the board's exit to report it.
@@ -186,21 +190,50 @@ absl::Status HostProcessFlasher::Flash(const FirmwareImage& image, absl::Time de
 }
 
 absl::Status HostProcessFlasher::Start(const FirmwareImage& image, absl::Time deadline) {
+  // Checked here, since in the sandbox an image that cannot run is only a board that ends at once.
+  if (access(image.path.c_str(), X_OK) != 0) {
+    const int err = errno;
+    return OpenErrorToStatus(
+        err, absl::StrCat(kName, ": cannot start image ", image.path, ": not executable"));
+  }
+  SandboxOptions sandbox;
+  sandbox.binds.push_back({image.path, kImageInSandbox, /*writable=*/false});
+  sandbox.working_dir = "/tmp";
+  sandbox.tmpfs_bytes = options_.tmp_bytes;
+  sandbox.limits.max_processes = options_.max_processes;
+  sandbox.limits.max_cpu_seconds = options_.max_cpu_seconds;
+  sandbox.limits.max_address_space_bytes = options_.max_address_space_bytes;
+  sandbox.limits.max_open_files = options_.max_open_files;
+
   SubprocessOptions sub;
-  // A relative path names a file here, never a program to look up in $PATH.
-  sub.argv.push_back(image.path.find('/') == std::string::npos ? absl::StrCat("./", image.path)
-                                                               : image.path);
+  sub.argv.push_back(kImageInSandbox);
   sub.argv.insert(sub.argv.end(), options_.extra_args.begin(), options_.extra_args.end());
+  if (!SandboxHasProc()) {
+    // The board cannot hash /proc/self/exe in a sandbox without /proc: it is told the hash.
+    std::string hash = image.content_hash;
+    if (hash.empty()) {
+      absl::StatusOr<std::string> hashed = HashFile(image.path);
+      if (!hashed.ok()) return Prefixed(hashed.status(), absl::StrCat(kName, ": "));
+      hash = *hashed;
+    }
+    sub.argv.insert(sub.argv.end(), {"--firmware-hash", hash});
+  }
   if (options_.use_pty) sub.argv.push_back("--pty");
   sub.stdin_mode = options_.use_pty ? StdioMode::kNull : StdioMode::kPipe;
   sub.stdout_mode = StdioMode::kPipe;
   sub.stderr_path = options_.stderr_path;
+  // bwrap's own limits (the sandbox sets its own inside).
   sub.limits.max_address_space_bytes = options_.max_address_space_bytes;
   sub.limits.max_cpu_seconds = options_.max_cpu_seconds;
   sub.limits.max_open_files = options_.max_open_files;
   sub.limits.core_dumps = options_.core_dumps;
+  absl::StatusOr<SubprocessOptions> sandboxed = SandboxedSubprocess(sandbox, std::move(sub));
+  if (!sandboxed.ok()) {
+    return Prefixed(sandboxed.status(),
+                    absl::StrCat(kName, ": cannot start image ", image.path, ": "));
+  }
 
-  absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(sub);
+  absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(*sandboxed);
   if (!started.ok()) {
     return Prefixed(started.status(),
                     absl::StrCat(kName, ": cannot start image ", image.path, ": "));
@@ -235,7 +268,12 @@ absl::Status HostProcessFlasher::Start(const FirmwareImage& image, absl::Time de
     if (!attached.ok()) return fail(Prefixed(attached, absl::StrCat(kName, ": ")));
     absl::StatusOr<std::string> path = ReadPtyPath(*console, *process, image.path, deadline);
     if (!path.ok()) return fail(path.status());
-    auto pty = std::make_unique<PtyTransport>(*path);
+    // The pty is on the sandbox's own /dev/pts.
+    absl::StatusOr<std::string> outside = PathIntoSandbox(process->pid(), *path);
+    if (!outside.ok()) {
+      return fail(Prefixed(outside.status(), absl::StrCat(kName, ": image ", image.path, ": ")));
+    }
+    auto pty = std::make_unique<PtyTransport>(*outside);
     absl::Status opened = pty->Open();
     if (!opened.ok()) {
       return fail(Prefixed(opened, absl::StrCat(kName, ": image ", image.path, ": ")));

@@ -3,17 +3,23 @@
 // child of this process.
 //
 // Flash(image) stops the running board, if any (see Stop()), and starts
-//     <image.path> <extra_args...> [--pty]
-// as a new child (device/subprocess.h): its own process group, default signal dispositions, the
-// configured resource limits set in the child before exec (RLIMIT_AS 1 GiB by default, no core
-// dumps), stderr to a file or inherited. The link to it is then transport():
+//     /bf/image <extra_args...> [--pty]
+// in a sandbox (device/sandbox.h), the image bound read-only at /bf/image: no network, a
+// read-only system and no other host file, a private /tmp (tmp_bytes) as the only writable
+// place, its own PID namespace (everything the board starts, setsid() daemons included, dies with
+// it: at the next Flash(), Stop(), or when this process goes), an unprivileged uid, and resource
+// limits (processes, CPU, address space — 1 GiB by default —, open files, no core dumps). The
+// sandbox's bwrap is the child (device/subprocess.h): its own session and process group, stderr
+// to a file or inherited, and the limits also set on it; a SIGTERM to its group reaches the board,
+// and its exit is the board's. The link to it is then transport():
 //   - pipes (default): the child's stdin and stdout. Closing the transport is end of input for
 //     the board, which then exits (its stdout keeps a reader until the next Flash(), so it never
 //     fails on EPIPE); it cannot be reopened — flash again.
 //   - use_pty: the child gets --pty and /dev/null as stdin; Flash() reads its first stdout line,
-//     "pty: <path>", and opens that path as a PtyTransport (raw). The board keeps its slave open,
-//     so the transport may be closed and reopened, and the boot signature is never lost. Further
-//     output on the child's stdout is not read.
+//     "pty: <path>", and opens that path — on the sandbox's own /dev/pts, reached from here as
+//     /proc/<sandbox init>/root/dev/pts/N — as a PtyTransport (raw). The board keeps its slave
+//     open, so the transport may be closed and reopened, and the boot signature is never lost.
+//     Further output on the child's stdout is not read.
 // Flash() returns once the process runs (and, with use_pty, once the pty is open); the board's
 // boot signature is then waiting on the link. Reads and writes on a link that fails because the
 // board died say how it died ("...; the board process ended: killed by signal 11 (...)").
@@ -21,9 +27,11 @@
 // Errors of Flash() (every message starts "host-process: " and names the image):
 //   InvalidArgument     image.path is empty.
 //   NotFound            the image does not exist.
-//   PermissionDenied    the image is not executable by this user.
-//   FailedPrecondition  the image is not a regular file or not an executable format; or, with
-//                       use_pty, it did not print "pty: <path>" as its first line.
+//   PermissionDenied    the image is not executable.
+//   FailedPrecondition  the image is not a regular file; bubblewrap is not installed (the message
+//                       says `apt install bubblewrap`); or, with use_pty, it did not print
+//                       "pty: <path>" as its first line. (An image the kernel cannot execute
+//                       starts a sandbox that ends at once with exit code 126.)
 //   DeadlineExceeded    the deadline passed before the old board was stopped or (use_pty) before
 //                       the new one printed its pty path; the new process has been killed.
 //   Unknown             (use_pty) the new process ended before it printed its pty path; the
@@ -69,11 +77,15 @@ struct HostProcessFlasherOptions {
   bool use_pty = false;
   // Arguments after the image path (before --pty), e.g. {"--kind", "host-fast"}.
   std::vector<std::string> extra_args;
-  // Resource limits of the board process, each set as soft and hard limit; 0 = inherited.
+  // Resource limits of each process of the board's sandbox, each set as soft and hard limit;
+  // 0 = none of that kind.
   uint64_t max_address_space_bytes = uint64_t{1} << 30;  // RLIMIT_AS, default 1 GiB
-  uint64_t max_cpu_seconds = 0;                          // RLIMIT_CPU (SIGXCPU when reached)
-  uint64_t max_open_files = 0;                           // RLIMIT_NOFILE
-  // false sets RLIMIT_CORE to 0, so crashing boards leave no core files behind.
+  uint64_t max_cpu_seconds = 3600;                       // RLIMIT_CPU (SIGXCPU when reached)
+  uint64_t max_open_files = 256;                         // RLIMIT_NOFILE
+  uint64_t max_processes = 64;                           // RLIMIT_NPROC: processes and threads
+  // The board's private /tmp (a tmpfs of at most this size), its only writable directory.
+  uint64_t tmp_bytes = uint64_t{64} << 20;
+  // Core dumps: never from the sandbox (RLIMIT_CORE 0); this only concerns bwrap itself.
   bool core_dumps = false;
   // Empty: the board's stderr is this process's. Otherwise appended to this file (created 0644).
   std::string stderr_path;
@@ -103,7 +115,8 @@ class HostProcessFlasher final : public Flasher {
   // failed Flash(). Owned by this flasher; lifetime: see the file comment.
   Transport* transport();
 
-  // The board's process id (also its process group id); -1 when there is none.
+  // The board's process id (also its process group and session id) — its sandbox's bwrap, whose
+  // exit is the board's; -1 when there is none.
   pid_t pid() const;
 
   // The image the current board was started from; nullopt when there is none.

@@ -4,6 +4,7 @@
 
 #include "device/host_process_flasher.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -25,6 +26,7 @@
 #include "device/firmware_hash.h"
 #include "device/host_session.h"
 #include "device/rpc_client.h"
+#include "device/sandbox.h"
 
 namespace benchfarm::device {
 namespace {
@@ -143,7 +145,9 @@ TEST(HostProcessFlasher, ServesTheLinkOnAPty) {
   ASSERT_TRUE(s.ok()) << s;
   Transport* link = flasher.transport();
   ASSERT_NE(link, nullptr);
-  EXPECT_TRUE(absl::StartsWith(link->Name(), "pty:/dev/")) << link->Name();
+  // The board's own pty, in its sandbox: /proc/<sandbox init>/root/dev/pts/N from here.
+  EXPECT_TRUE(absl::StartsWith(link->Name(), "pty:/proc/")) << link->Name();
+  EXPECT_TRUE(absl::StrContains(link->Name(), "/root/dev/pts/")) << link->Name();
   auto boot = ReadExactly(*link, kBootSignature.size(), Soon());
   ASSERT_TRUE(boot.ok()) << boot.status();
   EXPECT_EQ(*boot, kBootSignature);
@@ -179,6 +183,21 @@ TEST(HostProcessFlasher, TheBoardReportsTheImageHashAndExtraArgs) {
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->board_kind, "host-test");
   // What the agent compares to skip flashing: the board's own hash of its executable.
+  EXPECT_EQ(info->firmware_hash, image.content_hash);
+}
+
+TEST(HostProcessFlasher, TheBoardReportsTheImageHashInASandboxWithoutProc) {
+  SetSandboxProcForTesting(false);  // as after CheckSandbox() on a host that refuses a fresh /proc
+  HostProcessFlasher flasher;
+  const FirmwareImage image = Image(BoardPath());
+  absl::Status flashed = flasher.Flash(image, Soon());
+  SetSandboxProcForTesting(true);
+  ASSERT_TRUE(flashed.ok()) << flashed;
+  HostSession session(flasher.transport(), SessionOptions{});
+  ASSERT_TRUE(session.Connect(Soon()).ok());
+  RpcClient client(&session);
+  auto info = client.GetDeviceInfo(Soon());
+  ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->firmware_hash, image.content_hash);
 }
 
@@ -369,6 +388,62 @@ TEST(HostProcessFlasher, DestructionStopsTheBoard) {
     pid = flasher.pid();
   }
   EXPECT_TRUE(Reaped(pid));
+}
+
+// Processes whose command line contains `marker`.
+int ProcessesWith(const std::string& marker) {
+  int found = 0;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return -1;
+  while (struct dirent* e = readdir(proc)) {
+    const std::string cmdline = ReadFile(absl::StrCat("/proc/", e->d_name, "/cmdline"));
+    if (absl::StrContains(cmdline, marker)) ++found;
+  }
+  closedir(proc);
+  return found;
+}
+
+TEST(HostProcessFlasher, TheBoardRunsInItsSandbox) {
+  HostProcessFlasher flasher;
+  const std::string secret = TempDir() + "/host-secret";
+  std::ofstream(secret) << "host-only\n";
+  const std::string probe = TempDir() + "/probe";
+  std::ofstream(probe, std::ios::trunc)
+      << "#!/bin/bash\n"  // for /dev/tcp
+      << absl::StrCat("id -u; cat ", secret, " 2>&1; cat /etc/shadow 2>&1; echo x > ", TempDir(),
+                      "/written 2>&1 || echo no-write; echo x > /tmp/t && echo tmp-ok; ",
+                      "(exec 3<>/dev/tcp/127.0.0.1/22) 2>/dev/null || echo no-net\n");
+  chmod(probe.c_str(), 0755);
+  ASSERT_TRUE(flasher.Flash(Image(probe), Soon()).ok());
+  absl::Status end;
+  const std::string out = ReadToEnd(*flasher.transport(), &end);
+  EXPECT_NE(out.substr(0, 2), "0\n") << out;  // not root
+  EXPECT_FALSE(absl::StrContains(out, "host-only")) << out;
+  EXPECT_TRUE(absl::StrContains(out, "/etc/shadow: No such file")) << out;
+  EXPECT_TRUE(absl::StrContains(out, "no-write")) << out;
+  EXPECT_TRUE(absl::StrContains(out, "tmp-ok")) << out;  // its private /tmp
+  EXPECT_TRUE(absl::StrContains(out, "no-net")) << out;
+  struct stat st;
+  EXPECT_NE(stat((TempDir() + "/written").c_str(), &st), 0);
+}
+
+TEST(HostProcessFlasher, NothingTheBoardStartedOutlivesTheNextFlash) {
+  HostProcessFlasher flasher;
+  const std::string marker = absl::StrCat("4242.", getpid());
+  // The marker put together in the shell, so that only the daemon's command line has it.
+  const std::string daemon = WriteScript(
+      "daemon", absl::StrCat("m=4242.; m=${m}", getpid(),
+                             "; setsid sleep $m </dev/null >/dev/null 2>&1 & echo ready; exec sleep 600\n"));
+  ASSERT_TRUE(flasher.Flash(Image(daemon), Soon()).ok());
+  auto ready = ReadExactly(*flasher.transport(), 6, Soon());
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  absl::Time until = absl::Now() + absl::Seconds(5);
+  while (ProcessesWith(marker) == 0 && absl::Now() < until) absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(ProcessesWith(marker), 1);
+  ASSERT_TRUE(flasher.Flash(Image(BoardPath()), Soon()).ok());
+  until = absl::Now() + absl::Seconds(5);
+  while (ProcessesWith(marker) > 0 && absl::Now() < until) absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(ProcessesWith(marker), 0);
 }
 
 TEST(HostProcessFlasher, IsAFlasher) {

@@ -12,12 +12,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "device/sandbox.h"
 
 namespace benchfarm::device {
 namespace {
@@ -25,6 +28,7 @@ namespace {
 constexpr char kPtyMarker[] = "char device redirected to ";
 constexpr size_t kMaxStartOutput = 16 * 1024;
 constexpr absl::Duration kStopGrace = absl::Seconds(2);
+constexpr char kImageInSandbox[] = "/bf/image";
 
 // Drains `fd` until end of file, appending to `log_path` when set; closes fd.
 void Drain(int fd, std::string log_path) {
@@ -126,17 +130,53 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
   absl::MutexLock lock(&mu_);
   (void)StopLocked();
 
+  // QEMU itself is looked up here: in the sandbox a missing one is only an exit code.
+  std::string binary = options_.binary.empty() ? "qemu-system-arm" : options_.binary;
+  if (binary.find('/') == std::string::npos) {
+    const char* path_env = std::getenv("PATH");
+    std::string found;
+    for (absl::string_view dir :
+         absl::StrSplit(path_env != nullptr ? path_env : "/usr/bin:/bin", ':', absl::SkipEmpty())) {
+      const std::string candidate = absl::StrCat(dir, "/", binary);
+      if (access(candidate.c_str(), X_OK) == 0) {
+        found = candidate;
+        break;
+      }
+    }
+    if (found.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(name, ": cannot run ", binary,
+                       " (not found in PATH); install it with: apt install qemu-system-arm"));
+    }
+    binary = found;
+  } else if (access(binary.c_str(), X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(name, ": cannot run ", binary, " (", strerror(errno),
+                     "); install it with: apt install qemu-system-arm"));
+  }
+  SandboxOptions sandbox;
+  sandbox.binds.push_back({image.path, kImageInSandbox, /*writable=*/false});
+  if (binary.rfind("/usr/", 0) != 0) {
+    // A QEMU outside /usr (a local build) is bound where it is.
+    sandbox.binds.push_back({binary, binary, /*writable=*/false});
+  }
+  sandbox.working_dir = "/tmp";
+  sandbox.tmpfs_bytes = 16 << 20;
+  sandbox.limits.max_processes = 256;  // QEMU's threads count
+  sandbox.limits.max_open_files = 1024;
+
   SubprocessOptions so;
-  so.argv = CommandLine(image.path);
+  so.argv = CommandLine(kImageInSandbox);
+  so.argv[0] = binary;
   so.stdin_mode = StdioMode::kNull;
   so.stdout_mode = StdioMode::kPipe;
   so.stderr_to_stdout = true;
-  absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(so);
-  if (absl::IsNotFound(started.status()) || absl::IsPermissionDenied(started.status())) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(name, ": cannot run ", so.argv[0], " (", started.status().message(),
-                     "); install it with: apt install qemu-system-arm"));
+  absl::StatusOr<SubprocessOptions> sandboxed = SandboxedSubprocess(sandbox, so);
+  if (!sandboxed.ok()) {
+    return absl::Status(sandboxed.status().code(),
+                        absl::StrCat(name, ": ", sandboxed.status().message()));
   }
+  absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(*sandboxed);
   if (!started.ok()) {
     return absl::Status(started.status().code(),
                         absl::StrCat(name, ": ", started.status().message()));
@@ -172,11 +212,20 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
     if (eof) {
       return absl::FailedPreconditionError(absl::StrCat(
           name, ": QEMU exited at start (", ended.ok() ? ended->ToString() : "still running",
-          "): ", text.empty() ? std::string("no output") : text, " [", absl::StrJoin(so.argv, " "), "]"));
+          "): ", text.empty() ? std::string("no output") : text, " [",
+          absl::StrJoin(CommandLine(image.path), " "), "]"));
     }
     return absl::DeadlineExceededError(absl::StrCat(
         name, ": QEMU did not report its serial pty by the deadline; output: ", text));
   }
+  // The pty is on the sandbox's own /dev/pts.
+  absl::StatusOr<std::string> outside = PathIntoSandbox(qemu->pid(), *pty);
+  if (!outside.ok()) {
+    close(fd);
+    (void)qemu->Stop(absl::Milliseconds(200), absl::Now() + kStopGrace);
+    return absl::InternalError(absl::StrCat(name, ": ", outside.status().message()));
+  }
+  pty = *outside;
   std::thread(Drain, fd, options_.log_path).detach();
   if (!options_.serial_link.empty()) {
     const std::string tmp = absl::StrCat(options_.serial_link, ".tmp.", getpid());

@@ -1,11 +1,14 @@
 // QemuFlasher: the Flasher for an emulated microcontroller. "Flashing" starts
-//     qemu-system-arm -M <machine> -display none -monitor none -serial pty -kernel <image>
+//     qemu-system-arm -M <machine> -display none -monitor none -serial pty -kernel /bf/image
 //                     [-icount shift=<n>,align=off,sleep=off] <extra_args...>
-// (stopping the QEMU that ran before), reads QEMU's "char device redirected to /dev/pts/N" line and
-// points `serial_link` (a symlink) at that pty. The board's UART is then an ordinary serial port
-// to the rest of the farm: the agent opens `serial_link` like /dev/serial/by-id/..., with the same
-// code as for a USB-serial adapter. Restarting QEMU is the board's reset. QEMU ending on its own
-// (it crashed, or the machine powered off) is reported by Exited().
+// (stopping the QEMU that ran before) in a sandbox (device/sandbox.h: the image bound read-only at
+// /bf/image, no network, a read-only system, a private /tmp, its own PID namespace, an
+// unprivileged uid, limits), reads QEMU's "char device redirected to /dev/pts/N" line and points
+// `serial_link` (a symlink) at that pty — on the sandbox's own /dev/pts, reached from outside as
+// /proc/<sandbox init>/root/dev/pts/N. The board's UART is then an ordinary serial port to the
+// rest of the farm: the agent opens `serial_link` like /dev/serial/by-id/..., with the same code
+// as for a USB-serial adapter. Restarting QEMU is the board's reset. QEMU ending on its own (it
+// crashed, or the machine powered off) is reported by Exited().
 //
 // Deterministic mode (-icount): the guest's clocks advance by 2^icount_shift ns per executed
 // instruction instead of with host time, so an on-chip timer measures instructions: the same
@@ -14,8 +17,9 @@
 // Errors of Flash() (every message starts "qemu:<machine>: "):
 //   InvalidArgument     no machine configured, or icount_shift outside 0..10.
 //   NotFound            the image does not exist.
-//   FailedPrecondition  qemu-system-arm is not installed (apt install qemu-system-arm), or QEMU
-//                       refused the machine or image and exited; the message has QEMU's own text.
+//   FailedPrecondition  qemu-system-arm is not installed (apt install qemu-system-arm), nor
+//                       bubblewrap (apt install bubblewrap), or QEMU refused the machine or image
+//                       and exited; the message has QEMU's own text.
 //   DeadlineExceeded    QEMU did not report its pty by the deadline; it has been killed.
 //   Internal            an OS failure (fork, pipes, the symlink).
 // After a failed Flash() no QEMU runs.
@@ -64,7 +68,8 @@ class QemuFlasher final : public Flasher {
   // "qemu:<machine>".
   std::string Name() const override;
 
-  // The pty of the running QEMU ("/dev/pts/N"); empty when none runs.
+  // The pty of the running QEMU as this process reaches it ("/proc/<pid>/root/dev/pts/N");
+  // empty when none runs.
   std::string port() const;
   // How QEMU ended if it ended by itself (not through Stop or a new Flash); nullopt while it runs
   // or when none was started. Never blocks.
@@ -73,7 +78,8 @@ class QemuFlasher final : public Flasher {
   std::optional<base::ProcessExit> WaitExited(absl::Time deadline);
   // Ends QEMU (SIGTERM, then SIGKILL) and removes serial_link. No-op when none runs.
   void Stop();
-  // The QEMU command line for `image` (for logs, docs and tests).
+  // The QEMU command line for `image` (for logs, docs and tests). Flash() runs it in the sandbox
+  // with the image at /bf/image.
   std::vector<std::string> CommandLine(const std::string& image) const;
 
  private:

@@ -54,7 +54,7 @@ class UniqueFd {
 };
 
 // The step of the child's set-up that failed, reported over the error pipe.
-enum ChildStep : int { kSetpgid = 1, kDup2, kChdir, kSetrlimit, kExec };
+enum ChildStep : int { kSetpgid = 1, kDup2, kChdir, kSetrlimit, kExec, kSetsid };
 
 struct ChildError {
   int step;
@@ -77,6 +77,8 @@ struct ChildPlan {
   int stdout_fd = -1;
   int stderr_fd = -1;
   bool stderr_to_stdout = false;
+  bool new_session = false;
+  bool launcher = false;
   LimitToSet limits[4];
   int num_limits = 0;
   int error_fd = -1;
@@ -90,12 +92,23 @@ struct ChildPlan {
     (void)ignored;
     _exit(127);
   };
-  if (setpgid(0, 0) != 0) fail(kSetpgid, 0);
+  if (plan.new_session) {
+    if (setsid() < 0) fail(kSetsid, 0);
+  } else if (setpgid(0, 0) != 0) {
+    fail(kSetpgid, 0);
+  }
 
   struct sigaction dfl;
   std::memset(&dfl, 0, sizeof(dfl));
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) (void)sigaction(sig, &dfl, nullptr);  // EINVAL for some
+  if (plan.launcher) {
+    // Inherited across exec by the launcher, which passes them on: its command resets them.
+    struct sigaction ign;
+    std::memset(&ign, 0, sizeof(ign));
+    ign.sa_handler = SIG_IGN;
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) (void)sigaction(sig, &ign, nullptr);
+  }
 
   if (plan.stdin_fd >= 0 && dup2(plan.stdin_fd, STDIN_FILENO) < 0) fail(kDup2, 0);
   if (plan.stdout_fd >= 0 && dup2(plan.stdout_fd, STDOUT_FILENO) < 0) fail(kDup2, 0);
@@ -206,6 +219,8 @@ absl::Status ChildErrorToStatus(const ChildError& e, const std::string& name,
           absl::StrCat(name, ": cannot start: setrlimit(", ResourceName(e.resource), "): ", text));
     case kSetpgid:
       return absl::InternalError(absl::StrCat(name, ": cannot start: setpgid: ", text));
+    case kSetsid:
+      return absl::InternalError(absl::StrCat(name, ": cannot start: setsid: ", text));
     default:
       return absl::InternalError(absl::StrCat(name, ": cannot start: dup2: ", text));
   }
@@ -226,6 +241,8 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
   plan.path = path.c_str();
   if (!options.working_dir.empty()) plan.working_dir = options.working_dir.c_str();
   plan.stderr_to_stdout = options.stderr_to_stdout;
+  plan.new_session = options.new_session;
+  plan.launcher = options.launcher;
 
   // Limits: soft = hard = the request, never above what this process may grant.
   auto add_limit = [&](int resource, rlim_t soft, rlim_t hard) -> absl::Status {
@@ -325,8 +342,10 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
   if (pid < 0) return absl::InternalError(absl::StrCat(name, ": fork: ", ErrnoText(fork_errno)));
 
   // Also set the group from this side, so a Signal() right after Start() cannot miss it. EACCES
-  // (the child has exec'd: it set its group itself) and ESRCH are fine.
-  (void)setpgid(pid, pid);
+  // (the child has exec'd: it set its group itself) and ESRCH are fine. Not for a new session:
+  // setsid() fails in a process that already leads a group (and Start() returns only after the
+  // child's exec, so after its setsid(), anyway).
+  if (!options.new_session) (void)setpgid(pid, pid);
   child_in.Reset();
   child_out.Reset();
   child_err.Reset();
@@ -352,14 +371,16 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
   }
 
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  return std::unique_ptr<Subprocess>(
-      new Subprocess(pid, pidfd, name, our_in.Release(), our_out.Release()));
+  return std::unique_ptr<Subprocess>(new Subprocess(pid, pidfd, name, our_in.Release(),
+                                                    our_out.Release(), options.launcher));
 }
 
-Subprocess::Subprocess(pid_t pid, int pidfd, std::string name, int stdin_fd, int stdout_fd)
+Subprocess::Subprocess(pid_t pid, int pidfd, std::string name, int stdin_fd, int stdout_fd,
+                       bool launcher)
     : pid_(pid),
       pidfd_(pidfd),
       name_(std::move(name)),
+      launcher_(launcher),
       stdin_fd_(stdin_fd),
       stdout_fd_(stdout_fd) {}
 
@@ -413,6 +434,11 @@ absl::StatusOr<std::optional<base::ProcessExit>> Subprocess::PollLocked() {
     return absl::InternalError(absl::StrCat(name_, ": waitpid(", pid_, "): ", ErrnoText(errno)));
   }
   exit_ = base::ProcessExit::FromWaitStatus(wait_status);
+  if (launcher_ && exit_->exit_code > 128 && exit_->exit_code <= 128 + 64) {
+    // The launcher's command was killed by this signal.
+    exit_->signal = exit_->exit_code - 128;
+    exit_->exit_code = -1;
+  }
   return exit_;
 }
 

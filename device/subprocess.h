@@ -11,8 +11,10 @@
 // The child:
 //   - runs argv[0]: a path if it contains '/', else the first executable match in $PATH
 //     (looked up here, before fork, so a missing program is a clear NotFound);
-//   - leads a new process group (pgid == pid), so Signal() reaches whatever it forks;
-//   - has an empty signal mask and default dispositions for every signal;
+//   - leads a new process group (pgid == pid), so Signal() reaches whatever it forks (and, with
+//     new_session, a new session without a controlling terminal);
+//   - has an empty signal mask and default dispositions for every signal (a launcher: SIGTERM,
+//     SIGINT and SIGHUP ignored);
 //   - inherits no descriptor of this process except its stdin/stdout/stderr (everything else is
 //     marked close-on-exec in the child);
 //   - gets each non-zero ResourceLimits field as both its soft and hard limit (clamped to this
@@ -74,6 +76,18 @@ struct SubprocessOptions {
   // if that is set; else inherited. Setting both is InvalidArgument.
   bool stderr_to_stdout = false;
   std::string stderr_path;
+  // The child calls setsid() instead of setpgid(): it leads a new session as well as a new process
+  // group (its group id is still its pid), so it and everything it starts have no controlling
+  // terminal — nothing in it can open /dev/tty to read from or type into the terminal this
+  // process runs in.
+  bool new_session = false;
+  // argv[0] is a launcher that runs the real command as its descendant in the same process group
+  // and exits as that command did — a sandbox (device/sandbox.h). Then the child starts with
+  // SIGTERM, SIGINT and SIGHUP ignored (the launcher does not die of a Signal() to the group; the
+  // command, which resets them, ends on its own terms and the launcher follows), and an exit code
+  // 128+N (N = 1..64), which is how such launchers report a command killed by signal N, is
+  // reported as that signal.
+  bool launcher = false;
 };
 
 class Subprocess {
@@ -129,7 +143,7 @@ class Subprocess {
   absl::StatusOr<base::ProcessExit> Stop(absl::Duration grace, absl::Time deadline);
 
  private:
-  Subprocess(pid_t pid, int pidfd, std::string name, int stdin_fd, int stdout_fd);
+  Subprocess(pid_t pid, int pidfd, std::string name, int stdin_fd, int stdout_fd, bool launcher);
 
   // Reaps the child if it has ended (killing its group first). Returns the exit, nullopt if it
   // still runs, or Internal.
@@ -139,6 +153,7 @@ class Subprocess {
   // Readable once the child has ended; -1 where pidfd_open is unavailable (then waits poll).
   const int pidfd_;
   const std::string name_;
+  const bool launcher_;
 
   mutable absl::Mutex mu_;
   int stdin_fd_ ABSL_GUARDED_BY(mu_);

@@ -247,6 +247,51 @@ TEST(Subprocess, ResetsIgnoredSignalsAndTheMask) {
   EXPECT_EQ(exit->signal, SIGUSR1);
 }
 
+TEST(Subprocess, ANewSessionHasNoControllingTerminal) {
+  SubprocessOptions options = Shell("echo ready; exec sleep 30");
+  options.new_session = true;
+  auto child = Subprocess::Start(options);
+  ASSERT_TRUE(child.ok()) << child.status();
+  const int out = (*child)->TakeStdout();
+  EXPECT_EQ(ReadLine(out), "ready");
+  EXPECT_EQ(getsid((*child)->pid()), (*child)->pid());
+  EXPECT_EQ(getpgid((*child)->pid()), (*child)->pid());
+  close(out);
+  auto stopped = (*child)->Stop(absl::Seconds(1), Soon());
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_EQ(stopped->signal, SIGTERM);
+}
+
+TEST(Subprocess, ALauncherOutlivesSigtermAndReportsItsCommandsSignal) {
+  // A launcher ignores SIGTERM (its command decides); a group SIGTERM does not end this one.
+  SubprocessOptions options = Shell("echo ready; sleep 0.3; exit 5");
+  options.launcher = true;
+  auto child = Subprocess::Start(options);
+  ASSERT_TRUE(child.ok()) << child.status();
+  const int out = (*child)->TakeStdout();
+  EXPECT_EQ(ReadLine(out), "ready");
+  (*child)->Signal(SIGTERM);
+  auto exit = (*child)->WaitExit(Soon());
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(exit->exit_code, 5);
+  close(out);
+  // Exit code 128+N is how a launcher reports its command's death by signal N.
+  options = Shell("exit 139");
+  options.launcher = true;
+  child = Subprocess::Start(options);
+  ASSERT_TRUE(child.ok()) << child.status();
+  exit = (*child)->WaitExit(Soon());
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(exit->signal, SIGSEGV);
+  EXPECT_EQ(exit->ToString(), "killed by signal 11 (Segmentation fault)");
+  // Not for other programs.
+  child = Subprocess::Start(Shell("exit 139"));
+  ASSERT_TRUE(child.ok()) << child.status();
+  exit = (*child)->WaitExit(Soon());
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(exit->exit_code, 139);
+}
+
 TEST(Subprocess, StopEndsTheWholeGroup) {
   auto child = Subprocess::Start(Shell("sleep 30 & echo $!; wait"));
   ASSERT_TRUE(child.ok()) << child.status();

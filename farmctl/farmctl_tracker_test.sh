@@ -4,6 +4,7 @@
 # agents and results are covered by tracker_commands_test.
 set -euo pipefail
 ws="$TEST_SRCDIR/${TEST_WORKSPACE:-benchfarm}"
+export BENCHFARM_INSECURE=1  # the tracker below runs --insecure (tests/security_test.sh covers TLS)
 farmctl="$ws/farmctl/farmctl"
 tracker="$ws/tracker/tracker"
 out="$TEST_TMPDIR/out"
@@ -43,7 +44,7 @@ run submit --file "$TEST_TMPDIR/bad.textproto" --tracker 127.0.0.1:1
 [[ $rc -eq 1 ]] && grep -q "bad.textproto:1:" "$err" || fail "bad --file"
 
 # ---- a live tracker with no agents ----
-"$tracker" --database="$TEST_TMPDIR/tracker.db" --listen=127.0.0.1:0 --metrics=off \
+"$tracker" --database="$TEST_TMPDIR/tracker.db" --listen=127.0.0.1:0 --metrics=off --insecure \
   >"$TEST_TMPDIR/tracker.out" 2>"$TEST_TMPDIR/tracker.err" &
 tracker_pid=$!
 trap 'kill "$tracker_pid" 2>/dev/null || true; wait "$tracker_pid" 2>/dev/null || true' EXIT

@@ -7,7 +7,9 @@
 //                       [--min-repeat-ms M] [--no-check] [--seed S] [--json]
 //   farmctl board call  ... NAME [ARG...]     ARG: int:N, float:X, str:TEXT or a number
 //
-// Tracker commands (--tracker HOST:PORT, else $BENCHFARM_TRACKER, else localhost:7070):
+// Tracker commands (--tracker HOST:PORT, else $BENCHFARM_TRACKER, else localhost:7070; TLS with
+// --ca/$BENCHFARM_CA and a credential: --token/$BENCHFARM_TOKEN, --token-file/$BENCHFARM_TOKEN_FILE
+// or --cert/--key; --insecure for a tracker started with --insecure):
 //   farmctl boards [--kind K] [--json]
 //   farmctl queue [--json]
 //   farmctl submit --kind K --op OP [--knob name=value ... | --knobs a=1,b=2] [--shape S]
@@ -48,6 +50,7 @@
 #include "farmctl/tune.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/benchfarm.grpc.pb.h"
+#include "tracker/client_channel.h"
 
 ABSL_FLAG(std::string, port, "", "serial port or pty of the board (/dev/ttyACM0, /dev/serial/by-id/...)");
 ABSL_FLAG(int, baud, 115200, "baud rate of --port");
@@ -83,6 +86,12 @@ ABSL_FLAG(int, batch, 16, "tune: configs per submission (an agent builds a batch
 ABSL_FLAG(int, pool, 0, "tune: search a fixed pool of N configs that boards holding N candidates per image build once and flash once");
 ABSL_FLAG(std::string, out, "", "tune: directory for the state, AutoTVM log and plot (default: tune-<op>-<kind>)");
 ABSL_FLAG(bool, autotvm, false, "results: print AutoTVM log records (JSON lines, log version 0.2)");
+ABSL_FLAG(std::string, ca, "", "tracker commands: the farm's CA (PEM) to verify the tracker (default: $BENCHFARM_CA)");
+ABSL_FLAG(std::string, token, "", "tracker commands: a bearer token (default: $BENCHFARM_TOKEN)");
+ABSL_FLAG(std::string, token_file, "", "tracker commands: a file holding the token (default: $BENCHFARM_TOKEN_FILE)");
+ABSL_FLAG(std::string, cert, "", "tracker commands: a client certificate (PEM; default: $BENCHFARM_CERT), with --key");
+ABSL_FLAG(std::string, key, "", "tracker commands: the certificate's key (default: $BENCHFARM_KEY)");
+ABSL_FLAG(bool, insecure, false, "tracker commands: plain text, for a tracker started with --insecure (default: $BENCHFARM_INSECURE)");
 ABSL_FLAG(std::string, c_source, "", "submit: a one-off C source trial: the C99 file (with --entry, --reference, --shape)");
 ABSL_FLAG(std::string, entry, "", "submit --c-source: the function to time");
 ABSL_FLAG(std::string, reference, "", "submit --c-source: the reference to check against (in the file, or add_reference ...)");
@@ -101,6 +110,8 @@ constexpr char kUsage[] =
     "  board call NAME [ARG...]         call a global or system-library function\n"
     "\n"
     "farmctl COMMAND [--tracker HOST:PORT]   (default $BENCHFARM_TRACKER, else localhost:7070)\n"
+    "        [--ca CA.pem] [--token T | --token-file F | --cert C --key K] [--insecure]\n"
+    "                                   (default $BENCHFARM_CA, $BENCHFARM_TOKEN, ...)\n"
     "  boards [--kind K] [--json]       the tracker's boards: state, agent, job, slots, flashes\n"
     "  queue [--json]                   per board kind: boards free/quarantined, jobs queued by\n"
     "                                   priority and running\n"
@@ -254,13 +265,16 @@ std::string TrackerAddress() {
   return address;
 }
 
-std::string DefaultClient() {
+// --client, else: a secure tracker knows who calls (the credential's name: send none); an
+// insecure one is told $USER.
+std::string DefaultClient(bool insecure) {
   if (!absl::GetFlag(FLAGS_client).empty()) return absl::GetFlag(FLAGS_client);
+  if (!insecure) return "";
   const char* user = std::getenv("USER");
   return user != nullptr && user[0] != '\0' ? user : "farmctl";
 }
 
-int SubmitCommand(const TrackerClient& tracker, const RepeatedFlags& repeated) {
+int SubmitCommand(const TrackerClient& tracker, const RepeatedFlags& repeated, bool insecure) {
   v1::SubmitTrialsRequest request;
   const std::string file = absl::GetFlag(FLAGS_file);
   if (!file.empty()) {
@@ -323,15 +337,17 @@ int SubmitCommand(const TrackerClient& tracker, const RepeatedFlags& repeated) {
     *request.add_trials() = std::move(*trial);
   }
   // Flags fill in what a file leaves out; a file's own ids win.
-  if (request.client_id().empty()) request.set_client_id(DefaultClient());
+  if (request.client_id().empty()) request.set_client_id(DefaultClient(insecure));
   if (request.request_id().empty()) {
     request.set_request_id(absl::GetFlag(FLAGS_request_id).empty() ? NewRequestId()
                                                                    : absl::GetFlag(FLAGS_request_id));
   }
   absl::StatusOr<std::vector<std::string>> ids = Submit(tracker, request, std::cout);
   if (!ids.ok()) return Fail(ids.status());
-  std::fprintf(stderr, "farmctl: %zu trial(s) queued for client %s (request %s)\n", ids->size(),
-               request.client_id().c_str(), request.request_id().c_str());
+  std::fprintf(stderr, "farmctl: %zu trial(s) queued for %s (request %s)\n", ids->size(),
+               request.client_id().empty() ? "you (the client your credential names)"
+                                           : ("client " + request.client_id()).c_str(),
+               request.request_id().c_str());
   return 0;
 }
 
@@ -372,9 +388,17 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
   const std::string& command = args[0];
   const std::vector<std::string> operands(args.begin() + 1, args.end());
   const std::string address = TrackerAddress();
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-  std::unique_ptr<v1::Tracker::Stub> stub = v1::Tracker::NewStub(channel);
+  v1::TrackerCredentials flags;
+  flags.set_ca_cert(absl::GetFlag(FLAGS_ca));
+  flags.set_token(absl::GetFlag(FLAGS_token));
+  flags.set_token_file(absl::GetFlag(FLAGS_token_file));
+  flags.set_cert(absl::GetFlag(FLAGS_cert));
+  flags.set_key(absl::GetFlag(FLAGS_key));
+  flags.set_insecure(absl::GetFlag(FLAGS_insecure));
+  const v1::TrackerCredentials credentials = tracker::CredentialsFromEnvironment(flags);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = tracker::TrackerChannel(address, credentials);
+  if (!channel.ok()) return Fail(channel.status());
+  std::unique_ptr<v1::Tracker::Stub> stub = v1::Tracker::NewStub(*channel);
   TrackerClient tracker;
   tracker.stub = stub.get();
   tracker.address = address;
@@ -394,7 +418,7 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
   } else if (command == "queue") {
     status = PrintQueue(tracker, json, std::cout);
   } else if (command == "submit") {
-    return SubmitCommand(tracker, repeated);
+    return SubmitCommand(tracker, repeated, credentials.insecure());
   } else if (command == "watch") {
     WatchOptions options;
     options.client_id = absl::GetFlag(FLAGS_client);
@@ -443,6 +467,7 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
     } else {
       KnobTable table;
       table[options->op] = *std::move(op);
+      options->derive_client = !credentials.insecure();
       status = Tune(tracker, table, *options, std::cout, std::cerr);
     }
   } else {  // cancel

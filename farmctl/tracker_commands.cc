@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "base/files.h"
 #include "catalog/operator.h"
 #include "farmctl/autotvm_record.h"
 #include "farmctl/board_commands.h"
@@ -527,13 +528,6 @@ absl::Status Cancel(const TrackerClient& tracker, const std::vector<std::string>
 
 namespace {
 
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::string KnobsText(const v1::OpTemplate& spec) {
   std::vector<std::string> knobs;
@@ -562,7 +556,7 @@ absl::StatusOr<v1::Operator> LoadOperator(const std::string& path) {
   const std::string manifest = S_ISDIR(st.st_mode) ? path + "/op.json" : path;
   const size_t slash = manifest.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : manifest.substr(0, slash);
-  absl::StatusOr<std::string> json = ReadWholeFile(manifest);
+  absl::StatusOr<std::string> json = base::ReadFile(manifest);
   if (!json.ok()) return json.status();
   v1::OpTemplate spec;
   google::protobuf::util::JsonParseOptions options;
@@ -577,7 +571,7 @@ absl::StatusOr<v1::Operator> LoadOperator(const std::string& path) {
       return absl::InvalidArgumentError(absl::StrCat(
           manifest, ": sources: \"", source, "\" must be a file beside op.json"));
     }
-    absl::StatusOr<std::string> text = ReadWholeFile(dir + "/" + source);
+    absl::StatusOr<std::string> text = base::ReadFile(dir + "/" + source);
     if (!text.ok()) return absl::NotFoundError(absl::StrCat(manifest, ": sources: ", text.status().message()));
     files[source] = *std::move(text);
   }
@@ -585,7 +579,7 @@ absl::StatusOr<v1::Operator> LoadOperator(const std::string& path) {
     while (struct dirent* e = readdir(d)) {
       const std::string name = e->d_name;
       if (name.size() > 2 && name[0] != '.' && absl::EndsWith(name, ".h") && files.count(name) == 0) {
-        absl::StatusOr<std::string> text = ReadWholeFile(dir + "/" + name);
+        absl::StatusOr<std::string> text = base::ReadFile(dir + "/" + name);
         if (text.ok()) files[name] = *std::move(text);
       }
     }

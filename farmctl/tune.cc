@@ -371,8 +371,10 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
   if (stat(options.out_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return absl::InternalError(absl::StrCat("--out: cannot create ", options.out_dir));
   }
+  // A secure tracker knows the caller: its client id is the credential's name (derive_client).
+  const std::string run_name = absl::StrCat("tune-", options.op, "-", options.kind);
   const std::string client =
-      options.client_id.empty() ? absl::StrCat("tune-", options.op, "-", options.kind) : options.client_id;
+      !options.client_id.empty() ? options.client_id : options.derive_client ? "" : run_name;
   const int64_t space = op.SpaceSize();
   if (options.pool < 0) return absl::InvalidArgumentError("--pool: must be 0 or more");
   const int64_t searchable = options.pool > 0 ? std::min<int64_t>(options.pool, space) : space;
@@ -482,7 +484,7 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
     // resubmits nothing new, another run with other shapes or options never gets stale jobs.
     std::string material = RunKey(op, options);
     for (const v1::Trial& t : req.trials()) absl::StrAppend(&material, "\n", Deterministic(t));
-    req.set_request_id(absl::StrCat(client, "-", device::HashBytes(material)));
+    req.set_request_id(absl::StrCat(client.empty() ? run_name : client, "-", device::HashBytes(material)));
     v1::SubmitTrialsResponse resp;
     grpc::ClientContext context;
     grpc::Status s = tracker.stub->SubmitTrials(WithDeadline(&context, tracker.timeout), req, &resp);

@@ -58,7 +58,9 @@ struct TuneOptions {
   int pool = 0;
   uint64_t seed = 1;
   std::string out_dir;             // required
-  std::string client_id;           // empty: "tune-<op>-<kind>"
+  std::string client_id;           // empty: "tune-<op>-<kind>", or with derive_client none
+  // A secure tracker names the client itself (the credential's name): send no client_id.
+  bool derive_client = false;
   v1::MeasureOptions measure;      // number/repeat 0: 10/3
   bool check = true;
   int priority = 0;

@@ -3,11 +3,19 @@ database) and the agent binary (//agent:agent) with one host-process board, both
 child processes, plus a second agent whose board is registered and then left OFFLINE (its kind
 keeps jobs QUEUED, for cancel).
 
+The farm is secure, as it is by default: the tracker creates its CA in a state directory here
+(deploy/pki.sh init) and serves TLS; the agents connect with certificates of that CA
+(`pki.sh agent`), the users alice, bob and carol with bearer tokens (`pki.sh token`). The cases
+run as alice; SecurityFarmTest checks what a caller without credentials, another user and a
+plain-text client may not do.
+
 Run by //python:client_test (python/client_test.sh). By hand, from the workspace root after
 `bazel build //tracker //agent //python:stubs`:
 
     PYTHONPATH=python:bazel-bin/python BENCHFARM_TRACKER_BIN=bazel-bin/tracker/tracker \\
         BENCHFARM_AGENT_BIN=bazel-bin/agent/agent /usr/bin/python3 -P python/client_test.py
+
+(deploy/pki.sh is found from the workspace root, or set $BENCHFARM_PKI.)
 
 Writes JUnit XML to $XML_OUTPUT_FILE (Bazel's test.xml) so each case counts on its own.
 """
@@ -38,6 +46,14 @@ PARKED_BOARD = "parked0"
 TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata")
 WATCH_S = 120
 HEX16 = re.compile(r"[0-9a-f]{16}")
+USER = "alice"         # the cases run as alice
+OTHER = "bob"          # another user, who may not touch alice's jobs
+PAGING_USER = "carol"  # a user with no other jobs, for results' paging
+# What Client reads from the environment: cleared, so each case says what it passes.
+CREDENTIAL_ENV = ("BENCHFARM_CA", "BENCHFARM_TOKEN", "BENCHFARM_TOKEN_FILE", "BENCHFARM_CERT",
+                  "BENCHFARM_KEY", "BENCHFARM_INSECURE")
+for _name in CREDENTIAL_ENV:
+    os.environ.pop(_name, None)
 
 
 def _binary(env, *candidates):
@@ -63,6 +79,10 @@ class Farm:
         self.procs = {}
         self.tracker_bin = _binary("BENCHFARM_TRACKER_BIN", "tracker/tracker", "bazel-bin/tracker/tracker")
         self.agent_bin = _binary("BENCHFARM_AGENT_BIN", "agent/agent", "bazel-bin/agent/agent")
+        self.pki_sh = _binary("BENCHFARM_PKI", "deploy/pki.sh")
+        self.state_dir = os.path.join(work, "pki")  # the tracker's CA, certificate and tokens
+        self.ca = os.path.join(self.state_dir, "ca.pem")
+        self.tokens = {}  # user -> bearer token
         self.address = None
 
     def _start(self, name, argv):
@@ -101,8 +121,29 @@ class Farm:
         port = _free_port()
         self.address = "127.0.0.1:%d" % port
         self._start("tracker", [self.tracker_bin, "--listen", self.address, "--database",
-                                os.path.join(self.work, "tracker.db"), "--metrics", "off"])
+                                os.path.join(self.work, "tracker.db"), "--state_dir",
+                                self.state_dir, "--metrics", "off"])
         self.wait_line("tracker", "listening on")
+        if not os.path.isfile(self.ca):
+            raise RuntimeError("the tracker created no %s:\n%s" % (self.ca, self.tail("tracker")))
+
+    def pki(self, *args):
+        """deploy/pki.sh COMMAND STATE_DIR ARGS...; returns its stdout."""
+        run = subprocess.run(["bash", self.pki_sh, args[0], self.state_dir] + list(args[1:]),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        if run.returncode != 0:
+            raise RuntimeError("pki.sh %s exited with %d: %s" % (" ".join(args), run.returncode,
+                                                                 run.stderr))
+        return run.stdout.strip()
+
+    def issue_token(self, user):
+        self.tokens[user] = self.pki("token", user)
+        return self.tokens[user]
+
+    def client(self, user, **kwargs):
+        """A Client verifying the tracker with the CA and calling as `user` (token)."""
+        kwargs.setdefault("timeout", 30)
+        return benchfarm.Client(self.address, ca=self.ca, token=self.tokens[user], **kwargs)
 
     def start_agent(self, name, board_id, kind):
         root = os.path.join(self.work, name)
@@ -113,6 +154,11 @@ class Farm:
                     % (root, root, root))
             f.write('boards { id: "%s" kind: "%s" host_process {} '
                     'build_template: "agent/templates/host-process" }\n' % (board_id, kind))
+            # Its certificate: the tracker lets it register as `name`, for this board only.
+            self.pki("agent", name, board_id)
+            certs = os.path.join(self.state_dir, "agents", name)
+            f.write('credentials { ca_cert: "%s" cert: "%s.pem" key: "%s.key" }\n'
+                    % (self.ca, certs, certs))
         self._start(name, [self.agent_bin, "--config", config, "--metrics", "off"])
 
     def stop(self, name, timeout=20):
@@ -152,11 +198,13 @@ def setUpModule():
     FARM = Farm(work)
     try:
         FARM.start_tracker()
+        for user in (USER, OTHER, PAGING_USER):
+            FARM.issue_token(user)
         FARM.start_agent(AGENT, BOARD, KIND)
         FARM.start_agent("parked-agent", PARKED_BOARD, PARKED_KIND)
         FARM.wait_line(AGENT, r"serving 1 boards")
         FARM.wait_line("parked-agent", r"serving 1 boards")
-        client = benchfarm.Client(FARM.address, timeout=10)
+        client = FARM.client(USER, timeout=10)
         _wait_for("both boards registered",
                   lambda: {BOARD, PARKED_BOARD} <= {b.board_id for b in client.boards()})
         # The parked agent leaves; its board stays registered, OFFLINE, so kind py-parked is
@@ -188,11 +236,12 @@ def _ids(jobs):
 
 
 class FarmCase(unittest.TestCase):
-    client_id = "py-test"
+    client_id = USER  # the tracker derives it from the token
 
     def setUp(self):
-        self.farm = benchfarm.Client(FARM.address, client_id=self.client_id, timeout=30)
+        self.farm = FARM.client(USER)
         self.addCleanup(self.farm.close)
+        self.assertEqual(self.farm.client_id, "", "with a credential the tracker names the caller")
 
     def assertCode(self, cm, code, *fragments):
         err = cm.exception
@@ -250,6 +299,7 @@ class ClientFarmTest(FarmCase):
         self.assertEqual(len(r.costs_s), 2)
         self.assertTrue(all(0 < c < 1 for c in r.costs_s), r.costs_s)
         self.assertEqual(r.board_id, BOARD)
+        self.assertEqual(done.client_id, USER, "the tracker names the job after the token's user")
         self.assertEqual(done.trial.op.template_op.knobs["tile_m"], "16")
         self.assertEqual(self.farm.get(ids[0]).state, pb.DONE)
         # A finished job: watch yields its state at once and ends.
@@ -285,8 +335,8 @@ class ClientFarmTest(FarmCase):
         self.assertEqual(self.farm.measure_batch([]), [])
 
     def test_invalid_trial_raises(self):
-        farm = benchfarm.Client(FARM.address, client_id="py-invalid", timeout=30)
-        self.addCleanup(farm.close)
+        farm = self.farm
+        before = _ids(farm.results(limit=None))
         good = benchfarm.trial("matmul", KIND)
         with self.assertRaises(benchfarm.TrackerError) as cm:
             farm.measure_batch([good, benchfarm.trial("matmul", "no-such-kind")])
@@ -297,7 +347,7 @@ class ClientFarmTest(FarmCase):
         with self.assertRaises(benchfarm.TrackerError) as cm:
             farm.submit([good, good, benchfarm.trial("matmul", KIND, priority=101)])
         self.assertCode(cm, grpc.StatusCode.INVALID_ARGUMENT, "trials[2].priority")
-        self.assertEqual(farm.results(client_id="py-invalid"), [], "a refused batch queues nothing")
+        self.assertEqual(_ids(farm.results(limit=None)), before, "a refused batch queues nothing")
         with self.assertRaises(benchfarm.TrackerError) as cm:
             farm.cancel("j-0000000000000000")
         self.assertCode(cm, grpc.StatusCode.NOT_FOUND)
@@ -327,20 +377,186 @@ class ClientFarmTest(FarmCase):
         self.assertCode(cm, grpc.StatusCode.FAILED_PRECONDITION, "already finished")
 
     def test_results_paging(self):
-        farm = benchfarm.Client(FARM.address, client_id="py-paging", timeout=30)
+        # carol has no other jobs: her results() (her own, the tracker's rule) are these five.
+        farm = FARM.client(PAGING_USER)
         self.addCleanup(farm.close)
         ids = farm.submit([benchfarm.trial("matmul", PARKED_KIND, seed=s) for s in range(5)])
         self.addCleanup(lambda: [farm.cancel(i) for i in ids])
-        all_at_once = farm.results(client_id="py-paging")
+        all_at_once = farm.results()
         self.assertEqual(_ids(all_at_once), ids)
-        self.assertEqual(_ids(farm.results(client_id="py-paging", page_size=2)), ids)
-        self.assertEqual(_ids(farm.results(client_id="py-paging", page_size=1, limit=None)), ids)
-        self.assertEqual(_ids(farm.results(client_id="py-paging", page_size=2, limit=3)), ids[:3])
-        self.assertEqual(farm.results(client_id="py-paging", limit=0), [])
+        self.assertEqual({j.client_id for j in all_at_once}, {PAGING_USER})
+        self.assertEqual(_ids(farm.results(client_id=PAGING_USER)), ids)
+        self.assertEqual(_ids(farm.results(page_size=2)), ids)
+        self.assertEqual(_ids(farm.results(page_size=1, limit=None)), ids)
+        self.assertEqual(_ids(farm.results(page_size=2, limit=3)), ids[:3])
+        self.assertEqual(farm.results(limit=0), [])
 
 
 def _ids_of_boards(boards):
     return [b.board_id for b in boards]
+
+
+class _Environ:
+    """Sets (value) or unsets (None) environment variables for a `with` block."""
+
+    def __init__(self, **values):
+        self.values = values
+        self.saved = {}
+
+    def __enter__(self):
+        for name, value in self.values.items():
+            self.saved[name] = os.environ.get(name)
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        return self
+
+    def __exit__(self, *exc):
+        for name, value in self.saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class SecurityFarmTest(FarmCase):
+    """The tracker's rules through the client: no credential, no call; a user sees and touches
+    only its own jobs; the client_id is the caller's; TLS only."""
+
+    def parked_job(self, farm):
+        """A job of `farm`'s user that stays QUEUED (no board of its kind is connected)."""
+        [job_id] = farm.submit(benchfarm.trial("matmul", PARKED_KIND))
+
+        def cancel():
+            try:
+                farm.cancel(job_id)
+            except benchfarm.TrackerError:
+                pass
+        self.addCleanup(cancel)
+        return job_id
+
+    def test_without_credentials_is_unauthenticated(self):
+        anonymous = benchfarm.Client(FARM.address, ca=FARM.ca, timeout=10)
+        self.addCleanup(anonymous.close)
+        for call in (anonymous.boards, anonymous.results,
+                     lambda: anonymous.submit(benchfarm.trial("matmul", KIND))):
+            with self.assertRaises(benchfarm.TrackerError) as cm:
+                call()
+            self.assertCode(cm, grpc.StatusCode.UNAUTHENTICATED, "no credential")
+        forged = benchfarm.Client(FARM.address, ca=FARM.ca, token="bf_" + "0" * 48, timeout=10)
+        self.addCleanup(forged.close)
+        with self.assertRaises(benchfarm.TrackerError) as cm:
+            forged.boards()
+        self.assertCode(cm, grpc.StatusCode.UNAUTHENTICATED, "unknown or revoked token")
+
+    def test_other_user_cannot_touch_jobs(self):
+        job_id = self.parked_job(self.farm)
+        bob = FARM.client(OTHER)
+        self.addCleanup(bob.close)
+        with self.assertRaises(benchfarm.TrackerError) as cm:
+            bob.get(job_id)
+        self.assertCode(cm, grpc.StatusCode.PERMISSION_DENIED, job_id, OTHER)
+        with self.assertRaises(benchfarm.TrackerError) as cm:
+            bob.cancel(job_id)
+        self.assertCode(cm, grpc.StatusCode.PERMISSION_DENIED, job_id)
+        with self.assertRaises(benchfarm.TrackerError) as cm:
+            list(bob.watch([job_id], timeout=10))
+        self.assertCode(cm, grpc.StatusCode.PERMISSION_DENIED, job_id)
+        self.assertEqual(cm.exception.rpc, "WatchJobs")
+        self.assertEqual(self.farm.get(job_id).state, pb.QUEUED, "bob's cancel changed nothing")
+
+        # Each one's results() are its own jobs; asking for another's is refused.
+        bobs = self.parked_job(bob)
+        bob_results = _ids(bob.results(limit=None))
+        self.assertIn(bobs, bob_results)
+        self.assertNotIn(job_id, bob_results)
+        self.assertNotIn(job_id, _ids(bob.results(kind=PARKED_KIND, state="QUEUED", limit=None)))
+        self.assertEqual({j.client_id for j in bob.results(limit=None)}, {OTHER})
+        alice_results = _ids(self.farm.results(limit=None))
+        self.assertIn(job_id, alice_results)
+        self.assertNotIn(bobs, alice_results)
+        with self.assertRaises(benchfarm.TrackerError) as cm:
+            bob.results(client_id=USER)
+        self.assertCode(cm, grpc.StatusCode.PERMISSION_DENIED)
+        # And alice may still cancel her own.
+        self.assertEqual(self.farm.cancel(job_id).state, pb.CANCELLED_STATE)
+
+    def test_client_id_must_be_the_callers(self):
+        posing = FARM.client(USER, client_id=OTHER)
+        self.addCleanup(posing.close)
+        self.assertEqual(posing.client_id, OTHER)
+        with self.assertRaises(benchfarm.TrackerError) as cm:
+            posing.submit(benchfarm.trial("matmul", PARKED_KIND))
+        self.assertCode(cm, grpc.StatusCode.PERMISSION_DENIED, "client_id", USER)
+        self.assertEqual(cm.exception.rpc, "SubmitTrials")
+        self.assertNotIn(OTHER, {j.client_id for j in self.farm.results(limit=None)})
+        # Naming oneself is fine.
+        named = FARM.client(USER, client_id=USER)
+        self.addCleanup(named.close)
+        self.assertEqual(named.get(self.parked_job(named)).client_id, USER)
+
+    def test_insecure_client_against_tls_tracker(self):
+        plain = benchfarm.Client(FARM.address, insecure=True, timeout=10)
+        self.addCleanup(plain.close)
+        self.assertTrue(plain.insecure)
+        with self.assertRaises(benchfarm.TrackerError) as cm:
+            plain.boards()
+        self.assertCode(cm, grpc.StatusCode.UNAVAILABLE, "cannot reach tracker", "pass ca=")
+        # The token does not help a plain-text client (it is never sent in the clear).
+        with_token = benchfarm.Client(FARM.address, insecure=True, token=FARM.tokens[USER],
+                                      timeout=10)
+        self.addCleanup(with_token.close)
+        with self.assertRaises(benchfarm.TrackerError) as cm:
+            with_token.boards()
+        self.assertCode(cm, grpc.StatusCode.UNAVAILABLE)
+
+    def test_wrong_ca_is_unavailable(self):
+        # Another farm's CA: the tracker's certificate does not verify.
+        other = os.path.join(FARM.work, "other-pki")
+        subprocess.run(["bash", FARM.pki_sh, "init", other], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        farm = benchfarm.Client(FARM.address, ca=os.path.join(other, "ca.pem"),
+                                token=FARM.tokens[USER], timeout=10)
+        self.addCleanup(farm.close)
+        with self.assertRaises(benchfarm.TrackerError) as cm:
+            farm.boards()
+        self.assertCode(cm, grpc.StatusCode.UNAVAILABLE)
+
+    def test_credentials_from_environment(self):
+        token_file = os.path.join(FARM.work, "alice.token")
+        with open(token_file, "w") as f:
+            f.write(FARM.tokens[USER] + "\n")
+        with _Environ(BENCHFARM_TRACKER=FARM.address, BENCHFARM_CA=FARM.ca,
+                      BENCHFARM_TOKEN_FILE=token_file):
+            farm = benchfarm.Client(timeout=10)
+        self.addCleanup(farm.close)
+        self.assertEqual((farm.address, farm.client_id, farm.insecure), (FARM.address, "", False))
+        self.assertEqual(farm.get(self.parked_job(farm)).client_id, USER)
+        with _Environ(BENCHFARM_CA=FARM.ca, BENCHFARM_TOKEN=FARM.tokens[OTHER]):
+            bob = benchfarm.Client(FARM.address, timeout=10)
+            # An argument wins over the environment.
+            alice = benchfarm.Client(FARM.address, token=FARM.tokens[USER], timeout=10)
+        self.addCleanup(bob.close)
+        self.addCleanup(alice.close)
+        self.assertEqual(bob.get(self.parked_job(bob)).client_id, OTHER)
+        self.assertEqual(alice.get(self.parked_job(alice)).client_id, USER)
+
+    def test_client_certificate(self):
+        FARM.pki("user", "dave")
+        base = os.path.join(FARM.state_dir, "users", "dave")
+        with open(FARM.ca, "rb") as f:
+            ca_pem = f.read()
+        farm = benchfarm.Client(FARM.address, ca=ca_pem, cert=base + ".pem", key=base + ".key",
+                                timeout=10)
+        self.addCleanup(farm.close)
+        self.assertIn(BOARD, _ids_of_boards(farm.boards()))
+        job_id = self.parked_job(farm)
+        self.assertEqual(farm.get(job_id).client_id, "dave")
+        self.assertEqual(_ids(farm.results(limit=None)), [job_id])
+        with self.assertRaises(benchfarm.TrackerError) as cm:
+            farm.get(self.parked_job(self.farm))
+        self.assertCode(cm, grpc.StatusCode.PERMISSION_DENIED)
 
 
 class CatalogFarmTest(FarmCase):
@@ -433,7 +649,7 @@ class ClientLocalTest(unittest.TestCase):
             benchfarm.trial("matmul", "host-process", shapes=["32by32"])
 
     def test_bad_trial_dict_is_value_error(self):
-        farm = benchfarm.Client("127.0.0.1:1")
+        farm = benchfarm.Client("127.0.0.1:1", insecure=True)
         self.addCleanup(farm.close)
         with self.assertRaisesRegex(ValueError, r"trials\[1\]"):
             farm.submit([{"board_kind": "host-process"}, {"board_kind": "x", "no_such_field": 1}])
@@ -460,24 +676,53 @@ class ClientLocalTest(unittest.TestCase):
             benchfarm.load_op(missing)
 
     def test_unreachable_tracker(self):
-        farm = benchfarm.Client("127.0.0.1:%d" % _free_port(), timeout=5)
-        self.addCleanup(farm.close)
-        with self.assertRaises(benchfarm.TrackerError) as cm:
-            farm.boards()
-        self.assertEqual(cm.exception.code, grpc.StatusCode.UNAVAILABLE)
-        self.assertIn("cannot reach tracker at 127.0.0.1:", str(cm.exception))
+        for kwargs in ({"insecure": True}, {"ca": FARM.ca, "token": "t"}):
+            farm = benchfarm.Client("127.0.0.1:%d" % _free_port(), timeout=5, **kwargs)
+            self.addCleanup(farm.close)
+            with self.assertRaises(benchfarm.TrackerError) as cm:
+                farm.boards()
+            self.assertEqual(cm.exception.code, grpc.StatusCode.UNAVAILABLE)
+            self.assertIn("cannot reach tracker at 127.0.0.1:", str(cm.exception))
 
     def test_address_from_environment(self):
-        old = os.environ.get("BENCHFARM_TRACKER")
-        try:
-            os.environ["BENCHFARM_TRACKER"] = "farm.example:7171"
+        with _Environ(BENCHFARM_TRACKER="farm.example:7171", BENCHFARM_INSECURE="1"):
             self.assertEqual(benchfarm.Client().address, "farm.example:7171")
             self.assertEqual(benchfarm.Client("other:1").address, "other:1")
             del os.environ["BENCHFARM_TRACKER"]
             self.assertEqual(benchfarm.Client().address, "localhost:7070")
-        finally:
-            if old is not None:
-                os.environ["BENCHFARM_TRACKER"] = old
+
+    def test_no_ca_is_value_error(self):
+        for kwargs in ({}, {"token": "t"}, {"insecure": False}):
+            with self.assertRaisesRegex(ValueError, "pass ca= or set BENCHFARM_CA"):
+                benchfarm.Client("127.0.0.1:1", **kwargs)
+        with _Environ(BENCHFARM_INSECURE="1"):
+            with self.assertRaisesRegex(ValueError, "BENCHFARM_CA"):
+                benchfarm.Client("127.0.0.1:1", insecure=False)  # the argument wins
+        with _Environ(BENCHFARM_INSECURE="0"):
+            with self.assertRaisesRegex(ValueError, "BENCHFARM_CA"):
+                benchfarm.Client("127.0.0.1:1")
+
+    def test_insecure(self):
+        with _Environ(BENCHFARM_INSECURE="1", LOGNAME="someone", USER="someone"):
+            farm = benchfarm.Client("127.0.0.1:1")
+        self.assertTrue(farm.insecure)
+        self.assertEqual(farm.client_id, "someone", "plain text: $USER names the caller")
+        self.assertIn("insecure=True", repr(farm))
+        farm.close()
+        farm = benchfarm.Client("127.0.0.1:1", client_id="me", insecure=True)
+        self.assertEqual(farm.client_id, "me")
+        farm.close()
+
+    def test_bad_credentials_are_value_errors(self):
+        with self.assertRaisesRegex(ValueError, "both cert= and key="):
+            benchfarm.Client("127.0.0.1:1", ca=FARM.ca, cert=FARM.ca)
+        with self.assertRaisesRegex(ValueError, "cannot read the CA certificate .*no-such.pem"):
+            benchfarm.Client("127.0.0.1:1", ca=os.path.join(FARM.work, "no-such.pem"))
+        with self.assertRaisesRegex(ValueError, "cannot read the token file"):
+            benchfarm.Client("127.0.0.1:1", ca=FARM.ca, token_file=os.path.join(FARM.work, "none"))
+        with _Environ(BENCHFARM_CERT=FARM.ca, BENCHFARM_KEY=None):
+            with self.assertRaisesRegex(ValueError, "BENCHFARM_CERT and BENCHFARM_KEY"):
+                benchfarm.Client("127.0.0.1:1", ca=FARM.ca)
 
     def test_measure_result(self):
         job = pb.Job(job_id="j-1", state=pb.DONE)

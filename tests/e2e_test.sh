@@ -19,10 +19,13 @@ agent_metrics=$(free_port)
 prom_port=$(free_port)
 
 # ---- tracker and agent ---------------------------------------------------------------------
-tracker/tracker --listen "127.0.0.1:$tracker_port" --database "$work/tracker.db" \
+# Secure, the default way: the tracker makes its CA on first start; the agent has a certificate
+# of it, farmctl a user token.
+tracker/tracker --listen "127.0.0.1:$tracker_port" --database "$work/tracker.db" --state_dir "$work/pki" \
   --metrics "127.0.0.1:$tracker_metrics" >"$work/tracker.out" 2>"$work/tracker.err" &
 pids+=($!)
 wait_line "$work/tracker.out" "listening on" >/dev/null
+use_token "$work/pki" e2e
 
 cat >"$work/agent.textproto" <<CONFIG
 agent_id: "e2e-agent"
@@ -31,6 +34,7 @@ scratch_dir: "$work/agent/scratch"
 cache_dir: "$work/agent/cache"
 spool_dir: "$work/agent/spool"
 metrics_address: "127.0.0.1:$agent_metrics"
+$(agent_credentials "$work/pki" e2e-agent 'hp-*' 'm3-*')
 boards { id: "hp-pty" kind: "host-process" host_process { use_pty: true } build_template: "agent/templates/host-process" }
 boards { id: "hp-pipe" kind: "host-process" host_process {} build_template: "agent/templates/host-process" }
 boards { id: "m3-0" kind: "qemu-mps2-an385" serial {} qemu { machine: "mps2-an385" }

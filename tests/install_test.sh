@@ -89,6 +89,7 @@ scratch_dir: "agent-state/scratch"
 cache_dir: "agent-state/cache"
 spool_dir: "agent-state/spool"
 metrics_address: ""
+${4:-}
 boards { id: "$2-hp" kind: "host-process" host_process {} build_template: "agent/templates/host-process" }
 CONFIG
 }
@@ -126,7 +127,15 @@ address="$(sed -n 's/^tracker: listening on \([^ ]*\).*/\1/p' <<<"$line")"
 grep -q "database $site/tracker.db;" "$site/tracker.err" || fail "the tracker's log does not name the absolute database path"
 say "installed tracker on $address, database $site/tracker.db"
 
-write_agent_config agent.textproto site "$address"
+# Secure by default: the installed tracker made its CA with the installed deploy/pki.sh; the
+# agent gets a certificate of it, farmctl the admin token.
+pki="$site/tracker.db.pki"
+[[ -f "$pki/ca.pem" && -f "$pki/admin.token" ]] || fail "the installed tracker made no CA in $pki"
+bash "$prefix/share/benchfarm/deploy/pki.sh" agent "$pki" site 'site-*' >/dev/null ||
+  fail "the installed pki.sh cannot make an agent certificate"
+export BENCHFARM_CA="$pki/ca.pem" BENCHFARM_TOKEN_FILE="$pki/admin.token"
+write_agent_config agent.textproto site "$address" \
+  "credentials { ca_cert: \"$pki/ca.pem\" cert: \"$pki/agents/site.pem\" key: \"$pki/agents/site.key\" }"
 "${user_env[@]}" benchfarm-agent --config agent.textproto --metrics off \
   >"$site/agent.out" 2>"$site/agent.err" &
 pids+=($!)
@@ -183,7 +192,9 @@ pids=()
 caller="$work/caller"
 mkdir -p "$caller"
 cd "$caller"
-"${farm[@]}" tracker --listen 127.0.0.1:0 --metrics off >"$caller/tracker.out" 2>"$caller/tracker.err" &
+# Here the point is the working directory: plain text on loopback (--insecure).
+export BENCHFARM_INSECURE=1
+"${farm[@]}" tracker --insecure --listen 127.0.0.1:0 --metrics off >"$caller/tracker.out" 2>"$caller/tracker.err" &
 pids+=($!)
 line="$(wait_line "$caller/tracker.out" "^tracker: listening on" $!)"
 address="$(sed -n 's/^tracker: listening on \([^ ]*\).*/\1/p' <<<"$line")"
@@ -192,7 +203,7 @@ address="$(sed -n 's/^tracker: listening on \([^ ]*\).*/\1/p' <<<"$line")"
 grep -q "build.*//tracker:tracker" "$work/fake-bazel.log" || fail "./farm tracker did not build //tracker:tracker"
 grep -q "(in $ws)" "$work/fake-bazel.log" || fail "./farm runs bazel outside the repository"
 
-write_agent_config agent.textproto caller "$address"
+write_agent_config agent.textproto caller "$address" "credentials { insecure: true }"
 "${farm[@]}" agent --config agent.textproto >"$caller/agent.out" 2>"$caller/agent.err" &
 pids+=($!)
 wait_line "$caller/agent.out" "^agent: caller serving 1 boards" $! >/dev/null

@@ -42,3 +42,23 @@ stop_daemons() {
   for pid in "${pids[@]}"; do wait "$pid" || fail "a daemon did not exit cleanly (pid $pid)"; done
   pids=()
 }
+
+# ---- a secure farm, the default way (README "Security") ----------------------------------------
+# After the tracker started with --state_dir DIR (it made its CA there on first start):
+#   use_token DIR NAME      issues a user token for NAME (deploy/pki.sh token) and exports
+#                           BENCHFARM_CA and BENCHFARM_TOKEN_FILE, so farmctl calls as NAME
+#   agent_credentials DIR AGENT_ID GLOB...
+#                           makes the agent's certificate (deploy/pki.sh agent) and prints the
+#                           `credentials { ... }` block of its config
+pki_sh() { bash "$(dirname "${BASH_SOURCE[0]}")/../deploy/pki.sh" "$@"; }
+use_token() {
+  pki_sh token "$1" "$2" >"$1/$2.token"
+  export BENCHFARM_CA="$1/ca.pem" BENCHFARM_TOKEN_FILE="$1/$2.token"
+  unset BENCHFARM_TOKEN BENCHFARM_INSECURE
+}
+agent_credentials() {
+  local dir=$1 id=$2
+  shift 2
+  pki_sh agent "$dir" "$id" "$@" >/dev/null
+  echo "credentials { ca_cert: \"$dir/ca.pem\" cert: \"$dir/agents/$id.pem\" key: \"$dir/agents/$id.key\" }"
+}

@@ -290,7 +290,7 @@ TEST(TrackerCrash, EveryAcknowledgedTrialHasExactlyOneResultAfterKill9) {
   World world;
   testing::TrackerProcess tracker;
   const std::vector<std::string> flags = {"--database=" + database, "--config=" + config,
-                                          "--listen=127.0.0.1:0", "--metrics=off"};
+                                          "--listen=127.0.0.1:0", "--metrics=off", "--insecure"};
   absl::StatusOr<std::string> started = tracker.Start(flags);
   ASSERT_TRUE(started.ok()) << started.status();
   std::string address = *started;

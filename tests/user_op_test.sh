@@ -25,10 +25,11 @@ root=$PWD
 ctl() { "$root/farmctl/farmctl" --tracker "127.0.0.1:$tracker_port" "$@"; }
 jobs_stored() { ctl results --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin).get("jobs", [])))'; }
 
-tracker/tracker --listen "127.0.0.1:$tracker_port" --database "$work/tracker.db" \
+tracker/tracker --listen "127.0.0.1:$tracker_port" --database "$work/tracker.db" --state_dir "$work/pki" \
   >"$work/tracker.out" 2>"$work/tracker.err" &
 pids+=($!)
 wait_line "$work/tracker.out" "listening on" >/dev/null
+use_token "$work/pki" carol
 cat >"$work/agent.textproto" <<CONFIG
 agent_id: "user-op-agent"
 tracker_address: "127.0.0.1:$tracker_port"
@@ -36,6 +37,7 @@ scratch_dir: "$work/agent/scratch"
 cache_dir: "$work/agent/cache"
 spool_dir: "$work/agent/spool"
 metrics_address: "127.0.0.1:$agent_metrics"
+$(agent_credentials "$work/pki" user-op-agent 'hp*')
 boards { id: "hp0" kind: "host-process" host_process {} build_template: "agent/templates/host-process" batch_size: 8 }
 CONFIG
 agent/agent --config "$work/agent.textproto" >"$work/agent.out" 2>"$work/agent.err" &
@@ -120,7 +122,8 @@ assert versions == {v1, v2}, versions
 PY
 
 # ---- a pin to a registered board that is offline queues, and `farmctl queue` says why -----------
-sed -e 's/user-op-agent/parked-agent/' -e 's/"hp0"/"hp-off"/' -e '/metrics_address/d' \
+agent_credentials "$work/pki" parked-agent 'hp-off' >/dev/null
+sed -e 's/user-op-agent/parked-agent/g' -e 's/"hp0"/"hp-off"/' -e '/metrics_address/d' \
     -e "s#$work/agent/#$work/agent2/#g" "$work/agent.textproto" >"$work/agent2.textproto"
 agent/agent --config "$work/agent2.textproto" >"$work/agent2.out" 2>"$work/agent2.err" &
 parked=$!

@@ -2,6 +2,7 @@
 #include "tracker/job_queue.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/random/random.h"
@@ -36,6 +37,175 @@ std::string NewJobId() {
   static absl::BitGen* gen = new absl::BitGen();
   absl::MutexLock lock(&mu);
   return absl::StrFormat("j-%016x", absl::Uniform<uint64_t>(*gen));
+}
+
+// ---- sizes and results --------------------------------------------------------------------------
+
+// "FIELD: N bytes, at most MAX" if value is longer than max bytes; "" if it fits.
+std::string Oversized(absl::string_view field, absl::string_view value, size_t max) {
+  if (value.size() <= max) return "";
+  return absl::StrCat(field, ": ", value.size(), " bytes, at most ", max);
+}
+
+// Too many labels, or a key or value over its cap ("" if none is).
+std::string LabelsProblem(absl::string_view field,
+                          const google::protobuf::Map<std::string, std::string>& labels) {
+  if (labels.size() > static_cast<size_t>(kMaxLabels)) {
+    return absl::StrCat(field, ": ", labels.size(), " labels, at most ", kMaxLabels);
+  }
+  for (const auto& [key, value] : labels) {
+    if (key.size() > kMaxLabelKeyBytes) {
+      return absl::StrCat(field, ": a key of ", key.size(), " bytes, at most ", kMaxLabelKeyBytes);
+    }
+    std::string p = Oversized(absl::StrCat(field, "[\"", key, "\"]"), value, kMaxLabelValueBytes);
+    if (!p.empty()) return p;
+  }
+  return "";
+}
+
+// The first string of the trial over its cap, as "field: N bytes, at most MAX" ("" if none is).
+// Checked before anything else, so no later message quotes an oversized string.
+std::string TrialSizeProblem(const v1::Trial& t) {
+  const v1::OperatorSpec& op = t.op();
+  const v1::TemplateOperator& tpl = op.template_op();
+  struct Field {
+    const char* name;
+    const std::string& value;
+    size_t max;
+  };
+  for (const Field& f : {Field{"board_kind", t.board_kind(), kMaxBoardKindBytes},
+                         Field{"board_id", t.board_id(), kMaxBoardIdBytes},
+                         Field{"op.entry_function", op.entry_function(), kMaxFunctionBytes},
+                         Field{"op.reference_function", op.reference_function(), kMaxFunctionBytes},
+                         Field{"op.c_source", op.c_source(), kMaxCSourceBytes},
+                         Field{"op.template_op.op", tpl.op(), kMaxOpNameBytes},
+                         Field{"op.template_op.version", tpl.version(), kMaxVersionBytes}}) {
+    std::string p = Oversized(f.name, f.value, f.max);
+    if (!p.empty()) return p;
+  }
+  if (std::string p = LabelsProblem("labels", t.labels()); !p.empty()) return p;
+  for (const auto& [name, value] : tpl.knobs()) {
+    if (name.size() > kMaxKnobNameBytes) {
+      return absl::StrCat("op.template_op.knobs: a name of ", name.size(), " bytes, at most ",
+                          kMaxKnobNameBytes);
+    }
+    std::string p =
+        Oversized(absl::StrCat("op.template_op.knobs[\"", name, "\"]"), value, kMaxKnobValueBytes);
+    if (!p.empty()) return p;
+  }
+  if (tpl.image_pool_size() > kMaxImagePool) {
+    return absl::StrCat("op.template_op.image_pool: ", tpl.image_pool_size(), " entries, at most ",
+                        kMaxImagePool);
+  }
+  size_t pool_bytes = 0;
+  for (int k = 0; k < tpl.image_pool_size(); ++k) {
+    std::string p = Oversized(absl::StrCat("op.template_op.image_pool[", k, "]"), tpl.image_pool(k),
+                              kMaxImagePoolEntryBytes);
+    if (!p.empty()) return p;
+    pool_bytes += tpl.image_pool(k).size();
+  }
+  if (pool_bytes > kMaxImagePoolBytes) {
+    return absl::StrCat("op.template_op.image_pool: ", pool_bytes, " bytes in all, at most ",
+                        kMaxImagePoolBytes);
+  }
+  for (int a = 0; a < t.args_size(); ++a) {
+    std::string p =
+        Oversized(absl::StrCat("args[", a, "].dtype"), t.args(a).dtype(), kMaxDtypeBytes);
+    if (!p.empty()) return p;
+  }
+  return "";
+}
+
+// What is wrong with a registration ("register.FIELD: ..."; "" if nothing is): ids, kinds,
+// labels and capabilities over their caps, or missing.
+std::string RegistrationProblem(const v1::Register& reg) {
+  if (reg.agent_id().empty()) return "register.agent_id: required";
+  if (std::string p = Oversized("register.agent_id", reg.agent_id(), kMaxIdBytes); !p.empty()) {
+    return p;
+  }
+  if (reg.boards_size() > kMaxBoardsPerAgent) {
+    return absl::StrCat("register.boards: ", reg.boards_size(), " boards, at most ",
+                        kMaxBoardsPerAgent);
+  }
+  for (int k = 0; k < reg.boards_size(); ++k) {
+    const v1::BoardRegistration& b = reg.boards(k);
+    const std::string field = absl::StrCat("register.boards[", k, "]");
+    if (b.board_id().empty() || b.kind().empty()) {
+      return "register.boards: board_id and kind are required";
+    }
+    for (const std::string& p :
+         {Oversized(field + ".board_id", b.board_id(), kMaxBoardIdBytes),
+          Oversized(field + ".kind", b.kind(), kMaxBoardKindBytes),
+          LabelsProblem(field + ".labels", b.labels())}) {
+      if (!p.empty()) return p;
+    }
+    if (b.capabilities_size() > kMaxCapabilities) {
+      return absl::StrCat(field, ".capabilities: ", b.capabilities_size(), " entries, at most ",
+                          kMaxCapabilities);
+    }
+    for (int c = 0; c < b.capabilities_size(); ++c) {
+      std::string p = Oversized(absl::StrCat(field, ".capabilities[", c, "]"), b.capabilities(c),
+                                kMaxCapabilityBytes);
+      if (!p.empty()) return p;
+    }
+  }
+  return "";
+}
+
+bool ValidTimestamp(const google::protobuf::Timestamp& t) {
+  return t.seconds() >= TimeUtil::kTimestampMinSeconds &&
+         t.seconds() <= TimeUtil::kTimestampMaxSeconds && t.nanos() >= 0 &&
+         t.nanos() <= 999999999;
+}
+
+// What makes a reported result unfit to store ("result.FIELD: ..."; "" if nothing does): an
+// error code outside ErrorCode, more than max_costs costs, a cost that is not a finite,
+// non-negative number of seconds, strings over their caps, stage times or a timer resolution that
+// are not finite numbers, invalid timestamps.
+std::string ResultProblem(const v1::Result& r, int max_costs) {
+  if (!v1::ErrorCode_IsValid(r.error_code())) {
+    return absl::StrCat("result.error_code: ", static_cast<int>(r.error_code()),
+                        " is not a benchfarm.v1.ErrorCode");
+  }
+  if (r.costs_s_size() > max_costs) {
+    return absl::StrCat("result.costs_s: ", r.costs_s_size(),
+                        " costs; the trial's repeat gives at most ", max_costs);
+  }
+  for (int k = 0; k < r.costs_s_size(); ++k) {
+    const double c = r.costs_s(k);
+    if (!std::isfinite(c) || c < 0) {
+      return absl::StrCat("result.costs_s[", k, "]: ", c,
+                          "; a cost is a finite, non-negative number of seconds");
+    }
+  }
+  for (const std::string& p :
+       {Oversized("result.message", r.message(), kMaxResultMessageBytes),
+        Oversized("result.board_id", r.board_id(), kMaxBoardIdBytes),
+        Oversized("result.firmware_hash", r.firmware_hash(), kMaxResultFieldBytes),
+        Oversized("result.timer", r.timer(), kMaxResultFieldBytes),
+        Oversized("result.emulation", r.emulation(), kMaxResultFieldBytes)}) {
+    if (!p.empty()) return p;
+  }
+  const v1::StageTimes& st = r.stages();
+  for (const auto& [name, value] : {std::pair<const char*, double>{"build_s", st.build_s()},
+                                    {"flash_s", st.flash_s()},
+                                    {"handshake_s", st.handshake_s()},
+                                    {"measure_s", st.measure_s()}}) {
+    if (!std::isfinite(value)) {
+      return absl::StrCat("result.stages.", name, ": ", value, "; not a finite number of seconds");
+    }
+  }
+  if (!std::isfinite(r.timer_resolution_s()) || r.timer_resolution_s() < 0) {
+    return absl::StrCat("result.timer_resolution_s: ", r.timer_resolution_s(),
+                        "; not a finite, non-negative number of seconds");
+  }
+  using Stamp = std::pair<const char*, const google::protobuf::Timestamp*>;
+  for (const auto& [name, stamp] : {Stamp{"submitted_at", &r.submitted_at()},
+                                    Stamp{"started_at", &r.started_at()},
+                                    Stamp{"finished_at", &r.finished_at()}}) {
+    if (!ValidTimestamp(*stamp)) return absl::StrCat("result.", name, ": not a valid timestamp");
+  }
+  return "";
 }
 
 // The health check when none is configured: add (any shape) checked against its reference.
@@ -76,6 +246,7 @@ absl::Status JobQueue::Recover() {
     live.seq = stored.seq;
     live.job = std::move(stored.job);
     job_by_seq_[live.seq] = live.job.job_id();
+    AddLoad(&live);
     kinds_.insert(live.job.trial().board_kind());
     if (live.job.state() == v1::RUNNING) {
       // Its agent may come back holding it: give it one lease period to do so.
@@ -98,12 +269,14 @@ absl::Status JobQueue::Recover() {
 
 absl::Status JobQueue::ValidateTrial(v1::Trial* trial, int i) const {
   const v1::Trial& t = *trial;
+  if (std::string p = TrialSizeProblem(t); !p.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("trials[", i, "].", p));
+  }
   if (t.board_kind().empty()) return Invalid(i, "board_kind", "required");
   if (kinds_.count(t.board_kind()) == 0) {
     return Invalid(i, "board_kind", absl::StrCat("unknown board kind \"", t.board_kind(), "\""));
   }
   const v1::OperatorSpec& op = t.op();
-  if (op.entry_function().size() > 79) return Invalid(i, "op.entry_function", "too long");
   if (t.args_size() > kMaxArgs) return Invalid(i, "args", absl::StrCat("more than ", kMaxArgs));
   std::vector<std::vector<int64_t>> shapes;
   switch (op.source_case()) {
@@ -111,7 +284,6 @@ absl::Status JobQueue::ValidateTrial(v1::Trial* trial, int i) const {
       const v1::TemplateOperator& tpl = op.template_op();
       if (tpl.op().empty()) return Invalid(i, "op.template_op.op", "required");
       if (tpl.knobs_size() > 64) return Invalid(i, "op.template_op.knobs", "too many");
-      if (tpl.image_pool_size() > 4096) return Invalid(i, "op.template_op.image_pool", "too many");
       std::shared_ptr<const v1::Operator> entry = catalog_.Find(tpl.op(), tpl.version());
       if (entry == nullptr) {
         if (catalog_.Find(tpl.op(), "") == nullptr) {
@@ -136,7 +308,6 @@ absl::Status JobQueue::ValidateTrial(v1::Trial* trial, int i) const {
       break;
     }
     case v1::OperatorSpec::kCSource:
-      if (op.c_source().size() > (1u << 20)) return Invalid(i, "op.c_source", "larger than 1 MiB");
       if (op.entry_function().empty()) {
         return Invalid(i, "op.entry_function", "required with c_source");
       }
@@ -177,7 +348,9 @@ absl::Status JobQueue::ValidateTrial(v1::Trial* trial, int i) const {
   }
   const v1::MeasureOptions& m = t.measure();
   if (m.number() < 0 || m.number() > 1000000) return Invalid(i, "measure.number", "must be in 0..1e6");
-  if (m.repeat() < 0 || m.repeat() > 1024) return Invalid(i, "measure.repeat", "must be in 0..1024");
+  if (m.repeat() < 0 || m.repeat() > kMaxCosts) {
+    return Invalid(i, "measure.repeat", absl::StrCat("must be in 0..", kMaxCosts));
+  }
   if (m.min_repeat_ms() < 0 || m.min_repeat_ms() > 600000) {
     return Invalid(i, "measure.min_repeat_ms", "must be in 0..600000");
   }
@@ -188,7 +361,6 @@ absl::Status JobQueue::ValidateTrial(v1::Trial* trial, int i) const {
     return Invalid(i, "measure.timeout_ms", "must be in 0..3600000");
   }
   if (t.priority() < 0 || t.priority() > 100) return Invalid(i, "priority", "must be in 0..100");
-  if (t.labels_size() > 32) return Invalid(i, "labels", "too many");
   // Sizes: the arguments must fit some board of the kind (when every board says what it holds).
   const int64_t bytes = catalog::ArgumentBytes(shapes);
   int64_t largest = 0;
@@ -301,11 +473,13 @@ JobQueue::LiveJob* JobQueue::PickFor(const v1::Board& board) {
 absl::StatusOr<std::vector<std::string>> JobQueue::Submit(const std::string& client_id,
                                                           const std::string& request_id,
                                                           const std::vector<v1::Trial>& trials) {
-  if (client_id.empty() || client_id.size() > 128) {
-    return absl::InvalidArgumentError("client_id: required, at most 128 bytes");
+  if (client_id.empty() || client_id.size() > kMaxIdBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("client_id: required, at most ", kMaxIdBytes, " bytes"));
   }
-  if (request_id.empty() || request_id.size() > 128) {
-    return absl::InvalidArgumentError("request_id: required, at most 128 bytes");
+  if (request_id.empty() || request_id.size() > kMaxIdBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("request_id: required, at most ", kMaxIdBytes, " bytes"));
   }
   if (trials.empty() || static_cast<int>(trials.size()) > options_.max_trials_per_submission) {
     return absl::InvalidArgumentError(
@@ -341,6 +515,28 @@ absl::StatusOr<std::vector<std::string>> JobQueue::Submit(const std::string& cli
   for (size_t i = 0; i < checked.size(); ++i) {
     RETURN_IF_ERROR(ValidateTrial(&checked[i], static_cast<int>(i)));
   }
+  // The client's caps: unfinished jobs, and bytes of their trials.
+  std::vector<int64_t> sizes;
+  int64_t bytes = 0;
+  for (const v1::Trial& t : checked) {
+    sizes.push_back(static_cast<int64_t>(t.ByteSizeLong()));
+    bytes += sizes.back();
+  }
+  ClientLoad load;
+  if (auto it = load_by_client_.find(client_id); it != load_by_client_.end()) load = it->second;
+  const int64_t n = static_cast<int64_t>(checked.size());
+  if (load.jobs + n > options_.max_queued_per_client) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "client ", client_id, " has ", load.jobs, " unfinished jobs; ", n,
+        " more would exceed max_queued_per_client (", options_.max_queued_per_client,
+        "): wait for some to finish, or cancel some"));
+  }
+  if (load.bytes + bytes > options_.max_queued_bytes_per_client) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "client ", client_id, " has ", load.bytes, " bytes of unfinished trials; these ", n,
+        " trials (", bytes, " bytes) would exceed max_queued_bytes_per_client (",
+        options_.max_queued_bytes_per_client, " bytes): wait for some to finish, or cancel some"));
+  }
   std::vector<v1::Job> jobs(trials.size());
   std::vector<std::string> ids;
   google::protobuf::Timestamp now = ToProto(clock_->Now());
@@ -357,7 +553,9 @@ absl::StatusOr<std::vector<std::string>> JobQueue::Submit(const std::string& cli
     LiveJob& live = jobs_[jobs[i].job_id()];
     live.seq = seqs[i];
     live.job = std::move(jobs[i]);
+    live.trial_bytes = sizes[i];
     job_by_seq_[live.seq] = live.job.job_id();
+    AddLoad(&live);
     Enqueue(&live);
     Notify(live.job);
   }
@@ -486,14 +684,13 @@ std::vector<v1::Board> JobQueue::Boards(const std::string& kind) {
 // ---- agent side -----------------------------------------------------------------------------
 
 absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
-  if (reg.agent_id().empty()) return absl::InvalidArgumentError("register.agent_id: required");
+  if (std::string p = RegistrationProblem(reg); !p.empty()) {
+    return absl::InvalidArgumentError(p);
+  }
   absl::MutexLock lock(&mu_);
   std::set<std::string> held(reg.held_job_ids().begin(), reg.held_job_ids().end());
   std::set<std::string>& mine = agent_boards_[reg.agent_id()];
   for (const v1::BoardRegistration& b : reg.boards()) {
-    if (b.board_id().empty() || b.kind().empty()) {
-      return absl::InvalidArgumentError("register.boards: board_id and kind are required");
-    }
     auto other = boards_.find(b.board_id());
     if (other != boards_.end() && other->second.board.agent_id() != reg.agent_id() &&
         connected_agents_.count(other->second.board.agent_id()) > 0) {
@@ -643,7 +840,9 @@ absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobRe
   for (auto& [board_id, record] : boards_) {
     if (!record.health_job_id.empty() && record.health_job_id == report.job_id()) {
       record.health_job_id.clear();
-      if (report.result().error_code() == v1::NO_ERROR) {
+      // A malformed result fails the check.
+      const std::string problem = ResultProblem(report.result(), kMaxCosts);
+      if (problem.empty() && report.result().error_code() == v1::NO_ERROR) {
         record.board.set_state(v1::IDLE);
         record.recent_infra.clear();
         record.board.set_consecutive_infra_failures(0);
@@ -651,7 +850,12 @@ absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobRe
         record.board.set_state(v1::QUARANTINED);
         record.next_health_check = clock_->Now() + options_.health_check_backoff;
       }
-      return SaveBoard(record);
+      RETURN_IF_ERROR(SaveBoard(record));
+      if (!problem.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat("health check ", report.job_id(),
+                                                       ": result refused: ", problem));
+      }
+      return absl::OkStatus();
     }
   }
   auto it = jobs_.find(report.job_id());
@@ -660,6 +864,17 @@ absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobRe
     return absl::OkStatus();  // already recorded, cancelled, or from a lost attempt: ignore
   }
   LiveJob& job = it->second;
+  // A malformed result is the board's (or its agent's) failure, not the trial's: the attempt ends
+  // as an infrastructure error and the job re-queues (or, out of attempts, ends BOARD_LOST).
+  const int max_costs = std::min(kMaxCosts, std::max(1, job.job.trial().measure().repeat()));
+  if (std::string problem = ResultProblem(report.result(), max_costs); !problem.empty()) {
+    const std::string refused = absl::StrCat("result refused: ", problem);
+    const std::string which = absl::StrCat("job ", report.job_id(), " attempt ", report.attempt());
+    NoteBoardOutcome(job.job.board_id(), true);
+    RETURN_IF_ERROR(EndAttemptWithoutResult(&job, v1::SESSION_ERROR, refused));  // `job` may dangle
+    return absl::InvalidArgumentError(absl::StrCat(
+        which, ": ", refused, " (the attempt counts as an infrastructure failure)"));
+  }
   v1::ErrorCode code = report.result().error_code();
   bool infra = IsInfrastructureError(code);
   NoteBoardOutcome(job.job.board_id(), infra);
@@ -756,6 +971,7 @@ absl::StatusOr<v1::Job> JobQueue::Finish(LiveJob* job, const v1::Result& result,
   } else {
     counters_.jobs_done++;
   }
+  RemoveLoad(*job);
   job_by_seq_.erase(job->seq);
   jobs_.erase(j.job_id());  // `job` dangles from here
   return j;
@@ -797,6 +1013,23 @@ void JobQueue::FreeBoard(const std::string& board_id, const std::string& job_id)
   if (board.state() == v1::BUSY && record.running.empty()) {
     board.set_state(connected_agents_.count(board.agent_id()) ? v1::IDLE : v1::OFFLINE);
   }
+}
+
+void JobQueue::AddLoad(LiveJob* job) {
+  if (job->trial_bytes == 0) {
+    job->trial_bytes = static_cast<int64_t>(job->job.trial().ByteSizeLong());
+  }
+  ClientLoad& load = load_by_client_[job->job.client_id()];
+  load.jobs++;
+  load.bytes += job->trial_bytes;
+}
+
+void JobQueue::RemoveLoad(const LiveJob& job) {
+  auto it = load_by_client_.find(job.job.client_id());
+  if (it == load_by_client_.end()) return;
+  it->second.jobs--;
+  it->second.bytes -= job.trial_bytes;
+  if (it->second.jobs <= 0) load_by_client_.erase(it);
 }
 
 void JobQueue::Notify(const v1::Job& job) {

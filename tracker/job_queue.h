@@ -27,10 +27,24 @@
 // that exists, and a pin (board id, labels) that some registered board of that kind satisfies.
 // A pin to a registered board that is offline queues; Summary() says why such jobs wait.
 //
+// Sizes: every string the tracker stores has a byte cap (the kMax* constants below), checked at
+// submission and at registration, so one job stays near 1.1 MiB at most (a 1 MiB c_source and
+// its small fields) and always fits a ListResults page. A client may hold at most
+// max_queued_per_client unfinished (queued or running) jobs, and at most
+// max_queued_bytes_per_client bytes of their serialized trials.
+//
+// Results are checked before they are stored: costs finite and non-negative, no more of them
+// than the trial's repeat gives, an error code of the ErrorCode enum, the message and the other
+// strings within their caps, finite stage times, valid timestamps. A result that is not is
+// refused (InvalidArgument to the agent) and ends its attempt as an infrastructure failure
+// (SESSION_ERROR, "result refused: ..."): the job re-queues, the attempt counts toward the retry
+// budget (then the job is DONE with BOARD_LOST) and toward the board's quarantine.
+//
 // Errors: InvalidArgument naming the trial index and field for a malformed submission (nothing
-// is stored); AlreadyExists for a request_id reused with different trials;
-// NotFound for unknown jobs or agents; FailedPrecondition for a job in the wrong state;
-// the Store's errors.
+// is stored), naming the field for a malformed registration or result; AlreadyExists for a
+// request_id reused with different trials; ResourceExhausted naming the cap and the client for
+// a submission over a per-client cap (nothing is stored); NotFound for unknown jobs or agents;
+// FailedPrecondition for a job in the wrong state; the Store's errors.
 //
 // Thread-safety: every method is safe to call from any thread; state is guarded by one mutex.
 // Listeners are called with that mutex held: they must not block or call back into the queue.
@@ -38,6 +52,7 @@
 #ifndef BENCHFARM_TRACKER_JOB_QUEUE_H_
 #define BENCHFARM_TRACKER_JOB_QUEUE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -60,6 +75,31 @@
 
 namespace benchfarm::tracker {
 
+// Byte caps on the strings the tracker stores (checked at the door: Submit, RegisterAgent,
+// ReportResult; a string over its cap is InvalidArgument naming the field).
+inline constexpr size_t kMaxIdBytes = 128;          // client_id, request_id, agent_id
+inline constexpr size_t kMaxBoardIdBytes = 128;     // board ids (trial pins, boards, results)
+inline constexpr size_t kMaxBoardKindBytes = 128;
+inline constexpr int kMaxLabels = 32;               // per trial and per board
+inline constexpr size_t kMaxLabelKeyBytes = 128;
+inline constexpr size_t kMaxLabelValueBytes = 256;
+inline constexpr int kMaxCapabilities = 32;         // per board
+inline constexpr size_t kMaxCapabilityBytes = 128;
+inline constexpr int kMaxBoardsPerAgent = 1024;
+inline constexpr size_t kMaxOpNameBytes = 128;      // TemplateOperator.op (the catalog's: 48)
+inline constexpr size_t kMaxVersionBytes = 64;      // TemplateOperator.version (16 hex digits)
+inline constexpr size_t kMaxKnobNameBytes = 128;
+inline constexpr size_t kMaxKnobValueBytes = 256;
+inline constexpr size_t kMaxFunctionBytes = 64;     // entry_function, reference_function
+inline constexpr size_t kMaxDtypeBytes = 16;
+inline constexpr int kMaxImagePool = 4096;          // entries
+inline constexpr size_t kMaxImagePoolEntryBytes = 1024;
+inline constexpr size_t kMaxImagePoolBytes = 512 << 10;  // all entries together
+inline constexpr size_t kMaxCSourceBytes = 1 << 20;
+inline constexpr size_t kMaxResultMessageBytes = 4096;
+inline constexpr size_t kMaxResultFieldBytes = 128;  // Result.firmware_hash, timer, emulation
+inline constexpr int kMaxCosts = 1024;               // Result.costs_s (also MeasureOptions.repeat)
+
 struct JobQueueOptions {
   absl::Duration lease = absl::Seconds(60);
   int retry_budget = 3;
@@ -72,6 +112,10 @@ struct JobQueueOptions {
   // Board kinds jobs may name; empty: any kind that has ever registered a board, plus any kind
   // named here. A trial for another kind is InvalidArgument.
   std::vector<std::string> known_kinds;
+  // Per client: unfinished (queued or running) jobs, and the bytes of their serialized trials. A
+  // submission that would take the client over either is ResourceExhausted; nothing is stored.
+  int64_t max_queued_per_client = 100000;
+  int64_t max_queued_bytes_per_client = int64_t{256} << 20;
 };
 
 // What one free board should run now.
@@ -127,7 +171,9 @@ class JobQueue {
   // boards take turns, one job each per round), marked RUNNING and leased.
   std::vector<Offer> TakeOffers(const std::string& agent_id);
   // Records a result. Exactly once: a result for a job that is not running this attempt (e.g.
-  // sent again after a reconnect) is accepted and ignored. Returns the job as it now is.
+  // sent again after a reconnect) is accepted and ignored. A malformed result (see Results) is
+  // InvalidArgument naming the field, after its attempt has ended as an infrastructure failure
+  // (a health check's: the check failed).
   absl::Status ReportResult(const std::string& agent_id, const v1::JobResult& result);
   void RecordFlashes(const std::string& agent_id, const v1::BoardUpdate& update);
   // Cancellations to deliver to the agent (each returned once).
@@ -150,6 +196,11 @@ class JobQueue {
     v1::Job job;
     absl::Time lease_deadline;
     std::string agent_id;
+    int64_t trial_bytes = 0;  // counted in its client's load
+  };
+  struct ClientLoad {  // a client's unfinished jobs
+    int64_t jobs = 0;
+    int64_t bytes = 0;
   };
   struct Level {  // one priority of one kind
     std::map<std::string, std::deque<int64_t>> by_client;  // client -> job seqs, in order
@@ -188,6 +239,9 @@ class JobQueue {
   void FreeBoard(const std::string& board_id, const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Notify(const v1::Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job is live / no longer live: its client's load.
+  void AddLoad(LiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RemoveLoad(const LiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SaveBoard(const BoardRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store* const store_;
@@ -205,6 +259,7 @@ class JobQueue {
   std::set<std::string> connected_agents_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<std::string>> pending_cancels_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> kinds_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, ClientLoad> load_by_client_ ABSL_GUARDED_BY(mu_);
   std::map<int, Listener> listeners_ ABSL_GUARDED_BY(mu_);
   int next_listener_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t next_health_ ABSL_GUARDED_BY(mu_) = 1;

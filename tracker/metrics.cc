@@ -1,6 +1,8 @@
 // Metrics: see metrics.h.
 #include "tracker/metrics.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <vector>
 
@@ -18,13 +20,33 @@ const prometheus::Histogram::BucketBoundaries& SecondsBuckets() {
   return *b;
 }
 
+// civetweb's options for prometheus::Exposer: the address, the worker threads and how long a
+// connection may hold one without completing its request.
+std::vector<std::string> ServerOptions(const std::string& address, const MetricsOptions& o) {
+  return {"listening_ports", address,
+          "num_threads", absl::StrCat(std::max(o.server_threads, 1)),
+          "request_timeout_ms",
+          absl::StrCat(std::max<int64_t>(absl::ToInt64Milliseconds(o.request_timeout), 1))};
+}
+
 std::string StateName(v1::JobState s) { return v1::JobState_Name(s); }
 std::string BoardStateName(v1::BoardState s) { return v1::BoardState_Name(s); }
 
 }  // namespace
 
-Metrics::Metrics()
-    : registry_(std::make_shared<prometheus::Registry>()),
+std::string Metrics::CappedLabel::operator()(const std::string& value) {
+  if (value == kOtherLabelValue) return value;  // never takes a place of its own
+  if (own_.count(value) != 0) return value;
+  if (own_.size() < cap_) {
+    own_.insert(value);
+    return value;
+  }
+  return kOtherLabelValue;
+}
+
+Metrics::Metrics(MetricsOptions options)
+    : options_(options),
+      registry_(std::make_shared<prometheus::Registry>()),
       queue_depth_(prometheus::BuildGauge()
                        .Name("benchfarm_tracker_queue_depth")
                        .Help("Queued jobs by board kind and priority")
@@ -64,14 +86,24 @@ Metrics::Metrics()
                .Name("benchfarm_tracker_job_run_seconds")
                .Help("Time from the last start on a board to the result")
                .Register(*registry_)
-               .Add({}, SecondsBuckets())) {
+               .Add({}, SecondsBuckets())),
+      auth_refusals_(prometheus::BuildCounter()
+                         .Name("benchfarm_tracker_auth_refusals_total")
+                         .Help("Calls refused: no accepted credential, or not allowed to the caller")
+                         .Register(*registry_)),
+      client_label_(options_.max_clients),
+      kind_label_(options_.max_board_kinds) {
   for (v1::JobState s : {v1::QUEUED, v1::RUNNING}) jobs_.Add({{"state", StateName(s)}});
   for (const char* r : {"done", "cancelled"}) finished_.Add({{"result", r}});
 }
 
+void Metrics::AuthRefused(const std::string& method, const std::string& reason) {
+  auth_refusals_.Add({{"method", method}, {"reason", reason}}).Increment();
+}
+
 absl::Status Metrics::Serve(const std::string& address) {
   try {
-    exposer_ = std::make_unique<prometheus::Exposer>(address);
+    exposer_ = std::make_unique<prometheus::Exposer>(ServerOptions(address, options_));
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("metrics: cannot serve on ", address, ": ", e.what()));
   }
@@ -87,14 +119,22 @@ int Metrics::port() const {
 
 void Metrics::Update(const QueueStats& stats) {
   absl::MutexLock lock(&mu_);
-  // Gauges: reset the series we set last time, then set the current values.
-  for (const auto& [key, n] : last_.queued_by_kind_priority) {
-    queue_depth_.Add({{"board_kind", key.first}, {"priority", absl::StrCat(key.second)}}).Set(0);
-  }
+  // Gauges: set the current values (kinds past the cap summed under "_other"), and zero the
+  // series set last time that have none now.
+  std::map<std::pair<std::string, int>, int64_t> depth;
   for (const auto& [key, n] : stats.queued_by_kind_priority) {
+    depth[{kind_label_(key.first), key.second}] += n;
+  }
+  for (const auto& [key, n] : last_depth_) {
+    if (depth.count(key) == 0) {
+      queue_depth_.Add({{"board_kind", key.first}, {"priority", absl::StrCat(key.second)}}).Set(0);
+    }
+  }
+  for (const auto& [key, n] : depth) {
     queue_depth_.Add({{"board_kind", key.first}, {"priority", absl::StrCat(key.second)}})
         .Set(static_cast<double>(n));
   }
+  last_depth_ = std::move(depth);
   for (v1::JobState s : {v1::QUEUED, v1::RUNNING}) {
     auto it = stats.jobs_by_state.find(s);
     jobs_.Add({{"state", StateName(s)}}).Set(it == stats.jobs_by_state.end() ? 0 : it->second);
@@ -112,7 +152,8 @@ void Metrics::Update(const QueueStats& stats) {
   for (const auto& [client, n] : stats.trials_by_client) {
     auto it = last_.trials_by_client.find(client);
     int64_t before = it == last_.trials_by_client.end() ? 0 : it->second;
-    submitted_.Add({{"client", client}}).Increment(static_cast<double>(n - before));
+    if (n == before) continue;
+    submitted_.Add({{"client", client_label_(client)}}).Increment(static_cast<double>(n - before));
   }
   last_ = stats;
 }

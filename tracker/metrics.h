@@ -10,6 +10,15 @@
 //   benchfarm_tracker_job_wait_seconds                    histogram: submitted -> first start
 //   benchfarm_tracker_job_run_seconds                     histogram: last start -> finished
 //
+// Label values that clients or agents choose are capped (MetricsOptions): the first
+// max_clients client ids get their own trials_submitted_total series and the first
+// max_board_kinds board kinds their own queue_depth series; later ones are counted under
+// client="_other" / board_kind="_other", so totals and sums over the label stay right.
+//
+// The HTTP server (civetweb inside prometheus::Exposer) gives each connection a worker thread
+// until the connection sends its request or request_timeout passes: idle or slow connections
+// hold at most server_threads workers for at most request_timeout each.
+//
 // Thread-safety: safe from any thread.
 
 #ifndef BENCHFARM_TRACKER_METRICS_H_
@@ -17,10 +26,14 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
 #include "prometheus/gauge.h"
@@ -31,12 +44,30 @@
 
 namespace benchfarm::tracker {
 
+// The label value that stands for every value past a cap.
+inline constexpr char kOtherLabelValue[] = "_other";
+
+struct MetricsOptions {
+  // HTTP worker threads: one per connection being served or waited on (civetweb's num_threads;
+  // prometheus-cpp's default is 2, so two idle connections stalled every scrape).
+  int server_threads = 8;
+  // How long a connection may take to send its whole request (and to take the response) before
+  // it is dropped (civetweb's request_timeout_ms; its default is 30 s).
+  absl::Duration request_timeout = absl::Seconds(5);
+  // Distinct client ids with their own benchfarm_tracker_trials_submitted_total series.
+  int max_clients = 100;
+  // Distinct board kinds with their own benchfarm_tracker_queue_depth series.
+  int max_board_kinds = 50;
+};
+
 class Metrics {
  public:
-  Metrics();
+  Metrics() : Metrics(MetricsOptions()) {}
+  explicit Metrics(MetricsOptions options);
 
-  // Serves /metrics on address ("0.0.0.0:9470"). Errors: InvalidArgument/Unavailable with the
-  // library's message when the address cannot be bound.
+  // Serves /metrics on address ("127.0.0.1:9470"; port 0 picks one) with options' server_threads
+  // and request_timeout. Errors: Unavailable with the library's message when the address cannot
+  // be bound.
   absl::Status Serve(const std::string& address);
   // The port actually bound (after Serve with port 0), or 0.
   int port() const;
@@ -45,10 +76,25 @@ class Metrics {
   void Update(const QueueStats& stats);
   // A job reached DONE or CANCELLED.
   void JobFinished(const v1::Job& job);
+  // A call the tracker refused: `method` (a fixed RPC name), `reason` ("unauthenticated" or
+  // "permission_denied"): benchfarm_tracker_auth_refusals_total{method,reason}.
+  void AuthRefused(const std::string& method, const std::string& reason);
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
  private:
+  // The first `cap` distinct values keep their own label value; the rest are "_other".
+  class CappedLabel {
+   public:
+    explicit CappedLabel(int cap) : cap_(cap < 0 ? 0 : static_cast<size_t>(cap)) {}
+    std::string operator()(const std::string& value);
+
+   private:
+    const size_t cap_;
+    std::set<std::string> own_;
+  };
+
+  const MetricsOptions options_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   prometheus::Family<prometheus::Gauge>& queue_depth_;
@@ -60,9 +106,14 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& submitted_;
   prometheus::Histogram& wait_;
   prometheus::Histogram& run_;
+  prometheus::Family<prometheus::Counter>& auth_refusals_;
 
   absl::Mutex mu_;
   QueueStats last_ ABSL_GUARDED_BY(mu_);
+  CappedLabel client_label_ ABSL_GUARDED_BY(mu_);
+  CappedLabel kind_label_ ABSL_GUARDED_BY(mu_);
+  // The queue_depth series (board_kind label, priority) the last Update set.
+  std::map<std::pair<std::string, int>, int64_t> last_depth_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace benchfarm::tracker

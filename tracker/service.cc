@@ -33,7 +33,15 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl:
 // write in flight. Deletes itself when gRPC is done with it.
 class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::TrackerMessage> {
  public:
-  explicit AgentStream(TrackerService* service) : service_(service) { StartRead(&in_); }
+  AgentStream(TrackerService* service, Caller caller) : service_(service), caller_(std::move(caller)) {
+    StartRead(&in_);
+  }
+
+  // A stream of an agent that registered again on a newer stream: ended, with the reason.
+  void Replace(const std::string& why) { Close(grpc::Status(grpc::ABORTED, why)); }
+
+  // Ends a stream whose caller may not use it (before it registered anything).
+  void Refuse(const absl::Status& status) { Close(ToGrpc(status)); }
 
   // Sends offers and cancellations for this agent's free boards (dispatcher thread).
   void Pump() {
@@ -95,11 +103,12 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
     std::string agent;
     {
       absl::MutexLock lock(&mu_);
+      if (closing_) return grpc::Status::OK;  // refused or replaced: nothing more is taken
       agent = agent_id_;
     }
     if (m.has_register_()) {
       if (!agent.empty()) return grpc::Status(grpc::FAILED_PRECONDITION, "registered twice");
-      absl::Status s = service_->Attach(m.register_(), this);
+      absl::Status s = service_->Attach(caller_, m.register_(), this);
       if (!s.ok()) return ToGrpc(s);
       v1::TrackerMessage reply;
       reply.mutable_registered()->set_heartbeat_period_ms(
@@ -127,6 +136,14 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
           ack.mutable_result_ack()->set_job_id(m.result().job_id());
           Send(std::move(ack));
           service_->Poke();
+        }
+        if (absl::IsInvalidArgument(s)) {
+          // Refused (a non-finite cost, an oversized message...): the attempt already ended as an
+          // infrastructure failure and the job re-queued. Ending the stream tells the agent why;
+          // its spooled copy, sent again after it reconnects, is ignored (that attempt is over)
+          // and acknowledged.
+          service_->Poke();
+          return ToGrpc(s);
         }
         // Not stored: no ack, so the agent keeps the result and sends it again.
         return grpc::Status::OK;
@@ -177,6 +194,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   }
 
   TrackerService* const service_;
+  const Caller caller_;
   v1::AgentMessage in_;
   absl::Mutex mu_;
   std::string agent_id_ ABSL_GUARDED_BY(mu_);
@@ -302,12 +320,74 @@ void TrackerService::Poke() {
   poked_ = true;
 }
 
-absl::Status TrackerService::Attach(const v1::Register& registration, AgentStream* stream) {
+absl::Status TrackerService::Attach(const Caller& caller, const v1::Register& registration,
+                                    AgentStream* stream) {
+  if (options_.auth != nullptr && !caller.authenticated) {
+    return absl::UnauthenticatedError("register: this stream has no accepted credential");
+  }
+  if (caller.authenticated) {
+    const Identity& id = caller.identity;
+    if (registration.agent_id() != id.name) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "register.agent_id: this stream is authenticated as agent \"", id.name,
+          "\"; it may not register as \"", registration.agent_id().substr(0, 128), "\""));
+    }
+    for (const v1::BoardRegistration& b : registration.boards()) {
+      bool allowed = false;
+      for (const std::string& glob : id.board_globs) allowed = allowed || GlobMatch(glob, b.board_id());
+      if (!allowed) {
+        return absl::PermissionDeniedError(absl::StrCat(
+            "register.boards: agent ", id.name, "'s certificate does not let it serve board \"",
+            b.board_id().substr(0, 128), "\""));
+      }
+    }
+  }
   absl::MutexLock lock(&mu_);
   absl::Status s = queue_->RegisterAgent(registration);
-  if (s.ok()) streams_[registration.agent_id()] = stream;
+  if (!s.ok()) return s;
+  auto it = streams_.find(registration.agent_id());
+  if (it != streams_.end() && it->second != stream) {
+    // The agent connected again (say, after a network break its old stream has not noticed): the
+    // newer stream wins and the old one is told, rather than left open and deaf.
+    it->second->Replace(absl::StrCat("agent ", registration.agent_id(),
+                                     " registered again on a newer stream; this one is closed"));
+  }
+  streams_[registration.agent_id()] = stream;
   return s;
 }
+
+absl::StatusOr<Caller> TrackerService::Authorize(const grpc::CallbackServerContext& context,
+                                                 std::initializer_list<Role> roles,
+                                                 const char* method) {
+  Caller caller;
+  if (options_.auth == nullptr) return caller;  // --insecure
+  absl::StatusOr<Identity> id = options_.auth->Identify(context);
+  if (!id.ok()) {
+    if (metrics_ != nullptr) metrics_->AuthRefused(method, "unauthenticated");
+    return id.status();
+  }
+  for (Role role : roles) {
+    if (id->role == role) {
+      caller.authenticated = true;
+      caller.identity = *std::move(id);
+      return caller;
+    }
+  }
+  if (metrics_ != nullptr) metrics_->AuthRefused(method, "permission_denied");
+  return absl::PermissionDeniedError(absl::StrCat(method, ": not allowed to ", RoleName(id->role),
+                                                  " ", id->name));
+}
+
+namespace {
+
+constexpr std::initializer_list<Role> kUsers = {Role::kUser, Role::kAdmin};
+
+absl::Status NotYours(const Caller& caller, const std::string& what) {
+  return absl::PermissionDeniedError(absl::StrCat(what, " belongs to another client (you are ",
+                                                  caller.identity.name, ")"));
+}
+
+}  // namespace
 
 void TrackerService::Detach(const std::string& agent_id, AgentStream* stream) {
   // Under mu_, so a new stream of the same agent is attached either before (this one is no
@@ -347,9 +427,22 @@ void TrackerService::DispatchOnce() {
 grpc::ServerUnaryReactor* TrackerService::SubmitTrials(grpc::CallbackServerContext* context,
                                                        const v1::SubmitTrialsRequest* request,
                                                        v1::SubmitTrialsResponse* response) {
+  absl::StatusOr<Caller> caller = Authorize(*context, kUsers, "SubmitTrials");
+  if (!caller.ok()) return Done(context, caller.status());
+  // The client is who the credential says: a request cannot claim someone else's id.
+  std::string client = request->client_id();
+  if (caller->authenticated) {
+    if (!client.empty() && !caller->may_act_for(client)) {
+      if (metrics_ != nullptr) metrics_->AuthRefused("SubmitTrials", "permission_denied");
+      return Done(context, absl::PermissionDeniedError(absl::StrCat(
+                               "client_id: this call is authenticated as ", caller->identity.name,
+                               "; it may not submit as \"", client.substr(0, 128), "\"")));
+    }
+    if (client.empty()) client = caller->identity.name;
+  }
   std::vector<v1::Trial> trials(request->trials().begin(), request->trials().end());
   absl::StatusOr<std::vector<std::string>> ids =
-      queue_->Submit(request->client_id(), request->request_id(), trials);
+      queue_->Submit(client, request->request_id(), trials);
   if (ids.ok()) {
     for (std::string& id : *ids) response->add_job_ids(std::move(id));
   }
@@ -359,25 +452,68 @@ grpc::ServerUnaryReactor* TrackerService::SubmitTrials(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* TrackerService::GetJob(grpc::CallbackServerContext* context,
                                                  const v1::GetJobRequest* request,
                                                  v1::Job* response) {
+  absl::StatusOr<Caller> caller = Authorize(*context, kUsers, "GetJob");
+  if (!caller.ok()) return Done(context, caller.status());
   if (request->job_id().empty()) {
     return Done(context, absl::InvalidArgumentError("job_id: required"));
   }
   absl::StatusOr<v1::Job> job = queue_->GetJob(request->job_id());
+  if (job.ok() && !caller->may_act_for(job->client_id())) {
+    if (metrics_ != nullptr) metrics_->AuthRefused("GetJob", "permission_denied");
+    return Done(context, NotYours(*caller, absl::StrCat("job ", request->job_id())));
+  }
   if (job.ok()) *response = std::move(*job);
   return Done(context, job.status());
 }
 
 grpc::ServerWriteReactor<v1::JobEvent>* TrackerService::WatchJobs(
     grpc::CallbackServerContext* context, const v1::WatchJobsRequest* request) {
-  (void)context;
-  return new JobWatcher(queue_, *request);
+  absl::Status refused;
+  v1::WatchJobsRequest watch = *request;
+  absl::StatusOr<Caller> caller = Authorize(*context, kUsers, "WatchJobs");
+  if (!caller.ok()) {
+    refused = caller.status();
+  } else if (caller->authenticated && caller->identity.role != Role::kAdmin) {
+    // A user watches its own jobs only.
+    if (!watch.client_id().empty() && watch.client_id() != caller->identity.name) {
+      refused = absl::PermissionDeniedError(absl::StrCat(
+          "client_id: you are ", caller->identity.name, "; you may watch only your own jobs"));
+    }
+    watch.set_client_id(caller->identity.name);
+    for (const std::string& id : watch.job_ids()) {
+      absl::StatusOr<v1::Job> job = queue_->GetJob(id);
+      if (job.ok() && job->client_id() != caller->identity.name) {
+        refused = NotYours(*caller, absl::StrCat("job ", id));
+        break;
+      }
+    }
+    if (!refused.ok() && metrics_ != nullptr) metrics_->AuthRefused("WatchJobs", "permission_denied");
+  }
+  if (!refused.ok()) {
+    class Refusal final : public grpc::ServerWriteReactor<v1::JobEvent> {
+     public:
+      explicit Refusal(const absl::Status& status) { Finish(ToGrpc(status)); }
+      void OnDone() override { delete this; }
+    };
+    return new Refusal(refused);
+  }
+  return new JobWatcher(queue_, watch);
 }
 
 grpc::ServerUnaryReactor* TrackerService::CancelJob(grpc::CallbackServerContext* context,
                                                     const v1::CancelJobRequest* request,
                                                     v1::CancelJobResponse* response) {
+  absl::StatusOr<Caller> caller = Authorize(*context, kUsers, "CancelJob");
+  if (!caller.ok()) return Done(context, caller.status());
   if (request->job_id().empty()) {
     return Done(context, absl::InvalidArgumentError("job_id: required"));
+  }
+  if (caller->authenticated) {
+    absl::StatusOr<v1::Job> current = queue_->GetJob(request->job_id());
+    if (current.ok() && !caller->may_act_for(current->client_id())) {
+      if (metrics_ != nullptr) metrics_->AuthRefused("CancelJob", "permission_denied");
+      return Done(context, NotYours(*caller, absl::StrCat("job ", request->job_id())));
+    }
   }
   absl::StatusOr<v1::Job> job = queue_->Cancel(request->job_id());
   if (job.ok()) *response->mutable_job() = std::move(*job);
@@ -385,11 +521,78 @@ grpc::ServerUnaryReactor* TrackerService::CancelJob(grpc::CallbackServerContext*
   return Done(context, job.status());
 }
 
+namespace {
+
+// A ListResults page holds at most this many bytes (fewer when the request's max_bytes says so),
+// so it fits gRPC's default 4 MiB receive limit with room to spare. It always holds at least one
+// job: the caps at the door keep one job near 1.1 MiB at most.
+constexpr int64_t kMaxResultsPageBytes = int64_t{3} << 20;
+// Jobs read from the store at a time while a page fills (bounds what one call holds in memory).
+constexpr int kResultsReadChunk = 32;
+
+// The bytes a message of `size` bytes takes as an element of a repeated field numbered 1..15 of
+// its parent: tag, length (a varint), payload.
+int64_t ElementBytes(size_t size) {
+  int64_t n = 1 + static_cast<int64_t>(size);
+  do {
+    ++n;
+    size >>= 7;
+  } while (size != 0);
+  return n;
+}
+
+// Fills one ListResults page with filter's jobs from filter.after_seq on: at most filter.limit
+// of them and, after the first, at most max_bytes of response in all. Sets next_page_token when
+// more may follow (the page is full by count or by bytes).
+absl::Status FillResultsPage(JobQueue* queue, JobFilter filter, int64_t max_bytes,
+                             v1::ListResultsResponse* response) {
+  constexpr int64_t kTokenBytes = 32;  // next_page_token: tag, length, at most 20 digits
+  int64_t used = kTokenBytes;
+  int left = filter.limit;
+  int64_t last_seq = filter.after_seq;
+  bool full = false;
+  while (left > 0 && !full) {
+    JobFilter chunk = filter;
+    chunk.after_seq = last_seq;
+    chunk.limit = left < kResultsReadChunk ? left : kResultsReadChunk;
+    absl::StatusOr<std::vector<StoredJob>> jobs = queue->List(chunk);
+    if (!jobs.ok()) return jobs.status();
+    for (StoredJob& job : *jobs) {
+      const int64_t bytes = ElementBytes(job.job.ByteSizeLong());
+      if (response->jobs_size() > 0 && used + bytes > max_bytes) {
+        full = true;
+        break;
+      }
+      *response->add_jobs() = std::move(job.job);
+      used += bytes;
+      last_seq = job.seq;
+      --left;
+    }
+    if (static_cast<int>(jobs->size()) < chunk.limit) break;  // the last of them
+  }
+  if (full || left == 0) response->set_next_page_token(absl::StrCat(last_seq));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 grpc::ServerUnaryReactor* TrackerService::ListResults(grpc::CallbackServerContext* context,
                                                       const v1::ListResultsRequest* request,
                                                       v1::ListResultsResponse* response) {
+  absl::StatusOr<Caller> caller = Authorize(*context, kUsers, "ListResults");
+  if (!caller.ok()) return Done(context, caller.status());
+  // A user lists its own jobs (an empty client_id means: mine).
+  if (caller->authenticated && caller->identity.role != Role::kAdmin &&
+      !request->client_id().empty() && request->client_id() != caller->identity.name) {
+    if (metrics_ != nullptr) metrics_->AuthRefused("ListResults", "permission_denied");
+    return Done(context, absl::PermissionDeniedError(absl::StrCat(
+                             "client_id: you are ", caller->identity.name,
+                             "; you may list only your own jobs")));
+  }
   JobFilter filter;
-  filter.client_id = request->client_id();
+  filter.client_id = caller->authenticated && caller->identity.role != Role::kAdmin
+                         ? caller->identity.name
+                         : request->client_id();
   filter.board_kind = request->board_kind();
   filter.op = request->op();
   filter.state = request->state();
@@ -400,19 +603,21 @@ grpc::ServerUnaryReactor* TrackerService::ListResults(grpc::CallbackServerContex
   if (!request->page_token().empty() && !absl::SimpleAtoi(request->page_token(), &filter.after_seq)) {
     return Done(context, absl::InvalidArgumentError("page_token: not a token from this tracker"));
   }
-  absl::StatusOr<std::vector<StoredJob>> jobs = queue_->List(filter);
-  if (jobs.ok()) {
-    for (StoredJob& job : *jobs) *response->add_jobs() = std::move(job.job);
-    if (static_cast<int>(jobs->size()) == filter.limit) {
-      response->set_next_page_token(absl::StrCat(jobs->back().seq));
-    }
+  if (request->max_bytes() < 0) {
+    return Done(context, absl::InvalidArgumentError("max_bytes: must be 0 (3 MiB) or more"));
   }
-  return Done(context, jobs.status());
+  const int64_t max_bytes = request->max_bytes() == 0 || request->max_bytes() > kMaxResultsPageBytes
+                                ? kMaxResultsPageBytes
+                                : request->max_bytes();
+  return Done(context, FillResultsPage(queue_, filter, max_bytes, response));
 }
 
 grpc::ServerUnaryReactor* TrackerService::QueueSummary(grpc::CallbackServerContext* context,
                                                        const v1::QueueSummaryRequest*,
                                                        v1::QueueSummaryResponse* response) {
+  if (absl::StatusOr<Caller> c = Authorize(*context, kUsers, "QueueSummary"); !c.ok()) {
+    return Done(context, c.status());
+  }
   for (v1::KindSummary& kind : queue_->Summary()) *response->add_kinds() = std::move(kind);
   return Done(context, absl::OkStatus());
 }
@@ -420,6 +625,9 @@ grpc::ServerUnaryReactor* TrackerService::QueueSummary(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* TrackerService::ListBoards(grpc::CallbackServerContext* context,
                                                      const v1::ListBoardsRequest* request,
                                                      v1::ListBoardsResponse* response) {
+  if (absl::StatusOr<Caller> c = Authorize(*context, kUsers, "ListBoards"); !c.ok()) {
+    return Done(context, c.status());
+  }
   for (v1::Board& board : queue_->Boards(request->board_kind())) {
     *response->add_boards() = std::move(board);
   }
@@ -429,6 +637,9 @@ grpc::ServerUnaryReactor* TrackerService::ListBoards(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* TrackerService::AddOperator(grpc::CallbackServerContext* context,
                                                       const v1::AddOperatorRequest* request,
                                                       v1::AddOperatorResponse* response) {
+  if (absl::StatusOr<Caller> c = Authorize(*context, kUsers, "AddOperator"); !c.ok()) {
+    return Done(context, c.status());
+  }
   absl::StatusOr<OperatorCatalog::Added> added =
       queue_->catalog()->Add(request->op(), absl::Now());
   if (added.ok()) {
@@ -441,6 +652,9 @@ grpc::ServerUnaryReactor* TrackerService::AddOperator(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* TrackerService::ListOperators(grpc::CallbackServerContext* context,
                                                         const v1::ListOperatorsRequest* request,
                                                         v1::ListOperatorsResponse* response) {
+  if (absl::StatusOr<Caller> c = Authorize(*context, kUsers, "ListOperators"); !c.ok()) {
+    return Done(context, c.status());
+  }
   for (v1::Operator& op : queue_->catalog()->List(request->name(), request->all_versions())) {
     *response->add_ops() = std::move(op);
   }
@@ -450,6 +664,9 @@ grpc::ServerUnaryReactor* TrackerService::ListOperators(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* TrackerService::GetOperator(grpc::CallbackServerContext* context,
                                                       const v1::GetOperatorRequest* request,
                                                       v1::Operator* response) {
+  if (absl::StatusOr<Caller> c = Authorize(*context, kUsers, "GetOperator"); !c.ok()) {
+    return Done(context, c.status());
+  }
   absl::StatusOr<v1::Operator> op = queue_->catalog()->Get(request->name(), request->version());
   if (op.ok()) *response = *std::move(op);
   return Done(context, op.status());
@@ -457,8 +674,10 @@ grpc::ServerUnaryReactor* TrackerService::GetOperator(grpc::CallbackServerContex
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::TrackerMessage>* TrackerService::Connect(
     grpc::CallbackServerContext* context) {
-  (void)context;
-  return new AgentStream(this);
+  absl::StatusOr<Caller> caller = Authorize(*context, {Role::kAgent}, "Connect");
+  auto* stream = new AgentStream(this, caller.ok() ? *caller : Caller());
+  if (!caller.ok()) stream->Refuse(caller.status());
+  return stream;
 }
 
 }  // namespace benchfarm::tracker

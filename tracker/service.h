@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/benchfarm.grpc.pb.h"
+#include "tracker/auth.h"
 #include "tracker/job_queue.h"
 
 namespace benchfarm::tracker {
@@ -34,6 +35,19 @@ struct ServiceOptions {
   absl::Duration heartbeat = absl::Seconds(5);  // told to agents
   absl::Duration lease = absl::Seconds(60);     // told to agents
   absl::Duration dispatch_period = absl::Milliseconds(200);
+  // Who may call (borrowed; outlives the service). Null: an --insecure tracker, where every
+  // caller may do everything and client ids are taken from requests.
+  Authenticator* auth = nullptr;
+};
+
+// The caller of one call, as the service authorized it.
+struct Caller {
+  bool authenticated = false;  // false on an insecure tracker
+  Identity identity;
+  // Users act only on their own jobs; admins (and callers of an insecure tracker) on any.
+  bool may_act_for(const std::string& client_id) const {
+    return !authenticated || identity.role == Role::kAdmin || identity.name == client_id;
+  }
 };
 
 class TrackerService final : public v1::Tracker::CallbackService,
@@ -88,8 +102,14 @@ class TrackerService final : public v1::Tracker::CallbackService,
   Metrics* metrics() const { return metrics_; }
   const ServiceOptions& options() const { return options_; }
   // Registers the agent with the core and makes stream the one its offers go to, atomically
-  // with Detach. Errors: RegisterAgent's (then nothing changed).
-  absl::Status Attach(const v1::Register& registration, AgentStream* stream);
+  // with Detach. An earlier stream of the same agent is closed, told why (ABORTED). Errors:
+  // PERMISSION_DENIED when `caller` may not register this agent or serve one of its boards;
+  // RegisterAgent's (then nothing changed).
+  absl::Status Attach(const Caller& caller, const v1::Register& registration, AgentStream* stream);
+  // The caller of a call, if it is one of `roles`: UNAUTHENTICATED without an accepted
+  // credential, PERMISSION_DENIED for another role. Refusals are logged and counted.
+  absl::StatusOr<Caller> Authorize(const grpc::CallbackServerContext& context,
+                                   std::initializer_list<Role> roles, const char* method);
   // The stream ended. Only if it is still the agent's stream is the agent disconnected: an agent
   // that re-registered on a new stream before the old one ended stays connected.
   void Detach(const std::string& agent_id, AgentStream* stream);

@@ -752,8 +752,12 @@ TEST_F(ServiceTest, AnAgentThatReconnectsBeforeItsOldStreamEndsStaysConnected) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   auto old_stream = Agent(Registration("agent-1", {Board("b1")}));
   auto new_stream = Agent(Registration("agent-1", {Board("b1")}));
-  // The old stream ends only now (say its connection lingered): the agent is still connected.
-  EXPECT_TRUE(old_stream->Close().ok());
+  // The old stream (say its connection lingered) is ended by the tracker, told why — not left
+  // open and deaf — and its end does not disconnect the agent.
+  grpc::Status old_end = old_stream->Close();
+  EXPECT_EQ(old_end.error_code(), grpc::ABORTED);
+  EXPECT_TRUE(absl::StrContains(old_end.error_message(), "registered again on a newer stream"))
+      << old_end.error_message();
   ASSERT_FALSE(
       WaitFor([&] { return ListedBoard("b1").state() != v1::IDLE; }, absl::Milliseconds(500)))
       << "the old stream's end took the board offline";
@@ -1146,6 +1150,113 @@ TEST_F(ServiceTest, OperatorsAreAddedListedAndFetched) {
     grpc::ClientContext context;
     EXPECT_EQ(client_->GetOperator(&context, get, &got).error_code(), grpc::NOT_FOUND);
   }
+}
+
+// ---- results and sizes are checked --------------------------------------------------------------
+
+TEST_F(ServiceTest, ListResultsPagesFitTheirBytes) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  // 50 jobs of about 200 KB each (10 MB in all), submitted 10 at a time (2 MB per request, under
+  // the server's default 4 MiB receive limit).
+  std::vector<std::string> ids;
+  for (int batch = 0; batch < 5; ++batch) {
+    std::vector<v1::Trial> trials;
+    for (int k = 0; k < 10; ++k) {
+      v1::Trial t = MakeTrial();
+      t.mutable_op()->set_c_source(
+          absl::StrCat("/* ", batch, ".", k, " */", std::string(200 * 1000, ' ')));
+      t.mutable_op()->set_entry_function("f");
+      trials.push_back(t);
+    }
+    for (const std::string& id : Submit("big", absl::StrCat("r", batch), trials)) ids.push_back(id);
+  }
+  ASSERT_EQ(ids.size(), 50u);
+  // Reads every page; checks each fits `budget` (when it holds more than one job) and the default
+  // 4 MiB limit; returns the page sizes in jobs.
+  auto list_all = [&](int32_t limit, int64_t max_bytes, int64_t budget) {
+    std::vector<int> pages;
+    std::vector<std::string> listed;
+    v1::ListResultsRequest request;
+    request.set_client_id("big");
+    request.set_limit(limit);
+    request.set_max_bytes(max_bytes);
+    for (int n = 0; n < 200; ++n) {
+      v1::ListResultsResponse page;
+      grpc::ClientContext context;
+      context.set_deadline(Soon());
+      grpc::Status s = client_->ListResults(&context, request, &page);
+      EXPECT_TRUE(s.ok()) << s.error_message();
+      if (!s.ok()) break;
+      EXPECT_GE(page.jobs_size(), 1);
+      if (page.jobs_size() > 1) {
+        EXPECT_LE(static_cast<int64_t>(page.ByteSizeLong()), budget);
+      }
+      EXPECT_LT(page.ByteSizeLong(), size_t{4} << 20);
+      pages.push_back(page.jobs_size());
+      for (const v1::Job& j : page.jobs()) listed.push_back(j.job_id());
+      if (page.next_page_token().empty()) break;
+      request.set_page_token(page.next_page_token());
+    }
+    EXPECT_EQ(listed, ids);  // every job once, in submission order
+    return pages;
+  };
+  // The default: 3 MiB pages (15 jobs of ~200 KB), however many jobs the limit allows.
+  std::vector<int> pages = list_all(0, 0, int64_t{3} << 20);
+  EXPECT_EQ(pages, (std::vector<int>{15, 15, 15, 5}));
+  EXPECT_EQ(list_all(10000, int64_t{1} << 30, int64_t{3} << 20), pages);  // never more than 3 MiB
+  // The client's own budget.
+  pages = list_all(0, 500 * 1000, 500 * 1000);
+  EXPECT_EQ(pages, std::vector<int>(25, 2));
+  // A budget smaller than one job still makes progress: one job a page.
+  pages = list_all(0, 1000, 1000);
+  EXPECT_EQ(pages, std::vector<int>(50, 1));
+  // The count limit still applies (the last page by count says more may follow).
+  pages = list_all(7, 0, int64_t{3} << 20);
+  EXPECT_EQ(pages, (std::vector<int>{7, 7, 7, 7, 7, 7, 7, 1}));
+
+  v1::ListResultsRequest bad;
+  bad.set_max_bytes(-1);
+  v1::ListResultsResponse response;
+  grpc::ClientContext context;
+  EXPECT_EQ(client_->ListResults(&context, bad, &response).error_code(), grpc::INVALID_ARGUMENT);
+}
+
+TEST_F(ServiceTest, ARefusedResultEndsTheAttemptAndTheJobRunsAgain) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  std::vector<std::string> ids = Submit(1, "r1");
+  auto agent = Agent(Registration("agent-1", {Board("b1")}));
+  std::optional<v1::JobOffer> offer = agent->NextOffer();
+  ASSERT_TRUE(offer.has_value());
+  ASSERT_TRUE(agent->SendResult(offer->job_id(), offer->attempt(), v1::NO_ERROR, -1.0));
+  // Not stored as a result: the attempt ended as an infrastructure failure naming the field.
+  ASSERT_TRUE(WaitFor([&] { return Get(ids[0]).attempts_size() >= 1 &&
+                                   Get(ids[0]).attempts(0).has_ended_at(); }));
+  v1::Job job = Get(ids[0]);
+  EXPECT_NE(job.state(), v1::DONE);
+  EXPECT_FALSE(job.has_result());
+  EXPECT_EQ(job.attempts(0).error_code(), v1::SESSION_ERROR);
+  EXPECT_NE(job.attempts(0).message().find("result refused: result.costs_s[0]: -1"),
+            std::string::npos)
+      << job.attempts(0).message();
+}
+
+TEST_F(ServiceTest, SubmissionsOverAClientsCapAreResourceExhausted) {
+  JobQueueOptions options = HostOptions();
+  options.max_queued_per_client = 3;
+  ASSERT_NO_FATAL_FAILURE(StartServer(options));
+  Submit(3, "r1");
+  v1::SubmitTrialsRequest request;
+  request.set_client_id("c1");
+  request.set_request_id("r2");
+  *request.add_trials() = MakeTrial();
+  v1::SubmitTrialsResponse response;
+  grpc::ClientContext context;
+  grpc::Status s = client_->SubmitTrials(&context, request, &response);
+  EXPECT_EQ(s.error_code(), grpc::RESOURCE_EXHAUSTED);
+  EXPECT_NE(s.error_message().find("client c1 has 3 unfinished jobs"), std::string::npos)
+      << s.error_message();
+  EXPECT_NE(s.error_message().find("max_queued_per_client (3)"), std::string::npos);
+  EXPECT_EQ(response.job_ids_size(), 0);
 }
 
 }  // namespace

@@ -1,6 +1,11 @@
 // tracker: benchfarm's job queue daemon. Wires config, store, core, gRPC and metrics together.
 //
 //   tracker [--config FILE] [--listen ADDR] [--database PATH] [--metrics ADDR] [--log_level L]
+//           [--state_dir DIR] [--insecure]
+//
+// Secure by default (tracker/server_security.h): TLS, clients authenticated by certificate or
+// token; on first start it makes its CA, certificate and an admin token in the state directory
+// and logs how to use them.
 //
 // FILE is a text-format benchfarm.v1.TrackerConfig (proto/config.proto); flags override it.
 // A relative database path (the default is benchfarm-tracker.db) is relative to the working
@@ -32,6 +37,7 @@
 #include "spdlog/spdlog.h"
 #include "tracker/job_queue.h"
 #include "tracker/metrics.h"
+#include "tracker/server_security.h"
 #include "tracker/service.h"
 #include "tracker/sqlite_store.h"
 
@@ -41,6 +47,10 @@ ABSL_FLAG(std::string, database, "",
           "SQLite file (overrides database_path; default: benchfarm-tracker.db in the working "
           "directory)");
 ABSL_FLAG(std::string, metrics, "", "Prometheus address (overrides metrics_address); 'off' disables");
+ABSL_FLAG(bool, insecure, false,
+          "plain text, no authentication: every caller may do everything (loopback addresses only)");
+ABSL_FLAG(std::string, state_dir, "",
+          "security state (CA, certificate, tokens); default: the database path + .pki");
 ABSL_FLAG(std::string, log_level, "",
           "trace|debug|info|warn|error|critical|off (default: $BENCHFARM_LOG_LEVEL, else info)");
 
@@ -102,6 +112,13 @@ int main(int argc, char** argv) {
   if (config.retry_budget() < 1) return Fail("config: retry_budget must be at least 1");
   if (config.quarantine_threshold() < 1) return Fail("config: quarantine_threshold must be at least 1");
   if (config.listen_address().empty()) return Fail("config: listen_address is required");
+  if (absl::GetFlag(FLAGS_insecure)) config.mutable_security()->set_insecure(true);
+  if (!absl::GetFlag(FLAGS_state_dir).empty()) {
+    config.mutable_security()->set_state_dir(absl::GetFlag(FLAGS_state_dir));
+  }
+  absl::StatusOr<benchfarm::tracker::ServerSecurity> security =
+      benchfarm::tracker::SetUpServerSecurity(config, argv[0]);
+  if (!security.ok()) return Fail(std::string(security.status().message()));
 
   auto store = benchfarm::tracker::SqliteStore::Open(config.database_path());
   if (!store.ok()) return Fail(std::string(store.status().message()));
@@ -116,6 +133,10 @@ int main(int argc, char** argv) {
   options.retry_budget = config.retry_budget();
   options.quarantine_threshold = config.quarantine_threshold();
   options.health_check_trial = config.health_check_trial();
+  if (config.max_queued_per_client() > 0) options.max_queued_per_client = config.max_queued_per_client();
+  if (config.max_queued_bytes_per_client() > 0) {
+    options.max_queued_bytes_per_client = config.max_queued_bytes_per_client();
+  }
   benchfarm::tracker::JobQueue queue(store->get(), &clock, options);
   absl::Status recovered = queue.Recover();
   if (!recovered.ok()) return Fail(absl::StrCat("recovery failed: ", recovered.message()));
@@ -129,13 +150,14 @@ int main(int argc, char** argv) {
   benchfarm::tracker::ServiceOptions service_options;
   service_options.heartbeat = absl::Seconds(config.heartbeat_seconds());
   service_options.lease = absl::Seconds(config.lease_seconds());
+  service_options.auth = security->auth.get();
   benchfarm::tracker::TrackerService service(&queue, &metrics, service_options);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(config.listen_address(), grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(config.listen_address(), security->credentials, &port);
   builder.RegisterService(static_cast<benchfarm::v1::Tracker::CallbackService*>(&service));
   builder.RegisterService(static_cast<benchfarm::v1::TrackerAgent::CallbackService*>(&service));
   builder.SetMaxReceiveMessageSize(64 << 20);
@@ -144,6 +166,23 @@ int main(int argc, char** argv) {
     return Fail(absl::StrCat("cannot listen on ", config.listen_address()));
   }
   std::string host = config.listen_address().substr(0, config.listen_address().rfind(':'));
+  if (security->auth == nullptr) {
+    spdlog::warn("insecure: plain text, no authentication (--insecure); every caller may do everything");
+  } else {
+    // How to reach it, the way Jupyter prints its token: the CA to trust and a credential.
+    spdlog::info("secure: TLS; clients need the CA {} and a token or certificate of it", security->ca_cert);
+    if (security->initialized_now) {
+      spdlog::info("first start: made a CA, this tracker's certificate and an admin token in {}",
+                   security->state_dir);
+    }
+    if (!security->admin_token_file.empty()) {
+      spdlog::info("farmctl as admin: export BENCHFARM_TRACKER={}:{} BENCHFARM_CA={} BENCHFARM_TOKEN_FILE={}",
+                   host, port, security->ca_cert, security->admin_token_file);
+    }
+    spdlog::info("an agent: deploy/pki.sh agent {} AGENT_ID [BOARD_GLOB...]; a user token: "
+                 "deploy/pki.sh token {} NAME (README \"Security\")",
+                 security->state_dir, security->state_dir);
+  }
   std::printf("tracker: listening on %s:%d", host.c_str(), port);
   if (metrics.port() != 0) std::printf(" (metrics on port %d)", metrics.port());
   std::printf("\n");

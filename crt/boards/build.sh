@@ -4,6 +4,7 @@
 #
 #   crt/boards/build.sh --package PKG --out IMAGE [--kind KIND] [--sources DIR] [--cache DIR]
 #                       [--crt CRT_DIR]
+#   crt/boards/build.sh --package PKG --runtime-only --cache DIR [--crt CRT_DIR]
 #
 #   --package  a directory of crt/boards with a board.conf (mps2-an385, stm32f4, ...)
 #   --out      the ELF image to write; IMAGE.bin, IMAGE.hex, IMAGE.hash (the firmware id: 16
@@ -15,6 +16,10 @@
 #   --cache    where the compiled runtime archive is kept between builds (default: a temporary
 #              directory, removed at exit)
 #   --crt      the crt tree (default: the one this script is in)
+#   --runtime-only  only make sure the runtime archive is in the cache (compiling it if not), no
+#              image: the agent runs this, with no user code in reach, before it builds images in a
+#              sandbox where the cache is read-only. A read-only cache without the archive gets
+#              the runtime compiled for that one image.
 #
 # The runtime archive — crt's board-side sources (the same selection as crt/cross/build.sh, minus
 # the sample system library), crt/boards/cortex-m/ and the package's SOURCES — is compiled once
@@ -30,11 +35,12 @@ set -euo pipefail
 
 usage() {
   echo "usage: build.sh --package PKG --out IMAGE [--kind KIND] [--sources DIR] [--cache DIR] [--crt CRT_DIR]" >&2
+  echo "       build.sh --package PKG --runtime-only --cache DIR [--crt CRT_DIR]" >&2
   exit 2
 }
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-package="" out="" kind="" sources_dir="" cache="" crt=""
+package="" out="" kind="" sources_dir="" cache="" crt="" runtime_only=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --package) package="${2:?}"; shift 2 ;;
@@ -43,11 +49,13 @@ while [[ $# -gt 0 ]]; do
     --sources) sources_dir="${2:?}"; shift 2 ;;
     --cache) cache="${2:?}"; shift 2 ;;
     --crt) crt="${2:?}"; shift 2 ;;
+    --runtime-only) runtime_only=1; shift ;;
     -h | --help) usage ;;
     *) echo "build.sh: unknown argument '$1'" >&2; usage ;;
   esac
 done
-[[ -n "$package" && -n "$out" ]] || usage
+[[ -n "$package" && ( -n "$out" || -n "$runtime_only" ) ]] || usage
+[[ -z "$runtime_only" || -n "$cache" ]] || { echo "build.sh: --runtime-only needs --cache" >&2; exit 2; }
 crt="$(cd "${crt:-$here/..}" && pwd)"
 boards="$crt/boards"
 kind="${kind:-$package}"
@@ -70,7 +78,8 @@ trap cleanup EXIT
 if [[ -z "$cache" ]]; then
   cache="$tmp/cache"
 fi
-mkdir -p "$cache" "$(dirname "$out")"
+[[ -d "$cache" ]] || mkdir -p "$cache"
+[[ -z "$out" ]] || mkdir -p "$(dirname "$out")"
 
 # ---- board.conf: KEY=VALUE lines (optionally "quoted"), comments on their own lines or after
 # unquoted values. Read as data, never executed.
@@ -119,9 +128,10 @@ done
 includes+=(-I "$boards/cortex-m")
 
 # ---- The runtime archive.
-mapfile -t crt_sources < <(cd "$crt" && find . -name '*.c' \
+# (No process substitution: it needs /dev/fd, hence /proc, which the agent's build sandbox may lack.)
+mapfile -t crt_sources <<< "$(cd "$crt" && find . -name '*.c' \
   ! -name '*_test_c.c' ! -path './host/*' ! -path '*/testing/*' ! -path './cross/*' \
-  ! -path './fuzz/*' ! -path './boards/*' ! -name 'sample_system_lib.c' | sort)
+  ! -path './fuzz/*' ! -path './boards/*' ! -name 'sample_system_lib.c' | sort)"
 runtime_sources=("${crt_sources[@]}")
 for src in "$boards"/cortex-m/*.c; do runtime_sources+=("./boards/cortex-m/$(basename "$src")"); done
 for src in ${conf[SOURCES]:-}; do
@@ -143,16 +153,24 @@ if [[ ! -f "$runtime" ]]; then
     objects+=("$obj")
   done
   arm-none-eabi-ar rcs "$tmp/runtime/runtime.a" "${objects[@]}"
-  staged="$(mktemp "$cache/.crt-$package.XXXXXX")"
-  cp "$tmp/runtime/runtime.a" "$staged"
-  mv -f "$staged" "$runtime"  # atomic: a concurrent build sees it whole or not at all
+  if [[ -w "$cache" ]]; then
+    staged="$(mktemp "$cache/.crt-$package.XXXXXX")"
+    cp "$tmp/runtime/runtime.a" "$staged"
+    chmod 644 "$staged"
+    mv -f "$staged" "$runtime"  # atomic: a concurrent build sees it whole or not at all
+  else
+    runtime="$tmp/runtime/runtime.a"  # a read-only cache: for this image alone
+  fi
 fi
+[[ -z "$runtime_only" ]] || exit 0
 
 # ---- The image's own sources.
 image_sources=()
 if [[ -n "$sources_dir" ]]; then
   [[ -d "$sources_dir" ]] || { echo "build.sh: --sources $sources_dir: not a directory" >&2; exit 2; }
-  while IFS= read -r src; do image_sources+=("$src"); done < <(find "$sources_dir" -maxdepth 1 -name '*.c' | sort)
+  while IFS= read -r src; do
+    [[ -n "$src" ]] && image_sources+=("$src")
+  done <<< "$(find "$sources_dir" -maxdepth 1 -name '*.c' | sort)"
   [[ ${#image_sources[@]} -gt 0 ]] || { echo "build.sh: --sources $sources_dir: no *.c files" >&2; exit 2; }
 else
   image_sources=("$crt/ops/sample_system_lib.c")
@@ -196,6 +214,6 @@ printf '%s' "$firmware_id" > "$tmp/image.hash"
 for ext in bin hex hash map; do mv -f "$tmp/image.$ext" "$out.$ext"; done
 mv -f "$tmp/image.elf" "$out"
 
-read -r text data bss _ < <("$SIZE" -B "$out" | tail -1)
+read -r text data bss _ <<< "$("$SIZE" -B "$out" | tail -1)"
 printf 'firmware: %s package=%s kind=%s flash=%d/%d ram=%d/%d hash=%s\n' "$out" "$package" "$kind" \
   $((text + data)) $((conf[FLASH_LENGTH])) $((data + bss)) $((conf[RAM_LENGTH])) "$firmware_id"

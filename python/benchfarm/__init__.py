@@ -1,7 +1,8 @@
 """benchfarm: a Python client for benchfarm's tracker (benchfarm.v1.Tracker over gRPC).
 
     import benchfarm
-    farm = benchfarm.Client()          # $BENCHFARM_TRACKER, else localhost:7070
+    farm = benchfarm.Client()          # $BENCHFARM_TRACKER, else localhost:7070; TLS verified
+                                       # with $BENCHFARM_CA, as the user of $BENCHFARM_TOKEN
     print([b.board_id for b in farm.boards()])
     results = farm.measure_batch([benchfarm.trial("matmul", "host-process", knobs={"tile_m": 16})])
 

@@ -1,7 +1,8 @@
 """benchfarm.Client: the tracker's client service (benchfarm.v1.Tracker) from Python.
 
     import benchfarm
-    farm = benchfarm.Client()                     # $BENCHFARM_TRACKER, else localhost:7070
+    farm = benchfarm.Client()                     # $BENCHFARM_TRACKER, else localhost:7070;
+                                                  # TLS with $BENCHFARM_CA and $BENCHFARM_TOKEN
     trials = [benchfarm.trial("matmul", "host-process", knobs={"tile_m": m}) for m in (4, 8, 16)]
     for r in farm.measure_batch(trials):          # AutoTVM's runner shape: list in, list out
         print(r.error_no, r.costs)                # seconds per call; (1e9,) on error
@@ -225,28 +226,110 @@ def measure_result(job):
                          "%s: %s" % (pb.ErrorCode.Name(r.error_code), message))
 
 
+def _env(name):
+    return os.environ.get(name) or None
+
+
+def _pem(value, what):
+    """PEM bytes from a path (str or os.PathLike; ~ expanded) or from the PEM itself (bytes)."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    path = os.path.expanduser(os.fspath(value))
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as err:
+        raise ValueError("cannot read %s %s: %s" % (what, path, err.strerror or err)) from None
+
+
+def _read_token(path):
+    path = os.path.expanduser(os.fspath(path))
+    try:
+        with open(path, encoding="utf-8") as f:
+            token = f.read().strip()
+    except OSError as err:
+        raise ValueError("cannot read the token file %s: %s" % (path, err.strerror or err)) from None
+    if not token:
+        raise ValueError("the token file %s is empty" % path)
+    return token
+
+
 class Client:
     """A connection to a benchfarm tracker.
 
-    address: HOST:PORT (None: $BENCHFARM_TRACKER, else localhost:7070). client_id: who submits
-    (fair share and ListResults' filter; None: $USER, else "benchfarm-python"). timeout: seconds
-    for each unary RPC (watch and measure_batch take their own, default none).
+    address: HOST:PORT (None: $BENCHFARM_TRACKER, else localhost:7070). timeout: seconds for each
+    unary RPC (watch and measure_batch take their own, default none).
+
+    The tracker serves TLS and wants to know who calls (README.md, "Python client"); the
+    credentials default from the same environment variables as farmctl:
+      ca: the farm's CA certificate, to verify the tracker ($BENCHFARM_CA; the tracker logs
+          where its ca.pem is). A path, or the PEM itself as bytes.
+      token / token_file: a bearer token, or a file holding one ($BENCHFARM_TOKEN,
+          $BENCHFARM_TOKEN_FILE; `deploy/pki.sh token STATE_DIR NAME` issues one).
+      cert, key: a client certificate of the farm's CA and its key instead ($BENCHFARM_CERT,
+          $BENCHFARM_KEY; `deploy/pki.sh user STATE_DIR NAME`). Paths, or PEM bytes.
+      insecure: plain text and no credentials, for a tracker started with --insecure (None:
+          $BENCHFARM_INSECURE set and not "0").
+    client_id: who submits. With credentials the tracker derives it from them, so None means ""
+    (the tracker fills in the token's or certificate's name; another name is PERMISSION_DENIED
+    unless the caller is an admin). Insecure, None means $USER, else "benchfarm-python".
     """
 
-    def __init__(self, address=None, client_id=None, timeout=DEFAULT_TIMEOUT_S):
-        self.address = address or os.environ.get("BENCHFARM_TRACKER") or DEFAULT_ADDRESS
-        if client_id is None:
-            try:
-                client_id = getpass.getuser()
-            except Exception:  # no $USER and no passwd entry
-                client_id = ""
-        self.client_id = client_id or "benchfarm-python"
+    def __init__(self, address=None, client_id=None, timeout=DEFAULT_TIMEOUT_S, ca=None,
+                 token=None, token_file=None, cert=None, key=None, insecure=None):
+        self.address = address or _env("BENCHFARM_TRACKER") or DEFAULT_ADDRESS
+        if insecure is None:
+            insecure = (_env("BENCHFARM_INSECURE") or "0") != "0"
+        self.insecure = bool(insecure)
         self.timeout = timeout
-        self._channel = grpc.insecure_channel(self.address, options=[
+        options = [
             ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
-        ])
+        ]
+        if self.insecure:
+            # Plain text: nothing to prove who calls (a tracker started with --insecure).
+            if client_id is None:
+                try:
+                    client_id = getpass.getuser()
+                except Exception:  # no $USER and no passwd entry
+                    client_id = ""
+            self.client_id = client_id or "benchfarm-python"
+            self._channel = grpc.insecure_channel(self.address, options=options)
+        else:
+            self.client_id = client_id or ""
+            self._channel = grpc.secure_channel(
+                self.address, self._credentials(ca, token, token_file, cert, key), options=options)
         self._stub = pb_grpc.TrackerStub(self._channel)
+
+    @staticmethod
+    def _credentials(ca, token, token_file, cert, key):
+        """TLS verified with the CA, plus a client certificate and/or a bearer token. The
+        environment fills in what the arguments leave out, as farmctl does: the CA alone; the
+        certificate and key as a pair; the token or token file as a pair."""
+        if ca is None:
+            ca = _env("BENCHFARM_CA")
+        if cert is None and key is None:
+            cert, key = _env("BENCHFARM_CERT"), _env("BENCHFARM_KEY")
+        if token is None and token_file is None:
+            token, token_file = _env("BENCHFARM_TOKEN"), _env("BENCHFARM_TOKEN_FILE")
+        if not ca:
+            raise ValueError(
+                "no CA to verify the tracker: pass ca= or set BENCHFARM_CA to the farm's ca.pem "
+                "(the tracker logs where its ca.pem is), or insecure=True for a tracker started "
+                "with --insecure")
+        if bool(cert) != bool(key):
+            raise ValueError("a client certificate needs both cert= and key= "
+                             "(or BENCHFARM_CERT and BENCHFARM_KEY)")
+        creds = grpc.ssl_channel_credentials(
+            root_certificates=_pem(ca, "the CA certificate"),
+            private_key=_pem(key, "the key") if key else None,
+            certificate_chain=_pem(cert, "the certificate") if cert else None)
+        if not token and token_file:
+            token = _read_token(token_file)
+        if token:
+            creds = grpc.composite_channel_credentials(
+                creds, grpc.access_token_call_credentials(token.strip()))
+        return creds
 
     def close(self):
         self._channel.close()
@@ -258,7 +341,8 @@ class Client:
         self.close()
 
     def __repr__(self):
-        return "benchfarm.Client(%r, client_id=%r)" % (self.address, self.client_id)
+        return "benchfarm.Client(%r, client_id=%r%s)" % (
+            self.address, self.client_id, ", insecure=True" if self.insecure else "")
 
     # ---- plumbing ----
 
@@ -267,6 +351,9 @@ class Client:
         message = (err.details() if hasattr(err, "details") else "") or str(err)
         if code == grpc.StatusCode.UNAVAILABLE:
             message = "cannot reach tracker at %s: %s" % (self.address, message)
+            if self.insecure:
+                message += (" (insecure: if the tracker serves TLS, as it does unless started "
+                            "with --insecure, pass ca= and a token instead)")
         return TrackerError(code, message, rpc, self.address)
 
     def _call(self, rpc, request, timeout=None):
@@ -329,6 +416,8 @@ class Client:
     def results(self, op=None, kind=None, state=None, limit=1000, client_id=None, page_size=1000):
         """Jobs from ListResults, oldest first, following its pages: of template op `op`, board
         kind `kind`, JobState `state` ("DONE", pb.DONE, ...) and client (None: every one of each).
+        A user sees only its own jobs: client_id None lists them, another client's id is
+        PERMISSION_DENIED (an admin sees every client's, or the one named).
         limit: the most jobs returned (None: all of them)."""
         state_value = _job_state(state)
         if page_size < 1 or page_size > 10000:

@@ -1,0 +1,276 @@
+// ImageBuilder: images built in the build sandbox, the cache written by the builder alone and
+// checked on every hit (a tampered entry is detected, counted and rebuilt), and what a build step
+// may and may not touch — a template of the test's own probes the sandbox from inside.
+
+#include "agent/firmware.h"
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "agent/knob_space.h"
+
+namespace benchfarm::agent {
+namespace {
+
+std::string Runfiles(const std::string& path) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  return absl::StrCat(srcdir ? srcdir : ".", "/", workspace ? workspace : "benchfarm", "/", path);
+}
+
+std::string TestDir() {
+  const std::string dir =
+      absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
+                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  EXPECT_TRUE(MakeDirs(dir).ok());
+  return dir;
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void Write(const std::string& path, const std::string& content, mode_t mode = 0644) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
+  chmod(path.c_str(), mode);
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0;
+}
+
+int Entries(const std::string& path) {
+  int n = 0;
+  if (DIR* d = opendir(path.c_str())) {
+    while (struct dirent* e = readdir(d)) n += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return n;
+}
+
+ImageBuilderOptions Options(const std::string& dir) {
+  ImageBuilderOptions o;
+  o.cache_dir = dir + "/cache";
+  o.scratch_dir = dir + "/scratch";
+  o.crt_dir = Runfiles("crt");
+  return o;
+}
+
+absl::StatusOr<BuildUnit> Trial(const std::string& source) {
+  absl::StatusOr<KnobSpace> space = KnobSpace::Load(Runfiles("crt/ops/knobs.json"));
+  if (!space.ok()) return space.status();
+  v1::OperatorSpec op;
+  op.set_c_source(source);
+  op.set_entry_function("my_add");
+  op.set_reference_function("add_reference");
+  return CSourceUnit(*space, op);
+}
+
+const char kAdd[] =
+    "#include <benchfarm/ops/common.h>\n"
+    "#include <dlpack/dlpack.h>\n"
+    "BF_OPS_DECLARE_PACKED(my_add);\n"
+    "BF_OPS_DECLARE_PACKED(my_add) {\n"
+    "  const DLTensor* a = (const DLTensor*)args[0].v_handle;\n"
+    "  const DLTensor* b = (const DLTensor*)args[1].v_handle;\n"
+    "  DLTensor* c = (DLTensor*)args[2].v_handle;\n"
+    "  for (int64_t i = 0; i < a->shape[0]; ++i)\n"
+    "    ((float*)c->data)[i] = ((const float*)a->data)[i] + ((const float*)b->data)[i];\n"
+    "  return 0;\n"
+    "}\n";
+
+absl::Time Soon() { return absl::Now() + absl::Minutes(2); }
+
+TEST(ImageBuilder, BuildsInTheSandboxAndKeepsTheImageWithItsDigests) {
+  const std::string dir = TestDir();
+  ImageBuilder builder(Options(dir));
+  absl::StatusOr<BuildUnit> unit = Trial(kAdd);
+  ASSERT_TRUE(unit.ok()) << unit.status();
+  absl::Time start = absl::Now();
+  absl::StatusOr<Image> image = builder.Build(Runfiles("agent/templates/host-process"), *unit, Soon());
+  ASSERT_TRUE(image.ok()) << image.status();
+  std::cerr << "cold build (runtime too): " << absl::Now() - start << "\n";
+  EXPECT_FALSE(image->cached);
+  EXPECT_EQ(builder.builds(), 1);
+  EXPECT_EQ(image->path, absl::StrCat(dir, "/cache/images/", image->key, "/image"));
+  // The MANIFEST the builder wrote: the image's SHA-256.
+  const std::string manifest = Read(absl::StrCat(dir, "/cache/images/", image->key, "/MANIFEST"));
+  EXPECT_TRUE(absl::StrContains(manifest, " image\n")) << manifest;
+  EXPECT_EQ(manifest.find(' '), 64u) << manifest;
+  // The agent's copy, executable, not what the sandbox wrote.
+  struct stat st;
+  ASSERT_EQ(stat(image->path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, geteuid());
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+  // The work directories are gone.
+  EXPECT_EQ(Entries(dir + "/scratch"), 0);
+
+  start = absl::Now();
+  absl::StatusOr<BuildUnit> other = Trial(std::string(kAdd) + "/* another image */\n");
+  ASSERT_TRUE(other.ok());
+  absl::StatusOr<Image> warm = builder.Build(Runfiles("agent/templates/host-process"), *other, Soon());
+  ASSERT_TRUE(warm.ok()) << warm.status();
+  std::cerr << "warm build (runtime cached): " << absl::Now() - start << "\n";
+
+  start = absl::Now();
+  absl::StatusOr<Image> again = builder.Build(Runfiles("agent/templates/host-process"), *unit, Soon());
+  ASSERT_TRUE(again.ok()) << again.status();
+  std::cerr << "cache hit (verified): " << absl::Now() - start << "\n";
+  EXPECT_TRUE(again->cached);
+  EXPECT_EQ(again->hash, image->hash);
+  EXPECT_EQ(builder.cache_hits(), 1);
+  EXPECT_EQ(builder.cache_mismatches(), 0);
+}
+
+TEST(ImageBuilder, ATamperedCachedImageIsDetectedCountedAndRebuilt) {
+  const std::string dir = TestDir();
+  const std::string tmpl = Runfiles("agent/templates/host-process");
+  ImageBuilder builder(Options(dir));
+  absl::StatusOr<BuildUnit> unit = Trial(kAdd);
+  ASSERT_TRUE(unit.ok());
+  absl::StatusOr<Image> image = builder.Build(tmpl, *unit, Soon());
+  ASSERT_TRUE(image.ok()) << image.status();
+  const std::string good = Read(image->path);
+
+  // Someone rewrites the cached image (as a trial once did): injected code in its place.
+  Write(image->path, "#!/bin/sh\necho injected\n", 0755);
+  absl::StatusOr<Image> rebuilt = builder.Build(tmpl, *unit, Soon());
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
+  EXPECT_FALSE(rebuilt->cached);
+  EXPECT_EQ(builder.cache_mismatches(), 1);
+  EXPECT_EQ(builder.builds(), 2);
+  EXPECT_EQ(rebuilt->hash, image->hash);
+  EXPECT_EQ(Read(rebuilt->path), good);
+
+  // The image and its MANIFEST rewritten to agree: this builder remembers what it stored.
+  const std::string entry = absl::StrCat(dir, "/cache/images/", image->key);
+  Write(image->path, good + "appended", 0755);
+  Write(entry + "/MANIFEST",
+        "0000000000000000000000000000000000000000000000000000000000000000 image\n");
+  rebuilt = builder.Build(tmpl, *unit, Soon());
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
+  EXPECT_FALSE(rebuilt->cached);
+  EXPECT_EQ(builder.cache_mismatches(), 2);
+  EXPECT_EQ(Read(rebuilt->path), good);
+
+  // A file planted beside the image (a .hash would change the identity the board is checked by).
+  Write(image->path + ".hash", "0123456789abcdef");
+  rebuilt = builder.Build(tmpl, *unit, Soon());
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
+  EXPECT_EQ(builder.cache_mismatches(), 3);
+  EXPECT_FALSE(Exists(image->path + ".hash"));
+
+  // A new builder (an agent restarted) still checks the digests on disk.
+  ImageBuilder restarted(Options(dir));
+  Write(image->path, "#!/bin/sh\necho injected\n", 0755);
+  rebuilt = restarted.Build(tmpl, *unit, Soon());
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
+  EXPECT_EQ(restarted.cache_mismatches(), 1);
+  EXPECT_EQ(restarted.builds(), 1);
+  EXPECT_EQ(Read(rebuilt->path), good);
+  // And an intact entry is a plain hit.
+  rebuilt = restarted.Build(tmpl, *unit, Soon());
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
+  EXPECT_TRUE(rebuilt->cached);
+  EXPECT_EQ(restarted.cache_mismatches(), 1);
+}
+
+TEST(ImageBuilder, IncludesOfHostFilesFailWithoutTheirContent) {
+  const std::string dir = TestDir();
+  const std::string secret = dir + "/secret.h";
+  Write(secret, "SECRET_CONTENT_71c3 leaked\n");
+  ImageBuilder builder(Options(dir));
+  for (const std::string& path : {std::string("/etc/shadow"), secret,
+                                  absl::StrCat(dir, "/cache/images")}) {
+    absl::StatusOr<BuildUnit> unit =
+        Trial(absl::StrCat("#include \"", path, "\"\n", kAdd));
+    ASSERT_TRUE(unit.ok());
+    absl::StatusOr<Image> image =
+        builder.Build(Runfiles("agent/templates/host-process"), *unit, Soon());
+    ASSERT_FALSE(image.ok());
+    EXPECT_TRUE(absl::IsUnknown(image.status())) << image.status();  // COMPILE_DEVICE
+    const std::string message(image.status().message());
+    EXPECT_TRUE(absl::StrContains(message, "No such file or directory")) << message;
+    EXPECT_FALSE(absl::StrContains(message, "SECRET_CONTENT")) << message;
+    EXPECT_FALSE(absl::StrContains(message, "root:")) << message;
+  }
+}
+
+// A template of the test's own: each step probes what it can reach and writes the answers into
+// the image (or, for --runtime, into the runtime cache, which that step may write).
+TEST(ImageBuilder, EachBuildStepSeesOnlyWhatItMay) {
+  const std::string dir = TestDir();
+  const std::string tmpl = dir + "/probe-template";
+  ASSERT_TRUE(MakeDirs(tmpl).ok());
+  const std::string outside = dir + "/outside";
+  Write(tmpl + "/build",
+        absl::StrCat(
+            "#!/bin/bash\n"
+            "try() { if (eval \"$1\") >/dev/null 2>&1; then echo \"yes: $1\"; else echo \"no: $1\"; fi; }\n"
+            "if [[ $1 == --runtime ]]; then\n"
+            "  try \"touch $3/runtime-step-was-here\" > /tmp/probes\n"
+            "  cp /tmp/probes $3/runtime-probes\n"
+            "  exit 0\n"
+            "fi\n"
+            "{\n"
+            "  try \"touch $1/work-file\"\n"
+            "  try \"touch $4/poison\"\n"
+            "  try \"touch $3/poison\"\n"
+            "  try \"touch /bf/template/poison\"\n"
+            "  try \"touch /tmp/tmp-file\"\n"
+            "  try \"touch ",
+            outside,
+            "\"\n"
+            "  try \"ls ",
+            dir,
+            "/cache/images\"\n"
+            "  try \"cat /etc/shadow\"\n"
+            "  try \"exec 3<>/dev/tcp/127.0.0.1/22\"\n"
+            "  try \"test -e $4/runtime-step-was-here\"\n"
+            "  echo \"uid $(id -u)\"\n"
+            "} > $2\n"),
+        0755);
+  ImageBuilder builder(Options(dir));
+  absl::StatusOr<BuildUnit> unit = Trial(kAdd);
+  ASSERT_TRUE(unit.ok());
+  absl::StatusOr<Image> image = builder.Build(tmpl, *unit, Soon());
+  ASSERT_TRUE(image.ok()) << image.status();
+  const std::string probes = Read(image->path);
+  for (const char* allowed : {"yes: touch /bf/work/work-file", "yes: touch /tmp/tmp-file",
+                              "yes: test -e /bf/cache/runtime-step-was-here"}) {
+    EXPECT_TRUE(absl::StrContains(probes, allowed)) << allowed << "\n" << probes;
+  }
+  for (const std::string& denied :
+       {std::string("no: touch /bf/cache/poison"), std::string("no: touch /bf/crt/poison"),
+        std::string("no: touch /bf/template/poison"), absl::StrCat("no: touch ", outside),
+        absl::StrCat("no: ls ", dir, "/cache/images"), std::string("no: cat /etc/shadow"),
+        std::string("no: exec 3<>/dev/tcp/127.0.0.1/22")}) {
+    EXPECT_TRUE(absl::StrContains(probes, denied)) << denied << "\n" << probes;
+  }
+  EXPECT_FALSE(absl::StrContains(probes, "uid 0\n")) << probes;
+  EXPECT_FALSE(Exists(outside));
+  EXPECT_FALSE(Exists(dir + "/cache/runtime/poison"));
+  // The runtime step wrote its cache (and only it, with no user code in reach).
+  EXPECT_TRUE(Exists(dir + "/cache/runtime/runtime-step-was-here"));
+  // Owned by the agent again after the step.
+  struct stat st;
+  ASSERT_EQ(stat((dir + "/cache/runtime/runtime-step-was-here").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, geteuid());
+}
+
+}  // namespace
+}  // namespace benchfarm::agent

@@ -1,0 +1,73 @@
+// AgentMetrics: /metrics answers while idle and slow connections are open, and drops them after
+// the request timeout.
+#include "agent/metrics.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "tests/http_probe.h"
+
+namespace benchfarm::agent {
+namespace {
+
+using testing::CloseAll;
+using testing::HttpGet;
+using testing::IsOk;
+using testing::OpenStalledConnections;
+using testing::ParseSamples;
+
+TEST(AgentMetricsServer, AnswersWhileIdleAndSlowConnectionsAreOpen) {
+  AgentMetrics metrics;  // the defaults the agent runs with
+  ASSERT_TRUE(metrics.Serve("127.0.0.1:0").ok());
+  ASSERT_NE(metrics.port(), 0);
+  metrics.Flash("board-0");
+  metrics.Trial("OK");
+  // Before the fix two idle connections stalled /metrics for civetweb's 30 s request timeout.
+  std::vector<int> stalled = OpenStalledConnections(metrics.port(), 4, 1);
+  absl::Time start = absl::Now();
+  std::string response = HttpGet(metrics.port(), "/metrics");
+  absl::Duration took = absl::Now() - start;
+  EXPECT_TRUE(IsOk(response)) << response.substr(0, 200);
+  std::map<std::string, double> samples = ParseSamples(response);
+  EXPECT_EQ(samples["benchfarm_agent_flashes_total{board=\"board-0\"}"], 1);
+  EXPECT_EQ(samples["benchfarm_agent_trials_total{error_code=\"OK\"}"], 1);
+  EXPECT_LT(took, absl::Seconds(2));
+  CloseAll(stalled);
+}
+
+TEST(AgentMetricsServer, DropsStalledConnectionsAfterTheRequestTimeout) {
+  // Fewer workers than stalled connections: only the request timeout frees them.
+  AgentMetricsOptions options;
+  options.server_threads = 2;
+  options.request_timeout = absl::Milliseconds(300);
+  AgentMetrics metrics(options);
+  ASSERT_TRUE(metrics.Serve("127.0.0.1:0").ok());
+  std::vector<int> stalled = OpenStalledConnections(metrics.port(), 3, 1);
+  absl::Time start = absl::Now();
+  std::string response = HttpGet(metrics.port(), "/metrics");
+  absl::Duration took = absl::Now() - start;
+  EXPECT_TRUE(IsOk(response)) << response.substr(0, 200);
+  EXPECT_LT(took, absl::Seconds(2));
+  CloseAll(stalled);
+}
+
+TEST(AgentMetricsServer, ServeFailsOnAnAddressInUse) {
+  AgentMetrics first;
+  ASSERT_TRUE(first.Serve("127.0.0.1:0").ok());
+  AgentMetrics second;
+  absl::Status s = second.Serve(absl::StrCat("127.0.0.1:", first.port()));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_EQ(second.port(), 0);
+}
+
+}  // namespace
+}  // namespace benchfarm::agent

@@ -1,0 +1,28 @@
+// What the /metrics tests of the tracker and the agent share: raw HTTP against 127.0.0.1 — a
+// GET, stalled connections (idle, or half a request), and the exposition parsed into samples.
+#ifndef BENCHFARM_TESTS_HTTP_PROBE_H_
+#define BENCHFARM_TESTS_HTTP_PROBE_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace benchfarm::testing {
+
+// A TCP connection to 127.0.0.1:port (-1 on failure) with send/receive timeouts.
+int Connect(int port, absl::Duration timeout = absl::Seconds(10));
+bool SendAll(int fd, const std::string& data);
+// GET path; the whole response ("" if none within 10 s).
+std::string HttpGet(int port, const std::string& path);
+// Opens `idle` connections that never send a byte and `slow` ones that send half a request.
+std::vector<int> OpenStalledConnections(int port, int idle, int slow);
+void CloseAll(const std::vector<int>& fds);
+// Prometheus text format -> {"name{labels}": value}.
+std::map<std::string, double> ParseSamples(const std::string& response);
+bool IsOk(const std::string& response);
+
+}  // namespace benchfarm::testing
+
+#endif  // BENCHFARM_TESTS_HTTP_PROBE_H_

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# The probes of issue 14, replayed against a tracker and an agent started the secure (default)
+# way: each is refused or contained.
+#   - an unauthenticated call, a wrong token, a plain-text client against the TLS tracker;
+#   - a user acting on another's job (get, watch, cancel, results) or submitting as someone else;
+#   - a fake agent (no certificate; a user's token), an agent registering under another agent's
+#     id or a board its certificate does not name; a second stream of a connected agent replaces
+#     the first, which is told why;
+#   - revoking a token or a certificate takes effect at once;
+#   - refusals are counted in /metrics; --insecure is refused on a non-loopback address.
+set -euo pipefail
+TEST_NAME=security
+source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
+
+work="${TEST_TMPDIR:?}/security"
+rm -rf "$work" && mkdir -p "$work"
+root=$PWD
+pki="$work/pki"
+tracker_port=$(free_port)
+tracker_metrics=$(free_port)
+addr="127.0.0.1:$tracker_port"
+ctl() { "$root/farmctl/farmctl" --tracker "$addr" "$@"; }
+# as USER ARGS...: farmctl with USER's token; stdout in $work/as.out, stderr in $work/as.err.
+as() {
+  local who=$1; shift
+  rc=0
+  BENCHFARM_CA="$pki/ca.pem" BENCHFARM_TOKEN_FILE="$pki/$who.token" ctl "$@" >"$work/as.out" 2>"$work/as.err" || rc=$?
+}
+refused() {  # refused CODE-TEXT: the last `as` failed saying this
+  [[ $rc -ne 0 ]] || fail "accepted; expected a refusal '$1': $(cat "$work/as.out")"
+  grep -qF -- "$1" "$work/as.err" || { cat "$work/as.err" >&2; fail "refusal does not say '$1'"; }
+}
+
+# --insecure is for loopback only.
+if tracker/tracker --insecure --listen 0.0.0.0:0 --database "$work/x.db" --metrics off >"$work/insecure.out" 2>&1; then
+  fail "--insecure on 0.0.0.0 was accepted"
+fi
+grep -q "plain text is allowed only on a loopback address" "$work/insecure.out" || { cat "$work/insecure.out" >&2; fail "--insecure refusal message"; }
+
+tracker/tracker --listen "$addr" --database "$work/tracker.db" --state_dir "$pki" \
+  --metrics "127.0.0.1:$tracker_metrics" >"$work/tracker.out" 2>"$work/tracker.err" &
+pids+=($!)
+wait_line "$work/tracker.out" "listening on" >/dev/null
+grep -q "first start: made a CA" "$work/tracker.err" || fail "the tracker did not say it made its CA"
+grep -q "BENCHFARM_TOKEN_FILE=$pki/admin.token" "$work/tracker.err" || fail "the tracker did not say how to use its admin token"
+cp "$pki/admin.token" "$pki/admin-cli.token"
+for user in alice bob; do pki_sh token "$pki" "$user" >"$pki/$user.token"; done
+
+# ---- who are you ---------------------------------------------------------------------------------
+rc=0; BENCHFARM_CA="$pki/ca.pem" ctl boards >"$work/as.out" 2>"$work/as.err" || rc=$?
+refused "no credential"
+echo "bf_not_a_token" >"$pki/mallory.token"
+as mallory boards; refused "unknown or revoked token"
+rc=0; BENCHFARM_INSECURE=1 BENCHFARM_TOKEN_FILE="$pki/alice.token" ctl boards >"$work/as.out" 2>"$work/as.err" || rc=$?
+[[ $rc -ne 0 ]] || fail "a plain-text client reached the TLS tracker"
+as alice boards; [[ $rc -eq 0 ]] || { cat "$work/as.err" >&2; fail "alice cannot list boards"; }
+
+# ---- agents: certificates only, their own id, their own boards -----------------------------------
+agent_config() {  # agent_config FILE AGENT_ID BOARD CREDENTIALS-BLOCK
+  cat >"$1" <<CONFIG
+agent_id: "$2"
+tracker_address: "$addr"
+scratch_dir: "$work/$2-$3/scratch"
+cache_dir: "$work/$2-$3/cache"
+spool_dir: "$work/$2-$3/spool"
+$4
+boards { id: "$3" kind: "host-process" host_process {} build_template: "agent/templates/host-process" }
+CONFIG
+}
+creds="$(agent_credentials "$pki" real-agent 'hp-*')"
+agent_config "$work/real.textproto" real-agent hp-0 "$creds"
+agent/agent --config "$work/real.textproto" >"$work/real.out" 2>"$work/real.err" &
+real=$!
+pids+=($real)
+wait_line "$work/real.out" "serving 1 boards" "$real" >/dev/null
+for _ in $(seq 100); do as alice boards; grep -q "hp-0 .*IDLE" "$work/as.out" && break; sleep 0.1; done
+grep -q "hp-0 .*IDLE" "$work/as.out" || { cat "$work/as.out" "$work/real.err" >&2; fail "the real agent's board is not IDLE"; }
+
+start_probe() {  # start_probe NAME CONFIG: an agent expected to be refused; waits for the refusal
+  agent/agent --config "$2" >"$work/$1.out" 2>"$work/$1.err" &
+  local pid=$!
+  for _ in $(seq 100); do grep -q "$3" "$work/$1.err" && break; sleep 0.1; done
+  kill -TERM "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  grep -q "$3" "$work/$1.err" || { cat "$work/$1.err" >&2; fail "$1: no '$3' in its log"; }
+}
+# No certificate at all (only the CA): the stream is refused.
+agent_config "$work/fake.textproto" fake-agent hp-9 "credentials { ca_cert: \"$pki/ca.pem\" }"
+start_probe fake "$work/fake.textproto" "no credential"
+# A certificate of its own, but it registers as the real agent.
+other="$(agent_credentials "$pki" other-agent 'hp-*')"
+agent_config "$work/impostor.textproto" real-agent hp-1 "$other"
+start_probe impostor "$work/impostor.textproto" "may not register as"
+# Its own id, a board its certificate does not name.
+narrow="$(agent_credentials "$pki" narrow-agent 'm3-*')"
+agent_config "$work/narrow.textproto" narrow-agent hp-7 "$narrow"
+start_probe narrow "$work/narrow.textproto" "does not let it serve board"
+as alice boards
+! grep -qE "^(hp-9|hp-1|hp-7) " "$work/as.out" || { cat "$work/as.out" >&2; fail "a refused agent's board was registered"; }
+grep -q "hp-0 .*real-agent" "$work/as.out" || fail "the real agent lost its board"
+
+# ---- users: their own jobs only; the client id is the credential's --------------------------------
+as alice submit --kind host-process --op add --shape 64,64,64
+[[ $rc -eq 0 ]] || { cat "$work/as.err" >&2; fail "alice cannot submit"; }
+job=$(head -1 "$work/as.out")
+as alice watch "$job"; [[ $rc -eq 0 ]] || fail "alice cannot watch her job"
+as bob watch "$job"; refused "belongs to another client (you are bob)"
+as bob cancel "$job"; refused "belongs to another client (you are bob)"
+as bob results --client alice; refused "you may list only your own jobs"
+as bob results --json; [[ $rc -eq 0 ]] && ! grep -q "$job" "$work/as.out" || fail "bob's results show alice's job"
+as alice results --json; grep -q "\"client_id\": \"alice\"" "$work/as.out" || fail "alice's job is not hers"
+as bob submit --kind host-process --op add --client alice; refused "may not submit as \"alice\""
+as admin-cli results --client alice --json; grep -q "$job" "$work/as.out" || fail "the admin cannot see alice's job"
+
+# ---- a second stream of the same agent identity replaces the first, which is told why -------------
+agent_config "$work/twin.textproto" real-agent hp-0 "$creds"
+sed -i "s#$work/real-agent-hp-0/#$work/twin/#g" "$work/twin.textproto"
+agent/agent --config "$work/twin.textproto" >"$work/twin.out" 2>"$work/twin.err" &
+twin=$!
+wait_line "$work/twin.out" "serving 1 boards" "$twin" >/dev/null
+for _ in $(seq 100); do grep -q "registered again on a newer stream" "$work/real.err" && break; sleep 0.1; done
+grep -q "registered again on a newer stream" "$work/real.err" || { cat "$work/real.err" >&2; fail "the replaced stream was not told why"; }
+kill -TERM "$twin"; wait "$twin" || true
+
+# ---- revocation takes effect at once ------------------------------------------------------------
+pki_sh revoke-token "$pki" bob
+as bob boards; refused "unknown or revoked token"
+as alice boards; [[ $rc -eq 0 ]] || fail "revoking bob's token locked alice out"
+pki_sh user "$pki" carol >/dev/null
+rc=0; BENCHFARM_CA="$pki/ca.pem" ctl --cert "$pki/users/carol.pem" --key "$pki/users/carol.key" boards >"$work/as.out" 2>"$work/as.err" || rc=$?
+[[ $rc -eq 0 ]] || { cat "$work/as.err" >&2; fail "carol's certificate is not accepted"; }
+pki_sh revoke-cert "$pki" "$pki/users/carol.pem"
+rc=0; BENCHFARM_CA="$pki/ca.pem" ctl --cert "$pki/users/carol.pem" --key "$pki/users/carol.key" boards >"$work/as.out" 2>"$work/as.err" || rc=$?
+refused "this certificate has been revoked"
+
+# ---- refusals are counted -----------------------------------------------------------------------
+http_get "http://127.0.0.1:$tracker_metrics/metrics" >"$work/metrics.txt"
+grep -qE '^benchfarm_tracker_auth_refusals_total\{method="ListBoards",reason="unauthenticated"\} [1-9]' "$work/metrics.txt" \
+  || { grep auth_refusals "$work/metrics.txt" >&2; fail "unauthenticated calls are not counted"; }
+grep -qE '^benchfarm_tracker_auth_refusals_total\{method="GetJob",reason="permission_denied"\} [1-9]' "$work/metrics.txt" \
+  || { grep auth_refusals "$work/metrics.txt" >&2; fail "refused job reads are not counted"; }
+
+stop_daemons
+say "PASS"

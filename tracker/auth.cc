@@ -1,0 +1,175 @@
+#include "tracker/auth.h"
+
+#include <fnmatch.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace benchfarm::tracker {
+namespace {
+
+constexpr char kBoardUriPrefix[] = "urn:benchfarm:board:";
+
+int64_t MTime(const std::string& path) {
+  struct stat st;
+  if (path.empty() || stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+bool ParseRole(absl::string_view text, Role* role) {
+  if (text == "agent") *role = Role::kAgent;
+  else if (text == "user") *role = Role::kUser;
+  else if (text == "admin") *role = Role::kAdmin;
+  else return false;
+  return true;
+}
+
+std::string Hex(const unsigned char* bytes, unsigned int n) {
+  std::string out;
+  for (unsigned int i = 0; i < n; ++i) absl::StrAppendFormat(&out, "%02x", bytes[i]);
+  return out;
+}
+
+// The SHA-256 fingerprint (of the DER form) of a PEM certificate; "" if it does not parse.
+std::string Fingerprint(const std::string& pem) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  if (bio == nullptr) return "";
+  X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+  BIO_free(bio);
+  if (cert == nullptr) return "";
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  const bool ok = X509_digest(cert, EVP_sha256(), md, &n) == 1;
+  X509_free(cert);
+  return ok ? Hex(md, n) : "";
+}
+
+std::vector<std::string> Values(const grpc::AuthContext& auth, const char* property) {
+  std::vector<std::string> out;
+  for (const grpc::string_ref& v : auth.FindPropertyValues(property)) out.emplace_back(v.data(), v.size());
+  return out;
+}
+
+}  // namespace
+
+const char* RoleName(Role role) {
+  switch (role) {
+    case Role::kAgent: return "agent";
+    case Role::kUser: return "user";
+    case Role::kAdmin: return "admin";
+  }
+  return "?";
+}
+
+bool GlobMatch(const std::string& glob, const std::string& id) {
+  return fnmatch(glob.c_str(), id.c_str(), 0) == 0;
+}
+
+std::string Sha256Hex(const std::string& data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  if (EVP_Digest(data.data(), data.size(), md, &n, EVP_sha256(), nullptr) != 1) return "";
+  return Hex(md, n);
+}
+
+Authenticator::Authenticator(AuthOptions options) : options_(std::move(options)) {}
+
+void Authenticator::Reload() {
+  const int64_t tokens_mtime = MTime(options_.tokens_file);
+  if (tokens_mtime != tokens_mtime_) {
+    tokens_mtime_ = tokens_mtime;
+    tokens_.clear();
+    std::ifstream in(options_.tokens_file);
+    for (std::string line; std::getline(in, line);) {
+      std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipWhitespace());
+      Role role;
+      if (f.size() == 3 && f[0].size() == 64 && ParseRole(f[1], &role)) {
+        tokens_[f[0]] = Token{role, f[2]};
+      }
+    }
+  }
+  const int64_t revoked_mtime = MTime(options_.revoked_file);
+  if (revoked_mtime != revoked_mtime_) {
+    revoked_mtime_ = revoked_mtime;
+    revoked_.clear();
+    std::ifstream in(options_.revoked_file);
+    for (std::string line; std::getline(in, line);) {
+      std::string hash = absl::AsciiStrToLower(absl::StripAsciiWhitespace(line));
+      if (!hash.empty()) revoked_.push_back(hash);
+    }
+  }
+}
+
+absl::StatusOr<Identity> Authenticator::Identify(const grpc::ServerContextBase& context) {
+  std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  absl::MutexLock lock(&mu_);
+  Reload();
+  // A certificate the TLS layer verified against the farm's CA.
+  if (auth != nullptr && auth->IsPeerAuthenticated()) {
+    std::vector<std::string> pem = Values(*auth, GRPC_X509_PEM_CERT_PROPERTY_NAME);
+    if (!pem.empty()) {
+      const std::string fingerprint = Fingerprint(pem[0]);
+      if (fingerprint.empty() ||
+          std::find(revoked_.begin(), revoked_.end(), fingerprint) != revoked_.end()) {
+        return absl::UnauthenticatedError("this certificate has been revoked");
+      }
+    }
+    Identity id;
+    id.how = "certificate";
+    bool has_role = false;
+    for (const std::string& subject : Values(*auth, GRPC_X509_SUBJECT_PROPERTY_NAME)) {
+      for (absl::string_view part : absl::StrSplit(subject, ',')) {
+        part = absl::StripAsciiWhitespace(part);
+        if (absl::ConsumePrefix(&part, "OU=")) has_role = ParseRole(part, &id.role);
+        if (absl::ConsumePrefix(&part, "CN=")) id.name = std::string(part);
+      }
+    }
+    if (!has_role || id.name.empty()) {
+      return absl::UnauthenticatedError(
+          "the certificate names no benchfarm role (OU=agent|user|admin) and name (CN)");
+    }
+    for (const std::string& uri : Values(*auth, GRPC_PEER_URI_PROPERTY_NAME)) {
+      absl::string_view u = uri;
+      if (absl::ConsumePrefix(&u, kBoardUriPrefix)) id.board_globs.emplace_back(u);
+    }
+    return id;
+  }
+  // A bearer token.
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it != metadata.end()) {
+    absl::string_view value(it->second.data(), it->second.size());
+    if (!absl::ConsumePrefix(&value, "Bearer ")) {
+      return absl::UnauthenticatedError("authorization: expected \"Bearer TOKEN\"");
+    }
+    auto token = tokens_.find(Sha256Hex(std::string(absl::StripAsciiWhitespace(value))));
+    if (token == tokens_.end()) {
+      return absl::UnauthenticatedError("unknown or revoked token");
+    }
+    if (token->second.role == Role::kAgent) {
+      return absl::UnauthenticatedError("agents authenticate with certificates, not tokens");
+    }
+    Identity id;
+    id.role = token->second.role;
+    id.name = token->second.name;
+    id.how = "token";
+    return id;
+  }
+  return absl::UnauthenticatedError(
+      "no credential: present a bearer token (--token, $BENCHFARM_TOKEN) or a client "
+      "certificate of the farm's CA");
+}
+
+}  // namespace benchfarm::tracker
