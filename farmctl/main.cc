@@ -92,6 +92,7 @@ ABSL_FLAG(std::string, token_file, "", "tracker commands: a file holding the tok
 ABSL_FLAG(std::string, cert, "", "tracker commands: a client certificate (PEM; default: $BENCHFARM_CERT), with --key");
 ABSL_FLAG(std::string, key, "", "tracker commands: the certificate's key (default: $BENCHFARM_KEY)");
 ABSL_FLAG(bool, insecure, false, "tracker commands: plain text, for a tracker started with --insecure (default: $BENCHFARM_INSECURE)");
+ABSL_FLAG(std::string, reason, "", "quarantine: why the board is taken out of service");
 ABSL_FLAG(std::string, c_source, "", "submit: a one-off C source trial: the C99 file (with --entry, --reference, --shape)");
 ABSL_FLAG(std::string, entry, "", "submit --c-source: the function to time");
 ABSL_FLAG(std::string, reference, "", "submit --c-source: the reference to check against (in the file, or add_reference ...)");
@@ -134,6 +135,8 @@ constexpr char kUsage[] =
     "                                   the operator catalog: versions, shapes, knobs\n"
     "  op show NAME [--version V] [--json]\n"
     "                                   one operator: entry, reference, args, knobs, files\n"
+    "  quarantine BOARD [--reason R] | release BOARD\n"
+    "                                   (admins) take a board out of service, or back in\n"
     "  import-log LOG --op OP --kind K [--shape S ...] [--out DIR]\n"
     "                                   restore an AutoTVM log's records of that run into a\n"
     "                                   tune directory, so tune resumes without re-measuring\n"
@@ -409,7 +412,7 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
     return Usage(absl::StrCat(command, ": --knob and --label belong to submit"));
   }
   if (command != "watch" && command != "cancel" && command != "op" && command != "import-log" &&
-      !operands.empty()) {
+      command != "quarantine" && command != "release" && !operands.empty()) {
     return Usage(absl::StrCat(command, ": unexpected argument \"", operands[0], "\""));
   }
   absl::Status status;
@@ -424,6 +427,10 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
     options.client_id = absl::GetFlag(FLAGS_client);
     options.job_ids = operands;
     status = Watch(tracker, options, std::cout);
+  } else if (command == "quarantine" || command == "release") {
+    if (operands.size() != 1) return Usage(absl::StrCat(command, " needs one board id"));
+    status = SetBoardQuarantine(tracker, operands[0], command == "quarantine",
+                                absl::GetFlag(FLAGS_reason), std::cout);
   } else if (command == "ops") {
     status = PrintOperators(tracker, absl::GetFlag(FLAGS_op), absl::GetFlag(FLAGS_all_versions),
                             json, std::cout);
@@ -535,7 +542,7 @@ int main(int argc, char** argv) {
     return BoardCommand(args, argv[0]);
   }
   for (const char* command : {"boards", "queue", "submit", "watch", "results", "cancel", "tune",
-                              "op", "ops", "import-log"}) {
+                              "op", "ops", "import-log", "quarantine", "release"}) {
     if (args[0] == command) return TrackerCommand(args, repeated);
   }
   return Usage(absl::StrCat("unknown command \"", args[0], "\""));

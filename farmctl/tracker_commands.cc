@@ -204,11 +204,28 @@ absl::Status PrintBoards(const TrackerClient& tracker, const std::string& kind, 
       {"BOARD", "KIND", "LABELS", "STATE", "AGENT", "JOB", "JOBS/SLOTS", "FLASHES", "FAILS"});
   for (const v1::Board* b : boards) {
     table.Add({b->board_id(), b->kind(), OrDash(JoinSorted(b->labels())),
-               v1::BoardState_Name(b->state()), OrDash(b->agent_id()), OrDash(b->current_job_id()),
+               v1::BoardState_Name(b->state()) + (b->held() ? " (held)" : ""),
+               OrDash(b->agent_id()), OrDash(b->current_job_id()),
                absl::StrCat(b->running_jobs(), "/", std::max(b->slots(), 1)),
                absl::StrCat(b->flashes()), absl::StrCat(b->consecutive_infra_failures())});
   }
   table.Print(out);
+  return absl::OkStatus();
+}
+
+absl::Status SetBoardQuarantine(const TrackerClient& tracker, const std::string& board_id,
+                                bool quarantine, const std::string& reason, std::ostream& out) {
+  v1::SetBoardQuarantineRequest request;
+  request.set_board_id(board_id);
+  request.set_quarantine(quarantine);
+  request.set_reason(reason);
+  v1::Board board;
+  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::SetBoardQuarantine, request,
+                             &board, "SetBoardQuarantine");
+  if (!status.ok()) return status;
+  out << board.board_id() << " " << v1::BoardState_Name(board.state());
+  if (board.held()) out << " (held: " << OrDash(board.held_reason()) << ")";
+  out << "\n";
   return absl::OkStatus();
 }
 

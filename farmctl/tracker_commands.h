@@ -57,6 +57,11 @@ absl::Status PrintBoards(const TrackerClient& tracker, const std::string& kind, 
 // "<kind>: waiting: ..." line for each reason queued jobs wait (KindSummary.waiting).
 absl::Status PrintQueue(const TrackerClient& tracker, bool json, std::ostream& out);
 
+// SetBoardQuarantine (admins): takes the board out of service (quarantine) or releases it;
+// prints "<board> QUARANTINED (held: reason)" or "<board> IDLE".
+absl::Status SetBoardQuarantine(const TrackerClient& tracker, const std::string& board_id,
+                                bool quarantine, const std::string& reason, std::ostream& out);
+
 // ---- submit ----------------------------------------------------------------------------------
 
 // One trial as `farmctl submit` flags describe it.

@@ -122,6 +122,14 @@ for _ in $(seq 100); do grep -q "registered again on a newer stream" "$work/real
 grep -q "registered again on a newer stream" "$work/real.err" || { cat "$work/real.err" >&2; fail "the replaced stream was not told why"; }
 kill -TERM "$twin"; wait "$twin" || true
 
+# ---- admins take boards out of service; users may not ------------------------------------------
+as alice quarantine hp-0 --reason test; refused "SetBoardQuarantine: not allowed to user alice"
+as admin-cli quarantine hp-0 --reason "fan noise"
+grep -q "hp-0 QUARANTINED (held: fan noise)" "$work/as.out" || { cat "$work/as.out" "$work/as.err" >&2; fail "admin quarantine"; }
+as alice boards; grep -q "hp-0 .*QUARANTINED (held)" "$work/as.out" || { cat "$work/as.out" >&2; fail "boards do not show the held board"; }
+as admin-cli release hp-0
+grep -qE "hp-0 (IDLE|BUSY)" "$work/as.out" || { cat "$work/as.out" "$work/as.err" >&2; fail "admin release"; }
+
 # ---- revocation takes effect at once ------------------------------------------------------------
 pki_sh revoke-token "$pki" bob
 as bob boards; refused "unknown or revoked token"

@@ -681,6 +681,30 @@ std::vector<v1::Board> JobQueue::Boards(const std::string& kind) {
   return out;
 }
 
+absl::StatusOr<v1::Board> JobQueue::SetQuarantine(const std::string& board_id, bool quarantine,
+                                                  const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  auto it = boards_.find(board_id);
+  if (it == boards_.end()) return absl::NotFoundError(absl::StrCat("no board ", board_id.substr(0, 128)));
+  BoardRecord& record = it->second;
+  v1::Board& board = record.board;
+  if (quarantine) {
+    board.set_held(true);
+    board.set_held_reason(reason.substr(0, 256));
+    board.set_state(v1::QUARANTINED);
+  } else {
+    board.set_held(false);
+    board.clear_held_reason();
+    record.recent_infra.clear();
+    record.health_job_id.clear();
+    board.set_consecutive_infra_failures(0);
+    const bool online = connected_agents_.count(board.agent_id()) > 0;
+    board.set_state(!online ? v1::OFFLINE : record.running.empty() ? v1::IDLE : v1::BUSY);
+  }
+  RETURN_IF_ERROR(SaveBoard(record));
+  return board;
+}
+
 // ---- agent side -----------------------------------------------------------------------------
 
 absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
@@ -767,7 +791,7 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
     BoardRecord& record = boards_[board_id];
     v1::Board& board = record.board;
     if (board.agent_id() != agent_id) continue;
-    if (board.state() == v1::QUARANTINED && now >= record.next_health_check &&
+    if (board.state() == v1::QUARANTINED && !board.held() && now >= record.next_health_check &&
         record.health_job_id.empty()) {
       Offer offer;
       offer.agent_id = agent_id;

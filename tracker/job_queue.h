@@ -158,6 +158,11 @@ class JobQueue {
   absl::StatusOr<std::vector<StoredJob>> List(const JobFilter& filter);
   std::vector<v1::KindSummary> Summary();
   std::vector<v1::Board> Boards(const std::string& kind);
+  // An admin takes a board out of service (held: QUARANTINED, no health checks, no new work)
+  // or releases it (back to IDLE, or OFFLINE if its agent is away; failures forgotten).
+  // NotFound for an unknown board.
+  absl::StatusOr<v1::Board> SetQuarantine(const std::string& board_id, bool quarantine,
+                                          const std::string& reason);
 
   // ---- agent side ----
   // The agent (re)connects with its boards and the jobs it still holds. Its other RUNNING jobs

@@ -473,6 +473,29 @@ TEST_F(JobQueueTest, PinsToOfflineBoardsQueueAndSayWhy) {
   EXPECT_EQ(host().waiting_size(), 0);
 }
 
+TEST_F(JobQueueTest, AnAdminsQuarantineHoldsUntilReleased) {
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  EXPECT_TRUE(absl::IsNotFound(queue_->SetQuarantine("b9", true, "").status()));
+  absl::StatusOr<v1::Board> held = queue_->SetQuarantine("b1", true, "fan noise");
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_EQ(held->state(), v1::QUARANTINED);
+  EXPECT_TRUE(held->held());
+  auto ids = Submit({MakeTrial()});
+  // No work and no health check, however long it waits, and across a restart.
+  clock_.Advance(absl::Hours(1));
+  EXPECT_TRUE(queue_->TakeOffers("a").empty());
+  Restart();
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  EXPECT_EQ(queue_->Boards("host")[0].state(), v1::QUARANTINED);
+  EXPECT_EQ(queue_->Boards("host")[0].held_reason(), "fan noise");
+  EXPECT_TRUE(queue_->TakeOffers("a").empty());
+  absl::StatusOr<v1::Board> released = queue_->SetQuarantine("b1", false, "");
+  ASSERT_TRUE(released.ok());
+  EXPECT_EQ(released->state(), v1::IDLE);
+  EXPECT_FALSE(released->held());
+  EXPECT_EQ(TakeOne("a").job_id(), ids[0]);
+}
+
 TEST_F(JobQueueTest, TrialFailuresAreResultsNotRetries) {
   auto ids = Submit({MakeTrial()});
   ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());

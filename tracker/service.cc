@@ -672,6 +672,19 @@ grpc::ServerUnaryReactor* TrackerService::GetOperator(grpc::CallbackServerContex
   return Done(context, op.status());
 }
 
+grpc::ServerUnaryReactor* TrackerService::SetBoardQuarantine(
+    grpc::CallbackServerContext* context, const v1::SetBoardQuarantineRequest* request,
+    v1::Board* response) {
+  absl::StatusOr<Caller> caller = Authorize(*context, {Role::kAdmin}, "SetBoardQuarantine");
+  if (!caller.ok()) return Done(context, caller.status());
+  if (request->board_id().empty()) return Done(context, absl::InvalidArgumentError("board_id: required"));
+  absl::StatusOr<v1::Board> board =
+      queue_->SetQuarantine(request->board_id(), request->quarantine(), request->reason());
+  if (board.ok()) *response = *std::move(board);
+  Poke();
+  return Done(context, board.status());
+}
+
 grpc::ServerBidiReactor<v1::AgentMessage, v1::TrackerMessage>* TrackerService::Connect(
     grpc::CallbackServerContext* context) {
   absl::StatusOr<Caller> caller = Authorize(*context, {Role::kAgent}, "Connect");

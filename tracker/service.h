@@ -89,6 +89,9 @@ class TrackerService final : public v1::Tracker::CallbackService,
   grpc::ServerUnaryReactor* GetOperator(grpc::CallbackServerContext* context,
                                         const v1::GetOperatorRequest* request,
                                         v1::Operator* response) override;
+  grpc::ServerUnaryReactor* SetBoardQuarantine(grpc::CallbackServerContext* context,
+                                               const v1::SetBoardQuarantineRequest* request,
+                                               v1::Board* response) override;
 
   // ---- TrackerAgent ----
   grpc::ServerBidiReactor<v1::AgentMessage, v1::TrackerMessage>* Connect(
