@@ -37,6 +37,11 @@ void bf_bsp_systick_handler(void);
 
 static volatile uint32_t g_bf_systick_wraps; /* SysTick wraps serviced since the last restart */
 static volatile uint64_t g_bf_systick_base;  /* cycles at the last restart */
+/* The last SysTick-mode reading: time never runs backwards. Under QEMU the counter's value comes
+ * from the host clock while the wrap interrupt (and its pending bit) is raised by a timer callback
+ * that a loaded host may run late, so the counter can already have wrapped with nothing to say
+ * so; a reading below the last one is that wrap, counted here. */
+static uint64_t g_bf_systick_last;
 static volatile uint32_t g_bf_dwt_high;      /* CYCCNT wraps seen by the SysTick handler */
 static volatile uint32_t g_bf_dwt_last;      /* CYCCNT at the last SysTick interrupt */
 static int g_bf_use_dwt;
@@ -63,6 +68,7 @@ void bf_bsp_timer_init(void) {
   g_bf_use_dwt = BfDwtWorks();
   g_bf_systick_wraps = 0;
   g_bf_systick_base = 0;
+  g_bf_systick_last = 0;
   g_bf_dwt_high = 0;
   g_bf_dwt_last = g_bf_use_dwt ? BF_BSP_REG32(BF_DWT_CYCCNT) : 0u;
   /* SysTick: most urgent of the firmware's interrupts (priority 0x40), above the UART (0x80). */
@@ -107,6 +113,9 @@ uint64_t bf_bsp_cycles(void) {
     ticks = g_bf_systick_base + ((uint64_t)wraps << 24) + (BF_SYST_RELOAD - value);
     /* A wrap not yet counted: the counter was read after it (value near the reload). */
     if (pending != 0u && value > (BF_SYST_RELOAD >> 1)) ticks += (uint64_t)1u << 24;
+    /* A wrap not even pending yet (see g_bf_systick_last). */
+    if (ticks < g_bf_systick_last) ticks += (uint64_t)1u << 24;
+    if (ticks > g_bf_systick_last) g_bf_systick_last = ticks;
     return ticks;
   }
 }
@@ -121,6 +130,7 @@ void bf_bsp_timer_rebase(void) {
   BF_BSP_REG32(BF_BSP_SCB_ICSR) = BF_ICSR_PENDSTCLR; /* a wrap in `now` already */
   g_bf_systick_base = now;
   g_bf_systick_wraps = 0u;
+  g_bf_systick_last = now;
   BF_BSP_REG32(BF_SYST_CVR) = 0u; /* restart: RELOAD at the next tick, counted as cycle `now` */
   BF_BSP_REG32(BF_SYST_CSR) = 7u;
   __asm__ volatile("msr primask, %0" ::"r"(primask) : "memory");
