@@ -128,7 +128,8 @@ as admin-cli quarantine hp-0 --reason "fan noise"
 grep -q "hp-0 QUARANTINED (held: fan noise)" "$work/as.out" || { cat "$work/as.out" "$work/as.err" >&2; fail "admin quarantine"; }
 as alice boards; grep -q "hp-0 .*QUARANTINED (held)" "$work/as.out" || { cat "$work/as.out" >&2; fail "boards do not show the held board"; }
 as admin-cli release hp-0
-grep -qE "hp-0 (IDLE|BUSY)" "$work/as.out" || { cat "$work/as.out" "$work/as.err" >&2; fail "admin release"; }
+# Back in service: IDLE, or OFFLINE while its agent (just replaced by the twin above) reconnects.
+grep -qE "^hp-0 (IDLE|BUSY|OFFLINE)$" "$work/as.out" || { cat "$work/as.out" "$work/as.err" >&2; fail "admin release"; }
 
 # ---- revocation takes effect at once ------------------------------------------------------------
 pki_sh revoke-token "$pki" bob
