@@ -108,13 +108,7 @@ class AgentTest : public ::testing::Test {
 
   // An agent with host-process boards: b0 over pipes, b1 (if two) over its pty.
   void StartAgent(int boards = 1) {
-    v1::AgentConfig c;
-    c.set_agent_id("agent-1");
-    c.set_tracker_address(tracker_->address());
-    c.mutable_credentials()->set_insecure(true);  // the in-process tracker serves plain text
-    c.set_scratch_dir(dir_ + "/scratch");
-    c.set_cache_dir(dir_ + "/cache");
-    c.set_spool_dir(dir_ + "/spool");
+    v1::AgentConfig c = tracker_->AgentConfig("agent-1", dir_);
     c.set_metrics_address("127.0.0.1:0");
     for (int i = 0; i < boards; ++i) {
       v1::BoardConfig* b = c.add_boards();
@@ -391,13 +385,7 @@ class SerialBoardTest : public AgentTest {
              "exit 1\n";
     }
     chmod(script.c_str(), 0755);
-    v1::AgentConfig c;
-    c.set_agent_id("agent-serial");
-    c.set_tracker_address(tracker_->address());
-    c.mutable_credentials()->set_insecure(true);  // the in-process tracker serves plain text
-    c.set_scratch_dir(dir_ + "/scratch");
-    c.set_cache_dir(dir_ + "/cache");
-    c.set_spool_dir(dir_ + "/spool");
+    v1::AgentConfig c = tracker_->AgentConfig("agent-serial", dir_);
     v1::BoardConfig* b = c.add_boards();
     b->set_id("serial-0");
     b->set_kind(kKind);

@@ -165,13 +165,7 @@ class ContainmentTest : public ::testing::Test {
   }
 
   v1::AgentConfig Config() {
-    v1::AgentConfig c;
-    c.set_agent_id("agent-contained");
-    c.set_tracker_address(tracker_->address());
-    c.mutable_credentials()->set_insecure(true);  // the in-process tracker serves plain text
-    c.set_scratch_dir(dir_ + "/scratch");
-    c.set_cache_dir(dir_ + "/cache");
-    c.set_spool_dir(dir_ + "/spool");
+    v1::AgentConfig c = tracker_->AgentConfig("agent-contained", dir_);
     v1::BoardConfig* b = c.add_boards();
     b->set_id("b0");
     b->set_kind(kKind);

@@ -82,13 +82,7 @@ class QemuAgentTest : public ::testing::Test {
     s.dispatch_period = absl::Milliseconds(50);
     tracker_ = std::make_unique<testing::InProcessTracker>(dir_ + "/tracker.db", q, s);
     ASSERT_TRUE(tracker_->Start().ok());
-    v1::AgentConfig c;
-    c.set_agent_id("agent-qemu");
-    c.set_tracker_address(tracker_->address());
-    c.mutable_credentials()->set_insecure(true);  // the in-process tracker serves plain text
-    c.set_scratch_dir(dir_ + "/scratch");
-    c.set_cache_dir(dir_ + "/cache");
-    c.set_spool_dir(dir_ + "/spool");
+    v1::AgentConfig c = tracker_->AgentConfig("agent-qemu", dir_);
     v1::BoardConfig* m3 = c.add_boards();
     m3->set_id("m3-0");
     m3->set_kind(kQemuKind);

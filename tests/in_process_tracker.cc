@@ -77,6 +77,18 @@ absl::StatusOr<std::vector<std::string>> InProcessTracker::Submit(
   return std::vector<std::string>(resp.job_ids().begin(), resp.job_ids().end());
 }
 
+v1::AgentConfig InProcessTracker::AgentConfig(const std::string& agent_id,
+                                              const std::string& state_dir) const {
+  v1::AgentConfig c;
+  c.set_agent_id(agent_id);
+  c.set_tracker_address(address());
+  c.mutable_credentials()->set_insecure(true);
+  c.set_scratch_dir(state_dir + "/scratch");
+  c.set_cache_dir(state_dir + "/cache");
+  c.set_spool_dir(state_dir + "/spool");
+  return c;
+}
+
 absl::StatusOr<v1::Operator> InProcessTracker::AddOperator(const v1::Operator& op) {
   v1::AddOperatorRequest req;
   *req.mutable_op() = op;

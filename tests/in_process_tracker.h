@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/benchfarm.grpc.pb.h"
+#include "proto/config.pb.h"
 #include "tracker/job_queue.h"
 #include "tracker/metrics.h"
 #include "tracker/service.h"
@@ -44,6 +45,9 @@ class InProcessTracker {
   absl::StatusOr<std::vector<std::string>> Submit(const std::vector<v1::Trial>& trials,
                                                   const std::string& client_id = "test");
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
+  // An agent's config for this tracker: agent_id, tracker_address, plain text (an in-process
+  // tracker serves no TLS), and scratch/cache/spool directories under `state_dir`; no boards.
+  v1::AgentConfig AgentConfig(const std::string& agent_id, const std::string& state_dir) const;
   // Adds a user operator to the catalog; returns it as stored (with its version).
   absl::StatusOr<v1::Operator> AddOperator(const v1::Operator& op);
   // Polls until every job is DONE or CANCELLED_STATE, or the timeout; returns them as they are
