@@ -94,6 +94,7 @@ class AgentTest : public ::testing::Test {
     ASSERT_TRUE(MakeDirs(dir_).ok());
     tracker::JobQueueOptions q;
     q.known_kinds = {kKind};
+    TweakQueue(&q);
     tracker::ServiceOptions s;
     s.heartbeat = absl::Milliseconds(500);
     s.dispatch_period = absl::Milliseconds(50);
@@ -101,13 +102,17 @@ class AgentTest : public ::testing::Test {
     ASSERT_TRUE(tracker_->Start().ok());
   }
 
+  virtual void TweakQueue(tracker::JobQueueOptions*) {}
+
   void TearDown() override {
     if (agent_ != nullptr) agent_->Stop();
     tracker_->Stop();
   }
 
-  // An agent with host-process boards: b0 over pipes, b1 (if two) over its pty.
-  void StartAgent(int boards = 1) {
+  // An agent with host-process boards: b0 over pipes, b1 (if two) over its pty; `tweak` may change
+  // each board's config.
+  void StartAgent(int boards = 1,
+                  std::function<void(v1::BoardConfig*)> tweak = nullptr) {
     v1::AgentConfig c = tracker_->AgentConfig("agent-1", dir_);
     c.set_metrics_address("127.0.0.1:0");
     for (int i = 0; i < boards; ++i) {
@@ -116,6 +121,7 @@ class AgentTest : public ::testing::Test {
       b->set_kind(kKind);
       b->mutable_host_process()->set_use_pty(i == 1);
       b->set_build_template("agent/templates/host-process");
+      if (tweak) tweak(b);
     }
     AgentOptions o;
     o.config = c;
@@ -207,6 +213,132 @@ TEST_F(AgentTest, EachFailureGetsItsOwnCodeAndTheBoardServesTheNextJob) {
                                                  : j.result().autotvm_error_no());
   }
   EXPECT_GE(agent_->counters().boards.resets, 2);  // after the crash and after the hang
+}
+
+TEST_F(AgentTest, EveryResultSaysHowItWasMeasured) {
+  StartAgent();
+  std::vector<v1::Job> jobs = Run({Matmul()});
+  ASSERT_EQ(jobs.size(), 1u);
+  const v1::Result& r = jobs[0].result();
+  ASSERT_EQ(r.error_code(), v1::NO_ERROR) << r.message();
+  // The host-process board times with its thread's CPU clock and says so, with the wall/CPU ratio.
+  EXPECT_EQ(r.timer(), "thread-cputime");
+  EXPECT_GE(r.wall_over_cpu(), 0.99);
+  // Its calibration measured its clock: a host CPU runs at hundreds of MHz at least.
+  EXPECT_GT(r.cpu_hz(), 1e8);
+  EXPECT_EQ(r.measured().stop(), "fixed");
+  EXPECT_EQ(r.measured().repeats(), 3);
+  EXPECT_EQ(r.measured().number(), 5);
+  // The tracker's stats agree with the costs.
+  EXPECT_EQ(r.stats().count(), 3);
+  EXPECT_GE(r.stats().median_s(), r.stats().min_s());
+  EXPECT_LE(r.stats().median_s(), r.stats().max_s());
+  EXPECT_GT(r.stats().ci_level(), 0.7);  // 3 costs: [min, max] at 75 %
+}
+
+v1::Trial Adaptive(double target, int budget_ms, int max_repeat) {
+  v1::Trial t = Matmul({}, /*check=*/false);
+  t.mutable_measure()->set_target_rel_ci(target);
+  t.mutable_measure()->set_budget_ms(budget_ms);
+  t.mutable_measure()->set_max_repeat(max_repeat);
+  t.mutable_measure()->set_min_repeat_ms(2);
+  return t;
+}
+
+TEST_F(AgentTest, AdaptiveTrialsStopAtTheTargetTheBudgetOrMaxRepeatAndSayWhich) {
+  StartAgent();
+  std::vector<v1::Job> jobs = Run({
+      Adaptive(0.5, 10000, 200),     // +-50 %: reached with the first costs
+      Adaptive(1e-9, 10000, 17),     // never reached: max_repeat first
+      Adaptive(1e-9, 300, 1000),     // never reached: the budget first
+  });
+  ASSERT_EQ(jobs.size(), 3u);
+  for (const v1::Job& j : jobs) {
+    const v1::Result& r = j.result();
+    ASSERT_EQ(r.error_code(), v1::NO_ERROR) << r.message();
+    EXPECT_EQ(r.measured().repeats(), r.costs_s_size());
+    EXPECT_EQ(r.stats().count(), r.costs_s_size());
+    EXPECT_GE(r.measured().number(), 1);
+    // number is calibrated so one repeat lasts min_repeat_ms (2 ms): a cost of ~us needs many
+    // calls; the repeat lasts at least about that (host time may stretch it, never shrink it much).
+    EXPECT_GT(r.measured().number() * r.stats().median_s(), 1e-3) << r.ShortDebugString();
+  }
+  EXPECT_EQ(jobs[0].result().measured().stop(), "target");
+  EXPECT_EQ(jobs[0].result().costs_s_size(), device::kAdaptiveMinRepeats);
+  EXPECT_LE(jobs[0].result().stats().rel_half_width(), 0.5);
+  EXPECT_EQ(jobs[1].result().measured().stop(), "max_repeat");
+  EXPECT_EQ(jobs[1].result().costs_s_size(), 17);
+  EXPECT_EQ(jobs[2].result().measured().stop(), "budget");
+  EXPECT_LT(jobs[2].result().costs_s_size(), 1000);
+  EXPECT_GE(jobs[2].result().stages().measure_s(), 0.3);
+}
+
+TEST_F(AgentTest, CandidatesOfABatchAreMeasuredInInterleavedRounds) {
+  StartAgent();
+  std::vector<v1::Trial> trials;
+  for (const char* tm : {"1", "2", "4"}) {
+    v1::Trial t = Matmul({{"tile_m", tm}});
+    t.mutable_measure()->set_repeat(8);
+    trials.push_back(t);
+  }
+  std::vector<v1::Job> jobs = Run(trials);
+  ASSERT_EQ(jobs.size(), 3u);
+  for (const v1::Job& j : jobs) {
+    const v1::Result& r = j.result();
+    ASSERT_EQ(r.error_code(), v1::NO_ERROR) << r.message();
+    EXPECT_EQ(r.costs_s_size(), 8);
+    EXPECT_TRUE(r.measured().interleaved()) << r.measured().ShortDebugString();
+    EXPECT_EQ(r.measured().rounds(), 4);  // 8 repeats over 4 rounds of 2
+  }
+  // Each trial's measurement spans the others': they overlap in time, none ends before the next
+  // one starts.
+  for (size_t i = 0; i + 1 < jobs.size(); ++i) {
+    EXPECT_GT(absl::FromUnixSeconds(jobs[i].result().finished_at().seconds()) +
+                  absl::Nanoseconds(jobs[i].result().finished_at().nanos()),
+              absl::FromUnixSeconds(jobs[i + 1].result().started_at().seconds()) +
+                  absl::Nanoseconds(jobs[i + 1].result().started_at().nanos()));
+  }
+}
+
+// Two infrastructure failures quarantine a board, so a job that met the lying board twice still
+// has its third attempt for the honest one.
+class CalibrationTest : public AgentTest {
+ protected:
+  void TweakQueue(tracker::JobQueueOptions* q) override { q->quarantine_threshold = 2; }
+};
+
+TEST_F(CalibrationTest, ABoardWhoseTimerDisagreesWithItsClockIsQuarantinedWithThatReason) {
+  // b0 declares a 1 MHz clock: its calibration kernel then "should" take thousands of times
+  // longer than its timer says. b1 is honest and does the work.
+  StartAgent(2, [](v1::BoardConfig* b) {
+    if (b->id() == "b0") b->set_cpu_hz(1e6);
+  });
+  std::vector<v1::Trial> trials;
+  for (const char* tm : {"1", "2", "4", "8"}) trials.push_back(Matmul({{"tile_m", tm}}));
+  std::vector<v1::Job> jobs = Run(trials);
+  ASSERT_EQ(jobs.size(), 4u);
+  for (const v1::Job& j : jobs) {
+    EXPECT_EQ(j.result().error_code(), v1::NO_ERROR) << j.result().message();
+    EXPECT_EQ(j.result().board_id(), "b1");
+  }
+  // The tracker quarantined b0 (its health check calibrates again and fails the same way).
+  absl::Time until = absl::Now() + absl::Seconds(60);
+  v1::Board b0;
+  while (absl::Now() < until) {
+    grpc::ClientContext ctx;
+    v1::ListBoardsRequest req;
+    v1::ListBoardsResponse resp;
+    ASSERT_TRUE(tracker_->client()->ListBoards(&ctx, req, &resp).ok());
+    for (const v1::Board& b : resp.boards()) {
+      if (b.board_id() == "b0") b0 = b;
+    }
+    if (b0.state() == v1::QUARANTINED) break;
+    // Work for b0 to fail on, should the first jobs all have gone to b1.
+    Run({Matmul({{"tile_m", "16"}})});
+  }
+  EXPECT_EQ(b0.state(), v1::QUARANTINED);
+  EXPECT_TRUE(absl::StrContains(b0.quarantine_reason(), "calibration")) << b0.quarantine_reason();
+  EXPECT_TRUE(absl::StrContains(b0.quarantine_reason(), "1 MHz")) << b0.quarantine_reason();
 }
 
 v1::Trial Gemv(const std::string& unroll, const std::string& acc, int64_t k = 0) {
@@ -463,6 +595,14 @@ TEST_F(AgentTest, RejectsABadConfigNamingTheField) {
   agent = Agent::Create(o);
   ASSERT_FALSE(agent.ok());
   EXPECT_TRUE(absl::StrContains(agent.status().message(), "transport")) << agent.status();
+  // Pinning: a CPU number or "auto", on host-process boards only.
+  c.mutable_boards(0)->mutable_host_process();
+  c.mutable_boards(0)->set_cpu_affinity("first");
+  o.config = c;
+  agent = Agent::Create(o);
+  ASSERT_FALSE(agent.ok());
+  EXPECT_TRUE(absl::StrContains(agent.status().message(), "cpu_affinity: \"first\""))
+      << agent.status();
 }
 
 }  // namespace

@@ -20,6 +20,9 @@ constexpr int kDefaultBatchSize = 16;
 constexpr int64_t kMaxElements = int64_t{4} << 20;  // per argument: 16 MiB of float32
 constexpr absl::Duration kDefaultTimeout = absl::Seconds(10);
 constexpr absl::Duration kCrashWait = absl::Milliseconds(500);
+constexpr int kFixedRounds = 4;     // a fixed-mode trial's repeats are split over this many rounds
+constexpr int kAdaptiveChunk = 5;   // costs an adaptive trial adds per round
+constexpr int kMaxRepeat = 1024;
 
 google::protobuf::Timestamp ToProto(absl::Time t) {
   return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
@@ -186,6 +189,11 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
     item.request.options.min_repeat_ms = std::max(0, m.min_repeat_ms());
     item.request.options.cooldown_interval_ms = std::max(0, m.cooldown_ms());
     item.timeout = m.timeout_ms() > 0 ? absl::Milliseconds(m.timeout_ms()) : kDefaultTimeout;
+    if (m.target_rel_ci() > 0) {
+      item.request.target_rel_ci = m.target_rel_ci();
+      item.request.budget = m.budget_ms() > 0 ? absl::Milliseconds(m.budget_ms()) : item.timeout / 2;
+      item.request.max_repeat = m.max_repeat() > 0 ? std::min(m.max_repeat(), kMaxRepeat) : 200;
+    }
     if (op.source_case() == v1::OperatorSpec::kTemplateOp) {
       // A user operator's definition travels with its offer; built-ins are in every firmware.
       const KnobSpace* space = space_;
@@ -356,69 +364,122 @@ void BoardWorker::RunBatch(Prepared& batch) {
     absl::MutexLock lock(&mu_);
     counters_.images++;
   }
+  // Each trial's measurement in progress; they take turns, one round each (interleaving).
+  struct Live {
+    const Prepared::Item* item;
+    v1::Result result;
+    absl::Time started;
+    device::MeasureOutcome outcome;
+    bool finished = false;
+  };
+  std::vector<Live> live;
   for (const Prepared::Item& item : batch.items) {
-    if (IsCancelled(item.offer.job_id())) continue;
-    const absl::Time started = absl::Now();
-    v1::Result r;
-    r.mutable_stages()->set_build_s(build_share);
-    if (hooks_.progress) hooks_.progress(item.offer.job_id(), "flash");
-    if (std::optional<Failure> f = EnsureImage(*image, r.mutable_stages())) {
-      r.set_error_code(f->code);
-      r.set_message(f->message);
-      Report(item.offer, r, started);
-      continue;
-    }
-    if (hooks_.progress) hooks_.progress(item.offer.job_id(), "measure");
-    const absl::Time measure_start = absl::Now();
-    absl::StatusOr<device::MeasureOutcome> outcome =
-        device::Measure(*board_->rpc(), item.request, measure_start + item.timeout);
-    r.mutable_stages()->set_measure_s(Seconds(absl::Now() - measure_start));
-    if (metrics_ != nullptr) {
-      metrics_->Stage("measure", r.stages().measure_s());
-      device::LinkCounters link = board_->session()->counters();
-      metrics_->Link(id(), link.crc_failures, link.packets_dropped);
-    }
-    if (outcome.ok()) {
-      if (outcome->matches) {
-        r.set_error_code(v1::NO_ERROR);
-        for (double c : outcome->costs) r.add_costs_s(c);
-      } else {
-        r.set_error_code(v1::WRONG_ANSWER);
-        r.set_message(absl::StrCat(item.request.function, ": ", outcome->mismatch,
-                                   " (max abs error ", outcome->max_abs_error, ")"));
+    Live l{&item, v1::Result(), absl::Now(), device::MeasureOutcome()};
+    l.result.mutable_stages()->set_build_s(build_share);
+    live.push_back(std::move(l));
+  }
+  int timing = 0;  // trials that take more than one cost: only they interleave
+  for (const Live& l : live) {
+    const device::MeasureRequest& q = l.item->request;
+    timing += q.target_rel_ci > 0 || q.options.repeat > 1;
+  }
+  const bool interleave = timing > 1;
+  for (bool any = true; any;) {
+    any = false;
+    for (Live& l : live) {
+      if (l.finished) continue;
+      const Prepared::Item& item = *l.item;
+      if (IsCancelled(item.offer.job_id())) {
+        l.finished = true;
+        continue;
       }
-      Report(item.offer, r, started);
-      continue;
+      v1::Result& r = l.result;
+      const bool first = l.outcome.number == 0 && !l.outcome.checked;
+      if (first) {
+        l.started = absl::Now();
+        if (hooks_.progress) hooks_.progress(item.offer.job_id(), "flash");
+      }
+      // Every round: a trial before this one may have crashed or reset the board.
+      if (std::optional<Failure> f = EnsureImage(*image, r.mutable_stages())) {
+        r.set_error_code(f->code);
+        r.set_message(f->message);
+        Report(item.offer, r, l.started);
+        l.finished = true;
+        continue;
+      }
+      if (first && hooks_.progress) hooks_.progress(item.offer.job_id(), "measure");
+      const device::MeasureRequest& q = item.request;
+      int chunk;
+      if (q.target_rel_ci > 0) {
+        chunk = interleave ? kAdaptiveChunk : device::kAdaptiveMinRepeats;
+      } else {
+        const int repeat = static_cast<int>(q.options.repeat);
+        chunk = interleave ? (repeat + kFixedRounds - 1) / kFixedRounds : repeat;
+      }
+      const absl::Time measure_start = absl::Now();
+      absl::Status s =
+          device::MeasureRound(*board_->rpc(), q, chunk, &l.outcome, measure_start + item.timeout);
+      r.mutable_stages()->set_measure_s(r.stages().measure_s() +
+                                        Seconds(absl::Now() - measure_start));
+      if (metrics_ != nullptr) {
+        device::LinkCounters link = board_->session()->counters();
+        metrics_->Link(id(), link.crc_failures, link.packets_dropped);
+      }
+      if (s.ok() && !l.outcome.done) {
+        any = true;
+        continue;
+      }
+      l.finished = true;
+      if (metrics_ != nullptr) metrics_->Stage("measure", r.stages().measure_s());
+      if (s.ok()) {
+        const device::MeasureOutcome& o = l.outcome;
+        if (o.matches) {
+          r.set_error_code(v1::NO_ERROR);
+          for (double c : o.costs) r.add_costs_s(c);
+          v1::MeasureReport* m = r.mutable_measured();
+          m->set_number(o.number);
+          m->set_repeats(static_cast<int>(o.costs.size()));
+          m->set_rounds(o.rounds);
+          m->set_stop(o.stop);
+          m->set_target_rel_ci(q.target_rel_ci);
+          m->set_interleaved(interleave && o.rounds > 1);
+          r.set_wall_over_cpu(o.wall_over_cpu);
+        } else {
+          r.set_error_code(v1::WRONG_ANSWER);
+          r.set_message(absl::StrCat(q.function, ": ", o.mismatch, " (max abs error ",
+                                     o.max_abs_error, ")"));
+        }
+        Report(item.offer, r, l.started);
+        continue;
+      }
+      std::optional<std::string> crash;
+      if (!absl::IsDeadlineExceeded(s)) crash = board_->CrashReport(kCrashWait);
+      if (crash) {
+        r.set_error_code(v1::RUNTIME_DEVICE);
+        r.set_message(absl::StrCat("the board crashed running ", q.function, ": ", *crash,
+                                   "; it was restarted"));
+        MarkForReset(device::Board::ResetReason::kHung);
+      } else if (absl::IsDeadlineExceeded(s)) {
+        r.set_error_code(v1::RUN_TIMEOUT);
+        r.set_message(absl::StrCat("no answer from the board within the trial's timeout of ",
+                                   absl::FormatDuration(item.timeout), " (", s.message(),
+                                   "); the board was reset"));
+        MarkForReset(device::Board::ResetReason::kHung);
+      } else if (absl::IsAborted(s)) {
+        // The board reset itself (a fault handler, a watchdog): its image is still there.
+        r.set_error_code(v1::DEVICE_RESET);
+        r.set_message(absl::StrCat("the board reset during ", q.function, ": ", s.message()));
+        MarkForReset(device::Board::ResetReason::kRebooted);
+      } else if (absl::IsUnavailable(s) || absl::IsFailedPrecondition(s) || absl::IsDataLoss(s)) {
+        r.set_error_code(v1::SESSION_ERROR);
+        r.set_message(absl::StrCat("the link failed during the trial: ", s.message()));
+        MarkForReset(device::Board::ResetReason::kHung);
+      } else {
+        r.set_error_code(v1::RUNTIME_DEVICE);
+        r.set_message(std::string(s.message()));
+      }
+      Report(item.offer, r, l.started);
     }
-    const absl::Status& s = outcome.status();
-    std::optional<std::string> crash;
-    if (!absl::IsDeadlineExceeded(s)) crash = board_->CrashReport(kCrashWait);
-    if (crash) {
-      r.set_error_code(v1::RUNTIME_DEVICE);
-      r.set_message(absl::StrCat("the board crashed running ", item.request.function, ": ",
-                                 *crash, "; it was restarted"));
-      MarkForReset(device::Board::ResetReason::kHung);
-    } else if (absl::IsDeadlineExceeded(s)) {
-      r.set_error_code(v1::RUN_TIMEOUT);
-      r.set_message(absl::StrCat("no answer from the board within the trial's timeout of ",
-                                 absl::FormatDuration(item.timeout), " (", s.message(),
-                                 "); the board was reset"));
-      MarkForReset(device::Board::ResetReason::kHung);
-    } else if (absl::IsAborted(s)) {
-      // The board reset itself (a fault handler, a watchdog): its image is still there.
-      r.set_error_code(v1::DEVICE_RESET);
-      r.set_message(absl::StrCat("the board reset during ", item.request.function, ": ",
-                                 s.message()));
-      MarkForReset(device::Board::ResetReason::kRebooted);
-    } else if (absl::IsUnavailable(s) || absl::IsFailedPrecondition(s) || absl::IsDataLoss(s)) {
-      r.set_error_code(v1::SESSION_ERROR);
-      r.set_message(absl::StrCat("the link failed during the trial: ", s.message()));
-      MarkForReset(device::Board::ResetReason::kHung);
-    } else {
-      r.set_error_code(v1::RUNTIME_DEVICE);
-      r.set_message(std::string(s.message()));
-    }
-    Report(item.offer, r, started);
   }
 }
 
@@ -467,6 +528,9 @@ std::optional<BoardWorker::Failure> BoardWorker::EnsureImage(const Image& image,
   }
   if (!out.failure) {
     reset_pending_ = false;
+    // A new link (a new image, a restart, a reconnect) and after a failed calibration: check the
+    // timer against the clock before trusting its costs.
+    if (out.handshake_time > absl::ZeroDuration() || calibration_failed_) return CheckCalibration();
     return std::nullopt;
   }
   reset_pending_ = true;
@@ -479,6 +543,35 @@ std::optional<BoardWorker::Failure> BoardWorker::EnsureImage(const Image& image,
       break;
   }
   return Failure{v1::SESSION_ERROR, out.failure->message};
+}
+
+std::optional<BoardWorker::Failure> BoardWorker::CheckCalibration() {
+  const std::optional<device::DeviceInfo>& info = board_->info();
+  if (!info) return std::nullopt;
+  CalibrationInput input;
+  input.info = &*info;
+  input.config = &options_.config;
+  input.emulation = board_->emulation();
+  absl::StatusOr<Calibration> c =
+      CalibrateBoard(*board_->rpc(), input, absl::Now() + options_.connect_timeout);
+  if (absl::IsNotFound(c.status())) {
+    calibration_failed_ = false;  // firmware without the kernel: nothing to check
+    return std::nullopt;
+  }
+  if (!c.ok()) {
+    calibration_failed_ = true;
+    MarkForReset(device::Board::ResetReason::kHung);
+    return Failure{v1::SESSION_ERROR,
+                   absl::StrCat("board ", id(), ": calibration failed: ", c.status().message())};
+  }
+  if (metrics_ != nullptr && c->measured_hz > 0) metrics_->SetBoardClock(id(), c->measured_hz);
+  if (!c->problem.empty()) {
+    calibration_failed_ = true;
+    return Failure{v1::CALIBRATION_ERROR, absl::StrCat("board ", id(), ": ", c->problem)};
+  }
+  calibration_failed_ = false;
+  cpu_hz_ = c->ResultHz();
+  return std::nullopt;
 }
 
 void BoardWorker::MarkForReset(device::Board::ResetReason reason) {
@@ -499,6 +592,7 @@ void BoardWorker::Report(const v1::JobOffer& offer, v1::Result result, absl::Tim
   if (board_->info()) result.set_firmware_hash(board_->info()->firmware_hash);
   result.set_timer_resolution_s(timer_resolution_s_);
   result.set_timer(timer_);
+  if (result.error_code() == v1::NO_ERROR) result.set_cpu_hz(cpu_hz_);
   result.set_emulation(board_->emulation());
   *result.mutable_started_at() = ToProto(started);
   *result.mutable_finished_at() = ToProto(absl::Now());

@@ -20,6 +20,15 @@
 //   RUN_TIMEOUT          no answer within the trial's timeout: the board hung; it is reset
 //                        (restarted or reflashed) before the next trial
 //   WRONG_ANSWER         outputs differ from the reference kernel (no costs)
+//   CALIBRATION_ERROR    the board's timer disagrees with its clock (agent/calibration.h): the
+//                        calibration kernel runs on every new link and, after a failure, before
+//                        every trial (retried by the tracker, which quarantines the board)
+//
+// Measuring a batch: every trial's outputs are checked first (in turn); then the trials that take
+// several costs are timed in interleaved rounds (A B C A B C ...), so drift on the board or its
+// host hits all candidates alike. Fixed mode splits `repeat` over up to kFixedRounds rounds;
+// adaptive mode (MeasureOptions.target_rel_ci) adds kAdaptiveChunk costs per round until each
+// trial's stop rule fires (device/measure.h).
 //
 // The board itself — flasher, transport, session, reset, crash reports — is a device::Board built
 // from the board's config (device/board.h); the worker keeps only batching and reporting. A port
@@ -45,6 +54,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "agent/calibration.h"
 #include "agent/firmware.h"
 #include "agent/knob_space.h"
 #include "agent/metrics.h"
@@ -126,8 +136,9 @@ class BoardWorker {
   // in a fixed order, so every batch of the run shares one image. Otherwise unchanged.
   void AddImagePool(const KnobSpace& space, const v1::TemplateOperator& first,
                     std::vector<Candidate>* candidates) const;
-  // The image is on the board and the link is up, or why not.
+  // The image is on the board and the link is up (and its timer agrees with its clock), or why not.
   std::optional<Failure> EnsureImage(const Image& image, v1::StageTimes* stages);
+  std::optional<Failure> CheckCalibration();
   // After a hang or crash (kHung: the board is restarted on next use) or a reboot (kRebooted).
   void MarkForReset(device::Board::ResetReason reason);
   void Report(const v1::JobOffer& offer, v1::Result result, absl::Time started);
@@ -146,6 +157,11 @@ class BoardWorker {
   double timer_resolution_s_ = 0;  // from the last DeviceInfo (kept across resets)
   std::string timer_;              // DeviceInfo's timer, likewise
   bool reset_pending_ = false;   // for State(): a reset waits for the next job
+  // Calibration (agent/calibration.h): the board's clock for results, and whether the last one
+  // failed (then every trial calibrates again first, so a quarantined board's health check fails
+  // until it is fixed).
+  double cpu_hz_ = 0;
+  bool calibration_failed_ = false;
 
   mutable absl::Mutex mu_;
   std::deque<v1::JobOffer> pending_ ABSL_GUARDED_BY(mu_);

@@ -80,7 +80,11 @@ AgentMetrics::AgentMetrics(AgentMetricsOptions options)
                    .Name("benchfarm_agent_spooled_results")
                    .Help("Results kept on disk until the tracker acknowledges them")
                    .Register(*registry_)
-                   .Add({})) {
+                   .Add({})),
+      clock_hz_(prometheus::BuildGauge()
+                    .Name("benchfarm_agent_board_clock_hz")
+                    .Help("The clock the board's last timer calibration measured, by board")
+                    .Register(*registry_)) {
   for (const char* r : {"ok", "failed", "timeout"}) builds_.Add({{"result", r}});
   for (const char* s : {"build", "flash", "handshake", "measure"}) {
     stages_.Add({{"stage", s}}, StageBuckets());
@@ -142,5 +146,9 @@ void AgentMetrics::Stage(const std::string& stage, double seconds) {
 }
 
 void AgentMetrics::SetSpooled(int64_t n) { spooled_.Set(static_cast<double>(n)); }
+
+void AgentMetrics::SetBoardClock(const std::string& board, double clock_hz) {
+  clock_hz_.Add({{"board", board}}).Set(clock_hz);
+}
 
 }  // namespace benchfarm::agent

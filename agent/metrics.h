@@ -74,6 +74,8 @@ class AgentMetrics {
   void Trial(const std::string& error_code);
   void Stage(const std::string& stage, double seconds);
   void SetSpooled(int64_t n);
+  // What the board's last calibration measured: cycles (instructions under -icount) per second.
+  void SetBoardClock(const std::string& board, double clock_hz);
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
@@ -93,6 +95,7 @@ class AgentMetrics {
   prometheus::Family<prometheus::Counter>& trials_;
   prometheus::Family<prometheus::Histogram>& stages_;
   prometheus::Gauge& spooled_;
+  prometheus::Family<prometheus::Gauge>& clock_hz_;
 
   absl::Mutex mu_;
   std::map<std::string, std::pair<uint64_t, uint64_t>> link_seen_ ABSL_GUARDED_BY(mu_);

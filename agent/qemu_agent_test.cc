@@ -30,6 +30,7 @@ constexpr char kQemuKind[] = "qemu-mps2-an385";
 constexpr char kHostKind[] = "host-process";
 constexpr char kMissingKind[] = "qemu-missing";  // a board whose QEMU is not installed
 constexpr char kSilentKind[] = "qemu-silent";    // a board that never answers (QEMU's CPU halted)
+constexpr char kIcountKind[] = "qemu-icount";    // deterministic: -icount shift=2 (4 ns/instruction)
 
 v1::Trial Matmul(const std::string& kind, std::map<std::string, std::string> knobs = {}) {
   v1::Trial t;
@@ -72,7 +73,7 @@ class QemuAgentTest : public ::testing::Test {
                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     ASSERT_TRUE(MakeDirs(dir_).ok());
     tracker::JobQueueOptions q;
-    q.known_kinds = {kQemuKind, kHostKind, kMissingKind, kSilentKind};
+    q.known_kinds = {kQemuKind, kHostKind, kMissingKind, kSilentKind, kIcountKind};
     // As a deployed tracker has (deploy/examples/tracker.textproto): a quarantined board must pass
     // this before it gets work again.
     q.health_check_trial.mutable_op()->mutable_template_op()->set_op("add");
@@ -109,6 +110,15 @@ class QemuAgentTest : public ::testing::Test {
     mute->mutable_qemu()->set_machine("mps2-an385");
     mute->mutable_qemu()->add_extra_args("-S");  // QEMU starts with the CPU stopped: no answer
     mute->set_build_template("agent/templates/qemu-mps2-an385");
+    v1::BoardConfig* icount = c.add_boards();
+    icount->set_id("icount-0");
+    icount->set_kind(kIcountKind);
+    icount->mutable_serial();
+    icount->mutable_qemu()->set_machine("mps2-an385");
+    icount->mutable_qemu()->set_deterministic(true);
+    icount->mutable_qemu()->set_icount_shift(2);
+    icount->set_build_template("agent/templates/qemu-mps2-an385");
+    icount->set_build_time_limit_seconds(300);
     AgentOptions o;
     o.config = c;
     o.max_backoff = absl::Seconds(1);
@@ -243,11 +253,46 @@ TEST_F(QemuAgentTest, SixteenCandidatesAreOneBuildAndOneFlash) {
     EXPECT_EQ(j.result().costs_s_size(), 2);
     EXPECT_EQ(j.result().emulation(), "qemu");
     EXPECT_EQ(j.result().board_id(), "m3-0");
+    EXPECT_EQ(j.result().cpu_hz(), 0);  // QEMU in host time: no clock to calibrate against
   }
   AgentCounters c = agent_->counters();
   EXPECT_EQ(c.builds, 1);
   EXPECT_EQ(c.boards.flashes, 1);
   EXPECT_GE(c.boards.flash_skips, 15);
+}
+
+// Deterministic emulation: the calibration kernel costs exactly what -icount says (the board's
+// clock is 1e9 / 2^2 instructions per second), every cost of a candidate is the same, interleaved
+// or not, and adaptive mode stops at its target with the fewest costs.
+TEST_F(QemuAgentTest, UnderIcountCostsAreIdenticalAndTheClockIsExact) {
+  std::vector<v1::Trial> trials;
+  for (const char* tm : {"1", "4"}) {
+    v1::Trial t = Matmul(kIcountKind, {{"tile_m", tm}});
+    t.mutable_measure()->set_repeat(6);
+    trials.push_back(t);
+  }
+  v1::Trial adaptive = Matmul(kIcountKind, {{"tile_m", "8"}});
+  adaptive.mutable_measure()->set_target_rel_ci(0.001);
+  adaptive.mutable_measure()->set_min_repeat_ms(1);
+  trials.push_back(adaptive);
+  std::vector<v1::Job> jobs = Run(trials);
+  ASSERT_EQ(jobs.size(), 3u);
+  for (const v1::Job& j : jobs) {
+    const v1::Result& r = j.result();
+    ASSERT_EQ(r.error_code(), v1::NO_ERROR) << r.message();
+    EXPECT_EQ(r.emulation(), "qemu-icount");
+    EXPECT_EQ(r.cpu_hz(), 250e6);  // calibrated: agreed with -icount shift=2
+    ASSERT_GE(r.costs_s_size(), 6);
+    for (double c : r.costs_s()) EXPECT_EQ(c, r.costs_s(0)) << r.ShortDebugString();
+    EXPECT_EQ(r.stats().cv(), 0);
+    EXPECT_EQ(r.stats().rel_half_width(), 0);
+    EXPECT_FALSE(r.stats().unstable());
+  }
+  EXPECT_TRUE(jobs[0].result().measured().interleaved());
+  EXPECT_EQ(jobs[2].result().measured().stop(), "target");
+  EXPECT_EQ(jobs[2].result().costs_s_size(), device::kAdaptiveMinRepeats);
+  // Costs differ between candidates: identical costs are not a stuck timer.
+  EXPECT_NE(jobs[0].result().costs_s(0), jobs[1].result().costs_s(0));
 }
 
 // A user's operator from the catalog on the microcontroller: its whole space (8 configs) as one

@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "device/command_flasher.h"
@@ -36,6 +38,18 @@ absl::Status Board::Validate(const v1::BoardConfig& c) {
   if (c.has_serial() && c.serial().port().empty() && !c.has_qemu()) {
     return absl::InvalidArgumentError("serial.port: required");
   }
+  if (!c.cpu_affinity().empty()) {
+    if (!c.has_host_process()) {
+      return absl::InvalidArgumentError(
+          "cpu_affinity: only host-process boards are pinned to a CPU; remove it");
+    }
+    if (absl::StatusOr<std::optional<int>> cpu =
+            ResolveCpuAffinity(c.cpu_affinity(), c.id(), std::vector<int>{0});
+        !cpu.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cpu_affinity: \"", c.cpu_affinity(), "\" is not \"\", \"auto\" or a CPU number"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -51,6 +65,8 @@ Board::Board(BoardOptions options) : options_(std::move(options)) {
     HostProcessFlasherOptions o;
     o.use_pty = c.host_process().use_pty();
     o.extra_args = {"--kind", c.kind()};
+    o.cpu_affinity = c.cpu_affinity();
+    o.board_id = c.id();
     if (!scratch.empty()) o.stderr_path = absl::StrCat(scratch, "/", c.id(), ".board.log");
     auto flasher = std::make_unique<HostProcessFlasher>(o);
     host_process_ = flasher.get();

@@ -7,14 +7,18 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "base/process_exit.h"
@@ -128,6 +132,45 @@ absl::StatusOr<std::string> ReadPtyPath(FdTransport& console, Subprocess& proces
 
 }  // namespace
 
+absl::StatusOr<std::vector<int>> AllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+    return absl::InternalError(absl::StrCat("sched_getaffinity: ", ErrnoText(errno)));
+  }
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+absl::StatusOr<std::optional<int>> ResolveCpuAffinity(absl::string_view cpu_affinity,
+                                                      absl::string_view board_id,
+                                                      absl::Span<const int> allowed_cpus) {
+  if (cpu_affinity.empty()) return std::optional<int>();
+  if (cpu_affinity == "auto") {
+    if (allowed_cpus.empty()) {
+      return absl::InvalidArgumentError("cpu_affinity \"auto\": this process may run on no CPU");
+    }
+    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64: stable across runs and builds
+    for (char c : board_id) {
+      h ^= static_cast<uint8_t>(c);
+      h *= 0x100000001b3ull;
+    }
+    return std::optional<int>(allowed_cpus[h % allowed_cpus.size()]);
+  }
+  int cpu = -1;
+  const bool digits = std::all_of(cpu_affinity.begin(), cpu_affinity.end(),
+                                  [](char c) { return absl::ascii_isdigit(c); });
+  if (!digits || !absl::SimpleAtoi(cpu_affinity, &cpu) || cpu < 0 || cpu >= CPU_SETSIZE) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cpu_affinity \"", cpu_affinity, "\": must be \"\", \"auto\" or a CPU number (0 to ",
+        CPU_SETSIZE - 1, ")"));
+  }
+  return std::optional<int>(cpu);
+}
+
 struct HostProcessFlasher::Board {
   FirmwareImage image;
   std::shared_ptr<Subprocess> process;
@@ -168,6 +211,8 @@ absl::Status HostProcessFlasher::Flash(const FirmwareImage& image, absl::Time de
     return absl::FailedPreconditionError(
         absl::StrCat(kName, ": image ", image.path, " is not a regular file"));
   }
+  absl::StatusOr<std::optional<int>> cpu = PinnedCpu();
+  if (!cpu.ok()) return cpu.status();
   if (absl::Now() >= deadline) {
     return absl::DeadlineExceededError(
         absl::StrCat(kName, ": deadline passed before flashing ", image.path));
@@ -186,10 +231,31 @@ absl::Status HostProcessFlasher::Flash(const FirmwareImage& image, absl::Time de
                                    old->process->pid(), ") to flash ", image.path, ": "));
     }
   }
-  return Start(image, deadline);
+  return Start(image, *cpu, deadline);
 }
 
-absl::Status HostProcessFlasher::Start(const FirmwareImage& image, absl::Time deadline) {
+absl::StatusOr<std::optional<int>> HostProcessFlasher::PinnedCpu() const {
+  std::vector<int> allowed;
+  if (options_.cpu_affinity == "auto") {
+    absl::StatusOr<std::vector<int>> cpus = AllowedCpus();
+    if (!cpus.ok()) return Prefixed(cpus.status(), absl::StrCat(kName, ": "));
+    allowed = *std::move(cpus);
+  }
+  absl::StatusOr<std::optional<int>> cpu =
+      ResolveCpuAffinity(options_.cpu_affinity, options_.board_id, allowed);
+  if (!cpu.ok()) return Prefixed(cpu.status(), absl::StrCat(kName, ": "));
+  // An explicit CPU need not be one this process runs on (the board may be pinned beside it),
+  // but it must exist.
+  const int configured = get_nprocs_conf();
+  if (cpu->has_value() && configured > 0 && **cpu >= configured) {
+    return absl::InvalidArgumentError(absl::StrCat(kName, ": cpu_affinity \"", options_.cpu_affinity,
+                                                   "\": this host has CPUs 0 to ", configured - 1));
+  }
+  return cpu;
+}
+
+absl::Status HostProcessFlasher::Start(const FirmwareImage& image, std::optional<int> cpu,
+                                       absl::Time deadline) {
   // Checked here, since in the sandbox an image that cannot run is only a board that ends at once.
   if (access(image.path.c_str(), X_OK) != 0) {
     const int err = errno;
@@ -218,6 +284,7 @@ absl::Status HostProcessFlasher::Start(const FirmwareImage& image, absl::Time de
     }
     sub.argv.insert(sub.argv.end(), {"--firmware-hash", hash});
   }
+  if (cpu.has_value()) sub.argv.insert(sub.argv.end(), {"--cpu", absl::StrCat(*cpu)});
   if (options_.use_pty) sub.argv.push_back("--pty");
   sub.stdin_mode = options_.use_pty ? StdioMode::kNull : StdioMode::kPipe;
   sub.stdout_mode = StdioMode::kPipe;

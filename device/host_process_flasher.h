@@ -3,7 +3,7 @@
 // child of this process.
 //
 // Flash(image) stops the running board, if any (see Stop()), and starts
-//     /bf/image <extra_args...> [--pty]
+//     /bf/image <extra_args...> [--cpu N] [--pty]
 // in a sandbox (device/sandbox.h), the image bound read-only at /bf/image: no network, a
 // read-only system and no other host file, a private /tmp (tmp_bytes) as the only writable
 // place, its own PID namespace (everything the board starts, setsid() daemons included, dies with
@@ -20,12 +20,16 @@
 //     /proc/<sandbox init>/root/dev/pts/N — as a PtyTransport (raw). The board keeps its slave
 //     open, so the transport may be closed and reopened, and the boot signature is never lost.
 //     Further output on the child's stdout is not read.
+// --cpu N (cpu_affinity) makes the board pin itself to CPU N before it serves (sched_setaffinity
+// works inside the sandbox too); a CPU it may not use makes it exit 1 at once, with the reason on
+// its stderr, so the link then fails with "the board process ended: exit code 1".
 // Flash() returns once the process runs (and, with use_pty, once the pty is open); the board's
 // boot signature is then waiting on the link. Reads and writes on a link that fails because the
 // board died say how it died ("...; the board process ended: killed by signal 11 (...)").
 //
 // Errors of Flash() (every message starts "host-process: " and names the image):
-//   InvalidArgument     image.path is empty.
+//   InvalidArgument     image.path is empty; cpu_affinity is not "", "auto" or a CPU number, or
+//                       names a CPU this host does not have.
 //   NotFound            the image does not exist.
 //   PermissionDenied    the image is not executable.
 //   FailedPrecondition  the image is not a regular file; bubblewrap is not installed (the message
@@ -63,8 +67,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "base/process_exit.h"
 #include "device/flasher.h"
 #include "device/subprocess.h"
@@ -75,8 +81,14 @@ namespace benchfarm::device {
 struct HostProcessFlasherOptions {
   // Serve the link on a pseudo-terminal (the board's --pty) instead of stdin/stdout.
   bool use_pty = false;
-  // Arguments after the image path (before --pty), e.g. {"--kind", "host-fast"}.
+  // Arguments after the image path (before --cpu and --pty), e.g. {"--kind", "host-fast"}.
   std::vector<std::string> extra_args;
+  // The CPU the board process pins itself to (BoardConfig.cpu_affinity): "" not pinned; "N" CPU
+  // N; "auto" one of the CPUs this process may run on (sched_getaffinity), chosen by a stable hash
+  // of board_id, so the boards of one agent spread over its CPUs and each keeps its CPU across
+  // restarts.
+  std::string cpu_affinity;
+  std::string board_id;
   // Resource limits of each process of the board's sandbox, each set as soft and hard limit;
   // 0 = none of that kind.
   uint64_t max_address_space_bytes = uint64_t{1} << 30;  // RLIMIT_AS, default 1 GiB
@@ -93,6 +105,18 @@ struct HostProcessFlasherOptions {
   // SIGTERM, before SIGKILL.
   absl::Duration term_grace = absl::Seconds(1);
 };
+
+// The CPUs this process may run on (sched_getaffinity), ascending. Internal if the call fails.
+absl::StatusOr<std::vector<int>> AllowedCpus();
+
+// The CPU a cpu_affinity setting names for board `board_id`: nullopt for "" (no pinning), N for
+// "N" (decimal, below CPU_SETSIZE), for "auto" allowed_cpus[FNV-1a 64(board_id) % size] (the
+// same id always gets the same CPU of the same set; ids that differ only in their last character,
+// such as "hp-0" and "hp-1", get different CPUs of an even-sized set). InvalidArgument for
+// anything else, or "auto" with no CPUs.
+absl::StatusOr<std::optional<int>> ResolveCpuAffinity(absl::string_view cpu_affinity,
+                                                      absl::string_view board_id,
+                                                      absl::Span<const int> allowed_cpus);
 
 class HostProcessFlasher final : public Flasher {
  public:
@@ -148,8 +172,10 @@ class HostProcessFlasher final : public Flasher {
  private:
   struct Board;
 
+  // The CPU the board is to pin itself to (options_.cpu_affinity), or nullopt; InvalidArgument.
+  absl::StatusOr<std::optional<int>> PinnedCpu() const;
   // Flash() after the checks, with op_mu_ held.
-  absl::Status Start(const FirmwareImage& image, absl::Time deadline)
+  absl::Status Start(const FirmwareImage& image, std::optional<int> cpu, absl::Time deadline)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(op_mu_);
   // Stop() with op_mu_ held; `board` is board_ (or null).
   absl::StatusOr<base::ProcessExit> StopBoard(Board* board, absl::Time deadline)

@@ -11,16 +11,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "device/firmware_hash.h"
@@ -444,6 +449,154 @@ TEST(HostProcessFlasher, NothingTheBoardStartedOutlivesTheNextFlash) {
   until = absl::Now() + absl::Seconds(5);
   while (ProcessesWith(marker) > 0 && absl::Now() < until) absl::SleepFor(absl::Milliseconds(20));
   EXPECT_EQ(ProcessesWith(marker), 0);
+}
+
+// The process ids of `root` and everything below it (by the PPid of every /proc/<pid>/status).
+std::vector<pid_t> Descendants(pid_t root) {
+  std::vector<std::pair<pid_t, pid_t>> parent_of;  // (pid, ppid)
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return {};
+  while (struct dirent* e = readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    for (absl::string_view line : absl::StrSplit(ReadFile(absl::StrCat("/proc/", pid, "/status")), '\n')) {
+      if (absl::StartsWith(line, "PPid:")) {
+        parent_of.emplace_back(pid, static_cast<pid_t>(std::atoi(std::string(line.substr(5)).c_str())));
+      }
+    }
+  }
+  closedir(proc);
+  std::vector<pid_t> found = {root};
+  for (size_t i = 0; i < found.size(); ++i) {
+    for (const auto& [pid, ppid] : parent_of) {
+      if (ppid == found[i]) found.push_back(pid);
+    }
+  }
+  return found;
+}
+
+// "Cpus_allowed_list" of the board process itself (the one running /bf/image in the sandbox
+// below `sandbox_pid`), "" if not found.
+std::string BoardCpus(pid_t sandbox_pid) {
+  for (pid_t pid : Descendants(sandbox_pid)) {
+    const std::string cmdline = ReadFile(absl::StrCat("/proc/", pid, "/cmdline"));
+    if (!absl::StartsWith(cmdline, std::string("/bf/image\0", 10))) continue;
+    for (absl::string_view line :
+         absl::StrSplit(ReadFile(absl::StrCat("/proc/", pid, "/status")), '\n')) {
+      if (absl::StartsWith(line, "Cpus_allowed_list:")) {
+        return std::string(absl::StripAsciiWhitespace(line.substr(18)));
+      }
+    }
+  }
+  return "";
+}
+
+TEST(HostProcessFlasher, PinsTheBoardToItsCpuInsideTheSandbox) {
+  absl::StatusOr<std::vector<int>> allowed = AllowedCpus();
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  ASSERT_FALSE(allowed->empty());
+  for (int cpu : {allowed->front(), allowed->back()}) {
+    SCOPED_TRACE(cpu);
+    HostProcessFlasherOptions options;
+    options.cpu_affinity = absl::StrCat(cpu);
+    HostProcessFlasher flasher(options);
+    ASSERT_TRUE(flasher.Flash(Image(BoardPath()), Soon()).ok());
+    // It serves (it pinned itself before the boot signature)...
+    HostSession session(flasher.transport(), SessionOptions{});
+    absl::Status s = session.Connect(Soon());
+    ASSERT_TRUE(s.ok()) << s;
+    RpcClient client(&session);
+    ASSERT_TRUE(client.GetDeviceInfo(Soon()).ok());
+    // ... on that CPU alone.
+    EXPECT_EQ(BoardCpus(flasher.pid()), absl::StrCat(cpu));
+  }
+}
+
+TEST(HostProcessFlasher, AutoAffinitySpreadsBoardsOverTheAgentsCpus) {
+  absl::StatusOr<std::vector<int>> allowed = AllowedCpus();
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  // What the board is started with: a script image that prints its arguments.
+  const std::string args = WriteScript("args", "echo \"$@\"\n");
+  std::set<std::string> seen;
+  for (const char* id : {"hp-0", "hp-1", "hp-0"}) {
+    HostProcessFlasherOptions options;
+    options.cpu_affinity = "auto";
+    options.board_id = id;
+    HostProcessFlasher flasher(options);
+    ASSERT_TRUE(flasher.Flash(Image(args), Soon()).ok());
+    absl::Status end;
+    std::string out = ReadToEnd(*flasher.transport(), &end);
+    absl::StatusOr<std::optional<int>> cpu = ResolveCpuAffinity("auto", id, *allowed);
+    ASSERT_TRUE(cpu.ok() && cpu->has_value());
+    EXPECT_EQ(out, absl::StrCat("--cpu ", **cpu, "\n")) << id;
+    EXPECT_TRUE(std::find(allowed->begin(), allowed->end(), **cpu) != allowed->end());
+    seen.insert(out);
+  }
+  // hp-0 twice on the same CPU; hp-0 and hp-1 apart when the agent may use two or more CPUs.
+  EXPECT_EQ(seen.size(), std::min<size_t>(2, allowed->size()));
+
+  // The real board with "auto": pinned to the CPU the hash picks.
+  HostProcessFlasherOptions options;
+  options.cpu_affinity = "auto";
+  options.board_id = "hp-7";
+  HostProcessFlasher flasher(options);
+  ASSERT_TRUE(flasher.Flash(Image(BoardPath()), Soon()).ok());
+  HostSession session(flasher.transport(), SessionOptions{});
+  ASSERT_TRUE(session.Connect(Soon()).ok());
+  absl::StatusOr<std::optional<int>> cpu = ResolveCpuAffinity("auto", "hp-7", *allowed);
+  ASSERT_TRUE(cpu.ok() && cpu->has_value());
+  EXPECT_EQ(BoardCpus(flasher.pid()), absl::StrCat(**cpu));
+}
+
+TEST(HostProcessFlasher, NoAffinityLeavesTheBoardUnpinned) {
+  const std::string args = WriteScript("args-none", "echo \"[$@]\"\n");
+  HostProcessFlasher flasher;
+  ASSERT_TRUE(flasher.Flash(Image(args), Soon()).ok());
+  absl::Status end;
+  EXPECT_EQ(ReadToEnd(*flasher.transport(), &end), "[]\n");
+}
+
+TEST(HostProcessFlasher, BadAffinityIsRefusedBeforeAnythingStarts) {
+  for (const char* bad : {"x", "-1", "1.5", " 1", "99999", "AUTO"}) {
+    SCOPED_TRACE(bad);
+    HostProcessFlasherOptions options;
+    options.cpu_affinity = bad;
+    HostProcessFlasher flasher(options);
+    absl::Status s = flasher.Flash(Image(BoardPath()), Soon());
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+    EXPECT_TRUE(absl::StrContains(s.message(), "cpu_affinity")) << s;
+    EXPECT_EQ(flasher.pid(), -1);
+  }
+  // A CPU the host does not have.
+  HostProcessFlasherOptions options;
+  options.cpu_affinity = "1000";
+  HostProcessFlasher flasher(options);
+  absl::Status s = flasher.Flash(Image(BoardPath()), Soon());
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "this host has CPUs 0 to")) << s;
+}
+
+TEST(ResolveCpuAffinity, NamesTheCpu) {
+  const std::vector<int> cpus = {2, 3, 5, 8};
+  EXPECT_EQ(*ResolveCpuAffinity("", "b", cpus), std::nullopt);
+  EXPECT_EQ(*ResolveCpuAffinity("0", "b", cpus), 0);
+  EXPECT_EQ(*ResolveCpuAffinity("17", "b", cpus), 17);  // need not be one of this process's
+  // auto: one of the allowed CPUs, the same for the same id, all of them used by a few ids.
+  std::set<int> used;
+  for (int i = 0; i < 32; ++i) {
+    const std::string id = absl::StrCat("hp-", i);
+    absl::StatusOr<std::optional<int>> a = ResolveCpuAffinity("auto", id, cpus);
+    ASSERT_TRUE(a.ok() && a->has_value());
+    EXPECT_TRUE(std::find(cpus.begin(), cpus.end(), **a) != cpus.end());
+    EXPECT_EQ(*ResolveCpuAffinity("auto", id, cpus), *a);
+    used.insert(**a);
+  }
+  EXPECT_EQ(used.size(), cpus.size());
+  EXPECT_NE(*ResolveCpuAffinity("auto", "hp-0", std::vector<int>{0, 1}),
+            *ResolveCpuAffinity("auto", "hp-1", std::vector<int>{0, 1}));
+  EXPECT_TRUE(absl::IsInvalidArgument(ResolveCpuAffinity("auto", "b", {}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(ResolveCpuAffinity("1024", "b", cpus).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(ResolveCpuAffinity("+1", "b", cpus).status()));
 }
 
 TEST(HostProcessFlasher, IsAFlasher) {

@@ -1,5 +1,6 @@
 #include "device/measure.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -7,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "stats/summary.h"
 
 namespace benchfarm::device {
 namespace {
@@ -19,21 +21,25 @@ std::vector<float> ToFloats(const std::string& bytes) {
 
 }  // namespace
 
-absl::StatusOr<MeasureOutcome> Measure(RpcClient& rpc, const MeasureRequest& request,
-                                       absl::Time deadline) {
+absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chunk,
+                          MeasureOutcome* outcome, absl::Time deadline) {
+  if (outcome->done) return absl::OkStatus();
   if (request.shapes.size() < 2) {
     return absl::InvalidArgumentError("an operator takes at least one input and an output");
   }
-  MeasureOutcome outcome;
+  const bool adaptive = request.target_rel_ci > 0;
+  const bool first = outcome->number == 0;
   ASSIGN_OR_RETURN(uint64_t fn, rpc.GetFunction(request.function, deadline));
   std::vector<RemoteTensor> tensors;
+  auto free_all = [&] {
+    for (const RemoteTensor& t : tensors) (void)rpc.FreeTensor(t, deadline);
+  };
   auto fail = [&](absl::Status s) {
     // After a timeout or reset the board's session is gone with its tensors.
-    if (!absl::IsDeadlineExceeded(s) && !absl::IsAborted(s) && !absl::IsUnavailable(s)) {
-      for (const RemoteTensor& t : tensors) (void)rpc.FreeTensor(t, deadline);
-    }
+    if (!absl::IsDeadlineExceeded(s) && !absl::IsAborted(s) && !absl::IsUnavailable(s)) free_all();
     return s;
   };
+  // The same seed every round: every round times the same inputs.
   std::mt19937_64 rng(request.seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (size_t i = 0; i < request.shapes.size(); ++i) {
@@ -52,7 +58,7 @@ absl::StatusOr<MeasureOutcome> Measure(RpcClient& rpc, const MeasureRequest& req
   std::vector<Arg> args;
   for (const RemoteTensor& t : tensors) args.push_back(Arg::Tensor(t));
 
-  if (request.check) {
+  if (first && request.check) {
     absl::Status s = rpc.CallFunc(fn, args, deadline).status();
     if (!s.ok()) return fail(s);
     absl::StatusOr<std::string> got =
@@ -66,27 +72,96 @@ absl::StatusOr<MeasureOutcome> Measure(RpcClient& rpc, const MeasureRequest& req
         rpc.CopyFromRemote(tensors.back(), tensors.back().NumBytes(), deadline);
     if (!want.ok()) return fail(want.status());
     std::vector<float> g = ToFloats(*got), w = ToFloats(*want);
-    outcome.checked = true;
+    outcome->checked = true;
     for (size_t i = 0; i < g.size() && i < w.size(); ++i) {
       double err = std::fabs(static_cast<double>(g[i]) - w[i]);
       if (std::isnan(err)) err = INFINITY;
-      outcome.max_abs_error = std::max(outcome.max_abs_error, err);
-      if (!(err <= 1e-4 * (1.0 + std::fabs(w[i]))) && outcome.matches) {
-        outcome.matches = false;
-        outcome.mismatch = absl::StrCat("output element ", i, " is ", g[i], ", the reference ",
-                                        request.reference, " gives ", w[i]);
+      outcome->max_abs_error = std::max(outcome->max_abs_error, err);
+      if (!(err <= 1e-4 * (1.0 + std::fabs(w[i]))) && outcome->matches) {
+        outcome->matches = false;
+        outcome->mismatch = absl::StrCat("output element ", i, " is ", g[i], ", the reference ",
+                                         request.reference, " gives ", w[i]);
       }
     }
+    if (!outcome->matches && !request.time_on_mismatch) {
+      free_all();
+      outcome->done = true;
+      return absl::OkStatus();
+    }
   }
-  if (!outcome.matches && !request.time_on_mismatch) {
-    for (const RemoteTensor& t : tensors) (void)rpc.FreeTensor(t, deadline);
-    return outcome;
+
+  TimeEvaluatorOptions options = request.options;
+  if (first) {
+    outcome->stop = adaptive ? "" : "fixed";
+    outcome->number = std::max<int64_t>(1, options.number);
+    if (adaptive) {
+      // Calibrate: the board grows number from 1 until one repeat lasts min_repeat_ms; the cost
+      // per call it reports gives the number for every later repeat (as pyperf calibrates loops).
+      const int64_t min_ms = options.min_repeat_ms > 0 ? options.min_repeat_ms : 10;
+      TimeEvaluatorOptions probe = options;
+      probe.number = 1;
+      probe.repeat = 1;
+      probe.min_repeat_ms = min_ms;
+      const absl::Time t0 = absl::Now();
+      absl::StatusOr<std::vector<double>> c = rpc.TimeFunction(request.function, args, probe,
+                                                               deadline);
+      outcome->timing_spent += absl::Now() - t0;
+      if (!c.ok()) return fail(c.status());
+      const double per_call = c->empty() ? 0 : c->front();
+      const double wanted = per_call > 0 ? std::ceil(min_ms / 1e3 / per_call) : 1e6;
+      outcome->number = static_cast<int64_t>(std::clamp(wanted, 1.0, double{int64_t{1} << 30}));
+    }
   }
-  absl::StatusOr<std::vector<double>> costs =
-      rpc.TimeFunction(request.function, args, request.options, deadline);
-  if (!costs.ok()) return fail(costs.status());
-  outcome.costs = *costs;
-  for (const RemoteTensor& t : tensors) (void)rpc.FreeTensor(t, deadline);
+  const int limit = adaptive ? request.max_repeat : static_cast<int>(std::max<int64_t>(1, options.repeat));
+  const int take = std::min(std::max(1, chunk), limit - static_cast<int>(outcome->costs.size()));
+  if (take > 0) {
+    if (adaptive) {
+      options.number = outcome->number;
+      options.min_repeat_ms = 0;
+    }
+    options.repeat = take;
+    // Boards that time with a CPU clock also say how much wall time the timed calls took.
+    (void)rpc.GetTimerTotals(deadline);  // resets the board's sums
+    const absl::Time t0 = absl::Now();
+    absl::StatusOr<std::vector<double>> costs =
+        rpc.TimeFunction(request.function, args, options, deadline);
+    outcome->timing_spent += absl::Now() - t0;
+    if (!costs.ok()) return fail(costs.status());
+    outcome->costs.insert(outcome->costs.end(), costs->begin(), costs->end());
+    outcome->rounds++;
+    absl::StatusOr<TimerTotals> totals = rpc.GetTimerTotals(deadline);
+    if (totals.ok() && totals->cpu_s > 0) {
+      outcome->timer_cpu_s += totals->cpu_s;
+      outcome->timer_wall_s += totals->wall_s;
+      outcome->wall_over_cpu = outcome->timer_wall_s / outcome->timer_cpu_s;
+    }
+  }
+  free_all();
+  const int n = static_cast<int>(outcome->costs.size());
+  if (!adaptive) {
+    outcome->done = n >= limit;
+  } else if (n >= kAdaptiveMinRepeats &&
+             stats::Summarize(outcome->costs).rel_half_width <= request.target_rel_ci) {
+    outcome->stop = "target";
+    outcome->done = true;
+  } else if (n >= limit) {
+    outcome->stop = "max_repeat";
+    outcome->done = true;
+  } else if (outcome->timing_spent >= request.budget) {
+    outcome->stop = "budget";
+    outcome->done = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<MeasureOutcome> Measure(RpcClient& rpc, const MeasureRequest& request,
+                                       absl::Time deadline) {
+  MeasureOutcome outcome;
+  const bool adaptive = request.target_rel_ci > 0;
+  const int chunk = adaptive ? kAdaptiveMinRepeats : static_cast<int>(request.options.repeat);
+  while (!outcome.done) {
+    RETURN_IF_ERROR(MeasureRound(rpc, request, chunk, &outcome, deadline));
+  }
   return outcome;
 }
 

@@ -27,8 +27,19 @@ struct MeasureRequest {
   // Time the function even when its output differs from the reference (farmctl shows both);
   // otherwise a mismatch returns without costs (AutoTVM reports none for a wrong answer).
   bool time_on_mismatch = false;
+  // Fixed mode (AutoTVM's): options.repeat costs of options.number calls, number grown by the
+  // board until a repeat lasts options.min_repeat_ms.
   TimeEvaluatorOptions options;
+  // Adaptive mode when target_rel_ci > 0: the first round calibrates number so one repeat lasts
+  // options.min_repeat_ms (0: 10 ms); then repeats are taken until the 95 % interval of the
+  // median is within +-target_rel_ci (from kAdaptiveMinRepeats costs on), `budget` of timing is
+  // spent, or max_repeat costs are taken. options.number/repeat are ignored.
+  double target_rel_ci = 0;
+  absl::Duration budget = absl::Seconds(5);
+  int max_repeat = 200;
 };
+
+inline constexpr int kAdaptiveMinRepeats = 10;
 
 struct MeasureOutcome {
   std::vector<double> costs;  // seconds per call, one per repeat
@@ -36,11 +47,32 @@ struct MeasureOutcome {
   bool matches = true;
   double max_abs_error = 0;
   std::string mismatch;       // where the first mismatch is, for the message
+  int64_t number = 0;         // calls per repeat (adaptive: as calibrated)
+  int rounds = 0;             // MeasureRound calls that timed
+  // "fixed", or why adaptive mode stopped: "target", "budget", "max_repeat".
+  std::string stop;
+  // Wall time / CPU time over the timed calls, for boards that time with a CPU clock
+  // (benchfarm.TimerTotals); 0 when the board does not say.
+  double wall_over_cpu = 0;
+  double timer_cpu_s = 0, timer_wall_s = 0;  // the sums behind wall_over_cpu
+  absl::Duration timing_spent;  // host time spent in timing calls (adaptive budget)
+  bool done = false;            // every cost taken (or a stop rule fired, or a mismatch)
 };
 
 // Errors: the RpcClient's (DeadlineExceeded when the board does not answer in time, Aborted for
 // a reset, Unavailable for a lost link, Unknown for an exception on the board, NotFound for a
 // missing function). What it allocated is freed on the way out when the link still works.
+//
+// One round of a measurement, so candidates of a batch can take turns (A B C A B C ...) and
+// drift hits them alike. The first round (outcome->rounds == 0 and !checked) checks outputs when
+// asked and, in adaptive mode, calibrates number; every round adds up to `chunk` costs (fixed
+// mode: never past options.repeat). Sets outcome->done when nothing is left to take. Each round
+// allocates and fills the arguments afresh and frees them, so one candidate's tensors are on the
+// board at a time.
+absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chunk,
+                          MeasureOutcome* outcome, absl::Time deadline);
+
+// The whole measurement in one go (rounds until done): `farmctl board time` and single trials.
 absl::StatusOr<MeasureOutcome> Measure(RpcClient& rpc, const MeasureRequest& request,
                                        absl::Time deadline);
 

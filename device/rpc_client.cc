@@ -2,6 +2,7 @@
 #include "device/rpc_client.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <utility>
 
@@ -39,7 +40,51 @@ absl::StatusOr<DeviceInfo> ParseDeviceInfo(absl::string_view text) {
   if (!field("cpu_hz").empty() && !absl::SimpleAtoi(field("cpu_hz"), &info.cpu_hz)) {
     return absl::InvalidArgumentError("DeviceInfo: cpu_hz is not a number");
   }
+  for (auto [key, out] : {std::pair<const char*, double*>{"calibration_instructions_per_iteration",
+                                                          &info.calibration_instructions_per_iteration},
+                          {"calibration_cycles_per_iteration",
+                           &info.calibration_cycles_per_iteration}}) {
+    const std::string value = field(key);
+    if (!value.empty() && (!absl::SimpleAtod(value, out) || !std::isfinite(*out) || *out < 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("DeviceInfo: ", key, " is not a non-negative number: ", value));
+    }
+  }
   return info;
+}
+
+absl::StatusOr<TimerTotals> ParseTimerTotals(absl::string_view text) {
+  TimerTotals totals;
+  bool have_cpu = false, have_wall = false, have_intervals = false;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    size_t eq = line.find('=');
+    if (eq == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("TimerTotals: line without '=': ", line));
+    }
+    absl::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
+    bool ok = true;
+    if (key == "cpu_s") {
+      ok = absl::SimpleAtod(value, &totals.cpu_s) && std::isfinite(totals.cpu_s) &&
+           totals.cpu_s >= 0;
+      have_cpu = true;
+    } else if (key == "wall_s") {
+      ok = absl::SimpleAtod(value, &totals.wall_s) && std::isfinite(totals.wall_s) &&
+           totals.wall_s >= 0;
+      have_wall = true;
+    } else if (key == "intervals") {
+      ok = absl::SimpleAtoi(value, &totals.intervals) && totals.intervals >= 0;
+      have_intervals = true;
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("TimerTotals: ", key, " is not a non-negative number: ", value));
+    }
+  }
+  if (!have_cpu || !have_wall || !have_intervals) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TimerTotals: cpu_s, wall_s and intervals are required, got: ", text));
+  }
+  return totals;
 }
 
 RpcClient::RpcClient(HostSession* session) : session_(session) {}
@@ -49,6 +94,7 @@ absl::Status RpcClient::Reconnect(absl::Time deadline) {
   for (;;) {
     system_lib_.reset();
     functions_.clear();
+    globals_.clear();
     RETURN_IF_ERROR(session_->Connect(deadline));
     out_of_step_ = false;
     absl::StatusOr<uint64_t> probe =
@@ -268,6 +314,51 @@ absl::StatusOr<int64_t> RpcClient::GetMaxPacketSize(absl::Time deadline) {
   }
   max_packet_size_ = size.int_value();
   return *max_packet_size_;
+}
+
+absl::StatusOr<uint64_t> RpcClient::CachedGlobal(const std::string& name, absl::Time deadline) {
+  auto it = globals_.find(name);
+  if (it == globals_.end()) {
+    absl::StatusOr<uint64_t> fn = GetGlobalFunc(name, deadline);
+    if (!fn.ok() && !absl::IsNotFound(fn.status())) return fn.status();
+    it = globals_.emplace(name, fn.ok() ? *fn : 0).first;
+  }
+  if (it->second == 0) {
+    return absl::NotFoundError(
+        absl::StrCat(session_->options().board_id, ": no global function ", name));
+  }
+  return it->second;
+}
+
+absl::StatusOr<double> RpcClient::Calibrate(int64_t iterations, absl::Time deadline) {
+  constexpr int64_t kMaxIterations = int64_t{1} << 40;
+  if (iterations < 1 || iterations > kMaxIterations) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("benchfarm.Calibrate: iterations must be 1 to 2^40, not ", iterations));
+  }
+  ASSIGN_OR_RETURN(uint64_t fn, CachedGlobal("benchfarm.Calibrate", deadline));
+  ASSIGN_OR_RETURN(Arg seconds, CallFunc(fn, {Arg::Int(iterations)}, deadline));
+  if (seconds.type_code() != TypeCode::kFloat || !std::isfinite(seconds.float_value()) ||
+      seconds.float_value() < 0) {
+    return absl::DataLossError(absl::StrCat(session_->options().board_id,
+                                            ": benchfarm.Calibrate did not return seconds"));
+  }
+  return seconds.float_value();
+}
+
+absl::StatusOr<TimerTotals> RpcClient::GetTimerTotals(absl::Time deadline) {
+  ASSIGN_OR_RETURN(uint64_t fn, CachedGlobal("benchfarm.TimerTotals", deadline));
+  ASSIGN_OR_RETURN(Arg text, CallFunc(fn, {}, deadline));
+  if (text.type_code() != TypeCode::kStr) {
+    return absl::DataLossError(absl::StrCat(session_->options().board_id,
+                                            ": benchfarm.TimerTotals did not return a string"));
+  }
+  absl::StatusOr<TimerTotals> totals = ParseTimerTotals(text.str());
+  if (!totals.ok()) {
+    return absl::DataLossError(
+        absl::StrCat(session_->options().board_id, ": ", totals.status().message()));
+  }
+  return totals;
 }
 
 absl::Status RpcClient::Shutdown(absl::Time deadline) {

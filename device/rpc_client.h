@@ -46,11 +46,28 @@ struct DeviceInfo {
   int64_t max_packet_size = 0;
   double timer_resolution_s = 0;
   uint64_t cpu_hz = 0;
+  // What one iteration of benchfarm.Calibrate's loop costs on this board (0: not reported, or
+  // unknown): instructions (2 on Cortex-M and x86-64: what QEMU -icount charges) and core clock
+  // cycles (board.conf CALIBRATION_CYCLES_PER_ITERATION on Cortex-M, nominal; 1 on x86-64).
+  double calibration_instructions_per_iteration = 0;
+  double calibration_cycles_per_iteration = 0;
   std::map<std::string, std::string> fields;  // every key=value line, including unknown keys
 };
 
 // Parses DeviceInfo's "key=value\n" text. InvalidArgument for a line without '=' or a bad number.
 absl::StatusOr<DeviceInfo> ParseDeviceInfo(absl::string_view text);
+
+// What benchfarm.TimerTotals reports (host-process boards): the board's timer summed over every
+// TVMPlatformTimerStart/Stop interval since the previous call.
+struct TimerTotals {
+  double cpu_s = 0;       // what the timer measured: the board thread's CPU seconds
+  double wall_s = 0;      // the same intervals on the wall clock (CLOCK_MONOTONIC)
+  int64_t intervals = 0;  // completed Start/Stop intervals
+};
+
+// Parses "cpu_s=<g>\nwall_s=<g>\nintervals=<n>\n" (other keys ignored). InvalidArgument for a
+// line without '=', a bad or negative number, or a missing key.
+absl::StatusOr<TimerTotals> ParseTimerTotals(absl::string_view text);
 
 // runtime.RPCTimeEvaluator's options (AutoTVM's names and defaults).
 struct TimeEvaluatorOptions {
@@ -106,6 +123,14 @@ class RpcClient {
   // tvm.rpc.server.GetCRTMaxPacketSize.
   absl::StatusOr<int64_t> GetMaxPacketSize(absl::Time deadline);
 
+  // benchfarm.Calibrate(iterations): the seconds the board's own timer measured for `iterations`
+  // iterations of its calibration loop (DeviceInfo says what one iteration costs). NotFound on
+  // firmware without it; InvalidArgument for iterations outside 1..2^40 (nothing is sent).
+  absl::StatusOr<double> Calibrate(int64_t iterations, absl::Time deadline);
+  // benchfarm.TimerTotals: the board's timer totals since the previous call, which resets them.
+  // NotFound on firmware without it (every board but the host-process board).
+  absl::StatusOr<TimerTotals> GetTimerTotals(absl::Time deadline);
+
   // Sends Shutdown (no reply is expected).
   absl::Status Shutdown(absl::Time deadline);
 
@@ -113,6 +138,8 @@ class RpcClient {
   // Whether the board streams large copies (benchfarm firmware); decided once.
   absl::StatusOr<bool> Streams(absl::Time deadline);
   absl::StatusOr<uint64_t> ChunkBytes(int ndim, absl::Time deadline);
+  // GetGlobalFunc, remembered (also "not found") until Reconnect: for globals called often.
+  absl::StatusOr<uint64_t> CachedGlobal(const std::string& name, absl::Time deadline);
 
   HostSession* session_;
   bool out_of_step_ = false;
@@ -120,6 +147,7 @@ class RpcClient {
   std::optional<bool> streams_;
   std::optional<int64_t> max_packet_size_;
   std::map<std::string, uint64_t> functions_;
+  std::map<std::string, uint64_t> globals_;  // CachedGlobal; 0: the board has none
 };
 
 }  // namespace benchfarm::device

@@ -7,7 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <time.h>
+
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -134,6 +138,137 @@ TEST_F(RpcClientTest, OperatorsMatchTheReferenceAndAreTimed) {
   }
 }
 
+TEST_F(RpcClientTest, DeviceInfoNamesTheThreadCpuClockAndTheCalibrationKernel) {
+  auto info = client_->GetDeviceInfo(Soon());
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->fields.at("timer"), "thread-cputime");
+  timespec res;
+  ASSERT_EQ(clock_getres(CLOCK_THREAD_CPUTIME_ID, &res), 0);
+  EXPECT_DOUBLE_EQ(info->timer_resolution_s, res.tv_sec + res.tv_nsec * 1e-9);
+#if defined(__x86_64__)
+  EXPECT_EQ(info->calibration_instructions_per_iteration, 2);  // dec; jnz
+  EXPECT_EQ(info->calibration_cycles_per_iteration, 1);
+#elif defined(__aarch64__)
+  EXPECT_EQ(info->calibration_instructions_per_iteration, 2);  // subs; b.ne
+#endif
+  EXPECT_EQ(info->fields.count("calibration_instructions_per_iteration"), 1u);
+  EXPECT_EQ(info->fields.count("calibration_cycles_per_iteration"), 1u);
+  // The core's globals keep TVM's handles; the board's own come after them.
+  auto handle = [&](const char* name) {
+    absl::StatusOr<uint64_t> h = client_->GetGlobalFunc(name, Soon());
+    EXPECT_TRUE(h.ok()) << name << ": " << h.status();
+    return h.ok() ? *h : 0;
+  };
+  EXPECT_EQ(handle("benchfarm.DeviceInfo"), 0x80028005u);
+  EXPECT_EQ(handle("benchfarm.Calibrate"), 0x80028006u);
+  EXPECT_EQ(handle("benchfarm.TimerTotals"), 0x80028007u);
+}
+
+TEST_F(RpcClientTest, CalibrationTimeGrowsWithIterations) {
+  // The board times with its thread's CPU clock, so other processes on its CPU add little; but
+  // on a VM about one run in ten still takes up to 1.6x longer (the hypervisor's neighbours), and
+  // this machine runs other builds. So: 10M and 20M interleaved, the least of each, loose bounds.
+  double t10 = 1e9, t20 = 1e9;
+  for (int i = 0; i < 5; ++i) {
+    for (auto [n, best] : {std::pair<int64_t, double*>{10'000'000, &t10}, {20'000'000, &t20}}) {
+      absl::StatusOr<double> s = client_->Calibrate(n, Soon());
+      ASSERT_TRUE(s.ok()) << s.status();
+      EXPECT_GT(*s, 0);
+      *best = std::min(*best, *s);
+    }
+  }
+  EXPECT_GE(t20 / t10, 1.5) << t10 << " s for 10M, " << t20 << " s for 20M";
+  EXPECT_LE(t20 / t10, 2.5) << t10 << " s for 10M, " << t20 << " s for 20M";
+  // 1 cycle per iteration (x86-64): a core clock between 0.3 and 10 GHz.
+  const double hz = 20e6 / t20;
+  std::printf("calibration: 10M iterations %.6f s, 20M %.6f s: %.4g iterations/s\n", t10, t20, hz);
+  EXPECT_GT(hz, 3e8);
+  EXPECT_LT(hz, 1e10);
+}
+
+TEST_F(RpcClientTest, CalibrateRefusesBadIterations) {
+  // Checked here, before anything is sent...
+  EXPECT_TRUE(absl::IsInvalidArgument(client_->Calibrate(0, Soon()).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(client_->Calibrate(-5, Soon()).status()));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(client_->Calibrate((int64_t{1} << 40) + 1, Soon()).status()));
+  // ... and by the board.
+  absl::StatusOr<uint64_t> fn = client_->GetGlobalFunc("benchfarm.Calibrate", Soon());
+  ASSERT_TRUE(fn.ok()) << fn.status();
+  for (const std::vector<Arg>& args :
+       {std::vector<Arg>{Arg::Int(0)}, std::vector<Arg>{Arg::Int(-1)},
+        std::vector<Arg>{Arg::Int((int64_t{1} << 40) + 1)}}) {
+    absl::StatusOr<Arg> r = client_->CallFunc(*fn, args, Soon());
+    EXPECT_TRUE(absl::IsUnknown(r.status())) << r.status();
+    EXPECT_NE(r.status().message().find("iterations must be 1 to 2^40"), absl::string_view::npos)
+        << r.status();
+    EXPECT_NE(r.status().message().find("0x00000803"), absl::string_view::npos)  // InvalidArg
+        << r.status();
+  }
+  for (const std::vector<Arg>& args :
+       {std::vector<Arg>{}, std::vector<Arg>{Arg::Str("10")},
+        std::vector<Arg>{Arg::Int(1), Arg::Int(2)}}) {
+    absl::StatusOr<Arg> r = client_->CallFunc(*fn, args, Soon());
+    EXPECT_TRUE(absl::IsUnknown(r.status())) << r.status();
+    EXPECT_NE(r.status().message().find("expects one int64"), absl::string_view::npos)
+        << r.status();
+  }
+  // The board keeps serving; the smallest and the largest counts work.
+  absl::StatusOr<Arg> one = client_->CallFunc(*fn, {Arg::Int(1)}, Soon());
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->type_code(), TypeCode::kFloat);
+  EXPECT_GE(one->float_value(), 0);
+  EXPECT_LT(one->float_value(), 0.01);
+}
+
+TEST_F(RpcClientTest, TimerTotalsSumTheTimedIntervalsAndReset) {
+  ASSERT_TRUE(client_->GetTimerTotals(Soon()).ok());  // reset
+  absl::StatusOr<double> a = client_->Calibrate(2'000'000, Soon());
+  absl::StatusOr<double> b = client_->Calibrate(3'000'000, Soon());
+  ASSERT_TRUE(a.ok() && b.ok());
+  absl::StatusOr<TimerTotals> t = client_->GetTimerTotals(Soon());
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->intervals, 2);
+  EXPECT_NEAR(t->cpu_s, *a + *b, 1e-8 * (*a + *b));  // %.9g on the wire
+  EXPECT_GE(t->wall_s, t->cpu_s * (1 - 1e-6));       // each wall interval encloses its CPU one
+  // Reset by the call.
+  absl::StatusOr<TimerTotals> again = client_->GetTimerTotals(Soon());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->intervals, 0);
+  EXPECT_EQ(again->cpu_s, 0);
+  EXPECT_EQ(again->wall_s, 0);
+  // The time evaluator's repeats are counted too.
+  auto x = client_->AllocTensor({64}, DlDataType{}, Soon());
+  ASSERT_TRUE(x.ok());
+  TimeEvaluatorOptions o;
+  o.number = 4;
+  o.repeat = 3;
+  auto costs = client_->TimeFunction("add", {Arg::Tensor(*x), Arg::Tensor(*x), Arg::Tensor(*x)},
+                                     o, Soon());
+  ASSERT_TRUE(costs.ok()) << costs.status();
+  absl::StatusOr<TimerTotals> timed = client_->GetTimerTotals(Soon());
+  ASSERT_TRUE(timed.ok()) << timed.status();
+  EXPECT_GE(timed->intervals, 3);
+  double sum = 0;
+  for (double c : *costs) sum += c * o.number;
+  EXPECT_GE(timed->cpu_s, sum * (1 - 1e-6));
+}
+
+TEST(TimerTotalsParse, ReadsTheThreeKeys) {
+  absl::StatusOr<TimerTotals> t = ParseTimerTotals("cpu_s=0.25\nwall_s=0.5\nintervals=3\n");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->cpu_s, 0.25);
+  EXPECT_EQ(t->wall_s, 0.5);
+  EXPECT_EQ(t->intervals, 3);
+  EXPECT_TRUE(ParseTimerTotals("cpu_s=0\nwall_s=0\nintervals=0\nlater=1\n").ok());
+  EXPECT_FALSE(ParseTimerTotals("cpu_s=0\nwall_s=0\n").ok());            // intervals missing
+  EXPECT_FALSE(ParseTimerTotals("cpu_s=x\nwall_s=0\nintervals=0\n").ok());
+  EXPECT_FALSE(ParseTimerTotals("cpu_s=-1\nwall_s=0\nintervals=0\n").ok());
+  EXPECT_FALSE(ParseTimerTotals("cpu_s=nan\nwall_s=0\nintervals=0\n").ok());
+  EXPECT_FALSE(ParseTimerTotals("cpu_s=0\nwall_s=0\nintervals=1.5\n").ok());
+  EXPECT_FALSE(ParseTimerTotals("cpu_s\n").ok());
+}
+
 TEST_F(RpcClientTest, OneMebibyteRoundTrip) {
   auto t = client_->AllocTensor({256 * 1024}, DlDataType{}, Soon());
   ASSERT_TRUE(t.ok()) << t.status();
@@ -204,6 +339,18 @@ TEST(DeviceInfoParse, RejectsMalformedLines) {
   auto info = ParseDeviceInfo("board_kind=x\nextra=1\n");
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->fields.at("extra"), "1");
+  EXPECT_EQ(info->calibration_instructions_per_iteration, 0);  // absent: 0
+  EXPECT_EQ(info->calibration_cycles_per_iteration, 0);
+}
+
+TEST(DeviceInfoParse, ReadsTheCalibrationKeys) {
+  auto info = ParseDeviceInfo(
+      "calibration_instructions_per_iteration=2\ncalibration_cycles_per_iteration=2.5\n");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->calibration_instructions_per_iteration, 2);
+  EXPECT_EQ(info->calibration_cycles_per_iteration, 2.5);
+  EXPECT_FALSE(ParseDeviceInfo("calibration_cycles_per_iteration=three\n").ok());
+  EXPECT_FALSE(ParseDeviceInfo("calibration_instructions_per_iteration=-2\n").ok());
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "device/measure.h"
 #include "base/status_macros.h"
+#include "stats/cost_stats.h"
 
 namespace benchfarm::farmctl {
 namespace {
@@ -110,24 +111,35 @@ absl::StatusOr<TimeResult> TimeOperator(device::RpcClient& rpc, const TimeReques
   m.check = request.check;
   m.time_on_mismatch = true;
   m.options = request.measure;
+  m.target_rel_ci = request.target_rel_ci;
+  if (request.budget > absl::ZeroDuration()) m.budget = request.budget;
+  if (request.max_repeat > 0) m.max_repeat = request.max_repeat;
+  result.target_rel_ci = request.target_rel_ci;
+  result.budget = m.budget;
+  result.max_repeat = m.max_repeat;
   ASSIGN_OR_RETURN(device::MeasureOutcome outcome, device::Measure(rpc, m, deadline));
   result.costs = outcome.costs;
   result.max_abs_error = outcome.max_abs_error;
   if (outcome.checked) result.check = outcome.matches ? "ok" : "mismatch";
-
-  std::vector<double> sorted = result.costs;
-  std::sort(sorted.begin(), sorted.end());
-  double sum = 0;
-  for (double c : sorted) sum += c;
-  result.mean = sum / sorted.size();
-  result.min = sorted.front();
-  result.max = sorted.back();
-  result.median = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                    : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
-  double var = 0;
-  for (double c : sorted) var += (c - result.mean) * (c - result.mean);
-  result.stddev = sorted.size() > 1 ? std::sqrt(var / (sorted.size() - 1)) : 0.0;
+  result.number = outcome.number;
+  result.rounds = outcome.rounds;
+  result.stop = outcome.stop;
+  result.wall_over_cpu = outcome.wall_over_cpu;
+  result.stats = stats::CostStatsOf(result.costs, result.info.timer_resolution_s);
   return result;
+}
+
+std::string CyclesText(double seconds, double cpu_hz) {
+  const double cycles = std::round(seconds * cpu_hz);
+  if (!std::isfinite(cycles)) return "? cycles";
+  if (cycles >= 1e18) return absl::StrFormat("%.3g cycles", cycles);
+  std::string digits = absl::StrCat(static_cast<int64_t>(cycles));
+  std::string grouped;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) grouped += ',';
+    grouped += digits[i];
+  }
+  return grouped + " cycles";
 }
 
 std::string FormatInfo(const device::DeviceInfo& info, absl::string_view board, bool json) {
@@ -147,35 +159,84 @@ std::string FormatInfo(const device::DeviceInfo& info, absl::string_view board, 
 }
 
 std::string FormatTime(const TimeResult& r, absl::string_view board, bool json) {
+  const v1::CostStats& s = r.stats;
+  const bool adaptive = r.target_rel_ci > 0;
   if (json) {
     std::vector<std::string> costs;
     for (double c : r.costs) costs.push_back(JsonNumber(c));
-    return absl::StrCat(
+    std::string out = absl::StrCat(
         "{\"board\": ", JsonString(board), ", \"board_kind\": ", JsonString(r.info.board_kind),
         ", \"firmware_hash\": ", JsonString(r.info.firmware_hash), ", \"op\": ",
         JsonString(r.op), ", \"shapes\": ", JsonString(FormatShapes(r.shapes)),
         ", \"number\": ", r.measure.number, ", \"repeat\": ", r.measure.repeat,
-        ", \"min_repeat_ms\": ", r.measure.min_repeat_ms, ", \"costs\": [",
-        absl::StrJoin(costs, ", "), "], \"mean\": ", JsonNumber(r.mean),
-        ", \"median\": ", JsonNumber(r.median), ", \"min\": ", JsonNumber(r.min),
-        ", \"max\": ", JsonNumber(r.max), ", \"stddev\": ", JsonNumber(r.stddev),
-        ", \"check\": ", JsonString(r.check), ", \"max_abs_error\": ",
-        JsonNumber(r.max_abs_error), "}\n");
+        ", \"min_repeat_ms\": ", r.measure.min_repeat_ms);
+    absl::StrAppend(&out, ", \"target_rel_ci\": ", JsonNumber(r.target_rel_ci),
+                    ", \"budget_ms\": ", adaptive ? absl::ToInt64Milliseconds(r.budget) : 0,
+                    ", \"max_repeat\": ", adaptive ? r.max_repeat : 0);
+    absl::StrAppend(
+        &out, ", \"costs\": [", absl::StrJoin(costs, ", "), "], \"count\": ", s.count(),
+        ", \"mean\": ", JsonNumber(s.mean_s()), ", \"median\": ", JsonNumber(s.median_s()),
+        ", \"min\": ", JsonNumber(s.min_s()), ", \"max\": ", JsonNumber(s.max_s()),
+        ", \"stddev\": ", JsonNumber(s.stddev_s()), ", \"cv\": ", JsonNumber(s.cv()),
+        ", \"ci_low\": ", JsonNumber(s.ci_low_s()), ", \"ci_high\": ", JsonNumber(s.ci_high_s()),
+        ", \"ci_level\": ", JsonNumber(s.ci_level()), ", \"rel_half_width\": ",
+        JsonNumber(s.rel_half_width()), ", \"unstable\": ", s.unstable() ? "true" : "false");
+    absl::StrAppend(&out, ", \"measured\": {\"number\": ", r.number, ", \"repeats\": ",
+                    r.costs.size(), ", \"rounds\": ", r.rounds, ", \"stop\": ",
+                    JsonString(r.stop), "}, \"wall_over_cpu\": ", JsonNumber(r.wall_over_cpu));
+    absl::StrAppend(&out, ", \"check\": ", JsonString(r.check), ", \"max_abs_error\": ",
+                    JsonNumber(r.max_abs_error), "}\n");
+    return out;
   }
   std::string out;
   absl::StrAppendFormat(&out, "board    %s (%s, firmware %s)\n", board, r.info.board_kind,
                         r.info.firmware_hash);
   absl::StrAppendFormat(&out, "op       %s  shapes %s\n", r.op, FormatShapes(r.shapes));
-  absl::StrAppendFormat(&out, "measure  number %d  repeat %d  min_repeat_ms %d (timed on the board)\n",
-                        r.measure.number, r.measure.repeat, r.measure.min_repeat_ms);
-  absl::StrAppendFormat(&out, "\n  %-8s %14s\n", "repeat", "cost (us)");
-  for (size_t i = 0; i < r.costs.size(); ++i) {
-    absl::StrAppendFormat(&out, "  %-8d %14.3f\n", i, r.costs[i] * 1e6);
+  if (adaptive) {
+    absl::StrAppendFormat(&out,
+                          "measure  adaptive: target +-%g %%  budget %d ms  max_repeat %d  "
+                          "min_repeat_ms %d (timed on the board)\n",
+                          r.target_rel_ci * 100, absl::ToInt64Milliseconds(r.budget), r.max_repeat,
+                          r.measure.min_repeat_ms);
+  } else {
+    absl::StrAppendFormat(&out, "measure  number %d  repeat %d  min_repeat_ms %d (timed on the board)\n",
+                          r.measure.number, r.measure.repeat, r.measure.min_repeat_ms);
   }
-  absl::StrAppendFormat(&out, "\n  %-8s %14.3f\n  %-8s %14.3f\n  %-8s %14.3f\n  %-8s %14.3f\n",
-                        "mean", r.mean * 1e6, "median", r.median * 1e6, "min", r.min * 1e6,
-                        "stddev", r.stddev * 1e6);
-  absl::StrAppendFormat(&out, "\ncheck    %s", r.check);
+  if (r.costs.size() <= 32) {
+    absl::StrAppendFormat(&out, "\n  %-8s %14s\n", "repeat", "cost (us)");
+    for (size_t i = 0; i < r.costs.size(); ++i) {
+      absl::StrAppendFormat(&out, "  %-8d %14.3f\n", i, r.costs[i] * 1e6);
+    }
+  }
+  absl::StrAppendFormat(&out, "\n  %-8s %14d\n", "count", s.count());
+  for (const auto& [name, value] : {std::pair<const char*, double>{"mean", s.mean_s()},
+                                    {"median", s.median_s()},
+                                    {"min", s.min_s()},
+                                    {"max", s.max_s()},
+                                    {"stddev", s.stddev_s()}}) {
+    absl::StrAppendFormat(&out, "  %-8s %14.3f us\n", name, value * 1e6);
+  }
+  absl::StrAppendFormat(&out, "  %-8s %14.2f %%\n", "cv", s.cv() * 100);
+  if (s.count() > 0) {
+    absl::StrAppendFormat(&out, "  %-8s [%.3f, %.3f] us at %.1f %%: %s%s\n", "interval",
+                          s.ci_low_s() * 1e6, s.ci_high_s() * 1e6, s.ci_level() * 100,
+                          stats::PlusMinus(s), s.unstable() ? " UNSTABLE" : "");
+  }
+  absl::StrAppendFormat(&out, "\nresult   %s", stats::CostText(s));
+  if (s.count() > 0 && r.info.cpu_hz > 0) {
+    absl::StrAppendFormat(&out, " = %s at %.6g MHz", CyclesText(s.median_s(), r.info.cpu_hz),
+                          r.info.cpu_hz / 1e6);
+  }
+  out += "\n";
+  absl::StrAppendFormat(&out, "number   %d calls per repeat%s\n", r.number,
+                        adaptive ? " (calibrated)" : "");
+  absl::StrAppendFormat(&out, "repeats  %d in %d round%s, stopped: %s\n", r.costs.size(), r.rounds,
+                        r.rounds == 1 ? "" : "s", r.stop.empty() ? "-" : r.stop);
+  if (r.wall_over_cpu > 0) {
+    absl::StrAppendFormat(&out, "wall/cpu %.3f (wall time over the board's CPU time while timing)\n",
+                          r.wall_over_cpu);
+  }
+  absl::StrAppendFormat(&out, "check    %s", r.check);
   if (r.check != "skipped") {
     absl::StrAppendFormat(&out, " (max abs error %.3g vs %s_reference)", r.max_abs_error, r.op);
   }

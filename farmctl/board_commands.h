@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "device/minrpc_codec.h"
 #include "device/rpc_client.h"
+#include "proto/benchfarm.pb.h"
 
 namespace benchfarm::farmctl {
 
@@ -35,6 +36,13 @@ struct TimeRequest {
   std::string op;              // a float32 operator of the system library: inputs..., output
   std::vector<Shape> shapes;   // one per argument
   device::TimeEvaluatorOptions measure;
+  // Adaptive mode when target_rel_ci > 0 (--target PCT / 100): number calibrated so a repeat
+  // lasts measure.min_repeat_ms (0: 10 ms), then repeats until the median's 95 % interval is
+  // within +-target_rel_ci, `budget` of timing is spent or max_repeat costs are taken
+  // (device/measure.h). 0 budget / max_repeat: device::MeasureRequest's defaults.
+  double target_rel_ci = 0;
+  absl::Duration budget = absl::ZeroDuration();
+  int max_repeat = 0;
   bool check = true;           // compare the output with "<op>_reference" on the board
   uint64_t seed = 1;           // inputs are uniform in [-1, 1) from this seed
 };
@@ -43,21 +51,37 @@ struct TimeResult {
   std::string op;
   std::vector<Shape> shapes;
   device::TimeEvaluatorOptions measure;
+  double target_rel_ci = 0;  // as asked (0: fixed mode)
+  absl::Duration budget = absl::ZeroDuration();
+  int max_repeat = 0;
   device::DeviceInfo info;
   std::vector<double> costs;  // seconds per call, one per repeat
-  double mean = 0, median = 0, min = 0, max = 0, stddev = 0;
+  // count, mean, median, min, max, stddev, CV, the median's interval (stats::CostStatsOf).
+  v1::CostStats stats;
+  int64_t number = 0;          // calls per repeat (adaptive: as calibrated)
+  int rounds = 0;              // timing rounds
+  std::string stop;            // "fixed", "target", "budget", "max_repeat"
+  double wall_over_cpu = 0;    // 0: the board's timer is not a CPU clock
   // "ok", "skipped", or "mismatch"; max_abs_error is over the output elements.
   std::string check = "skipped";
   double max_abs_error = 0;
 };
 
 // Allocates the arguments on the board, fills the inputs, runs the operator (and its reference
-// when check is set), then times it with the board's time evaluator. Frees what it allocated.
+// when check is set), then times it with the board's time evaluator (device::Measure: fixed or
+// adaptive). Frees what it allocated.
 // Errors: the RpcClient's; NotFound for an unknown operator.
 absl::StatusOr<TimeResult> TimeOperator(device::RpcClient& rpc, const TimeRequest& request,
                                         absl::Time deadline);
 
+// "12,345 cycles": `seconds` at `cpu_hz`, rounded, thousands separated.
+std::string CyclesText(double seconds, double cpu_hz);
+
 std::string FormatInfo(const device::DeviceInfo& info, absl::string_view board, bool json);
+// The table: the costs (each repeat's when there are at most 32), count, mean, median, min, max,
+// stddev, CV, the 95 % interval of the median and its +-, calls per repeat, repeats, rounds and
+// why it stopped, wall/CPU when the board says, and the output check. `json`: the same as one
+// object.
 std::string FormatTime(const TimeResult& result, absl::string_view board, bool json);
 std::string FormatCallResult(const device::Arg& value, bool json);
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "stats/cost_stats.h"
+
 namespace benchfarm::farmctl {
 namespace {
 
@@ -37,16 +39,70 @@ TEST(FormatTime, TableAndJson) {
   r.op = "matmul";
   r.shapes = {{2, 2}, {2, 2}, {2, 2}};
   r.costs = {1e-6, 2e-6};
-  r.mean = 1.5e-6;
+  r.stats = stats::CostStatsOf(r.costs, 0);
+  r.number = 10;
+  r.rounds = 1;
+  r.stop = "fixed";
   r.check = "ok";
   r.info.board_kind = "host-process";
   std::string table = FormatTime(r, "hp0", false);
   EXPECT_NE(table.find("matmul"), std::string::npos);
   EXPECT_NE(table.find("1.500"), std::string::npos);  // mean in microseconds
   EXPECT_NE(table.find("check    ok"), std::string::npos);
+  EXPECT_NE(table.find("repeats  2 in 1 round, stopped: fixed"), std::string::npos) << table;
+  EXPECT_EQ(table.find("wall/cpu"), std::string::npos) << "only when the board says";
   std::string json = FormatTime(r, "hp\"0", true);
   EXPECT_NE(json.find("\"costs\": [1e-06, 2e-06]"), std::string::npos) << json;
   EXPECT_NE(json.find("\"board\": \"hp\\\"0\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"count\": 2"), std::string::npos) << json;
+}
+
+// Adaptive mode: every statistic, the interval and its +-, the calibrated number, the repeats
+// and why they stopped, wall/CPU; UNSTABLE for a wide interval.
+TEST(FormatTime, AdaptiveShowsTheSpreadAndWhyItStopped) {
+  TimeResult r;
+  r.op = "add";
+  r.shapes = {{4}, {4}, {4}};
+  r.target_rel_ci = 0.01;
+  r.budget = absl::Milliseconds(500);
+  r.max_repeat = 40;
+  for (int i = 0; i < 12; ++i) r.costs.push_back(1e-5 * (1 + 0.001 * (i % 3)));
+  r.stats = stats::CostStatsOf(r.costs, 0);
+  r.number = 1234;
+  r.rounds = 2;
+  r.stop = "target";
+  r.wall_over_cpu = 1.25;
+  r.info.cpu_hz = 100000000;
+  std::string table = FormatTime(r, "hp0", false);
+  for (const char* want :
+       {"measure  adaptive: target +-1 %  budget 500 ms  max_repeat 40", "count", "mean", "median",
+        "min", "max", "stddev", "cv", "interval", "at 96.1 %: +-0.1 %", "result   10.01 us +-0.1 % = 1,001 cycles",
+        "number   1234 calls per repeat (calibrated)", "repeats  12 in 2 rounds, stopped: target",
+        "wall/cpu 1.250"}) {
+    EXPECT_NE(table.find(want), std::string::npos) << want << "\n" << table;
+  }
+  EXPECT_EQ(table.find("UNSTABLE"), std::string::npos) << table;
+  std::string json = FormatTime(r, "hp0", true);
+  for (const char* want : {"\"target_rel_ci\": 0.01", "\"budget_ms\": 500", "\"max_repeat\": 40",
+                           "\"rel_half_width\": ", "\"unstable\": false", "\"ci_level\": ",
+                           "\"measured\": {\"number\": 1234, \"repeats\": 12, \"rounds\": 2, "
+                           "\"stop\": \"target\"}",
+                           "\"wall_over_cpu\": 1.25"}) {
+    EXPECT_NE(json.find(want), std::string::npos) << want << "\n" << json;
+  }
+
+  r.costs = {1e-5, 1e-5, 2e-5, 3e-5};
+  r.stats = stats::CostStatsOf(r.costs, 0);
+  r.stop = "budget";
+  table = FormatTime(r, "hp0", false);
+  EXPECT_NE(table.find("UNSTABLE"), std::string::npos) << table;
+  EXPECT_NE(table.find("stopped: budget"), std::string::npos) << table;
+  EXPECT_NE(FormatTime(r, "hp0", true).find("\"unstable\": true"), std::string::npos);
+}
+
+TEST(CyclesText, GroupsThousands) {
+  EXPECT_EQ(CyclesText(1e-3, 168e6), "168,000 cycles");
+  EXPECT_EQ(CyclesText(12.3456e-6, 1e9), "12,346 cycles");
 }
 
 }  // namespace

@@ -25,6 +25,41 @@ grep -q '"op": "matmul", "shapes": "8x4,4x6,8x6"' "$out" || fail "json op/shapes
 grep -q '"check": "ok"' "$out" || fail "json check"
 grep -Eq '"costs": \[[0-9.e-]+, [0-9.e-]+, [0-9.e-]+\]' "$out" || fail "json costs"
 
+# Every statistic of the costs, the median's interval and its +-, and how they were taken.
+"$farmctl" board time --host-process --op add --number 5 --repeat 8 >"$out" || fail "time stats"
+for stat in count mean median min max stddev cv; do
+  grep -q "^  $stat  *[0-9]" "$out" || fail "no $stat line"
+done
+grep -Eq '^  interval \[[0-9.]+, [0-9.]+\] us at [0-9.]+ %: \+-[0-9.]+ %' "$out" || fail "interval line"
+grep -Eq '^result   [0-9.]+ (ns|us|ms) \+-[0-9.]+ %' "$out" || fail "result line"
+grep -q '^repeats  8 in 1 round, stopped: fixed$' "$out" || fail "fixed repeats line"
+grep -Eq '^wall/cpu [0-9.]+ ' "$out" || fail "host-process boards time with a CPU clock: wall/cpu"
+
+# Adaptive mode: calibrated number, repeats until the target (or the caps), why it stopped.
+"$farmctl" board time --host-process --op add --target 5 --max-repeat 20 --budget-ms 3000 \
+  >"$out" || fail "time --target"
+grep -q '^measure  adaptive: target +-5 %  budget 3000 ms  max_repeat 20' "$out" || fail "adaptive measure line"
+grep -Eq '^number   [0-9]+ calls per repeat \(calibrated\)$' "$out" || fail "calibrated number"
+grep -Eq '^repeats  ([1-9]|1[0-9]|20) in [0-9]+ rounds?, stopped: (target|budget|max_repeat)$' "$out" \
+  || fail "adaptive repeats line"
+"$farmctl" board time --host-process --op add --target 5 --max-repeat 20 --json >"$out" \
+  || fail "time --target --json"
+python3 - "$out" <<'PY' || fail "adaptive json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["target_rel_ci"] == 0.05 and d["max_repeat"] == 20, d
+m = d["measured"]
+assert m["stop"] in ("target", "budget", "max_repeat"), m
+assert m["repeats"] == d["count"] == len(d["costs"]) <= 20, d
+assert m["number"] >= 1 and m["rounds"] >= 1, m
+assert d["min"] <= d["ci_low"] <= d["median"] <= d["ci_high"] <= d["max"], d
+assert isinstance(d["unstable"], bool) and d["rel_half_width"] >= 0, d
+PY
+if "$farmctl" board time --host-process --op add --budget-ms 100 2>"$out"; then fail "--budget-ms without --target"; fi
+grep -q -- "--budget-ms: only with --target" "$out" || fail "--budget-ms message"
+if "$farmctl" board time --host-process --op add --target 80 2>"$out"; then fail "--target 80"; fi
+grep -q -- "--target: 80 is not in 0..50" "$out" || fail "--target message"
+
 "$farmctl" board call --host-process tvm.rpc.server.GetCRTMaxPacketSize >"$out" || fail "call"
 [[ "$(cat "$out")" == "2037" ]] || fail "call result"
 

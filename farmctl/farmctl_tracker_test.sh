@@ -39,6 +39,13 @@ run submit --kind k --op matmul --knob tile_m=3 --knob order=ikj --tracker 127.0
 [[ $rc -eq 1 ]] && grep -q "tile_m=3: not one of 1, 2, 4, 8, 16, 32" "$err" || fail "bad knob value"
 run submit --kind k --op matmul --knobs tile_m=8,bogus=1 --tracker 127.0.0.1:1
 [[ $rc -eq 1 ]] && grep -q 'matmul has no knob "bogus"' "$err" || fail "unknown knob"
+run submit --kind k --op matmul --target 0.5 --max-repeat 5000 --tracker 127.0.0.1:1
+[[ $rc -eq 1 ]] && grep -q -- "--max_repeat: 5000 is not in 0..1024" "$err" || fail "bad --max-repeat"
+run submit --kind k --op matmul --budget-ms 100 --tracker 127.0.0.1:1
+[[ $rc -eq 1 ]] && grep -q -- "--budget-ms: only with --target" "$err" || fail "--budget-ms without --target"
+run tune --op matmul --kind k --max-repeat 50 --tracker 127.0.0.1:1
+[[ $rc -eq 1 ]] && grep -q -- "--max-repeat: only with --target" "$err" || fail "tune --max-repeat without --target"
+run get;                                 [[ $rc -eq 2 ]] || fail "get without ids: exit $rc"
 printf 'trials { nope: 1 }\n' >"$TEST_TMPDIR/bad.textproto"
 run submit --file "$TEST_TMPDIR/bad.textproto" --tracker 127.0.0.1:1
 [[ $rc -eq 1 ]] && grep -q "bad.textproto:1:" "$err" || fail "bad --file"
@@ -71,5 +78,6 @@ run submit --kind host-process --op matmul --knob tile_m=8 --label usb=1 --clien
 [[ $rc -eq 1 ]] && grep -q 'trials\[0\].board_kind: unknown board kind "host-process"' "$err" \
   || fail "submit to an unknown kind"
 run watch j-no-such-job; [[ $rc -eq 1 ]] && grep -q "GetJob j-no-such-job" "$err" || fail "watch unknown job"
+run get j-no-such-job; [[ $rc -eq 1 ]] && grep -q "GetJob j-no-such-job" "$err" || fail "get unknown job"
 run cancel j-no-such-job; [[ $rc -eq 1 ]] && grep -q "CancelJob j-no-such-job" "$err" || fail "cancel unknown job"
 echo PASS

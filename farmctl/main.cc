@@ -4,7 +4,8 @@
 //   farmctl board info  (--port PATH [--baud B] | --host-process [--pty] |
 //                        --qemu MACHINE --image FIRMWARE.elf [--icount]) [--json]
 //   farmctl board time  ... --op NAME [--shape 32x32,32x32,32x32] [--number N] [--repeat R]
-//                       [--min-repeat-ms M] [--no-check] [--seed S] [--json]
+//                       [--min-repeat-ms M] [--target PCT [--budget-ms B] [--max-repeat N]]
+//                       [--no-check] [--seed S] [--json]
 //   farmctl board call  ... NAME [ARG...]     ARG: int:N, float:X, str:TEXT or a number
 //
 // Tracker commands (--tracker HOST:PORT, else $BENCHFARM_TRACKER, else localhost:7070; TLS with
@@ -14,14 +15,17 @@
 //   farmctl queue [--json]
 //   farmctl submit --kind K --op OP [--knob name=value ... | --knobs a=1,b=2] [--shape S]
 //                  [--number N --repeat R --min-repeat-ms M --cooldown-ms C --timeout-ms T]
+//                  [--target PCT --budget-ms B --max-repeat N]
 //                  [--no-check] [--seed S] [--priority P] [--board ID] [--label k=v ...]
 //                  [--client C] [--request-id R]
 //   farmctl submit --file trials.textproto|trials.json [--client C] [--request-id R]
 //   farmctl watch [JOB...] [--client C]
+//   farmctl get JOB... [--json]
 //   farmctl results [--client C] [--kind K] [--op OP] [--limit N] [--json | --autotvm]
 //   farmctl cancel JOB...
 //   farmctl op add DIR|op.json | op show NAME [--version V] | ops [--op NAME] [--all-versions]
 //   farmctl import-log LOG --op OP --kind K [--shape S] [--out DIR] (the tune run to restore)
+//   farmctl tune --op OP --kind K [...] [--target PCT ...] [--recheck K] --out DIR
 //
 // Flags may be spelled with dashes or underscores; --knob and --label may be repeated. Exit
 // status: 0 on success, 1 on a failure (the message on stderr), 2 on a usage error.
@@ -43,6 +47,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 #include "farmctl/board_commands.h"
 #include "farmctl/board_link.h"
 #include "farmctl/knob_space.h"
@@ -67,6 +72,10 @@ ABSL_FLAG(std::string, shape, "", "board time: argument shapes, e.g. 32x32,32x32
 ABSL_FLAG(int64_t, number, 10, "board time: calls per repeat");
 ABSL_FLAG(int64_t, repeat, 3, "board time: repeats (one cost each)");
 ABSL_FLAG(int64_t, min_repeat_ms, 0, "board time: grow number until a repeat lasts this long");
+ABSL_FLAG(double, target, 0, "board time/submit/tune: adaptive mode: repeat until the median's 95% interval is within +-PCT % (1: +-1 %); 0: fixed --number/--repeat");
+ABSL_FLAG(int64_t, budget_ms, 0, "with --target: time spent timing at most, ms (0: the default)");
+ABSL_FLAG(int64_t, max_repeat, 0, "with --target: costs at most (0: the default, 200)");
+ABSL_FLAG(int, recheck, 0, "tune: re-measure the top K configs (adaptive, --target or 1 %) and compare the two rankings");
 ABSL_FLAG(bool, check, true, "board time: compare the output with <op>_reference on the board");
 ABSL_FLAG(uint64_t, seed, 1, "board time: seed of the random inputs");
 ABSL_FLAG(std::string, tracker, "", "tracker commands: HOST:PORT of the tracker (default: $BENCHFARM_TRACKER, else localhost:7070)");
@@ -107,7 +116,9 @@ constexpr char kUsage[] =
     "                              --qemu MACHINE --image FIRMWARE.elf [--icount]) [--json]\n"
     "  board info                       what the board reports (kind, firmware hash, ...)\n"
     "  board time --op NAME [--shape S] [--number N --repeat R --min-repeat-ms M]\n"
-    "                                   time an operator on the board, output checked\n"
+    "             [--target PCT [--budget-ms B] [--max-repeat N]]\n"
+    "                                   time an operator on the board, output checked;\n"
+    "                                   --target: repeat until the median is known to +-PCT %\n"
     "  board call NAME [ARG...]         call a global or system-library function\n"
     "\n"
     "farmctl COMMAND [--tracker HOST:PORT]   (default $BENCHFARM_TRACKER, else localhost:7070)\n"
@@ -118,12 +129,15 @@ constexpr char kUsage[] =
     "                                   priority and running\n"
     "  submit --kind K --op OP [--knob name=value ...] [--knobs a=1,b=2] [--shape S]\n"
     "         [--number N --repeat R --min-repeat-ms M --cooldown-ms C --timeout-ms T]\n"
+    "         [--target PCT [--budget-ms B] [--max-repeat N]]\n"
     "         [--no-check] [--seed S] [--priority P] [--board ID] [--label k=v ...]\n"
     "         [--client C] [--request-id R]\n"
     "  submit --file trials.textproto|trials.json [--client C] [--request-id R]\n"
     "                                   queue trials; prints their job ids\n"
     "  watch [JOB...] [--client C]      one line per job event, until the jobs finish\n"
     "                                   (no JOB: every job, until Ctrl-C)\n"
+    "  get JOB... [--json]              one job in full: its result's median +- interval,\n"
+    "                                   spread, repeats and why they stopped, clock\n"
     "  results [--client C] [--kind K] [--op OP] [--limit N] [--json | --autotvm]\n"
     "                                   finished and pending jobs; --autotvm: AutoTVM log records\n"
     "  cancel JOB...                    cancel queued or running jobs\n"
@@ -142,9 +156,15 @@ constexpr char kUsage[] =
     "                                   tune directory, so tune resumes without re-measuring\n"
     "  tune --op OP --kind K [--strategy grid|random|model] [--trials N] [--batch B] [--pool N]\n"
     "       [--out DIR] [--shape S] [--number N --repeat R --min-repeat-ms M] [--no-check]\n"
+    "       [--target PCT [--budget-ms B] [--max-repeat N]] [--recheck K]\n"
     "                                   search the op's knob space on the farm; resumable\n"
     "                                   from DIR; prints the best configs and their speed-up\n"
-    "                                   over the default, writes an AutoTVM log and a plot\n";
+    "                                   over the default, writes an AutoTVM log and a plot;\n"
+    "                                   --recheck K measures the top K again and says whether\n"
+    "                                   the ranking held (top-1, Kendall tau)\n"
+    "\n"
+    "Costs show as the median per call and its 95 % interval: \"12.3 us +-0.4 %\"; UNSTABLE\n"
+    "when the interval is wider than the tracker's threshold (+-3 % by default).\n";
 
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "farmctl: %s\n", std::string(status.message()).c_str());
@@ -205,6 +225,15 @@ int BoardCommand(const std::vector<std::string>& args, const char* argv0) {
     time.measure.number = absl::GetFlag(FLAGS_number);
     time.measure.repeat = absl::GetFlag(FLAGS_repeat);
     time.measure.min_repeat_ms = absl::GetFlag(FLAGS_min_repeat_ms);
+    v1::MeasureOptions adaptive;
+    if (absl::Status s = SetAdaptive(absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_budget_ms),
+                                     absl::GetFlag(FLAGS_max_repeat), &adaptive);
+        !s.ok()) {
+      return Fail(s);
+    }
+    time.target_rel_ci = adaptive.target_rel_ci();
+    time.budget = absl::Milliseconds(adaptive.budget_ms());
+    time.max_repeat = adaptive.max_repeat();
     time.check = absl::GetFlag(FLAGS_check);
     time.seed = absl::GetFlag(FLAGS_seed);
   }
@@ -308,6 +337,9 @@ int SubmitCommand(const TrackerClient& tracker, const RepeatedFlags& repeated, b
     flags.min_repeat_ms = absl::GetFlag(FLAGS_min_repeat_ms);
     flags.cooldown_ms = absl::GetFlag(FLAGS_cooldown_ms);
     flags.timeout_ms = absl::GetFlag(FLAGS_timeout_ms);
+    flags.target_pct = absl::GetFlag(FLAGS_target);
+    flags.budget_ms = absl::GetFlag(FLAGS_budget_ms);
+    flags.max_repeat = absl::GetFlag(FLAGS_max_repeat);
     flags.check = absl::GetFlag(FLAGS_check);
     flags.seed = absl::GetFlag(FLAGS_seed);
     flags.priority = absl::GetFlag(FLAGS_priority);
@@ -372,6 +404,18 @@ absl::StatusOr<TuneOptions> TuneOptionsFromFlags() {
   options.measure.set_min_repeat_ms(static_cast<int32_t>(absl::GetFlag(FLAGS_min_repeat_ms)));
   options.measure.set_cooldown_ms(static_cast<int32_t>(absl::GetFlag(FLAGS_cooldown_ms)));
   options.measure.set_timeout_ms(static_cast<int32_t>(absl::GetFlag(FLAGS_timeout_ms)));
+  options.recheck = absl::GetFlag(FLAGS_recheck);
+  if (absl::GetFlag(FLAGS_target) > 0 || options.recheck == 0) {
+    RETURN_IF_ERROR(SetAdaptive(absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_budget_ms),
+                                absl::GetFlag(FLAGS_max_repeat), &options.measure));
+  } else {
+    // --budget-ms/--max-repeat without --target bound the recheck only (adaptive at 1 %).
+    v1::MeasureOptions recheck;
+    RETURN_IF_ERROR(SetAdaptive(1, absl::GetFlag(FLAGS_budget_ms), absl::GetFlag(FLAGS_max_repeat),
+                                &recheck));
+    options.recheck_budget_ms = recheck.budget_ms();
+    options.recheck_max_repeat = recheck.max_repeat();
+  }
   options.check = absl::GetFlag(FLAGS_check);
   options.priority = static_cast<int>(absl::GetFlag(FLAGS_priority));
   if (!absl::GetFlag(FLAGS_shape).empty()) {
@@ -411,7 +455,7 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
   if (command != "submit" && (!repeated.knobs.empty() || !repeated.labels.empty())) {
     return Usage(absl::StrCat(command, ": --knob and --label belong to submit"));
   }
-  if (command != "watch" && command != "cancel" && command != "op" && command != "import-log" &&
+  if (command != "watch" && command != "cancel" && command != "get" && command != "op" && command != "import-log" &&
       command != "quarantine" && command != "release" && !operands.empty()) {
     return Usage(absl::StrCat(command, ": unexpected argument \"", operands[0], "\""));
   }
@@ -422,6 +466,9 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
     status = PrintQueue(tracker, json, std::cout);
   } else if (command == "submit") {
     return SubmitCommand(tracker, repeated, credentials.insecure());
+  } else if (command == "get") {
+    if (operands.empty()) return Usage("get needs at least one job id");
+    status = ShowJobs(tracker, operands, json, std::cout);
   } else if (command == "watch") {
     WatchOptions options;
     options.client_id = absl::GetFlag(FLAGS_client);
@@ -541,7 +588,7 @@ int main(int argc, char** argv) {
     args.erase(args.begin());
     return BoardCommand(args, argv[0]);
   }
-  for (const char* command : {"boards", "queue", "submit", "watch", "results", "cancel", "tune",
+  for (const char* command : {"boards", "queue", "submit", "watch", "get", "results", "cancel", "tune",
                               "op", "ops", "import-log", "quarantine", "release"}) {
     if (args[0] == command) return TrackerCommand(args, repeated);
   }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -22,12 +23,15 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "base/files.h"
+#include "base/status_macros.h"
 #include "catalog/operator.h"
 #include "farmctl/autotvm_record.h"
 #include "farmctl/board_commands.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/time_util.h"
+#include "stats/cost_stats.h"
 
 namespace benchfarm::farmctl {
 namespace {
@@ -123,7 +127,7 @@ std::string OpName(const v1::OperatorSpec& op) {
   return op.has_template_op() ? op.template_op().op() : op.entry_function();
 }
 
-// "12.345 us" (the mean cost per call), or the error.
+// "200 us +-0.4 %" (the median per call and its interval: ResultCostText), or the error.
 std::string Outcome(const v1::Job& job, bool with_message) {
   if (job.state() != v1::DONE) return "-";
   const v1::Result& r = job.result();
@@ -133,9 +137,7 @@ std::string Outcome(const v1::Job& job, bool with_message) {
     if (with_message && !r.message().empty()) absl::StrAppend(&name, ": ", r.message());
     return name;
   }
-  double sum = 0;
-  for (double c : r.costs_s()) sum += c;
-  return absl::StrFormat("%.3f us", sum / r.costs_s_size() * 1e6);
+  return ResultCostText(r);
 }
 
 absl::StatusOr<int32_t> Int32Flag(absl::string_view flag, int64_t value, int64_t max) {
@@ -210,6 +212,14 @@ absl::Status PrintBoards(const TrackerClient& tracker, const std::string& kind, 
                absl::StrCat(b->flashes()), absl::StrCat(b->consecutive_infra_failures())});
   }
   table.Print(out);
+  // Why boards are out of service, one line each (a quarantine's reason can be long).
+  for (const v1::Board* b : boards) {
+    if (b->held()) {
+      out << b->board_id() << ": held: " << OrDash(b->held_reason()) << "\n";
+    } else if (b->state() == v1::QUARANTINED && !b->quarantine_reason().empty()) {
+      out << b->board_id() << ": quarantined: " << b->quarantine_reason() << "\n";
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -280,6 +290,25 @@ absl::Status PrintQueue(const TrackerClient& tracker, bool json, std::ostream& o
 }
 
 // ---- submit -------------------------------------------------------------------------------------
+
+absl::Status SetAdaptive(double target_pct, int64_t budget_ms, int64_t max_repeat,
+                         v1::MeasureOptions* measure) {
+  if (!(target_pct >= 0 && target_pct <= 50)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--target: ", target_pct, " is not in 0..50 (percent of the median: 1 means +-1 %)"));
+  }
+  ASSIGN_OR_RETURN(int32_t budget, Int32Flag("budget_ms", budget_ms, 3600000));
+  ASSIGN_OR_RETURN(int32_t repeats, Int32Flag("max_repeat", max_repeat, 1024));
+  if (target_pct == 0 && (budget > 0 || repeats > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", budget > 0 ? "budget-ms" : "max-repeat",
+        ": only with --target PCT (adaptive mode; the fixed mode takes --number/--repeat)"));
+  }
+  measure->set_target_rel_ci(target_pct / 100);
+  measure->set_budget_ms(budget);
+  measure->set_max_repeat(repeats);
+  return absl::OkStatus();
+}
 
 absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const KnobTable& knobs) {
   if (flags.kind.empty()) return absl::InvalidArgumentError("--kind: required (a board kind)");
@@ -362,6 +391,7 @@ absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const KnobTabl
     if (!v.ok()) return v.status();
     (m->*f.set)(*v);
   }
+  RETURN_IF_ERROR(SetAdaptive(flags.target_pct, flags.budget_ms, flags.max_repeat, m));
   absl::StatusOr<int32_t> priority = Int32Flag("priority", flags.priority, 100);
   if (!priority.ok()) return priority.status();
   trial.set_priority(*priority);
@@ -518,6 +548,134 @@ absl::Status PrintResults(const TrackerClient& tracker, const ResultsOptions& op
                absl::StrCat(job.attempts_size()), Outcome(job, false)});
   }
   table.Print(out);
+  return absl::OkStatus();
+}
+
+// ---- a result's quality -------------------------------------------------------------------------
+
+std::string ResultCostText(const v1::Result& result) {
+  const v1::CostStats stats = stats::StatsOf(result);
+  std::string text = stats::CostText(stats);
+  if (stats.count() > 0 && result.cpu_hz() > 0) {
+    absl::StrAppend(&text, " = ", CyclesText(stats.median_s(), result.cpu_hz()));
+  }
+  return text;
+}
+
+// ---- get ----------------------------------------------------------------------------------------
+
+namespace {
+
+std::string MeasureOptionsText(const v1::MeasureOptions& m) {
+  std::string text;
+  if (m.target_rel_ci() > 0) {
+    text = absl::StrFormat("adaptive: target +-%g %%", m.target_rel_ci() * 100);
+    absl::StrAppend(&text, ", budget ", m.budget_ms() > 0 ? absl::StrCat(m.budget_ms(), " ms") : "default",
+                    ", max_repeat ", m.max_repeat() > 0 ? absl::StrCat(m.max_repeat()) : "default");
+  } else {
+    text = absl::StrCat("fixed: number ", m.number(), ", repeat ", m.repeat());
+  }
+  if (m.min_repeat_ms() > 0) absl::StrAppend(&text, ", min_repeat_ms ", m.min_repeat_ms());
+  if (m.cooldown_ms() > 0) absl::StrAppend(&text, ", cooldown_ms ", m.cooldown_ms());
+  if (m.timeout_ms() > 0) absl::StrAppend(&text, ", timeout_ms ", m.timeout_ms());
+  return text;
+}
+
+std::string Percent(double fraction) { return absl::StrFormat("%.1f %%", fraction * 100); }
+
+}  // namespace
+
+std::string FormatJob(const v1::Job& job, const KnobTable& knobs) {
+  std::string out;
+  auto line = [&](absl::string_view key, absl::string_view value) {
+    absl::StrAppendFormat(&out, "%-10s %s\n", key, value);
+  };
+  const v1::Trial& t = job.trial();
+  line("job", job.job_id());
+  line("client", OrDash(job.client_id()));
+  line("state", v1::JobState_Name(job.state()));
+  std::string op = absl::StrCat(t.board_kind(), "/", OpName(t.op()));
+  if (t.op().has_template_op() && !t.op().template_op().version().empty()) {
+    absl::StrAppend(&op, "@", t.op().template_op().version());
+  }
+  line("trial", op);
+  line("knobs", FormatKnobs(t.op(), knobs));
+  if (t.args_size() > 0) {
+    std::vector<std::string> shapes;
+    for (const v1::ArgSpec& a : t.args()) shapes.push_back(absl::StrJoin(a.shape(), "x"));
+    line("shapes", absl::StrJoin(shapes, ","));
+  }
+  line("measure", MeasureOptionsText(t.measure()));
+  const std::string board = job.state() == v1::DONE ? job.result().board_id() : job.board_id();
+  line("board", absl::StrCat(OrDash(board), " (attempts ", job.attempts_size(), ")"));
+  if (job.state() != v1::DONE) return out;
+  const v1::Result& r = job.result();
+  line("result", Outcome(job, /*with_message=*/true));
+  const v1::CostStats s = stats::StatsOf(r);
+  if (s.count() > 0) {
+    using stats::SecondsText;
+    line("costs", absl::StrCat(s.count(), ": mean ", SecondsText(s.mean_s()), ", median ",
+                               SecondsText(s.median_s()), ", min ", SecondsText(s.min_s()),
+                               ", max ", SecondsText(s.max_s()), ", stddev ",
+                               SecondsText(s.stddev_s()), ", CV ", Percent(s.cv())));
+    std::string interval = absl::StrCat("[", SecondsText(s.ci_low_s()), ", ",
+                                        SecondsText(s.ci_high_s()), "] at ", Percent(s.ci_level()),
+                                        " (", stats::PlusMinus(s), "; ");
+    absl::StrAppend(&interval, s.unstable() ? "UNSTABLE: " : "",
+                    s.unstable_threshold() > 0
+                        ? absl::StrCat("unstable past +-", Percent(s.unstable_threshold()))
+                        : "no threshold stored",
+                    ")");
+    line("interval", interval);
+  }
+  const v1::MeasureReport& m = r.measured();
+  if (m.repeats() > 0 || m.number() > 0 || !m.stop().empty()) {
+    std::string how = absl::StrCat("number ", m.number(), ", ", m.repeats(), " repeats in ",
+                                   m.rounds(), m.rounds() == 1 ? " round" : " rounds",
+                                   ", stopped: ", OrDash(m.stop()));
+    if (m.target_rel_ci() > 0) absl::StrAppendFormat(&how, " (target +-%g %%)", m.target_rel_ci() * 100);
+    if (m.interleaved()) absl::StrAppend(&how, ", interleaved with its batch");
+    line("measured", how);
+  }
+  if (r.cpu_hz() > 0 || r.wall_over_cpu() > 0) {
+    std::vector<std::string> clock;
+    if (r.cpu_hz() > 0) {
+      clock.push_back(absl::StrFormat("%.6g MHz", r.cpu_hz() / 1e6));
+      if (s.count() > 0) clock.push_back(absl::StrCat("median ", CyclesText(s.median_s(), r.cpu_hz())));
+    }
+    if (r.wall_over_cpu() > 0) clock.push_back(absl::StrFormat("wall/CPU %.3f", r.wall_over_cpu()));
+    line("clock", absl::StrJoin(clock, ", "));
+  }
+  if (!r.timer().empty() || !r.emulation().empty() || r.timer_resolution_s() > 0) {
+    std::string timer = OrDash(r.timer());
+    if (!r.emulation().empty()) absl::StrAppend(&timer, " (", r.emulation(), ")");
+    if (r.timer_resolution_s() > 0) {
+      absl::StrAppend(&timer, ", tick ", stats::SecondsText(r.timer_resolution_s()));
+    }
+    line("timer", timer);
+  }
+  const v1::StageTimes& st = r.stages();
+  line("stages", absl::StrCat("build ", stats::SecondsText(st.build_s()), ", flash ",
+                              stats::SecondsText(st.flash_s()), ", handshake ",
+                              stats::SecondsText(st.handshake_s()), ", measure ",
+                              stats::SecondsText(st.measure_s())));
+  return out;
+}
+
+absl::Status ShowJobs(const TrackerClient& tracker, const std::vector<std::string>& job_ids,
+                      bool json, std::ostream& out) {
+  v1::ListResultsResponse all;
+  for (const std::string& id : job_ids) {
+    v1::GetJobRequest request;
+    request.set_job_id(id);
+    RETURN_IF_ERROR(Call(tracker, &v1::Tracker::StubInterface::GetJob, request, all.add_jobs(),
+                         absl::StrCat("GetJob ", id)));
+  }
+  if (json) return JsonOut(all, out);
+  for (int i = 0; i < all.jobs_size(); ++i) {
+    if (i > 0) out << "\n";
+    out << FormatJob(all.jobs(i), SampleKnobs());
+  }
   return absl::OkStatus();
 }
 

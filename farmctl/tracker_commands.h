@@ -82,12 +82,24 @@ struct TrialFlags {
   int64_t min_repeat_ms = 0;
   int64_t cooldown_ms = 0;
   int64_t timeout_ms = 0;  // 0: the agent's default
+  // Adaptive mode (MeasureOptions.target_rel_ci): --target PCT, the interval of the median to
+  // reach in percent of it (1: +-1 %, target_rel_ci 0.01); 0: the fixed number/repeat mode.
+  // --budget-ms and --max-repeat bound it (0: the agent's defaults).
+  double target_pct = 0;
+  int64_t budget_ms = 0;
+  int64_t max_repeat = 0;
   bool check = true;
   uint64_t seed = 1;
   int64_t priority = 0;
   std::string board;                // --board: pin to one board id
   std::vector<std::string> labels;  // --label k=v (repeated): pin to boards with these labels
 };
+
+// Sets the adaptive fields of `measure` from --target PCT, --budget-ms, --max-repeat (shared by
+// submit, tune and board time). InvalidArgument naming the flag: PCT in 0..50, budget in
+// 0..3600000 ms, max-repeat in 0..1024; --budget-ms/--max-repeat without --target.
+absl::Status SetAdaptive(double target_pct, int64_t budget_ms, int64_t max_repeat,
+                         v1::MeasureOptions* measure);
 
 // Builds the trial. Knob values are checked against the op's knobs when `knobs` knows the op;
 // other ops' knobs are passed on as given. InvalidArgument naming the flag.
@@ -129,6 +141,13 @@ absl::StatusOr<KnobTable> FetchKnobTable(const TrackerClient& tracker);
 absl::StatusOr<OpKnobs> FetchOpKnobs(const TrackerClient& tracker, const std::string& name,
                                      const std::string& version = "");
 
+// ---- a result's quality ----------------------------------------------------------------------
+
+// "200 us +-0.4 %", " UNSTABLE" past the tracker's threshold, and " = 12,345 cycles" when the
+// board's clock is known (Result.cpu_hz > 0): stats::CostText of the result's stats (stored, or
+// computed from the costs of a result stored before stats existed). "-" without costs.
+std::string ResultCostText(const v1::Result& result);
+
 // ---- watch -----------------------------------------------------------------------------------
 
 struct WatchOptions {
@@ -138,7 +157,9 @@ struct WatchOptions {
 };
 
 // Streams WatchJobs and prints one line per event:
-//   <time> <job> <STATE> <kind>/<op> [on <board>] [attempt N] [<mean cost> | <ERROR>: <message>]
+//   <time> <job> <STATE> <kind>/<op> [on <board>] [attempt N] [<cost> | <ERROR>: <message>]
+// where <cost> is ResultCostText: "200 us +-0.4 %" (the median and its interval), maybe
+// "UNSTABLE" and "= N cycles".
 // Named jobs are looked up first (NotFound for an unknown one); the watch ends when every one of
 // them is DONE or CANCELLED. A client-wide watch runs until the tracker ends the stream (or
 // max_events). The stream itself has no deadline.
@@ -161,10 +182,24 @@ struct ResultsOptions {
 };
 
 // ListResults, following next_page_token. kTable: JOB CLIENT STATE KIND OP KNOBS BOARD ATTEMPTS
-// RESULT (mean cost per call, or the error name); kJson: one ListResultsResponse with every page's
-// jobs; kAutoTvm: one AutoTVM record per DONE job (unfinished jobs are skipped).
+// RESULT (ResultCostText: the median per call +- its interval, or the error name); kJson: one
+// ListResultsResponse with every page's jobs (each result with its stats, measured, cpu_hz);
+// kAutoTvm: one AutoTVM record per DONE job (unfinished jobs are skipped; costs as measured).
 absl::Status PrintResults(const TrackerClient& tracker, const ResultsOptions& options,
                           std::ostream& out);
+
+// ---- get -------------------------------------------------------------------------------------
+
+// GetJob for each id: the trial, its state and attempts, and the result in full: the median
+// +- its interval, count, mean, median, min, max, stddev, CV, the interval and its level, how
+// the costs were taken (calls per repeat, repeats, rounds, why it stopped), the clock (cycles,
+// wall/CPU) and the stage times. `json`: the jobs as one ListResultsResponse. NotFound naming an
+// unknown job.
+absl::Status ShowJobs(const TrackerClient& tracker, const std::vector<std::string>& job_ids,
+                      bool json, std::ostream& out);
+
+// One job as ShowJobs prints it.
+std::string FormatJob(const v1::Job& job, const KnobTable& knobs);
 
 // ---- cancel ----------------------------------------------------------------------------------
 

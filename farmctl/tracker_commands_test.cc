@@ -39,6 +39,9 @@ namespace {
 using google::protobuf::util::TimeUtil;
 
 constexpr uint64_t kFailingSeed = 666;  // the fake agent reports WRONG_ANSWER for this seed
+// For this seed the fake agent's costs agree within 0.2 % and it reports the board's clock:
+// 1e-4 * (1 + 0.001 i) s at 100 MHz, so the median 100.1 us is 10,010 cycles.
+constexpr uint64_t kStableSeed = 7;
 
 std::chrono::system_clock::time_point Soon() {
   return std::chrono::system_clock::now() + std::chrono::seconds(20);
@@ -111,6 +114,15 @@ class FakeAgent {
       if (offer.trial().seed() == kFailingSeed) {
         r->set_error_code(v1::WRONG_ANSWER);
         r->set_message("output differs from matmul_reference");
+      } else if (offer.trial().seed() == kStableSeed) {
+        int repeat = std::max(offer.trial().measure().repeat(), 1);
+        for (int i = 0; i < repeat; ++i) r->add_costs_s(1e-4 * (1 + 0.001 * i));
+        r->set_cpu_hz(1e8);
+        r->set_wall_over_cpu(1.02);
+        r->mutable_measured()->set_number(offer.trial().measure().number());
+        r->mutable_measured()->set_repeats(repeat);
+        r->mutable_measured()->set_rounds(1);
+        r->mutable_measured()->set_stop("fixed");
       } else {
         int repeat = std::max(offer.trial().measure().repeat(), 1);
         for (int i = 0; i < repeat; ++i) r->add_costs_s(1e-4 * (i + 1));
@@ -210,8 +222,9 @@ class TrackerCommandsTest : public ::testing::Test {
 TEST_F(TrackerCommandsTest, SubmitWatchAndResultsInEveryFormat) {
   FakeAgent agent(agents_.get(), "agent-1", {FakeAgent::Board("hp0", "host-process")});
   std::vector<std::string> ids =
-      SubmitTrials({Matmul({"tile_m=4", "order=ijk"}), Matmul({"tile_n=16"}, kFailingSeed)});
-  ASSERT_EQ(ids.size(), 2u);
+      SubmitTrials({Matmul({"tile_m=4", "order=ijk"}), Matmul({"tile_n=16"}, kFailingSeed),
+                    Matmul({"tile_m=8"}, kStableSeed)});
+  ASSERT_EQ(ids.size(), 3u);
 
   std::ostringstream watch;
   WatchOptions options;
@@ -222,30 +235,35 @@ TEST_F(TrackerCommandsTest, SubmitWatchAndResultsInEveryFormat) {
     EXPECT_TRUE(absl::StrContains(line, " host-process/matmul")) << line;
     if (absl::StrContains(line, " DONE ")) done.insert(line);
   }
-  ASSERT_EQ(done.size(), 2u) << watch.str();
-  bool saw_cost = false, saw_error = false;
+  ASSERT_EQ(done.size(), 3u) << watch.str();
+  bool saw_cost = false, saw_error = false, saw_stable = false;
   for (const std::string& line : done) {
     if (absl::StrContains(line, ids[0])) {
-      saw_cost = absl::StrContains(line, "DONE host-process/matmul on hp0 attempt 1 200.000 us");
-    } else {
+      // The median and its interval: 100, 200, 300 us is known only to +-50 %.
+      saw_cost = absl::StrContains(line, "DONE host-process/matmul on hp0 attempt 1 200 us +-50 % UNSTABLE");
+    } else if (absl::StrContains(line, ids[1])) {
       saw_error = absl::StrContains(line, "WRONG_ANSWER: output differs from matmul_reference");
+    } else {
+      saw_stable = absl::EndsWith(line, " 100.1 us +-0.1 % = 10,010 cycles");
     }
   }
-  EXPECT_TRUE(saw_cost && saw_error) << watch.str();
+  EXPECT_TRUE(saw_cost && saw_error && saw_stable) << watch.str();
 
   // Table.
   std::ostringstream table;
   ResultsOptions results;
   ASSERT_TRUE(PrintResults(tracker_, results, table).ok());
   std::vector<std::string> rows = Lines(table.str());
-  ASSERT_EQ(rows.size(), 3u) << table.str();
+  ASSERT_EQ(rows.size(), 4u) << table.str();
   EXPECT_TRUE(absl::StartsWith(rows[0], "JOB ")) << rows[0];
   EXPECT_TRUE(absl::StrContains(rows[0], "RESULT")) << rows[0];
   EXPECT_TRUE(absl::StartsWith(rows[1], ids[0])) << table.str();
   EXPECT_TRUE(absl::StrContains(rows[1], "tile_m=4,order=ijk")) << rows[1];
-  EXPECT_TRUE(absl::StrContains(rows[1], "200.000 us")) << rows[1];
+  EXPECT_TRUE(absl::EndsWith(rows[1], "200 us +-50 % UNSTABLE")) << rows[1];
   EXPECT_TRUE(absl::StrContains(rows[2], "tile_n=16")) << rows[2];
   EXPECT_TRUE(absl::StrContains(rows[2], "WRONG_ANSWER")) << rows[2];
+  EXPECT_TRUE(absl::EndsWith(rows[3], "100.1 us +-0.1 % = 10,010 cycles")) << rows[3];
+  EXPECT_FALSE(absl::StrContains(rows[3], "UNSTABLE")) << rows[3];
 
   // Filters and --limit.
   std::ostringstream filtered;
@@ -259,23 +277,66 @@ TEST_F(TrackerCommandsTest, SubmitWatchAndResultsInEveryFormat) {
   EXPECT_EQ(Lines(limited.str()).size(), 2u) << limited.str();
   results.limit = 0;
 
+  // get: one job in full.
+  std::ostringstream shown;
+  ASSERT_TRUE(ShowJobs(tracker_, {ids[2], ids[0]}, false, shown).ok());
+  for (const char* want :
+       {"result     100.1 us +-0.1 % = 10,010 cycles\n",
+        "costs      3: mean 100.1 us, median 100.1 us, min 100 us, max 100.2 us, stddev 100 ns, CV 0.1 %\n",
+        "interval   [100 us, 100.2 us] at 75.0 % (+-0.1 %; unstable past +-3.0 %)\n",
+        "measured   number 10, 3 repeats in 1 round, stopped: fixed\n",
+        "clock      100 MHz, median 10,010 cycles, wall/CPU 1.020\n",
+        "measure    fixed: number 10, repeat 3\n", "knobs      tile_m=8\n",
+        "result     200 us +-50 % UNSTABLE\n",
+        "interval   [100 us, 300 us] at 75.0 % (+-50 %; UNSTABLE: unstable past +-3.0 %)\n"}) {
+    EXPECT_TRUE(absl::StrContains(shown.str(), want)) << want << "\n" << shown.str();
+  }
+  std::ostringstream shown_json;
+  ASSERT_TRUE(ShowJobs(tracker_, {ids[2]}, true, shown_json).ok());
+  v1::ListResultsResponse one;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(shown_json.str(), &one).ok());
+  ASSERT_EQ(one.jobs_size(), 1);
+  EXPECT_EQ(one.jobs(0).result().stats().count(), 3);
+  absl::Status unknown = ShowJobs(tracker_, {"j-no-such-job"}, false, shown);
+  EXPECT_TRUE(absl::IsNotFound(unknown)) << unknown;
+  EXPECT_TRUE(absl::StrContains(unknown.message(), "GetJob j-no-such-job")) << unknown;
+
   // JSON: one ListResultsResponse.
   std::ostringstream json;
   results.format = ResultsFormat::kJson;
   ASSERT_TRUE(PrintResults(tracker_, results, json).ok());
   v1::ListResultsResponse parsed;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.str(), &parsed).ok()) << json.str();
-  ASSERT_EQ(parsed.jobs_size(), 2);
+  ASSERT_EQ(parsed.jobs_size(), 3);
   EXPECT_EQ(parsed.jobs(0).job_id(), ids[0]);
   EXPECT_EQ(parsed.jobs(1).result().autotvm_error_no(), 5);
   EXPECT_TRUE(absl::StrContains(json.str(), "\"autotvm_error_no\": 5")) << json.str();
+  // Each result's quality (the tracker's stats of its costs) and how it was measured.
+  const v1::CostStats& wide = parsed.jobs(0).result().stats();
+  EXPECT_EQ(wide.count(), 3);
+  EXPECT_DOUBLE_EQ(wide.median_s(), 2e-4);
+  EXPECT_DOUBLE_EQ(wide.min_s(), 1e-4);
+  EXPECT_DOUBLE_EQ(wide.max_s(), 3e-4);
+  EXPECT_NEAR(wide.rel_half_width(), 0.5, 1e-9);
+  EXPECT_TRUE(wide.unstable());
+  const v1::Result& stable = parsed.jobs(2).result();
+  EXPECT_FALSE(stable.stats().unstable());
+  EXPECT_EQ(stable.cpu_hz(), 1e8);
+  EXPECT_EQ(stable.wall_over_cpu(), 1.02);
+  EXPECT_EQ(stable.measured().stop(), "fixed");
+  EXPECT_EQ(stable.measured().repeats(), 3);
+  for (const char* field : {"\"stats\": {", "\"median_s\": ", "\"rel_half_width\": ",
+                            "\"unstable\": true", "\"ci_level\": ", "\"measured\": {",
+                            "\"cpu_hz\": 100000000", "\"wall_over_cpu\": 1.02"}) {
+    EXPECT_TRUE(absl::StrContains(json.str(), field)) << field << "\n" << json.str();
+  }
 
   // AutoTVM records: one JSON object per line, exactly record.encode's keys.
   std::ostringstream autotvm;
   results.format = ResultsFormat::kAutoTvm;
   ASSERT_TRUE(PrintResults(tracker_, results, autotvm).ok());
   std::vector<std::string> records = Lines(autotvm.str());
-  ASSERT_EQ(records.size(), 2u) << autotvm.str();
+  ASSERT_EQ(records.size(), 3u) << autotvm.str();
   std::vector<google::protobuf::Struct> parsed_records(2);
   for (int i = 0; i < 2; ++i) {
     ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(records[i], &parsed_records[i]).ok())
@@ -557,6 +618,68 @@ TEST(TrialFromFlags, BuildsTheTrial) {
   ASSERT_TRUE(trial.ok()) << trial.status();
   EXPECT_EQ(trial->op().template_op().knobs().at("vec"), "4");
   EXPECT_EQ(trial->op().template_op().knobs().at("layout"), "nhwc");
+}
+
+TEST(TrialFromFlags, AdaptiveFlagsSetMeasureOptions) {
+  TrialFlags flags;
+  flags.kind = "host-process";
+  flags.op = "matmul";
+  flags.target_pct = 1;
+  flags.budget_ms = 2500;
+  flags.max_repeat = 64;
+  absl::StatusOr<v1::Trial> trial = TrialFromFlags(flags, SampleKnobs());
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  EXPECT_DOUBLE_EQ(trial->measure().target_rel_ci(), 0.01);
+  EXPECT_EQ(trial->measure().budget_ms(), 2500);
+  EXPECT_EQ(trial->measure().max_repeat(), 64);
+  flags.target_pct = 0.5;
+  flags.budget_ms = 0;
+  flags.max_repeat = 0;
+  trial = TrialFromFlags(flags, SampleKnobs());
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  EXPECT_DOUBLE_EQ(trial->measure().target_rel_ci(), 0.005);
+  EXPECT_EQ(trial->measure().budget_ms(), 0);
+  // The fixed mode by default.
+  flags.target_pct = 0;
+  trial = TrialFromFlags(flags, SampleKnobs());
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  EXPECT_EQ(trial->measure().target_rel_ci(), 0);
+
+  auto error = [&](double pct, int64_t budget, int64_t max_repeat) {
+    TrialFlags f = flags;
+    f.target_pct = pct;
+    f.budget_ms = budget;
+    f.max_repeat = max_repeat;
+    absl::StatusOr<v1::Trial> t = TrialFromFlags(f, SampleKnobs());
+    EXPECT_TRUE(absl::IsInvalidArgument(t.status())) << t.status();
+    return std::string(t.status().message());
+  };
+  EXPECT_TRUE(absl::StrContains(error(-1, 0, 0), "--target: -1 is not in 0..50")) << error(-1, 0, 0);
+  EXPECT_TRUE(absl::StrContains(error(60, 0, 0), "--target"));
+  EXPECT_TRUE(absl::StrContains(error(1, -5, 0), "--budget_ms: -5 is not in 0..3600000"));
+  EXPECT_TRUE(absl::StrContains(error(1, 0, 2000), "--max_repeat: 2000 is not in 0..1024"));
+  EXPECT_TRUE(absl::StrContains(error(0, 100, 0), "--budget-ms: only with --target"));
+  EXPECT_TRUE(absl::StrContains(error(0, 0, 10), "--max-repeat: only with --target"));
+
+  v1::MeasureOptions m;
+  ASSERT_TRUE(SetAdaptive(2, 0, 30, &m).ok());
+  EXPECT_DOUBLE_EQ(m.target_rel_ci(), 0.02);
+  EXPECT_EQ(m.max_repeat(), 30);
+}
+
+TEST(ResultCostText, MedianIntervalUnstableAndCycles) {
+  v1::Result r;
+  EXPECT_EQ(ResultCostText(r), "-");
+  for (double c : {1e-3, 1e-3, 1e-3}) r.add_costs_s(c);
+  EXPECT_EQ(ResultCostText(r), "1 ms +-0.0 %");  // computed from the costs (no stats stored)
+  r.set_cpu_hz(168e6);
+  EXPECT_EQ(ResultCostText(r), "1 ms +-0.0 % = 168,000 cycles");
+  // Stored stats win (the tracker's, with its threshold).
+  r.mutable_stats()->set_count(3);
+  r.mutable_stats()->set_median_s(2e-3);
+  r.mutable_stats()->set_rel_half_width(0.05);
+  r.mutable_stats()->set_unstable(true);
+  EXPECT_EQ(ResultCostText(r), "2 ms +-5.0 % UNSTABLE = 336,000 cycles");
 }
 
 TEST(TrialFromFlags, OneOffCSource) {

@@ -21,33 +21,85 @@
 #include "catalog/operator.h"
 #include "device/firmware_hash.h"
 #include "farmctl/autotvm_record.h"
+#include "farmctl/board_commands.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/grpcpp.h"
+#include "stats/cost_stats.h"
+#include "stats/summary.h"
 
 namespace benchfarm::farmctl {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::string Micro(double seconds) {
-  if (!std::isfinite(seconds)) return "failed";
-  return absl::StrFormat("%.2f", seconds * 1e6);
+// A finished job as a point: its median cost (the tracker's stats, or computed from the costs
+// of a result stored before stats existed), +inf when it failed.
+TunePoint PointOf(int64_t index, const v1::Job& job) {
+  TunePoint p;
+  p.index = index;
+  p.error = job.state() == v1::DONE ? job.result().error_code() : v1::CANCELLED;
+  const v1::Result& r = job.result();
+  if (job.state() != v1::DONE || r.error_code() != v1::NO_ERROR || r.costs_s().empty()) {
+    p.cost = kInf;
+    return p;
+  }
+  p.stats = stats::StatsOf(r);
+  p.cost = p.stats.median_s();
+  p.cpu_hz = r.cpu_hz();
+  return p;
 }
 
-double MeanCost(const v1::Result& r) {
-  if (r.error_code() != v1::NO_ERROR || r.costs_s().empty()) return kInf;
-  double sum = 0;
-  for (double c : r.costs_s()) sum += c;
-  return sum / r.costs_s_size();
+// " n=3 hw=0.004 u=0 hz=1.68e+08": what a state line keeps of a point's quality.
+std::string QualityFields(const TunePoint& p) {
+  if (p.stats.count() == 0) return "";
+  return absl::StrCat(" n=", p.stats.count(), " hw=", p.stats.rel_half_width(), " u=",
+                      p.stats.unstable() ? 1 : 0, " hz=", p.cpu_hz);
+}
+
+// A state line's "<index> <cost|inf> <ErrorCode> [k=v ...]" fields (from `f[first]` on).
+bool ParsePoint(const std::vector<std::string>& f, size_t first, TunePoint* p) {
+  if (f.size() < first + 3 || !absl::SimpleAtoi(f[first], &p->index)) return false;
+  if (f[first + 1] == "inf" || !absl::SimpleAtod(f[first + 1], &p->cost)) p->cost = kInf;
+  v1::ErrorCode code;
+  p->error = v1::ErrorCode_Parse(f[first + 2], &code) ? code : v1::UNKNOWN_ERROR;
+  for (size_t i = first + 3; i < f.size(); ++i) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(f[i], absl::MaxSplits('=', 1));
+    double v = 0;
+    if (!absl::SimpleAtod(kv.second, &v)) continue;
+    if (kv.first == "n") p->stats.set_count(static_cast<int32_t>(v));
+    if (kv.first == "hw") p->stats.set_rel_half_width(v);
+    if (kv.first == "u") p->stats.set_unstable(v != 0);
+    if (kv.first == "hz") p->cpu_hz = v;
+  }
+  if (std::isfinite(p->cost)) p->stats.set_median_s(p->cost);
+  return true;
+}
+
+std::string PointLine(const TunePoint& p) {
+  return absl::StrCat(p.index, " ", std::isfinite(p.cost) ? absl::StrCat(p.cost) : "inf", " ",
+                      v1::ErrorCode_Name(p.error), QualityFields(p));
 }
 
 grpc::ClientContext* WithDeadline(grpc::ClientContext* context, absl::Duration timeout) {
   context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   return context;
+}
+
+// The job if it has finished (DONE or cancelled); nullopt while it runs.
+absl::StatusOr<std::optional<v1::Job>> FinishedJob(const TrackerClient& tracker,
+                                                   const std::string& job_id) {
+  v1::GetJobRequest req;
+  req.set_job_id(job_id);
+  v1::Job job;
+  grpc::ClientContext context;
+  grpc::Status s = tracker.stub->GetJob(WithDeadline(&context, tracker.timeout), req, &job);
+  if (!s.ok()) return FromGrpc(s, tracker, "GetJob");
+  if (job.state() != v1::DONE && job.state() != v1::CANCELLED_STATE) return std::nullopt;
+  return job;
 }
 
 // The search state, kept in out_dir.
@@ -78,16 +130,20 @@ class TuneState {
     while (std::getline(in, line)) {
       std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
       int64_t index;
-      if (f.size() == 4 && f[0] == "done" && absl::SimpleAtoi(f[1], &index)) {
-        TunePoint p;
-        p.index = index;
-        if (f[2] == "inf" || !absl::SimpleAtod(f[2], &p.cost)) p.cost = kInf;
-        v1::ErrorCode code;
-        p.error = v1::ErrorCode_Parse(f[3], &code) ? code : v1::UNKNOWN_ERROR;
-        if (done_.insert(index).second) points_.push_back(p);
-        pending_.erase(index);
+      TunePoint p;
+      if (f.size() >= 4 && f[0] == "done" && ParsePoint(f, 1, &p)) {
+        if (done_.insert(p.index).second) points_.push_back(p);
+        pending_.erase(p.index);
       } else if (f.size() == 3 && f[0] == "pending" && absl::SimpleAtoi(f[1], &index)) {
         if (done_.count(index) == 0) pending_[index] = f[2];
+      } else if (f.size() == 5 && f[0] == "recheck" && f[2] == "pending" &&
+                 absl::SimpleAtoi(f[3], &index)) {
+        Recheck& r = rechecks_[f[1]];
+        if (r.done.count(index) == 0) r.pending[index] = f[4];
+      } else if (f.size() >= 6 && f[0] == "recheck" && f[2] == "done" && ParsePoint(f, 3, &p)) {
+        Recheck& r = rechecks_[f[1]];
+        r.done[p.index] = p;
+        r.pending.erase(p.index);
       }
     }
     return std::string();
@@ -102,11 +158,28 @@ class TuneState {
     pending_.erase(p.index);
     if (!done_.insert(p.index).second) return absl::OkStatus();
     points_.push_back(p);
-    std::ofstream log(LogPath(), std::ios::app);
-    log << record << "\n";
-    if (!log.flush()) return absl::InternalError(absl::StrCat("cannot write ", LogPath()));
-    return Append(absl::StrCat("done ", p.index, " ", std::isfinite(p.cost) ? absl::StrCat(p.cost) : "inf",
-                               " ", v1::ErrorCode_Name(p.error)));
+    RETURN_IF_ERROR(AppendLog(record));
+    return Append(absl::StrCat("done ", PointLine(p)));
+  }
+
+  // A recheck (its key: a hash of its trials): the configs measured again, by config index.
+  struct Recheck {
+    std::map<int64_t, std::string> pending;  // job ids
+    std::map<int64_t, TunePoint> done;
+  };
+  const Recheck& recheck(const std::string& key) { return rechecks_[key]; }
+
+  absl::Status AddRecheckPending(const std::string& key, int64_t index, const std::string& job_id) {
+    rechecks_[key].pending[index] = job_id;
+    return Append(absl::StrCat("recheck ", key, " pending ", index, " ", job_id));
+  }
+
+  absl::Status AddRecheckDone(const std::string& key, const TunePoint& p, const std::string& record) {
+    Recheck& r = rechecks_[key];
+    r.pending.erase(p.index);
+    if (!r.done.emplace(p.index, p).second) return absl::OkStatus();
+    RETURN_IF_ERROR(AppendLog(record));
+    return Append(absl::StrCat("recheck ", key, " done ", PointLine(p)));
   }
 
   const std::vector<TunePoint>& points() const { return points_; }
@@ -122,6 +195,13 @@ class TuneState {
   void set_log_path(std::string p) { log_path_ = std::move(p); }
 
  private:
+  absl::Status AppendLog(const std::string& record) {
+    std::ofstream log(LogPath(), std::ios::app);
+    log << record << "\n";
+    if (!log.flush()) return absl::InternalError(absl::StrCat("cannot write ", LogPath()));
+    return absl::OkStatus();
+  }
+
   absl::Status Append(const std::string& line) {
     std::ofstream out(StatePath(), std::ios::app);
     out << line << "\n";
@@ -136,6 +216,7 @@ class TuneState {
   std::vector<TunePoint> points_;
   std::map<int64_t, std::string> pending_;
   std::set<int64_t> reserved_;
+  std::map<std::string, Recheck> rechecks_;
 };
 
 // Picks the next configs to measure.
@@ -353,6 +434,92 @@ std::string PlotSvg(const std::string& title, const std::vector<TunePoint>& poin
   return svg;
 }
 
+std::string PointCostText(const TunePoint& p) {
+  if (!std::isfinite(p.cost)) return absl::StrCat("failed (", v1::ErrorCode_Name(p.error), ")");
+  v1::CostStats s = p.stats;
+  if (s.count() == 0) s.set_count(1);  // a state written before stats existed: "+-?"
+  s.set_median_s(p.cost);
+  std::string text = stats::CostText(s);
+  if (p.cpu_hz > 0) absl::StrAppend(&text, " = ", CyclesText(p.cost, p.cpu_hz));
+  return text;
+}
+
+v1::MeasureOptions RecheckMeasure(const TuneOptions& options) {
+  v1::MeasureOptions m = options.measure;
+  if (m.target_rel_ci() <= 0) {
+    m.set_target_rel_ci(0.01);
+    m.set_budget_ms(options.recheck_budget_ms);
+    m.set_max_repeat(options.recheck_max_repeat);
+  }
+  return m;
+}
+
+namespace {
+
+std::string MeasureText(const v1::MeasureOptions& m) {
+  return absl::StrCat(
+      "adaptive, target +-", absl::StrFormat("%g", m.target_rel_ci() * 100), " %",
+      m.budget_ms() > 0 ? absl::StrCat(", budget ", m.budget_ms(), " ms") : "",
+      m.max_repeat() > 0 ? absl::StrCat(", at most ", m.max_repeat(), " repeats") : "");
+}
+
+// Both rankings of the rechecked configs (`first` in the first run's order, `second` the same
+// configs measured again), whether the top-1 held, and Kendall's tau between the two runs'
+// medians (over the configs measured both times).
+void PrintRecheck(const OpKnobs& op, const std::vector<TunePoint>& first,
+                  const std::vector<TunePoint>& second, const v1::MeasureOptions& measure,
+                  std::ostream& out) {
+  const size_t n = first.size();
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return second[a].cost < second[b].cost; });
+  std::vector<std::string> second_rank(n, "-");
+  for (size_t r = 0; r < n; ++r) {
+    if (std::isfinite(second[order[r]].cost)) second_rank[order[r]] = absl::StrCat(r + 1);
+  }
+  out << "recheck: the top " << n << " measured again (" << MeasureText(measure) << "):\n";
+  size_t width = std::string("first run").size(), width2 = std::string("second run").size();
+  for (size_t i = 0; i < n; ++i) {
+    width = std::max(width, PointCostText(first[i]).size());
+    width2 = std::max(width2, PointCostText(second[i]).size());
+  }
+  std::string header = absl::StrFormat("%6s  %-*s %6s  %-*s", "first", width, "first run",
+                                       "second", width2, "second run");
+  for (const Knob& k : op.knobs) absl::StrAppendFormat(&header, " %8s", k.name);
+  out << header << "\n";
+  for (size_t i = 0; i < n; ++i) {
+    std::string line = absl::StrFormat("%6d  %-*s %6s  %-*s", i + 1, width,
+                                       PointCostText(first[i]), second_rank[i], width2,
+                                       PointCostText(second[i]));
+    std::map<std::string, std::string> values = KnobsOfIndex(op, first[i].index);
+    for (const Knob& k : op.knobs) absl::StrAppendFormat(&line, " %8s", values[k.name]);
+    out << line << "\n";
+  }
+  std::vector<double> a, b;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isfinite(second[i].cost)) {
+      a.push_back(first[i].cost);
+      b.push_back(second[i].cost);
+    }
+  }
+  const bool held = std::isfinite(second[0].cost) && order[0] == 0;
+  out << "top-1 held: " << (held ? "yes" : "no");
+  if (!held) {
+    out << " (the first run's #1 is " << (second_rank[0] == "-" ? "failed" : "#" + second_rank[0])
+        << " in the second; its #1 was the first run's #" << order[0] + 1 << ")";
+  }
+  out << "\n";
+  if (a.size() >= 2) {
+    out << absl::StrFormat("Kendall tau: %.2f over %d configs (1: the same order, -1: reversed)\n",
+                           stats::KendallTau(a, b), a.size());
+  } else {
+    out << "Kendall tau: - (fewer than 2 configs measured both times)\n";
+  }
+}
+
+}  // namespace
+
 absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const TuneOptions& options,
                   std::ostream& out, std::ostream& progress) {
   auto op_it = knobs.find(options.op);
@@ -377,6 +544,9 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
       !options.client_id.empty() ? options.client_id : options.derive_client ? "" : run_name;
   const int64_t space = op.SpaceSize();
   if (options.pool < 0) return absl::InvalidArgumentError("--pool: must be 0 or more");
+  if (options.recheck < 0 || options.recheck > 1000) {
+    return absl::InvalidArgumentError("--recheck: 0..1000 (configs to measure again)");
+  }
   const int64_t searchable = options.pool > 0 ? std::min<int64_t>(options.pool, space) : space;
   const int budget = static_cast<int>(std::min<int64_t>(options.trials, searchable));
 
@@ -412,7 +582,12 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
     const int width = 30;
     const int filled = budget > 0 ? width * std::min(done, budget) / budget : width;
     std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
-    std::string line = absl::StrFormat("[%s] %d/%d trials, best %s us", bar, done, budget, Micro(best));
+    const TunePoint* best_point = nullptr;
+    for (const TunePoint& p : state.points()) {
+      if (std::isfinite(p.cost) && p.cost == best) best_point = &p;
+    }
+    std::string line = absl::StrFormat("[%s] %d/%d trials, best %s", bar, done, budget,
+                                       best_point != nullptr ? PointCostText(*best_point) : "-");
     if (options.tty) {
       progress << "\r" << line << (final ? "\n" : "") << std::flush;
     } else if (!final) {
@@ -427,17 +602,10 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
       std::map<int64_t, std::string> pending = state.pending();
       bool any = false;
       for (const auto& [index, job_id] : pending) {
-        v1::GetJobRequest req;
-        req.set_job_id(job_id);
-        v1::Job job;
-        grpc::ClientContext context;
-        grpc::Status s = tracker.stub->GetJob(WithDeadline(&context, tracker.timeout), req, &job);
-        if (!s.ok()) return FromGrpc(s, tracker, "GetJob");
-        if (job.state() != v1::DONE && job.state() != v1::CANCELLED_STATE) continue;
-        TunePoint p;
-        p.index = index;
-        p.cost = MeanCost(job.result());
-        p.error = job.state() == v1::DONE ? job.result().error_code() : v1::CANCELLED;
+        ASSIGN_OR_RETURN(std::optional<v1::Job> finished, FinishedJob(tracker, job_id));
+        if (!finished) continue;
+        const v1::Job& job = *finished;
+        const TunePoint p = PointOf(index, job);
         if (absl::Status w = state.AddDone(p, FormatAutoTvmRecord(job, knobs)); !w.ok()) return w;
         finished_now++;
         flashed += job.result().stages().flash_s() > 0;
@@ -509,14 +677,18 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
   out << "best configurations of " << options.op << " on " << options.kind << " ("
       << state.points().size() << " trials, " << failed << " failed, strategy "
       << options.strategy << "):\n";
-  std::string header = absl::StrFormat("%6s %12s %9s", "rank", "mean_us", "speedup");
+  // The cost column: the median and its interval (stats::CostText), UNSTABLE, cycles.
+  size_t cost_width = std::string("median +- 95% interval").size();
+  for (const TunePoint& p : ranked) cost_width = std::max(cost_width, PointCostText(p).size());
+  std::string header = absl::StrFormat("%7s  %-*s %9s", "rank", cost_width, "median +- 95% interval",
+                                       "speedup");
   for (const Knob& k : op.knobs) absl::StrAppendFormat(&header, " %8s", k.name);
   out << header << "\n";
   auto row = [&](const std::string& label, const TunePoint& p) {
     std::string speedup = std::isfinite(p.cost) && std::isfinite(default_cost)
                               ? absl::StrFormat("%.2fx", default_cost / p.cost)
                               : "-";
-    std::string line = absl::StrFormat("%6s %12s %9s", label, Micro(p.cost), speedup);
+    std::string line = absl::StrFormat("%7s  %-*s %9s", label, cost_width, PointCostText(p), speedup);
     std::map<std::string, std::string> values = KnobsOfIndex(op, p.index);
     for (const Knob& k : op.knobs) absl::StrAppendFormat(&line, " %8s", values[k.name]);
     out << line << "\n";
@@ -528,6 +700,84 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
   for (const TunePoint& p : state.points()) {
     if (p.index == default_index) row("default", p);
   }
+  int unstable = 0;
+  for (size_t i = 0; i < ranked.size() && i < 5; ++i) unstable += ranked[i].stats.unstable();
+  if (unstable > 0) {
+    out << unstable << " of the best " << std::min<size_t>(ranked.size(), 5)
+        << " are UNSTABLE: their interval is wider than the tracker's threshold; measure again "
+           "(--target, --recheck) before trusting their order\n";
+  }
+  if (options.recheck > 0) {
+    // The top K (by median) measured again in one submission, adaptive.
+    std::vector<TunePoint> first;
+    for (const TunePoint& p : ranked) {
+      if (std::isfinite(p.cost) && static_cast<int>(first.size()) < options.recheck) first.push_back(p);
+    }
+    if (first.size() < 2) {
+      out << "recheck: needs at least 2 measured configs, the run has " << first.size() << "\n";
+    } else {
+      v1::SubmitTrialsRequest req;
+      req.set_client_id(client);
+      v1::Trial trial_template = TrialTemplate(op, options);
+      *trial_template.mutable_measure() = RecheckMeasure(options);
+      for (const TunePoint& p : first) {
+        v1::Trial* t = req.add_trials();
+        *t = trial_template;
+        for (const auto& [k, v] : KnobsOfIndex(op, p.index)) {
+          (*t->mutable_op()->mutable_template_op()->mutable_knobs())[k] = v;
+        }
+        for (const std::string& config : pool_configs) {
+          t->mutable_op()->mutable_template_op()->add_image_pool(config);
+        }
+      }
+      // Its own request id ("recheck" in the material): never the first measurement's jobs,
+      // even when the trials are the same (an adaptive run); the same recheck resumes.
+      std::string material = absl::StrCat("recheck\n", RunKey(op, options));
+      for (const v1::Trial& t : req.trials()) absl::StrAppend(&material, "\n", Deterministic(t));
+      const std::string key = device::HashBytes(material);
+      req.set_request_id(absl::StrCat(client.empty() ? run_name : client, "-recheck-", key));
+      if (state.recheck(key).done.size() + state.recheck(key).pending.size() < first.size()) {
+        v1::SubmitTrialsResponse resp;
+        grpc::ClientContext context;
+        grpc::Status s = tracker.stub->SubmitTrials(WithDeadline(&context, tracker.timeout), req, &resp);
+        if (!s.ok()) return FromGrpc(s, tracker, "SubmitTrials (recheck)");
+        for (int i = 0; i < resp.job_ids_size() && i < static_cast<int>(first.size()); ++i) {
+          if (state.recheck(key).done.count(first[i].index) > 0) continue;
+          RETURN_IF_ERROR(state.AddRecheckPending(key, first[i].index, resp.job_ids(i)));
+        }
+      }
+      progress << "tune: recheck of the top " << first.size() << " ("
+               << MeasureText(trial_template.measure()) << ")\n" << std::flush;
+      const absl::Time deadline = absl::Now() + options.batch_timeout;
+      while (!state.recheck(key).pending.empty()) {
+        const std::map<int64_t, std::string> pending = state.recheck(key).pending;
+        for (const auto& [index, job_id] : pending) {
+          ASSIGN_OR_RETURN(std::optional<v1::Job> finished, FinishedJob(tracker, job_id));
+          if (!finished) continue;
+          const v1::Job& job = *finished;
+          RETURN_IF_ERROR(state.AddRecheckDone(key, PointOf(index, job), FormatAutoTvmRecord(job, knobs)));
+        }
+        if (state.recheck(key).pending.empty()) break;
+        if (absl::Now() > deadline) {
+          return absl::DeadlineExceededError(absl::StrCat(
+              "recheck: ", state.recheck(key).pending.size(), " trials not finished after ",
+              absl::FormatDuration(options.batch_timeout)));
+        }
+        absl::SleepFor(options.poll);
+      }
+      std::vector<TunePoint> second;
+      for (const TunePoint& p : first) {
+        auto it = state.recheck(key).done.find(p.index);
+        TunePoint missing;
+        missing.index = p.index;
+        missing.cost = kInf;
+        missing.error = v1::CANCELLED;
+        second.push_back(it != state.recheck(key).done.end() ? it->second : missing);
+      }
+      PrintRecheck(op, first, second, trial_template.measure(), out);
+    }
+  }
+
   const std::string plot = options.out_dir + "/tune-plot.svg";
   {
     std::ofstream svg(plot, std::ios::trunc);
@@ -612,13 +862,15 @@ absl::Status ImportLog(const OpKnobs& op, const TuneOptions& options, const std:
     p.error = error_no == 0 ? v1::NO_ERROR
                             : (v1::ErrorCode_IsValid(error_no) ? static_cast<v1::ErrorCode>(error_no)
                                                                : v1::UNKNOWN_ERROR);
-    double sum = 0;
-    int n = 0;
+    std::vector<double> costs;
     for (const google::protobuf::Value& c : result[0].list_value().values()) {
-      sum += c.number_value();
-      ++n;
+      costs.push_back(c.number_value());
     }
-    p.cost = p.error == v1::NO_ERROR && n > 0 ? sum / n : kInf;
+    p.cost = kInf;
+    if (p.error == v1::NO_ERROR && !costs.empty()) {
+      p.stats = stats::CostStatsOf(costs, 0);
+      p.cost = p.stats.median_s();
+    }
     RETURN_IF_ERROR(state.AddDone(p, line));
     ++imported;
   }

@@ -15,12 +15,25 @@
 //           values' scores; each batch takes the best-scored unmeasured configs of a random pool,
 //           with a quarter of the batch left to random exploration.
 //
+// Configs are ranked by the median of their costs (a preempted repeat is slow, never fast, so
+// the mean ranks noise); each shows as "12.3 us +-0.4 %" (stats::CostText), UNSTABLE when its
+// interval is wider than the tracker's threshold.
+//
+// --recheck K: after the search the top K configs are measured again in one submission, in
+// adaptive mode (target +-1 % unless the run has its own --target), and both rankings are
+// printed with whether the top-1 held and Kendall's tau between the two runs' medians.
+//
 // State lives in the output directory, so an interrupted run resumes where it stopped:
 //   tune-state.txt          "run <key>" (RunKey: a run with other shapes, measure options or
 //                           operator version does not resume it but measures afresh), then
-//                           "done <index> <mean cost s | inf> <ErrorCode>" and
-//                           "pending <index> <job id>" lines (appended as they happen)
-//   <op>.autotvm.log        AutoTVM log records (version 0.2) of every finished trial
+//                           "done <index> <median cost s | inf> <ErrorCode> [n=<count>
+//                           hw=<rel half-width> u=<0|1> hz=<cpu_hz>]" and
+//                           "pending <index> <job id>" lines (appended as they happen); a
+//                           recheck adds "recheck <key> pending <index> <job id>" and
+//                           "recheck <key> done <index> ..." lines (key: a hash of the recheck's
+//                           trials, so the same recheck resumes and another one starts afresh)
+//   <op>.autotvm.log        AutoTVM log records (version 0.2) of every finished trial, the
+//                           recheck's included
 //   tune-plot.svg           best cost against trials
 // A progress line (trials done, best so far) goes to `progress`; the table of the best configs
 // and their speed-up over the default to `out`.
@@ -65,6 +78,12 @@ struct TuneOptions {
   bool check = true;
   int priority = 0;
   std::vector<v1::ArgSpec> args;   // empty: the op's default shapes
+  // After the search: measure the top `recheck` configs again (adaptive; target_rel_ci 0.01
+  // unless `measure` has one) and compare the rankings. recheck_budget_ms/max_repeat bound a
+  // recheck of a fixed-mode run (0: the agent's defaults); an adaptive run's own bounds apply.
+  int recheck = 0;
+  int recheck_budget_ms = 0;
+  int recheck_max_repeat = 0;
   bool tty = false;                // redraw one progress line instead of printing one per batch
   absl::Duration batch_timeout = absl::Minutes(30);
   absl::Duration poll = absl::Milliseconds(200);
@@ -73,9 +92,16 @@ struct TuneOptions {
 // One measured config.
 struct TunePoint {
   int64_t index = 0;
-  double cost = 0;  // mean seconds per call; +inf for a failed trial
+  double cost = 0;  // median seconds per call; +inf for a failed trial
   v1::ErrorCode error = v1::NO_ERROR;
+  // What the state file keeps of the result's stats: count, rel_half_width, unstable (median_s
+  // is `cost`), and the board's clock; count 0 for states written before stats existed.
+  v1::CostStats stats;
+  double cpu_hz = 0;
 };
+
+// "12.3 us +-0.4 %[ UNSTABLE][ = 12,345 cycles]" of a point; "failed" for a failed one.
+std::string PointCostText(const TunePoint& p);
 
 // Every trial of the run before its knobs are set: kind, op and version, args, measure options
 // (number/repeat 0 become 10/3), check, priority, seed.
@@ -89,7 +115,11 @@ std::string RunKey(const OpKnobs& op, const TuneOptions& options);
 // The knob values of config `index` (mixed radix, first knob fastest).
 std::map<std::string, std::string> KnobsOfIndex(const OpKnobs& op, int64_t index);
 
-// Runs the search. Errors: InvalidArgument for bad options (naming the flag), the tracker's
+// The measure options of a recheck: the run's, adaptive (target_rel_ci 0.01 unless the run
+// has its own; then its budget and max_repeat, else recheck_budget_ms/max_repeat).
+v1::MeasureOptions RecheckMeasure(const TuneOptions& options);
+
+// Runs the search (and the recheck). Errors: InvalidArgument for bad options (naming the flag), the tracker's
 // errors (TrackerClient's messages), Internal for files in out_dir that cannot be written,
 // DeadlineExceeded when a batch does not finish within batch_timeout.
 absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const TuneOptions& options,

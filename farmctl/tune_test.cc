@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -41,6 +42,17 @@ double CostOf(const v1::TemplateOperator& op, v1::ErrorCode* error) {
                  (knob("order") == "ikj" ? 0 : 2) + 0.1 * std::log2(static_cast<double>(tk)));
 }
 
+// The costs a scripted result reports for a trial (at most its repeat, or its max_repeat in
+// adaptive mode); empty with *error set for a failure.
+using CostScript = std::function<std::vector<double>(const v1::Trial&, v1::ErrorCode*)>;
+
+// By default: CostOf, the same cost every repeat; in adaptive mode 12 of them.
+std::vector<double> DefaultCosts(const v1::Trial& trial, v1::ErrorCode* error) {
+  const double cost = CostOf(trial.op().template_op(), error);
+  if (*error != v1::NO_ERROR) return {};
+  return std::vector<double>(trial.measure().target_rel_ci() > 0 ? 12 : 3, cost);
+}
+
 // A fake agent with one board of many slots that answers every offer at once.
 class ScriptedAgent {
  public:
@@ -54,6 +66,15 @@ class ScriptedAgent {
     thread_.join();
   }
   int offers() const { return offers_.load(); }
+  void set_script(CostScript script) {
+    absl::MutexLock lock(&mu_);
+    script_ = std::move(script);
+  }
+  // The measure options of every offered trial, in order.
+  std::vector<v1::MeasureOptions> measures() const {
+    absl::MutexLock lock(&mu_);
+    return measures_;
+  }
   // Every distinct image pool offered trials carried (joined with ";"), and every offered config.
   std::set<std::string> pools() const {
     absl::MutexLock lock(&mu_);
@@ -87,16 +108,25 @@ class ScriptedAgent {
         absl::MutexLock lock(&mu_);
         pools_.insert(absl::StrJoin(op.image_pool(), ";"));
         configs_.insert(absl::StrJoin(pairs, ","));
+        measures_.push_back(m.offer().trial().measure());
       }
       v1::AgentMessage r;
       r.mutable_result()->set_job_id(m.offer().job_id());
       r.mutable_result()->set_attempt(m.offer().attempt());
-      v1::ErrorCode error;
-      double cost = CostOf(m.offer().trial().op().template_op(), &error);
+      v1::ErrorCode error = v1::NO_ERROR;
+      CostScript script;
+      {
+        absl::MutexLock lock(&mu_);
+        script = script_;
+      }
+      std::vector<double> costs = script(m.offer().trial(), &error);
       v1::Result* res = r.mutable_result()->mutable_result();
       res->set_error_code(error);
       if (error == v1::NO_ERROR) {
-        for (int i = 0; i < 3; ++i) res->add_costs_s(cost);
+        for (double c : costs) res->add_costs_s(c);
+        res->mutable_measured()->set_repeats(static_cast<int32_t>(costs.size()));
+        res->mutable_measured()->set_stop(m.offer().trial().measure().target_rel_ci() > 0 ? "target"
+                                                                                         : "fixed");
       } else {
         res->set_message("scripted wrong answer");
       }
@@ -114,6 +144,8 @@ class ScriptedAgent {
   mutable absl::Mutex mu_;
   std::set<std::string> pools_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> configs_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::MeasureOptions> measures_ ABSL_GUARDED_BY(mu_);
+  CostScript script_ ABSL_GUARDED_BY(mu_) = DefaultCosts;
   std::thread thread_;
 };
 
@@ -234,7 +266,7 @@ TEST_F(TuneTest, ModelGuidedSearchFindsAFastConfigAndPlotsIt) {
   for (const std::string& line : StateLines("done")) {
     std::vector<std::string> f = absl::StrSplit(line, ' ');
     double c;
-    if (f.size() == 4 && absl::SimpleAtod(f[2], &c)) best = std::min(best, c);
+    if (f.size() >= 4 && absl::SimpleAtod(f[2], &c)) best = std::min(best, c);
   }
   EXPECT_LT(best, 2e-5) << out.str();
   EXPECT_TRUE(absl::StrContains(out.str(), "best configurations of matmul")) << out.str();
@@ -257,7 +289,7 @@ TEST_F(TuneTest, ModelGuidedSearchWorksForOtherSeedsToo) {
     for (const std::string& line : StateLines("done")) {
       std::vector<std::string> f = absl::StrSplit(line, ' ');
       double c;
-      if (f.size() == 4 && absl::SimpleAtod(f[2], &c)) best = std::min(best, c);
+      if (f.size() >= 4 && absl::SimpleAtod(f[2], &c)) best = std::min(best, c);
     }
     EXPECT_LT(best, 2e-5) << "seed " << seed << "\n" << out.str();
   }
@@ -292,6 +324,130 @@ TEST_F(TuneTest, APoolKeepsTheRunInsideOneImage) {
   EXPECT_EQ(StateLines("done").size(), 10u);
 }
 
+// The best config is the one with the lowest median: one preempted repeat must not sink a fast
+// config (as the mean would), nor make a slow one look fast. Its row shows the interval, and
+// UNSTABLE for a spread this wide.
+TEST_F(TuneTest, RanksByTheMedianAndShowsTheInterval) {
+  const OpKnobs& mm = SampleKnobs().at("matmul");
+  const std::map<std::string, std::string> noisy = KnobsOfIndex(mm, 0);
+  agent_->set_script([noisy](const v1::Trial& trial, v1::ErrorCode* error) {
+    const auto& knobs = trial.op().template_op().knobs();
+    if (std::map<std::string, std::string>(knobs.begin(), knobs.end()) == noisy) {
+      // Median 1 us (the fastest), mean 3.3 ms (the slowest): one repeat was preempted.
+      return std::vector<double>{1e-6, 1e-6, 1e-2};
+    }
+    return DefaultCosts(trial, error);
+  });
+  std::ostringstream out, progress;
+  ASSERT_TRUE(Tune(client_, SampleKnobs(), Options("grid", 4, 4), out, progress).ok())
+      << progress.str();
+  std::vector<std::string> lines = absl::StrSplit(out.str(), '\n');
+  ASSERT_GE(lines.size(), 4u) << out.str();
+  EXPECT_TRUE(absl::StrContains(lines[1], "median +- 95% interval")) << out.str();
+  // Rank 1: config 0 at its median, flagged; its knobs are the first value of each knob.
+  EXPECT_TRUE(absl::StartsWith(lines[2], "      1  1 us +-")) << out.str();
+  EXPECT_TRUE(absl::StrContains(lines[2], "UNSTABLE")) << out.str();
+  for (const Knob& k : mm.knobs) {
+    EXPECT_TRUE(absl::StrContains(lines[2], " " + k.values[0])) << k.name << "\n" << out.str();
+  }
+  // The others: steady costs, +-0 %.
+  EXPECT_TRUE(absl::StrContains(lines[3], "us +-0.0 %")) << out.str();
+  EXPECT_FALSE(absl::StrContains(lines[3], "UNSTABLE")) << out.str();
+  EXPECT_TRUE(absl::StrContains(out.str(), "1 of the best 4 are UNSTABLE")) << out.str();
+  // The state keeps the median and the quality; the progress line shows the best's interval.
+  bool found = false;
+  for (const std::string& line : StateLines("done")) {
+    if (absl::StartsWith(line, "done 0 ")) {
+      found = true;
+      EXPECT_TRUE(absl::StartsWith(line, "done 0 1e-06 NO_ERROR n=3 hw=")) << line;
+      EXPECT_TRUE(absl::StrContains(line, " u=1")) << line;
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_TRUE(absl::StrContains(progress.str(), "4/4 trials, best 1 us +-")) << progress.str();
+
+  // A resumed run reads the quality back from the state file.
+  std::ostringstream again, progress2;
+  ASSERT_TRUE(Tune(client_, SampleKnobs(), Options("grid", 4, 4), again, progress2).ok());
+  EXPECT_EQ(agent_->offers(), 4);
+  lines = absl::StrSplit(again.str(), '\n');
+  EXPECT_TRUE(absl::StartsWith(lines[2], "      1  1 us +-")) << again.str();
+  EXPECT_TRUE(absl::StrContains(lines[2], "UNSTABLE")) << again.str();
+}
+
+// --recheck: the top K measured again in one adaptive submission with its own request id; both
+// rankings, whether the top-1 held and Kendall's tau; recorded in the state and the log, and a
+// resumed run reuses them.
+TEST_F(TuneTest, RecheckComparesTwoRankings) {
+  const OpKnobs& mm = SampleKnobs().at("matmul");
+  // The first run's best and second best of the grid's 6 trials (default and indices 0..4).
+  std::vector<std::map<std::string, std::string>> grid;
+  grid.emplace_back();
+  for (const Knob& k : mm.knobs) grid.back()[k.name] = k.default_value;
+  for (int64_t index = 0; index < 5; ++index) grid.push_back(KnobsOfIndex(mm, index));
+  std::vector<std::pair<double, std::map<std::string, std::string>>> first;
+  for (const auto& knobs : grid) {
+    v1::TemplateOperator op;
+    for (const auto& [k, v] : knobs) (*op.mutable_knobs())[k] = v;
+    v1::ErrorCode error;
+    const double cost = CostOf(op, &error);
+    if (error == v1::NO_ERROR) first.emplace_back(cost, knobs);
+  }
+  std::sort(first.begin(), first.end());
+  ASSERT_GE(first.size(), 3u);
+  ASSERT_LT(first[0].first, first[1].first);
+  // The recheck finds the first run's best between the second and the third: the top-1 does
+  // not hold, and of the 3 rechecked pairs one is reversed (tau 1/3).
+  const std::map<std::string, std::string> best = first[0].second;
+  ASSERT_LT(first[1].first, first[2].first);
+  const double slower = (first[1].first + first[2].first) / 2;
+  agent_->set_script([best, slower](const v1::Trial& trial, v1::ErrorCode* error) {
+    const auto& knobs = trial.op().template_op().knobs();
+    if (trial.measure().target_rel_ci() > 0 &&
+        std::map<std::string, std::string>(knobs.begin(), knobs.end()) == best) {
+      return std::vector<double>(12, slower);
+    }
+    return DefaultCosts(trial, error);
+  });
+  TuneOptions options = Options("grid", 6, 6);
+  options.recheck = 3;
+  std::ostringstream out, progress;
+  ASSERT_TRUE(Tune(client_, SampleKnobs(), options, out, progress).ok()) << progress.str();
+  EXPECT_EQ(agent_->offers(), 9) << "6 trials and 3 rechecks, not deduplicated";
+  std::vector<v1::MeasureOptions> measures = agent_->measures();
+  ASSERT_EQ(measures.size(), 9u);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(measures[i].target_rel_ci(), 0) << i;
+  for (int i = 6; i < 9; ++i) EXPECT_DOUBLE_EQ(measures[i].target_rel_ci(), 0.01) << i;
+  const std::string text = out.str();
+  EXPECT_TRUE(absl::StrContains(text, "recheck: the top 3 measured again (adaptive, target +-1 %)"))
+      << text;
+  EXPECT_TRUE(absl::StrContains(text, "top-1 held: no (the first run's #1 is #2 in the second; "
+                                      "its #1 was the first run's #2)"))
+      << text;
+  EXPECT_TRUE(absl::StrContains(text, "Kendall tau: 0.33 over 3 configs")) << text;
+  EXPECT_EQ(StateLines("done").size(), 6u) << "the recheck adds no trials to the search";
+  EXPECT_EQ(StateLines("recheck").size(), 6u) << "3 pending, 3 done";
+  std::ifstream log(dir_ + "/out/matmul.autotvm.log");
+  int records = 0;
+  for (std::string line; std::getline(log, line);) ++records;
+  EXPECT_EQ(records, 9);
+
+  // Resumed: the same recheck is read back, nothing is measured again.
+  std::ostringstream again, progress2;
+  ASSERT_TRUE(Tune(client_, SampleKnobs(), options, again, progress2).ok()) << progress2.str();
+  EXPECT_EQ(agent_->offers(), 9);
+  EXPECT_TRUE(absl::StrContains(again.str(), "Kendall tau: 0.33 over 3 configs")) << again.str();
+
+  // A recheck that agrees: top-1 held, tau 1.
+  agent_->set_script(DefaultCosts);
+  std::filesystem::remove_all(dir_ + "/out");
+  options.seed = 2;  // other trials, so other request ids
+  std::ostringstream agree, progress3;
+  ASSERT_TRUE(Tune(client_, SampleKnobs(), options, agree, progress3).ok()) << progress3.str();
+  EXPECT_TRUE(absl::StrContains(agree.str(), "top-1 held: yes\n")) << agree.str();
+  EXPECT_TRUE(absl::StrContains(agree.str(), "Kendall tau: 1.00 over 3 configs")) << agree.str();
+}
+
 TEST_F(TuneTest, BadOptionsNameTheFlag) {
   std::ostringstream out, progress;
   EXPECT_TRUE(absl::StrContains(Tune(client_, SampleKnobs(), Options("annealing", 4, 4), out, progress)
@@ -300,6 +456,9 @@ TEST_F(TuneTest, BadOptionsNameTheFlag) {
   TuneOptions o = Options("grid", 4, 4);
   o.op = "nope";
   EXPECT_TRUE(absl::StrContains(Tune(client_, SampleKnobs(), o, out, progress).message(), "--op"));
+  o = Options("grid", 4, 4);
+  o.recheck = -1;
+  EXPECT_TRUE(absl::StrContains(Tune(client_, SampleKnobs(), o, out, progress).message(), "--recheck"));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ int ToAutoTvmErrorNo(v1::ErrorCode code) {
     case v1::SESSION_ERROR:
     case v1::DEVICE_RESET:
     case v1::FIRMWARE_MISMATCH:
+    case v1::CALIBRATION_ERROR:
       return v1::RUNTIME_DEVICE;
     case v1::BOARD_LOST:
       return v1::RUN_TIMEOUT;
@@ -35,6 +36,7 @@ bool IsInfrastructureError(v1::ErrorCode code) {
     case v1::SESSION_ERROR:
     case v1::BOARD_LOST:
     case v1::FIRMWARE_MISMATCH:
+    case v1::CALIBRATION_ERROR:
       return true;
     default:
       return false;

@@ -250,6 +250,37 @@ class FarmCase(unittest.TestCase):
         for fragment in fragments:
             self.assertIn(fragment, err.message)
 
+    def assertQuality(self, job, repeats=None):
+        """job.result.stats (filled by the tracker) agrees with the costs it summarizes."""
+        r = job.result
+        costs = sorted(r.costs_s)
+        s = r.stats
+        self.assertEqual(s.count, len(costs), r)
+        if repeats is not None:
+            self.assertEqual(s.count, repeats)
+        self.assertEqual(s.min_s, costs[0])
+        self.assertEqual(s.max_s, costs[-1])
+        self.assertLessEqual(s.min_s, s.median_s)
+        self.assertLessEqual(s.median_s, s.max_s)
+        n = len(costs)
+        median = costs[n // 2] if n % 2 else (costs[n // 2 - 1] + costs[n // 2]) / 2
+        self.assertAlmostEqual(s.median_s, median, delta=1e-12)
+        self.assertAlmostEqual(s.mean_s, sum(costs) / n, delta=1e-12)
+        self.assertLessEqual(s.ci_low_s, s.median_s)
+        self.assertGreaterEqual(s.ci_high_s, s.median_s)
+        self.assertGreaterEqual(s.ci_low_s, s.min_s)
+        self.assertLessEqual(s.ci_high_s, s.max_s)
+        self.assertGreaterEqual(s.rel_half_width, 0.0)
+        self.assertAlmostEqual(s.rel_half_width,
+                               (s.ci_high_s - s.ci_low_s) / 2 / s.median_s, delta=1e-9)
+        self.assertGreater(s.unstable_threshold, 0.0)
+        if n >= 2:
+            self.assertEqual(s.unstable, s.rel_half_width > s.unstable_threshold)
+        self.assertEqual(benchfarm.stats_of(job), s)
+        text = benchfarm.cost_text(job)
+        self.assertRegex(text, r"^[0-9.]+ (ns|us|ms|s) \+-([0-9.]+ %|\?)")
+        self.assertEqual("UNSTABLE" in text, s.unstable)
+
     def assertMeasured(self, result, repeat):
         self.assertIsInstance(result, benchfarm.MeasureResult)
         self.assertEqual(result.error_no, 0, result.error_msg)
@@ -299,6 +330,9 @@ class ClientFarmTest(FarmCase):
         self.assertEqual(len(r.costs_s), 2)
         self.assertTrue(all(0 < c < 1 for c in r.costs_s), r.costs_s)
         self.assertEqual(r.board_id, BOARD)
+        self.assertQuality(done, repeats=2)
+        self.assertEqual(r.measured.stop, "fixed")
+        self.assertEqual(r.measured.repeats, 2)
         self.assertEqual(done.client_id, USER, "the tracker names the job after the token's user")
         self.assertEqual(done.trial.op.template_op.knobs["tile_m"], "16")
         self.assertEqual(self.farm.get(ids[0]).state, pb.DONE)
@@ -309,6 +343,8 @@ class ClientFarmTest(FarmCase):
         self.assertEqual(len(found), 1)
         self.assertEqual(found[0].state, pb.DONE)
         self.assertEqual(list(found[0].result.costs_s), list(r.costs_s))
+        self.assertEqual(found[0].result.stats, r.stats, "results() carries the same stats")
+        self.assertEqual(self.farm.get(ids[0]).result.stats, r.stats)
         self.assertIn(ids[0], _ids(self.farm.results(state="DONE", client_id=self.client_id)))
         self.assertIn(ids[0], _ids(self.farm.results(state=pb.DONE)))
         self.assertNotIn(ids[0], _ids(self.farm.results(op="add")))
@@ -333,6 +369,42 @@ class ClientFarmTest(FarmCase):
         [result] = self.farm.measure_batch([as_dict], timeout=WATCH_S)
         self.assertMeasured(result, 2)
         self.assertEqual(self.farm.measure_batch([]), [])
+
+    def test_measure_jobs_carry_quality(self):
+        trials = [benchfarm.trial("matmul", KIND, knobs={"tile_m": m}, repeat=r)
+                  for m, r in ((4, 3), (16, 6))]
+        jobs = self.farm.measure_jobs(trials, timeout=WATCH_S)
+        self.assertEqual([j.trial.op.template_op.knobs["tile_m"] for j in jobs], ["4", "16"])
+        for job, repeat in zip(jobs, (3, 6)):
+            self.assertEqual(job.state, pb.DONE)
+            self.assertQuality(job, repeats=repeat)
+            # measure_batch's MeasureResult is the same measurement, AutoTVM's shape unchanged.
+            result = benchfarm.measure_result(job)
+            self.assertEqual(result._fields,
+                             ("costs", "error_no", "all_cost", "timestamp", "error_msg"))
+            self.assertEqual(result.costs, tuple(job.result.costs_s))
+        self.assertEqual(self.farm.measure_jobs([]), [])
+
+    def test_adaptive_measurement(self):
+        # Repeats until the median is known to +-5 % (at most 30 costs, 3 s of timing).
+        t = benchfarm.trial("add", KIND, target_rel_ci=0.05, budget_ms=3000, max_repeat=30)
+        self.assertEqual((t.measure.target_rel_ci, t.measure.budget_ms, t.measure.max_repeat),
+                         (0.05, 3000, 30))
+        [job] = self.farm.measure_jobs([t], timeout=WATCH_S)
+        r = job.result
+        self.assertEqual(pb.ErrorCode.Name(r.error_code), "NO_ERROR", r.message)
+        self.assertQuality(job)
+        self.assertIn(r.measured.stop, ("target", "budget", "max_repeat"), r.measured)
+        self.assertEqual(r.measured.repeats, len(r.costs_s))
+        self.assertLessEqual(len(r.costs_s), 30)
+        self.assertGreaterEqual(r.measured.number, 1)
+        self.assertGreaterEqual(r.measured.rounds, 1)
+        self.assertAlmostEqual(r.measured.target_rel_ci, 0.05)
+        if r.measured.stop == "target":
+            self.assertLessEqual(r.stats.rel_half_width, 0.05)
+        [result] = self.farm.measure_batch([t], timeout=WATCH_S)
+        self.assertEqual(result.error_no, 0, result.error_msg)
+        self.assertLessEqual(len(result.costs), 30)
 
     def test_invalid_trial_raises(self):
         farm = self.farm
@@ -643,6 +715,16 @@ class ClientLocalTest(unittest.TestCase):
         self.assertEqual(list(t.op.template_op.image_pool), ["tile_oc=8", "tile_oc=4"])
         default = benchfarm.trial("matmul", "host-process")
         self.assertEqual(len(default.args), 0, "the op's default shapes")
+        self.assertEqual((default.measure.target_rel_ci, default.measure.budget_ms,
+                          default.measure.max_repeat), (0, 0, 0), "the fixed mode by default")
+        adaptive = benchfarm.trial("matmul", "host-process", target_rel_ci=0.01, budget_ms=500,
+                                   max_repeat=64)
+        self.assertEqual((adaptive.measure.target_rel_ci, adaptive.measure.budget_ms,
+                          adaptive.measure.max_repeat), (0.01, 500, 64))
+        with self.assertRaisesRegex(ValueError, "target_rel_ci"):
+            benchfarm.trial("matmul", "host-process", target_rel_ci=5)
+        with self.assertRaisesRegex(ValueError, "give target_rel_ci"):
+            benchfarm.trial("matmul", "host-process", max_repeat=10)
         self.assertTrue(default.check_outputs)
         self.assertEqual(benchfarm.knob_text(8.0), "8")
         with self.assertRaises(ValueError):
@@ -723,6 +805,22 @@ class ClientLocalTest(unittest.TestCase):
         with _Environ(BENCHFARM_CERT=FARM.ca, BENCHFARM_KEY=None):
             with self.assertRaisesRegex(ValueError, "BENCHFARM_CERT and BENCHFARM_KEY"):
                 benchfarm.Client("127.0.0.1:1", ca=FARM.ca)
+
+    def test_cost_text(self):
+        job = pb.Job(job_id="j-1", state=pb.DONE)
+        self.assertEqual(benchfarm.cost_text(job), "-")
+        job.result.costs_s.extend([1e-3, 1.01e-3, 1.02e-3])
+        s = job.result.stats
+        s.count, s.median_s, s.rel_half_width, s.unstable = 3, 1.01e-3, 0.0099, False
+        self.assertEqual(benchfarm.cost_text(job), "1.01 ms +-1.0 %")
+        self.assertEqual(benchfarm.stats_of(job), job.result.stats)
+        self.assertEqual(benchfarm.stats_of(job.result).median_s, 1.01e-3)
+        s.rel_half_width, s.unstable = 0.125, True
+        job.result.cpu_hz = 168e6
+        self.assertEqual(benchfarm.cost_text(job), "1.01 ms +-12 % UNSTABLE = 169,680 cycles")
+        self.assertEqual(benchfarm.cost_text(job.result.stats), "1.01 ms +-12 % UNSTABLE")
+        s.count, s.median_s = 1, 2.5e-8
+        self.assertEqual(benchfarm.cost_text(s), "25 ns +-? UNSTABLE")
 
     def test_measure_result(self):
         job = pb.Job(job_id="j-1", state=pb.DONE)

@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -17,6 +18,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
@@ -77,9 +80,10 @@ enum class Wire { kPipes, kPty };
 // The board process and the host end of its link.
 class Board {
  public:
-  explicit Board(Wire wire) : rx_(2 << 20) {
+  explicit Board(Wire wire, std::vector<std::string> extra_args = {}) : rx_(2 << 20) {
     SubprocessOptions options;
     options.argv = {BoardPath()};
+    options.argv.insert(options.argv.end(), extra_args.begin(), extra_args.end());
     if (wire == Wire::kPty) options.argv.push_back("--pty");
     options.stdin_mode = StdioMode::kPipe;
     options.stdout_mode = StdioMode::kPipe;
@@ -177,6 +181,8 @@ class Board {
     EXPECT_EQ(r.kind, Reply::Kind::kCopyAck) << r.message;
     return r.data;
   }
+
+  pid_t pid() const { return process_ == nullptr ? -1 : process_->pid(); }
 
   // Waits for the board to exit; DeadlineExceeded if it still runs after kDeadline.
   absl::StatusOr<benchfarm::base::ProcessExit> WaitExit() {
@@ -278,6 +284,27 @@ TEST_P(BoardProcessTest, WholeProtocol) {
   EXPECT_NE(info.str().find("firmware_hash=" + Fnv1a64Hex(BoardPath()) + "\n"), std::string::npos)
       << info.str();
   EXPECT_NE(info.str().find("max_packet_size=2037\n"), std::string::npos);
+  // It times with its thread's CPU clock, and describes its calibration kernel.
+  EXPECT_NE(info.str().find("timer=thread-cputime\n"), std::string::npos) << info.str();
+  EXPECT_NE(info.str().find("calibration_instructions_per_iteration="), std::string::npos);
+  EXPECT_NE(info.str().find("calibration_cycles_per_iteration="), std::string::npos);
+#if defined(__x86_64__)
+  EXPECT_NE(info.str().find("calibration_instructions_per_iteration=2\n"), std::string::npos);
+  EXPECT_NE(info.str().find("calibration_cycles_per_iteration=1\n"), std::string::npos);
+#endif
+  // benchfarm.Calibrate: a float64 of seconds, as AutoTVM's RPC would decode it.
+  uint64_t calibrate = board.Handle(codec::EncodeGetGlobalFunc("benchfarm.Calibrate"));
+  EXPECT_EQ(calibrate, 0x80028006u);
+  Arg seconds = board.CallFunc(calibrate, {Arg::Int(1000000)});
+  ASSERT_EQ(seconds.type_code(), TypeCode::kFloat);
+  EXPECT_GT(seconds.float_value(), 0.0);
+  EXPECT_LT(seconds.float_value(), 1.0);
+  uint64_t totals = board.Handle(codec::EncodeGetGlobalFunc("benchfarm.TimerTotals"));
+  Arg text = board.CallFunc(totals, {});
+  ASSERT_EQ(text.type_code(), TypeCode::kStr);
+  EXPECT_EQ(text.str().rfind("cpu_s=", 0), 0u) << text.str();
+  EXPECT_NE(text.str().find("\nwall_s="), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\nintervals=1\n"), std::string::npos) << text.str();
 
   Arg lib = board.CallFunc(board.Handle(codec::EncodeGetGlobalFunc("runtime.SystemLib")), {});
   ASSERT_EQ(lib.type_code(), TypeCode::kModuleHandle);
@@ -369,6 +396,83 @@ TEST(BoardProcess, ExitsCleanlyAtEndOfInput) {
   auto exit = board.WaitExit();
   ASSERT_TRUE(exit.ok()) << exit.status();
   EXPECT_EQ(exit->exit_code, 0) << exit->ToString();
+}
+
+// Cpus_allowed_list from /proc/<pid>/status.
+std::string CpusAllowed(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Cpus_allowed_list:", 0) == 0) {
+      size_t start = line.find_first_not_of(" \t", 18);
+      return start == std::string::npos ? "" : line.substr(start);
+    }
+  }
+  return "";
+}
+
+// The CPUs this test may run on.
+std::vector<int> AllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+TEST(BoardProcess, CpuPinsItBeforeItServes) {
+  const std::vector<int> cpus = AllowedCpus();
+  ASSERT_FALSE(cpus.empty());
+  for (int cpu : {cpus.front(), cpus.back()}) {
+    SCOPED_TRACE(cpu);
+    Board board(Wire::kPipes, {"--cpu", std::to_string(cpu)});
+    board.Connect();  // it serves...
+    EXPECT_EQ(board.Handle(codec::EncodeGetGlobalFunc("runtime.SystemLib")), 0x80028000u);
+    EXPECT_EQ(CpusAllowed(board.pid()), std::to_string(cpu));  // ...on that CPU alone
+    board.CloseInput();
+    auto exit = board.WaitExit();
+    ASSERT_TRUE(exit.ok()) << exit.status();
+    EXPECT_EQ(exit->exit_code, 0);
+  }
+}
+
+TEST(BoardProcess, ABadCpuIsAClearErrorAndExitOne) {
+  const std::string log = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR")
+                                                                 : "/tmp") +
+                          "/bad-cpu.log";
+  struct Case {
+    std::string cpu;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"4095", "--cpu 4095: not a CPU number (0 to 1023)"},
+           {"-1", "--cpu -1: not a CPU number"},
+           {"one", "--cpu one: not a CPU number"},
+           {"", "--cpu : not a CPU number"},
+           {"1023", "--cpu 1023: cannot run on CPU 1023: Invalid argument (this process may use "
+                    "CPUs "}}) {
+    SCOPED_TRACE(c.cpu);
+    std::remove(log.c_str());
+    SubprocessOptions options;
+    options.argv = {BoardPath(), "--cpu", c.cpu};
+    options.stdin_mode = StdioMode::kPipe;  // it must not wait for input
+    options.stdout_mode = StdioMode::kPipe;
+    options.stderr_path = log;
+    auto started = Subprocess::Start(options);
+    ASSERT_TRUE(started.ok()) << started.status();
+    auto exit = (*started)->WaitExit(absl::Now() + absl::FromChrono(kDeadline));
+    ASSERT_TRUE(exit.ok()) << exit.status();
+    EXPECT_EQ(exit->exit_code, 1) << exit->ToString();
+    std::ifstream in(log);
+    std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(err.find("board: " + c.says), std::string::npos) << err;
+    // Nothing on the link: it failed before its boot signature.
+    uint8_t buf[16];
+    EXPECT_EQ(read((*started)->TakeStdout(), buf, sizeof(buf)), 0);
+  }
 }
 
 TEST(BoardProcess, GarbageOnTheLinkDoesNotStopIt) {

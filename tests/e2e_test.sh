@@ -77,8 +77,8 @@ farmctl/farmctl tune --tracker "127.0.0.1:$tracker_port" --op matmul --kind host
   cat "$work/tune.out" "$work/tune.err" "$work/agent.err" >&2; fail "farmctl tune failed"; }
 cat "$work/tune.out" >&2
 grep -q "best configurations of matmul" "$work/tune.out" || fail "no best-configurations table"
-grep -qE "^ *default +[0-9.]+ +1\.00x" "$work/tune.out" || fail "no default row with speed-up 1.00x"
-grep -qE "^ +1 +[0-9.]+ +[0-9.]+x" "$work/tune.out" || fail "no rank-1 row"
+grep -qE "^ *default +[0-9.]+ (ns|us|ms) \+-.* +1\.00x" "$work/tune.out" || fail "no default row with speed-up 1.00x"
+grep -qE "^ +1 +[0-9.]+ (ns|us|ms) \+-.* [0-9.]+x" "$work/tune.out" || fail "no rank-1 row"
 # Batching: at most one flash per batch per board (3 batches, 2 boards), not one per trial.
 flashes=$(sed -nE 's/^flashes: ([0-9]+) for the 24 trials.*/\1/p' "$work/tune.out")
 [[ -n "$flashes" && "$flashes" -ge 1 && "$flashes" -le 6 ]] || fail "flashes for 24 trials: '$flashes'"
@@ -132,7 +132,7 @@ farmctl/farmctl results --tracker "127.0.0.1:$tracker_port" --op matmul --kind h
 [[ $(grep -c '"version": *0.2' "$work/results.log") -eq 24 ]] || {
   head -3 "$work/results.log" >&2; fail "farmctl results --autotvm: want 24 records"; }
 farmctl/farmctl results --tracker "127.0.0.1:$tracker_port" --op matmul --kind host-process >"$work/results.txt"
-[[ $(grep -cE " DONE .* [0-9.]+ us$" "$work/results.txt") -eq 24 ]] || { cat "$work/results.txt" >&2; fail "results table"; }
+[[ $(grep -cE " DONE .* [0-9.]+ (ns|us|ms) \+-([0-9.]+ %|\?)( UNSTABLE)?( = [0-9,]+ cycles)?$" "$work/results.txt") -eq 24 ]] || { cat "$work/results.txt" >&2; fail "results table"; }
 
 # ---- Prometheus saw both daemons and the farm's series ----------------------------------------
 query() {  # prints the number of series and the first value

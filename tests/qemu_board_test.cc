@@ -8,10 +8,12 @@
 // tensor on the chip; every sample operator passes its output
 // check against the reference kernel on the chip and the time evaluator returns costs; garbage and
 // a packet of a wrong session on the UART do not wedge the firmware. Deterministic mode (-icount)
-// gives identical costs run to run.
+// gives identical costs run to run. The calibration kernel (benchfarm.Calibrate) is described in
+// DeviceInfo, refuses bad counts, and under -icount measures exactly 2 instructions per iteration.
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -35,6 +37,7 @@ namespace {
 struct Package {
   const char* kind;     // the board kind and the firmware's name in tests/firmware/
   const char* machine;  // qemu-system-arm -M
+  double calibration_cycles;  // its board.conf CALIBRATION_CYCLES_PER_ITERATION (0: unknown)
 };
 
 std::string Runfile(const std::string& path) {
@@ -49,13 +52,14 @@ std::string ScratchDir() {
 }
 
 std::unique_ptr<device::Board> StartBoard(const Package& p, bool deterministic,
-                                          device::FirmwareImage* image) {
+                                          device::FirmwareImage* image, int icount_shift = 0) {
   v1::BoardConfig c;
   c.set_id(absl::StrCat(p.kind, deterministic ? "-icount" : ""));
   c.set_kind(p.kind);
   c.mutable_serial();
   c.mutable_qemu()->set_machine(p.machine);
   c.mutable_qemu()->set_deterministic(deterministic);
+  c.mutable_qemu()->set_icount_shift(icount_shift);
   device::BoardOptions o;
   o.config = c;
   o.scratch_dir = ScratchDir();
@@ -106,6 +110,9 @@ TEST_P(QemuBoardTest, BootsHandshakesAndDescribesItself) {
   EXPECT_EQ(info.fields.at("timer"), "systick");
   EXPECT_EQ(board->emulation(), "qemu");
   EXPECT_NE(board->Description().find(GetParam().machine), std::string::npos);
+  // The calibration kernel: 2 Thumb instructions per iteration, and the package's declared cycles.
+  EXPECT_EQ(info.calibration_instructions_per_iteration, 2);
+  EXPECT_EQ(info.calibration_cycles_per_iteration, GetParam().calibration_cycles);
 
   // tvm.contrib.random.random_fill, as AutoTVM's RPCRunner calls it before measuring: uniform
   // floats in [1, 2) from the chip's random source, different on each call; no arguments is an
@@ -133,6 +140,64 @@ TEST_P(QemuBoardTest, BootsHandshakesAndDescribesItself) {
   absl::StatusOr<device::Arg> bad = rpc->CallFunc(*fill, {}, deadline);
   EXPECT_TRUE(absl::IsUnknown(bad.status())) << bad.status();
   EXPECT_TRUE(rpc->GetDeviceInfo(deadline).ok());
+
+  // benchfarm.Calibrate in host time (QEMU without -icount): some positive time. Bad counts are
+  // the board's InvalidArg, and it keeps serving. No TimerTotals on a microcontroller.
+  absl::StatusOr<uint64_t> calibrate = rpc->GetGlobalFunc("benchfarm.Calibrate", deadline);
+  ASSERT_TRUE(calibrate.ok()) << calibrate.status();
+  EXPECT_EQ(*calibrate, 0x80028006u);
+  absl::StatusOr<double> s = rpc->Calibrate(100000, deadline);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_GT(*s, 0);
+  EXPECT_LT(*s, 5);
+  for (int64_t n : {int64_t{0}, int64_t{-3}, (int64_t{1} << 40) + 1}) {
+    absl::StatusOr<device::Arg> r = rpc->CallFunc(*calibrate, {device::Arg::Int(n)}, deadline);
+    EXPECT_TRUE(absl::IsUnknown(r.status())) << r.status();
+    EXPECT_NE(r.status().message().find("iterations must be 1 to 2^40"), std::string::npos)
+        << r.status();
+  }
+  absl::StatusOr<device::Arg> no_args = rpc->CallFunc(*calibrate, {}, deadline);
+  EXPECT_NE(no_args.status().message().find("expects one int64"), std::string::npos)
+      << no_args.status();
+  EXPECT_TRUE(absl::IsNotFound(rpc->GetTimerTotals(deadline).status()));
+  EXPECT_TRUE(rpc->Calibrate(1, deadline).ok());
+}
+
+// Under -icount the guest clock advances 2^shift ns per executed instruction, so Calibrate(N) —
+// N iterations of SUBS + BNE — must take N * 2 * 2^shift ns: exactly, up to the fixed cost of
+// the timer calls around the loop (tens of instructions) and SysTick's resolution (1 / CPU_HZ).
+// It does (README "Calibration"): QEMU charges the loop exactly 2 instructions per iteration.
+TEST_P(QemuBoardTest, CalibrationUnderIcountIsExact) {
+  for (int shift : {0, 1}) {
+    SCOPED_TRACE(absl::StrCat("icount shift ", shift));
+    device::FirmwareImage image;
+    std::unique_ptr<device::Board> board = StartBoard(GetParam(), true, &image, shift);
+    ASSERT_NE(board, nullptr);
+    const device::DeviceInfo& info = *board->info();
+    ASSERT_EQ(info.calibration_instructions_per_iteration, 2);
+    const double ns = 1e-9 * (1 << shift);  // seconds per instruction
+    const double tick = info.timer_resolution_s;
+    absl::Time deadline = absl::Now() + absl::Seconds(60);
+    std::vector<double> measured;
+    for (int64_t n : {int64_t{1000}, int64_t{1000000}, int64_t{2000000}}) {
+      absl::StatusOr<double> s = board->rpc()->Calibrate(n, deadline);
+      ASSERT_TRUE(s.ok()) << s.status();
+      const double expected = static_cast<double>(n) * 2 * ns;
+      std::printf("%s shift %d: Calibrate(%lld) = %.12g s, N * 2 instructions = %.12g s (+%.4g "
+                  "s, %.3g ticks)\n",
+                  GetParam().kind, shift, static_cast<long long>(n), *s, expected, *s - expected,
+                  (*s - expected) / tick);
+      EXPECT_GE(*s, expected - tick) << n;
+      EXPECT_LE(*s, expected + 100 * ns + tick) << n;  // the timer calls: under 100 instructions
+      measured.push_back(*s);
+      // Deterministic: the same count measures the same again.
+      absl::StatusOr<double> again = board->rpc()->Calibrate(n, deadline);
+      ASSERT_TRUE(again.ok()) << again.status();
+      EXPECT_EQ(*again, *s) << n;
+    }
+    // The fixed cost cancels: one million more iterations are two million instructions.
+    EXPECT_NEAR(measured[2] - measured[1], 2e6 * ns, 1.001 * tick);
+  }
 }
 
 TEST_P(QemuBoardTest, EverySampleOpMatchesItsReferenceAndIsTimedOnTheChip) {
@@ -219,9 +284,9 @@ TEST_P(QemuBoardTest, DeterministicModeGivesIdenticalCostsRunToRun) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Packages, QemuBoardTest,
-                         testing::Values(Package{"qemu-mps2-an385", "mps2-an385"},
-                                         Package{"qemu-netduinoplus2", "netduinoplus2"},
-                                         Package{"qemu-mps3-an547", "mps3-an547"}),
+                         testing::Values(Package{"qemu-mps2-an385", "mps2-an385", 3},
+                                         Package{"qemu-netduinoplus2", "netduinoplus2", 3},
+                                         Package{"qemu-mps3-an547", "mps3-an547", 0}),
                          [](const testing::TestParamInfo<Package>& info) {
                            std::string name = info.param.machine;
                            for (char& c : name) {

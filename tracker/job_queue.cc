@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "catalog/operator.h"
+#include "stats/cost_stats.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "google/protobuf/util/time_util.h"
 #include "proto/error_codes.h"
@@ -195,6 +196,17 @@ std::string ResultProblem(const v1::Result& r, int max_costs) {
       return absl::StrCat("result.stages.", name, ": ", value, "; not a finite number of seconds");
     }
   }
+  for (const auto& [name, value] : {std::pair<const char*, double>{"cpu_hz", r.cpu_hz()},
+                                    {"wall_over_cpu", r.wall_over_cpu()},
+                                    {"measured.target_rel_ci", r.measured().target_rel_ci()}}) {
+    if (!std::isfinite(value) || value < 0) {
+      return absl::StrCat("result.", name, ": ", value, "; not a finite, non-negative number");
+    }
+  }
+  if (std::string p = Oversized("result.measured.stop", r.measured().stop(), kMaxResultFieldBytes);
+      !p.empty()) {
+    return p;
+  }
   if (!std::isfinite(r.timer_resolution_s()) || r.timer_resolution_s() < 0) {
     return absl::StrCat("result.timer_resolution_s: ", r.timer_resolution_s(),
                         "; not a finite, non-negative number of seconds");
@@ -359,6 +371,15 @@ absl::Status JobQueue::ValidateTrial(v1::Trial* trial, int i) const {
   }
   if (m.timeout_ms() < 0 || m.timeout_ms() > 3600000) {
     return Invalid(i, "measure.timeout_ms", "must be in 0..3600000");
+  }
+  if (!(m.target_rel_ci() >= 0 && m.target_rel_ci() < 1)) {
+    return Invalid(i, "measure.target_rel_ci", "must be in [0, 1) (0.01: +-1 %; 0: fixed mode)");
+  }
+  if (m.budget_ms() < 0 || m.budget_ms() > 3600000) {
+    return Invalid(i, "measure.budget_ms", "must be in 0..3600000");
+  }
+  if (m.max_repeat() < 0 || m.max_repeat() > kMaxCosts) {
+    return Invalid(i, "measure.max_repeat", absl::StrCat("must be in 0..", kMaxCosts));
   }
   if (t.priority() < 0 || t.priority() > 100) return Invalid(i, "priority", "must be in 0..100");
   // Sizes: the arguments must fit some board of the kind (when every board says what it holds).
@@ -695,6 +716,7 @@ absl::StatusOr<v1::Board> JobQueue::SetQuarantine(const std::string& board_id, b
   } else {
     board.set_held(false);
     board.clear_held_reason();
+    board.clear_quarantine_reason();
     record.recent_infra.clear();
     record.health_job_id.clear();
     board.set_consecutive_infra_failures(0);
@@ -870,8 +892,14 @@ absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobRe
         record.board.set_state(v1::IDLE);
         record.recent_infra.clear();
         record.board.set_consecutive_infra_failures(0);
+        record.board.clear_quarantine_reason();
       } else {
         record.board.set_state(v1::QUARANTINED);
+        record.board.set_quarantine_reason(absl::StrCat(
+            "health check failed: ",
+            !problem.empty() ? problem
+                             : absl::StrCat(v1::ErrorCode_Name(report.result().error_code()), ": ",
+                                            report.result().message())).substr(0, kMaxQuarantineReasonBytes));
         record.next_health_check = clock_->Now() + options_.health_check_backoff;
       }
       RETURN_IF_ERROR(SaveBoard(record));
@@ -890,18 +918,22 @@ absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobRe
   LiveJob& job = it->second;
   // A malformed result is the board's (or its agent's) failure, not the trial's: the attempt ends
   // as an infrastructure error and the job re-queues (or, out of attempts, ends BOARD_LOST).
-  const int max_costs = std::min(kMaxCosts, std::max(1, job.job.trial().measure().repeat()));
+  const v1::MeasureOptions& measure = job.job.trial().measure();
+  const int max_costs =
+      std::min(kMaxCosts, measure.target_rel_ci() > 0
+                              ? (measure.max_repeat() > 0 ? measure.max_repeat() : kDefaultMaxRepeat)
+                              : std::max(1, measure.repeat()));
   if (std::string problem = ResultProblem(report.result(), max_costs); !problem.empty()) {
     const std::string refused = absl::StrCat("result refused: ", problem);
     const std::string which = absl::StrCat("job ", report.job_id(), " attempt ", report.attempt());
-    NoteBoardOutcome(job.job.board_id(), true);
+    NoteBoardOutcome(job.job.board_id(), true, refused);
     RETURN_IF_ERROR(EndAttemptWithoutResult(&job, v1::SESSION_ERROR, refused));  // `job` may dangle
     return absl::InvalidArgumentError(absl::StrCat(
         which, ": ", refused, " (the attempt counts as an infrastructure failure)"));
   }
   v1::ErrorCode code = report.result().error_code();
   bool infra = IsInfrastructureError(code);
-  NoteBoardOutcome(job.job.board_id(), infra);
+  NoteBoardOutcome(job.job.board_id(), infra, report.result().message());
   if (infra && job.job.attempts_size() < options_.retry_budget) {
     return EndAttemptWithoutResult(&job, code, report.result().message());
   }
@@ -910,7 +942,11 @@ absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobRe
   attempt->set_error_code(code);
   attempt->set_message(report.result().message());
   FreeBoard(job.job.board_id(), job.job.job_id());
-  return Finish(&job, report.result(), v1::DONE).status();
+  // The result's quality is the tracker's to compute: it agrees with the costs it describes.
+  v1::Result result = report.result();
+  *result.mutable_stats() = stats::CostStatsOf(result.costs_s(), result.timer_resolution_s(),
+                                               options_.unstable_threshold);
+  return Finish(&job, result, v1::DONE).status();
 }
 
 void JobQueue::RecordFlashes(const std::string& agent_id, const v1::BoardUpdate& update) {
@@ -941,7 +977,7 @@ int JobQueue::ExpireLeases() {
   }
   for (LiveJob* job : expired) {
     counters_.lease_expiries++;
-    NoteBoardOutcome(job->job.board_id(), true);
+    NoteBoardOutcome(job->job.board_id(), true, "a lease expired (the agent or board went silent)");
     (void)EndAttemptWithoutResult(job, v1::BOARD_LOST, "the lease expired");
   }
   for (auto& [board_id, record] : boards_) {
@@ -1001,7 +1037,8 @@ absl::StatusOr<v1::Job> JobQueue::Finish(LiveJob* job, const v1::Result& result,
   return j;
 }
 
-void JobQueue::NoteBoardOutcome(const std::string& board_id, bool infra_error) {
+void JobQueue::NoteBoardOutcome(const std::string& board_id, bool infra_error,
+                                absl::string_view why) {
   auto it = boards_.find(board_id);
   if (it == boards_.end()) return;
   BoardRecord& record = it->second;
@@ -1009,6 +1046,7 @@ void JobQueue::NoteBoardOutcome(const std::string& board_id, bool infra_error) {
       infra_error ? record.board.consecutive_infra_failures() + 1 : 0);
   if (infra_error && record.board.consecutive_infra_failures() >= options_.quarantine_threshold) {
     record.board.set_state(v1::QUARANTINED);
+    record.board.set_quarantine_reason(std::string(why.substr(0, kMaxQuarantineReasonBytes)));
     record.next_health_check = clock_->Now();
   }
   (void)SaveBoard(record);

@@ -97,7 +97,9 @@ inline constexpr size_t kMaxImagePoolEntryBytes = 1024;
 inline constexpr size_t kMaxImagePoolBytes = 512 << 10;  // all entries together
 inline constexpr size_t kMaxCSourceBytes = 1 << 20;
 inline constexpr size_t kMaxResultMessageBytes = 4096;
+inline constexpr size_t kMaxQuarantineReasonBytes = 512;  // Board.quarantine_reason
 inline constexpr size_t kMaxResultFieldBytes = 128;  // Result.firmware_hash, timer, emulation
+inline constexpr int kDefaultMaxRepeat = 200;         // MeasureOptions.max_repeat 0 (adaptive)
 inline constexpr int kMaxCosts = 1024;               // Result.costs_s (also MeasureOptions.repeat)
 
 struct JobQueueOptions {
@@ -116,6 +118,9 @@ struct JobQueueOptions {
   // submission that would take the client over either is ResourceExhausted; nothing is stored.
   int64_t max_queued_per_client = 100000;
   int64_t max_queued_bytes_per_client = int64_t{256} << 20;
+  // A stored result whose median is known only to more than +- this is flagged unstable
+  // (Result.stats, computed here from its costs).
+  double unstable_threshold = 0.03;
 };
 
 // What one free board should run now.
@@ -236,7 +241,7 @@ class JobQueue {
   // Stores the job as finished and drops it from memory; returns it as stored.
   absl::StatusOr<v1::Job> Finish(LiveJob* job, const v1::Result& result, v1::JobState state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void NoteBoardOutcome(const std::string& board_id, bool infra_error)
+  void NoteBoardOutcome(const std::string& board_id, bool infra_error, absl::string_view why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The board holds / no longer holds the job.
   void OccupyBoard(BoardRecord* record, const std::string& job_id)

@@ -137,6 +137,7 @@ int main(int argc, char** argv) {
   if (config.max_queued_bytes_per_client() > 0) {
     options.max_queued_bytes_per_client = config.max_queued_bytes_per_client();
   }
+  if (config.unstable_threshold() > 0) options.unstable_threshold = config.unstable_threshold();
   benchfarm::tracker::JobQueue queue(store->get(), &clock, options);
   absl::Status recovered = queue.Recover();
   if (!recovered.ok()) return Fail(absl::StrCat("recovery failed: ", recovered.message()));

@@ -100,12 +100,19 @@ for key in CPU_FLAGS FLASH_ORIGIN FLASH_LENGTH RAM_ORIGIN RAM_LENGTH STACK_BYTES
   [[ -n "${conf[$key]:-}" ]] || { echo "build.sh: $package/board.conf: $key is missing" >&2; exit 2; }
 done
 
-# Numbers (decimal or 0x hex) become -DBF_CONF_<KEY>=<value>; pins written PA9 become
-# (port << 4) | pin with port A = 0.
+# Keys that must be numbers when present.
+if [[ -n "${conf[CALIBRATION_CYCLES_PER_ITERATION]:-}" &&
+      ! "${conf[CALIBRATION_CYCLES_PER_ITERATION]}" =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
+  echo "build.sh: $package/board.conf: CALIBRATION_CYCLES_PER_ITERATION must be a number (e.g. 3 or 2.5), not '${conf[CALIBRATION_CYCLES_PER_ITERATION]}'" >&2
+  exit 2
+fi
+
+# Numbers (decimal, with or without a fraction, or 0x hex) become -DBF_CONF_<KEY>=<value>; pins
+# written PA9 become (port << 4) | pin with port A = 0.
 defines=()
 for key in $(printf '%s\n' "${!conf[@]}" | sort); do
   value="${conf[$key]}"
-  if [[ "$value" =~ ^(0x[0-9A-Fa-f]+|[0-9]+)$ ]]; then
+  if [[ "$value" =~ ^(0x[0-9A-Fa-f]+|[0-9]+|[0-9]+\.[0-9]+)$ ]]; then
     defines+=("-DBF_CONF_$key=$value")
   elif [[ "$value" =~ ^P([A-K])([0-9]|1[0-5])$ ]]; then
     port=$(( $(printf '%d' "'${BASH_REMATCH[1]}") - 65 ))

@@ -3,7 +3,7 @@
  * server + the sample operators) running as a Linux process, so the whole
  * farm can be exercised with no hardware.
  *
- *   board [--pty] [--kind NAME] [--firmware-hash HEX]
+ *   board [--pty] [--kind NAME] [--firmware-hash HEX] [--cpu N]
  *
  * The link is stdin/stdout by default. With --pty the board opens a
  * pseudo-terminal, prints "pty: <path of the slave>" as the first line on
@@ -17,11 +17,31 @@
  * benchfarm.DeviceInfo reports board_kind (default "host-process") and
  * firmware_hash: --firmware-hash, or else the FNV-1a 64-bit hash of this
  * executable's bytes (/proc/self/exe) as 16 hex digits — what the agent
- * computes for the image it built, so a stale image is caught.
+ * computes for the image it built, so a stale image is caught. `timer` is
+ * the platform's clock: "thread-cputime" (this thread's CPU time, so other
+ * processes on the same CPU do not inflate costs) or "monotonic" (the
+ * fallback where the thread clock is unavailable), with its clock_getres
+ * resolution. The board adds two lines to the core's DeviceInfo:
+ * calibration_instructions_per_iteration and calibration_cycles_per_iteration
+ * (of benchfarm.Calibrate's loop; 0 = unknown).
+ *
+ * --cpu N pins the process to CPU N (sched_setaffinity) before it serves
+ * anything; a CPU it may not run on is an error on stderr and exit 1.
+ *
+ * Globals the board adds to the core's (crt/rpc/README.md), after them:
+ *   6 benchfarm.Calibrate(int64 iterations) -> float64 seconds: a busy loop of
+ *     `iterations` iterations of known cost (inline assembly; x86-64
+ *     "dec; jnz": 2 instructions, 1 cycle), timed with TVMPlatformTimerStart/
+ *     Stop. iterations outside 1..2^40: kTvmErrorFunctionCallInvalidArg.
+ *   7 benchfarm.TimerTotals() -> str: "cpu_s=<%.9g>\nwall_s=<%.9g>\n
+ *     intervals=<n>\n", the platform timer's thread-CPU and wall seconds
+ *     summed over every Start/Stop interval since the previous call, which
+ *     resets them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +50,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <tvm/runtime/c_runtime_api.h>
+#include <tvm/runtime/crt/crt.h>
+#include <tvm/runtime/crt/host_platform.h>
 #include <tvm/runtime/crt/platform.h>
 #include <tvm/runtime/crt/rpc_server.h>
 
@@ -143,7 +166,165 @@ static int OpenPty(int* slave_keep) {
 }
 
 static void Usage(void) {
-  fprintf(stderr, "usage: board [--pty] [--kind NAME] [--firmware-hash HEX]\n");
+  fprintf(stderr, "usage: board [--pty] [--kind NAME] [--firmware-hash HEX] [--cpu N]\n");
+}
+
+/* ---- the calibration kernel ----------------------------------------------------------------- */
+
+/* The loop's known cost per iteration (0 = unknown), reported in DeviceInfo. */
+#if defined(__x86_64__)
+/* dec + jnz: 2 instructions, one macro-fused op, 1 cycle per iteration (its dependency chain is
+ * one 1-cycle dec). Measured on an AMD EPYC VM: 1.000 cycles against a chain of dependent adds. */
+#define BOARD_CALIBRATION_INSTRUCTIONS "2"
+#define BOARD_CALIBRATION_CYCLES "1"
+static void CalibrationLoop(uint64_t n) {
+  __asm__ volatile("1:\n\tdec %0\n\tjnz 1b" : "+r"(n) : : "cc");
+}
+#elif defined(__aarch64__)
+/* subs + b.ne: 2 instructions; cycles depend on the core (branch throughput): unknown. */
+#define BOARD_CALIBRATION_INSTRUCTIONS "2"
+#define BOARD_CALIBRATION_CYCLES "0"
+static void CalibrationLoop(uint64_t n) {
+  __asm__ volatile("1:\n\tsubs %0, %0, #1\n\tb.ne 1b" : "+r"(n) : : "cc");
+}
+#else
+/* Portable C: what the compiler makes of it is unknown. */
+#define BOARD_CALIBRATION_INSTRUCTIONS "0"
+#define BOARD_CALIBRATION_CYCLES "0"
+static void CalibrationLoop(uint64_t n) {
+  volatile uint64_t counter = n;
+  while (counter != 0u) counter = counter - 1u;
+}
+#endif
+
+#define BOARD_CALIBRATION_MAX_ITERATIONS ((int64_t)1 << 40)
+
+/* benchfarm.Calibrate(int64 iterations) -> float64 seconds. */
+static int Calibrate(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_tcode,
+                     void* resource_handle) {
+  double seconds = 0.0;
+  tvm_crt_error_t err;
+  (void)resource_handle;
+  if (num_args != 1 || type_codes[0] != kTVMArgInt) {
+    TVMAPISetLastError("benchfarm.Calibrate: expects one int64 argument (iterations)");
+    return kTvmErrorFunctionCallInvalidArg;
+  }
+  if (args[0].v_int64 < 1 || args[0].v_int64 > BOARD_CALIBRATION_MAX_ITERATIONS) {
+    TVMAPISetLastError("benchfarm.Calibrate: iterations must be 1 to 2^40");
+    return kTvmErrorFunctionCallInvalidArg;
+  }
+  err = TVMPlatformTimerStart();
+  if (err != kTvmErrorNoError) {
+    TVMAPISetLastError("benchfarm.Calibrate: the platform timer did not start");
+    return err;
+  }
+  CalibrationLoop((uint64_t)args[0].v_int64);
+  err = TVMPlatformTimerStop(&seconds);
+  if (err != kTvmErrorNoError) {
+    TVMAPISetLastError("benchfarm.Calibrate: the platform timer did not stop");
+    return err;
+  }
+  ret->v_float64 = seconds;
+  *ret_tcode = kTVMArgFloat;
+  return 0;
+}
+
+/* benchfarm.TimerTotals() -> str, and resets the totals. */
+static int TimerTotals(TVMValue* args, int* type_codes, int num_args, TVMValue* ret,
+                       int* ret_tcode, void* resource_handle) {
+  static char text[128];
+  crt_host_timer_totals_t totals;
+  (void)args;
+  (void)type_codes;
+  (void)resource_handle;
+  if (num_args != 0) {
+    TVMAPISetLastError("benchfarm.TimerTotals: takes no arguments");
+    return kTvmErrorFunctionCallInvalidArg;
+  }
+  if (crt_host_platform_timer_totals(&totals, 1) != kTvmErrorNoError) {
+    TVMAPISetLastError("benchfarm.TimerTotals: no totals");
+    return kTvmErrorPlatformCheckFailure;
+  }
+  snprintf(text, sizeof(text), "cpu_s=%.9g\nwall_s=%.9g\nintervals=%llu\n", totals.cpu_s,
+           totals.wall_s, (unsigned long long)totals.intervals);
+  ret->v_str = text;
+  *ret_tcode = kTVMStr;
+  return 0;
+}
+
+/* DeviceInfo: the core's lines (constant once the server is up), then the board's own. */
+static char g_device_info[512];
+
+static int DeviceInfo(TVMValue* args, int* type_codes, int num_args, TVMValue* ret,
+                      int* ret_tcode, void* resource_handle) {
+  (void)args;
+  (void)type_codes;
+  (void)num_args;
+  (void)resource_handle;
+  ret->v_str = g_device_info;
+  *ret_tcode = kTVMStr;
+  return 0;
+}
+
+/* Registers the board's globals: the core's benchfarm.DeviceInfo is replaced (same handle) by one
+ * that adds the calibration lines; benchfarm.Calibrate and benchfarm.TimerTotals are new. */
+static int RegisterBoardGlobals(void) {
+  TVMFunctionHandle core = NULL;
+  TVMValue value;
+  int tcode = kTVMNullptr;
+  value.v_str = NULL;
+  if (TVMFuncGetGlobal("benchfarm.DeviceInfo", &core) != 0 || core == NULL ||
+      TVMFuncCall(core, NULL, NULL, 0, &value, &tcode) != 0 || tcode != kTVMStr ||
+      value.v_str == NULL) {
+    fprintf(stderr, "board: benchfarm.DeviceInfo failed: %s\n", TVMGetLastError());
+    return -1;
+  }
+  snprintf(g_device_info, sizeof(g_device_info),
+           "%scalibration_instructions_per_iteration=" BOARD_CALIBRATION_INSTRUCTIONS
+           "\ncalibration_cycles_per_iteration=" BOARD_CALIBRATION_CYCLES "\n",
+           value.v_str);
+  if (TVMCrtFuncRegisterGlobal("benchfarm.DeviceInfo", DeviceInfo, 1) != 0 ||
+      TVMCrtFuncRegisterGlobal("benchfarm.Calibrate", Calibrate, 0) != 0 ||
+      TVMCrtFuncRegisterGlobal("benchfarm.TimerTotals", TimerTotals, 0) != 0) {
+    fprintf(stderr, "board: cannot register its globals: %s\n", TVMGetLastError());
+    return -1;
+  }
+  return 0;
+}
+
+/* Pins this process to CPU `text` (a decimal number); 0, or -1 with the reason on stderr. */
+static int PinToCpu(const char* text) {
+  cpu_set_t want;
+  cpu_set_t allowed;
+  char* end = NULL;
+  long cpu;
+  errno = 0;
+  cpu = strtol(text, &end, 10);
+  if (text[0] < '0' || text[0] > '9' || end == NULL || *end != '\0' || errno != 0 || cpu < 0 ||
+      cpu >= CPU_SETSIZE) {
+    fprintf(stderr, "board: --cpu %s: not a CPU number (0 to %d)\n", text, CPU_SETSIZE - 1);
+    return -1;
+  }
+  CPU_ZERO(&want);
+  CPU_SET((int)cpu, &want);
+  if (sched_setaffinity(0, sizeof(want), &want) != 0) {
+    int err = errno;
+    char list[256];
+    size_t pos = 0;
+    int i;
+    list[0] = '\0';
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
+      for (i = 0; i < CPU_SETSIZE && pos + 8u < sizeof(list); i++) {
+        if (CPU_ISSET(i, &allowed)) {
+          pos += (size_t)snprintf(list + pos, sizeof(list) - pos, "%s%d", pos > 0u ? "," : "", i);
+        }
+      }
+    }
+    fprintf(stderr, "board: --cpu %ld: cannot run on CPU %ld: %s (this process may use CPUs %s)\n",
+            cpu, cpu, strerror(err), pos > 0u ? list : "?");
+    return -1;
+  }
+  return 0;
 }
 
 int main(int argc, char** argv) {
@@ -151,8 +332,8 @@ int main(int argc, char** argv) {
   static char exe_hash[17];
   crt_board_info_t info;
   struct sigaction sa;
-  struct timespec res;
   int use_pty = 0;
+  const char* cpu = NULL;
   int in_fd = STDIN_FILENO;
   int slave_keep = -1;
   int i;
@@ -161,7 +342,6 @@ int main(int argc, char** argv) {
   info.board_kind = "host-process";
   info.firmware_hash = NULL;
   info.cpu_hz = 0;
-  info.timer_source = "monotonic"; /* platform.c times with CLOCK_MONOTONIC */
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--pty") == 0) {
       use_pty = 1;
@@ -169,16 +349,17 @@ int main(int argc, char** argv) {
       info.board_kind = argv[++i];
     } else if (strcmp(argv[i], "--firmware-hash") == 0 && i + 1 < argc) {
       info.firmware_hash = argv[++i];
+    } else if (strcmp(argv[i], "--cpu") == 0 && i + 1 < argc) {
+      cpu = argv[++i];
     } else {
       Usage();
       return 2;
     }
   }
+  if (cpu != NULL && PinToCpu(cpu) != 0) return 1;
   if (info.firmware_hash == NULL) {
     info.firmware_hash = HashFile("/proc/self/exe", exe_hash) == 0 ? exe_hash : "unknown";
   }
-  info.timer_resolution_s =
-      clock_getres(CLOCK_MONOTONIC, &res) == 0 ? (double)res.tv_sec + res.tv_nsec * 1e-9 : 1e-9;
 
   memset(&sa, 0, sizeof(sa));
   sa.sa_handler = OnSignal; /* no SA_RESTART: a blocked read returns EINTR */
@@ -198,7 +379,10 @@ int main(int argc, char** argv) {
     fprintf(stderr, "board: platform initialisation failed\n");
     return 1;
   }
+  info.timer_source = crt_host_platform_timer_source();
+  info.timer_resolution_s = crt_host_platform_timer_resolution_s();
   err = crt_rpc_server_init(&g_server, LinkWrite, &g_out, &info);
+  if (err == kTvmErrorNoError && RegisterBoardGlobals() != 0) return 1;
   if (err != kTvmErrorNoError || Flush(&g_out) != 0) {
     fprintf(stderr, "board: RPC server start failed (0x%x)\n", (unsigned)err);
     return 1;

@@ -4,6 +4,7 @@
 #include "tvm/runtime/crt/platform.h"
 
 #include <gtest/gtest.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdarg>
@@ -48,22 +49,114 @@ TEST(HostPlatform, InitializeIsIdempotent) {
   EXPECT_EQ(PoolStats().live_blocks, 0u);
 }
 
-TEST(HostPlatform, TimerMeasuresASleep) {
+// Spins until this thread has used `seconds` of CPU time (by the thread clock itself).
+void BurnCpu(double seconds) {
+  timespec start, now;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
+  do {
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  } while ((now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) * 1e-9 < seconds);
+}
+
+crt_host_timer_totals_t Totals(bool reset) {
+  crt_host_timer_totals_t totals;
+  EXPECT_EQ(crt_host_platform_timer_totals(&totals, reset ? 1 : 0), kTvmErrorNoError);
+  return totals;
+}
+
+TEST(HostPlatform, TimerIsTheThreadCpuClock) {
   ASSERT_EQ(TVMPlatformInitialize(), kTvmErrorNoError);
-  constexpr double kSleepSeconds = 0.05;
+  ASSERT_STREQ(crt_host_platform_timer_source(), "thread-cputime");
+  timespec res;
+  ASSERT_EQ(clock_getres(CLOCK_THREAD_CPUTIME_ID, &res), 0);
+  EXPECT_DOUBLE_EQ(crt_host_platform_timer_resolution_s(), res.tv_sec + res.tv_nsec * 1e-9);
+  EXPECT_GT(crt_host_platform_timer_resolution_s(), 0.0);
+
+  // Asleep, the thread uses no CPU: 50 ms of sleep measure (far) less than 10 ms.
   ASSERT_EQ(TVMPlatformTimerStart(), kTvmErrorNoError);
-  std::this_thread::sleep_for(std::chrono::duration<double>(kSleepSeconds));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   double elapsed = -1;
   ASSERT_EQ(TVMPlatformTimerStop(&elapsed), kTvmErrorNoError);
-  EXPECT_GE(elapsed, kSleepSeconds);
-  // Generous: a loaded CI machine may oversleep, but not by a second.
-  EXPECT_LT(elapsed, kSleepSeconds + 1.0);
+  EXPECT_GE(elapsed, 0.0);
+  EXPECT_LT(elapsed, 0.010);
+
+  // Busy, it counts the CPU time used (however long the wall clock took on a loaded machine).
+  ASSERT_EQ(TVMPlatformTimerStart(), kTvmErrorNoError);
+  BurnCpu(0.030);
+  ASSERT_EQ(TVMPlatformTimerStop(&elapsed), kTvmErrorNoError);
+  EXPECT_GE(elapsed, 0.030);
+  EXPECT_LT(elapsed, 0.030 + 0.5);
 
   // Back to back, the timer resolves well under a millisecond.
   ASSERT_EQ(TVMPlatformTimerStart(), kTvmErrorNoError);
   ASSERT_EQ(TVMPlatformTimerStop(&elapsed), kTvmErrorNoError);
   EXPECT_GE(elapsed, 0.0);
   EXPECT_LT(elapsed, 0.001);
+}
+
+TEST(HostPlatform, TimerFallsBackToTheMonotonicClock) {
+  // A clock clock_gettime refuses (ids past the kernel's static clocks are EINVAL): monotonic.
+  EXPECT_STREQ(crt_host_platform_select_timer_clock(0x7fffffff), "monotonic");
+  EXPECT_STREQ(crt_host_platform_timer_source(), "monotonic");
+  ASSERT_EQ(TVMPlatformInitialize(), kTvmErrorNoError);  // keeps the choice
+  EXPECT_STREQ(crt_host_platform_timer_source(), "monotonic");
+  EXPECT_GT(crt_host_platform_timer_resolution_s(), 0.0);
+  // Wall time: a sleep counts.
+  ASSERT_EQ(TVMPlatformTimerStart(), kTvmErrorNoError);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  double elapsed = -1;
+  ASSERT_EQ(TVMPlatformTimerStop(&elapsed), kTvmErrorNoError);
+  EXPECT_GE(elapsed, 0.05);
+  EXPECT_LT(elapsed, 0.05 + 1.0);
+  EXPECT_STREQ(crt_host_platform_select_timer_clock(CLOCK_PROCESS_CPUTIME_ID), "process-cputime");
+  EXPECT_STREQ(crt_host_platform_select_timer_clock(CLOCK_THREAD_CPUTIME_ID), "thread-cputime");
+}
+
+TEST(HostPlatform, TimerTotalsSumEveryIntervalAndReset) {
+  ASSERT_EQ(TVMPlatformInitialize(), kTvmErrorNoError);
+  ASSERT_STREQ(crt_host_platform_timer_source(), "thread-cputime");
+  (void)Totals(true);
+  crt_host_timer_totals_t zero = Totals(false);
+  EXPECT_EQ(zero.intervals, 0u);
+  EXPECT_EQ(zero.cpu_s, 0.0);
+  EXPECT_EQ(zero.wall_s, 0.0);
+
+  double sum = 0;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(TVMPlatformTimerStart(), kTvmErrorNoError);
+    BurnCpu(0.005);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // wall time, not CPU time
+    double elapsed = -1;
+    ASSERT_EQ(TVMPlatformTimerStop(&elapsed), kTvmErrorNoError);
+    sum += elapsed;
+  }
+  // Neither a failed Stop nor a running interval counts.
+  double unused;
+  EXPECT_EQ(TVMPlatformTimerStop(&unused), kTvmErrorPlatformTimerBadState);
+  ASSERT_EQ(TVMPlatformTimerStart(), kTvmErrorNoError);
+
+  crt_host_timer_totals_t t = Totals(false);
+  EXPECT_EQ(t.intervals, 3u);
+  EXPECT_DOUBLE_EQ(t.cpu_s, sum);  // exactly what Stop returned
+  EXPECT_GE(t.cpu_s, 3 * 0.005);
+  EXPECT_LT(t.cpu_s, 3 * 0.005 + 0.010);
+  EXPECT_GE(t.wall_s, 3 * 0.025);  // the sleeps count on the wall clock
+  EXPECT_GE(t.wall_s, t.cpu_s);
+
+  // Reading without reset keeps them; with reset they start again from 0.
+  crt_host_timer_totals_t again = Totals(true);
+  EXPECT_EQ(again.intervals, 3u);
+  EXPECT_EQ(again.wall_s, t.wall_s);
+  crt_host_timer_totals_t after = Totals(false);
+  EXPECT_EQ(after.intervals, 0u);
+  EXPECT_EQ(after.cpu_s, 0.0);
+  EXPECT_EQ(after.wall_s, 0.0);
+
+  // The running interval counts once it stops.
+  double elapsed;
+  ASSERT_EQ(TVMPlatformTimerStop(&elapsed), kTvmErrorNoError);
+  EXPECT_EQ(Totals(true).intervals, 1u);
+  EXPECT_EQ(crt_host_platform_timer_totals(nullptr, 0), kTvmErrorFunctionCallInvalidArg);
 }
 
 TEST(HostPlatform, TimerBadStates) {

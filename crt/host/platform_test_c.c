@@ -19,6 +19,7 @@ int crt_host_headers_compile_as_c(void) {
   void* block = NULL;
   uint8_t nonce[4];
   double elapsed = -1.0;
+  crt_host_timer_totals_t totals;
 
   cpu.device_type = kDLCPU;
   cpu.device_id = 0;
@@ -31,5 +32,11 @@ int crt_host_headers_compile_as_c(void) {
   if (TVMPlatformGenerateRandom(nonce, sizeof(nonce)) != kTvmErrorNoError) return 7;
   if (TVMPlatformTimerStart() != kTvmErrorNoError) return 8;
   if (TVMPlatformTimerStop(&elapsed) != kTvmErrorNoError || elapsed < 0.0) return 9;
+  if (crt_host_platform_timer_totals(&totals, 1) != kTvmErrorNoError || totals.intervals < 1u) {
+    return 10;
+  }
+  if (crt_host_platform_timer_source() == NULL || crt_host_platform_timer_resolution_s() <= 0.0) {
+    return 11;
+  }
   return 0;
 }

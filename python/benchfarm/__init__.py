@@ -5,6 +5,8 @@
                                        # with $BENCHFARM_CA, as the user of $BENCHFARM_TOKEN
     print([b.board_id for b in farm.boards()])
     results = farm.measure_batch([benchfarm.trial("matmul", "host-process", knobs={"tile_m": 16})])
+    jobs = farm.measure_jobs([benchfarm.trial("matmul", "host-process", target_rel_ci=0.01)])
+    print(benchfarm.cost_text(jobs[0]), jobs[0].result.stats.median_s)   # "12.3 us +-0.4 %"
 
 Needs Debian's python3-grpcio and python3-protobuf, and the generated modules on the path:
 `python/build_stubs.sh OUT_DIR`, then PYTHONPATH=python:OUT_DIR (README.md, "Python client").
@@ -19,9 +21,11 @@ from benchfarm.client import (
     Client,
     MeasureResult,
     TrackerError,
+    cost_text,
     knob_text,
     load_op,
     measure_result,
+    stats_of,
     trial,
 )
 
@@ -33,9 +37,11 @@ __all__ = [
     "TrackerError",
     "benchfarm_pb2",
     "benchfarm_pb2_grpc",
+    "cost_text",
     "knob_text",
     "knobs_pb2",
     "load_op",
     "measure_result",
+    "stats_of",
     "trial",
 ]

@@ -6,6 +6,16 @@
     trials = [benchfarm.trial("matmul", "host-process", knobs={"tile_m": m}) for m in (4, 8, 16)]
     for r in farm.measure_batch(trials):          # AutoTVM's runner shape: list in, list out
         print(r.error_no, r.costs)                # seconds per call; (1e9,) on error
+    for job in farm.measure_jobs(trials):         # the same, as finished Jobs with their quality
+        s = job.result.stats                      # CostStats, computed by the tracker
+        print(s.median_s, s.rel_half_width, s.unstable, benchfarm.cost_text(job))
+
+A result's quality: every Job that get, watch, results and measure_jobs return carries
+job.result.stats (count, mean_s, median_s, min_s, max_s, stddev_s, cv, the median's interval
+ci_low_s..ci_high_s at ci_level, rel_half_width: the "+- x %", unstable past the tracker's
+unstable_threshold), job.result.measured (number, repeats, rounds, stop: "fixed", "target",
+"budget" or "max_repeat"), job.result.cpu_hz (cycles = median_s * cpu_hz) and wall_over_cpu.
+Rank candidates by stats.median_s; distrust the order of UNSTABLE ones.
 
 Every RPC failure raises TrackerError with the tracker's gRPC status code and message (for a
 refused submission the message names the trial and field: "trials[1].board_kind: unknown board
@@ -99,14 +109,17 @@ def _shape(shape, index):
 
 def trial(op, kind, knobs=None, shapes=None, *, number=10, repeat=3, min_repeat_ms=0,
           cooldown_ms=0, timeout_ms=0, check=True, seed=1, priority=0, board=None, labels=None,
-          version=None, image_pool=None):
+          version=None, image_pool=None, target_rel_ci=0.0, budget_ms=0, max_repeat=0):
     """A Trial of template operator `op` (built-in: add, matmul, conv2d; or one added with
     add_op) on board kind `kind`.
 
     knobs: {name: value}; a knob left out takes its default. shapes: one per argument, inputs then
     output, as [32, 32] or "32x32"; None: the op's default shapes. number/repeat/min_repeat_ms/
-    cooldown_ms/timeout_ms: the on-board time evaluator (0: the agent's default). check: compare
-    the output with the op's reference first. board, labels: pin to a board id / labels.
+    cooldown_ms/timeout_ms: the on-board time evaluator (0: the agent's default).
+    target_rel_ci: adaptive mode when > 0 (0.01: repeat until the median's 95 % interval is
+    within +-1 %; number is calibrated, number/repeat are ignored), bounded by budget_ms of timing
+    and max_repeat costs (0: the agent's defaults). check: compare the output with the op's
+    reference first. board, labels: pin to a board id / labels.
     version: the op's catalog version (None: the latest). image_pool: the other candidates of the
     run ({knob: value} dicts or "k=v,k=v" strings) for the flash economy.
     """
@@ -128,6 +141,14 @@ def trial(op, kind, knobs=None, shapes=None, *, number=10, repeat=3, min_repeat_
     t.measure.min_repeat_ms = min_repeat_ms
     t.measure.cooldown_ms = cooldown_ms
     t.measure.timeout_ms = timeout_ms
+    if target_rel_ci < 0 or target_rel_ci >= 1:
+        raise ValueError("target_rel_ci %r: in [0, 1) (0.01: +-1 %%; 0: the fixed mode)"
+                         % (target_rel_ci,))
+    if not target_rel_ci and (budget_ms or max_repeat):
+        raise ValueError("budget_ms and max_repeat bound the adaptive mode: give target_rel_ci")
+    t.measure.target_rel_ci = target_rel_ci
+    t.measure.budget_ms = budget_ms
+    t.measure.max_repeat = max_repeat
     if board:
         t.board_id = board
     for key, value in (labels or {}).items():
@@ -207,6 +228,42 @@ def load_op(path):
             with open(header, encoding="utf-8") as f:
                 files[name] = f.read()
     return pb.Operator(name=spec.op, spec=spec, files=files)
+
+
+def stats_of(job_or_result):
+    """The CostStats of a Job's result (or of a Result): the tracker's summary of its costs.
+    count == 0 when there are no costs (a failed trial, or a result stored before stats
+    existed)."""
+    result = job_or_result.result if isinstance(job_or_result, pb.Job) else job_or_result
+    return result.stats
+
+
+def _seconds_text(seconds):
+    a = abs(seconds)
+    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if a >= scale or (unit == "us" and a == 0):
+            return "%.4g %s" % (seconds / scale, unit)
+    return "%.4g ns" % (seconds * 1e9)
+
+
+def cost_text(value):
+    """"1.234 ms +-0.4 %" (the median per call and its interval's relative half-width), with
+    " UNSTABLE" past the tracker's threshold and " = 12,345 cycles" when the board's clock is
+    known: what farmctl prints. value: a Job, Result or CostStats. "-" without costs."""
+    result = None
+    if isinstance(value, pb.Job):
+        result = value.result
+    elif isinstance(value, pb.Result):
+        result = value
+    stats = result.stats if result is not None else value
+    if stats.count == 0:
+        return "-"
+    pct = stats.rel_half_width * 100
+    pm = "+-?" if stats.count < 2 else ("+-%.0f %%" % pct if pct >= 10 else "+-%.1f %%" % pct)
+    text = "%s %s%s" % (_seconds_text(stats.median_s), pm, " UNSTABLE" if stats.unstable else "")
+    if result is not None and result.cpu_hz > 0:
+        text += " = {:,} cycles".format(int(round(stats.median_s * result.cpu_hz)))
+    return text
 
 
 def measure_result(job):
@@ -374,7 +431,7 @@ class Client:
         return list(self._call("SubmitTrials", request).job_ids)
 
     def get(self, job_id):
-        """The Job as the tracker has it now."""
+        """The Job as the tracker has it now (a finished one with job.result.stats)."""
         return self._call("GetJob", pb.GetJobRequest(job_id=job_id))
 
     def watch(self, job_ids, timeout=None):
@@ -435,10 +492,11 @@ class Client:
                 break
         return jobs
 
-    def measure_batch(self, trials, timeout=None):
-        """Measures trials the way an AutoTVM runner does: submits them all in one SubmitTrials,
-        watches until every one is done, and returns one MeasureResult per trial, in order.
-        timeout: seconds for the whole batch (None: no limit)."""
+    def measure_jobs(self, trials, timeout=None):
+        """Submits trials in one SubmitTrials, watches until every one is done, and returns the
+        finished Jobs, one per trial, in order: each result with its costs and its quality
+        (job.result.stats, .measured, .cpu_hz). timeout: seconds for the whole batch (None: no
+        limit)."""
         trials = _trial_list(trials)
         if not trials:
             return []
@@ -447,7 +505,14 @@ class Client:
         for job in self.watch(job_ids, timeout=timeout):
             if job.state in _FINISHED:
                 final[job.job_id] = job
-        return [measure_result(final[job_id]) for job_id in job_ids]
+        return [final[job_id] for job_id in job_ids]
+
+    def measure_batch(self, trials, timeout=None):
+        """Measures trials the way an AutoTVM runner does: submits them all in one SubmitTrials,
+        watches until every one is done, and returns one MeasureResult per trial, in order
+        (measure_jobs gives the Jobs, with their stats). timeout: seconds for the whole batch
+        (None: no limit)."""
+        return [measure_result(job) for job in self.measure_jobs(trials, timeout=timeout)]
 
     # ---- the farm ----
 

@@ -53,8 +53,11 @@ typedef char bf_bsp_check_ring_pow2[(BF_CONF_RX_RING_BYTES & (BF_CONF_RX_RING_BY
                                         : -1];
 typedef char bf_bsp_check_irq[BF_CONF_UART_IRQ >= 0 && BF_CONF_UART_IRQ < BF_CONF_NUM_IRQS ? 1 : -1];
 
-/* A memory-mapped 32-bit register. */
+/* A memory-mapped 32-bit register. (This macro, the barriers and the interrupt mask below may be
+ * defined before this header by a host test of the shared code, e.g. with fake registers.) */
+#ifndef BF_BSP_REG32
 #define BF_BSP_REG32(addr) (*(volatile uint32_t*)(uintptr_t)(addr))
+#endif
 
 /* ---- System control space (ARMv7-M / ARMv8-M, identical where used here) ---------------------- */
 #define BF_BSP_SCB_ICSR 0xE000ED04u
@@ -74,8 +77,19 @@ typedef char bf_bsp_check_irq[BF_CONF_UART_IRQ >= 0 && BF_CONF_UART_IRQ < BF_CON
 #define BF_BSP_NVIC_IPR_BYTE(irq) (0xE000E400u + (uint32_t)(irq))
 
 /* Data and instruction synchronisation barriers. */
+#ifndef BF_BSP_DSB
 #define BF_BSP_DSB() __asm__ volatile("dsb" ::: "memory")
+#endif
+#ifndef BF_BSP_ISB
 #define BF_BSP_ISB() __asm__ volatile("isb" ::: "memory")
+#endif
+/* Masks interrupts, keeping the previous PRIMASK in the uint32_t lvalue `saved`; restores it. */
+#ifndef BF_BSP_IRQ_SAVE
+#define BF_BSP_IRQ_SAVE(saved) __asm__ volatile("mrs %0, primask\n cpsid i" : "=r"(saved)::"memory")
+#endif
+#ifndef BF_BSP_IRQ_RESTORE
+#define BF_BSP_IRQ_RESTORE(saved) __asm__ volatile("msr primask, %0" ::"r"(saved) : "memory")
+#endif
 
 /* Enables / masks / pends interrupt `irq` (0-based external interrupt) at the NVIC; enable also
  * sets its priority byte (0 = most urgent; only the top bits a part implements count). */

@@ -8,12 +8,23 @@
  * to crt_rpc_server_receive; with nothing to do the core sleeps (WFI) until the next interrupt.
  *
  * benchfarm.DeviceInfo reports board_kind (build.sh --kind, default the package name),
- * firmware_hash (the firmware id build.sh computed), timer_resolution_s = 1 / CPU_HZ, cpu_hz and
- * timer=dwt|systick.
+ * firmware_hash (the firmware id build.sh computed), timer_resolution_s = 1 / CPU_HZ, cpu_hz,
+ * timer=dwt|systick, and (added here, after the core's lines) calibration_instructions_per_iteration
+ * = 2 and calibration_cycles_per_iteration = board.conf CALIBRATION_CYCLES_PER_ITERATION (0 when
+ * the package does not declare it: unknown).
+ *
+ * benchfarm.Calibrate(int64 iterations) -> float64 seconds (global 6, after the core's): the
+ * calibration kernel, `1: subs r, r, #1; bne 1b` — 2 instructions per iteration, 3 cycles on a
+ * Cortex-M3/M4 at zero wait states (SUBS 1 + taken BNE 1 + P, P = 1 nominal) — run `iterations`
+ * times between TVMPlatformTimerStart and Stop. The loop is inline assembly, so no compiler can
+ * change it; kept out of the crt core (crt/rpc), which stays portable and small. iterations
+ * outside 1..2^40: kTvmErrorFunctionCallInvalidArg with a message.
  *
  * A Shutdown request, an unrecoverable link write error or a failed start resets the chip, so the
  * board is always ready for the next host session.
  */
+#include <tvm/runtime/c_runtime_api.h>
+#include <tvm/runtime/crt/crt.h>
 #include <tvm/runtime/crt/platform.h>
 #include <tvm/runtime/crt/rpc_server.h>
 
@@ -22,6 +33,114 @@
 #ifndef BF_CONF_CLOCK_INIT
 #define BF_CONF_CLOCK_INIT 0
 #endif
+/* Cycles one iteration of the calibration loop takes on this part (board.conf, data; 0: unknown). */
+#ifndef BF_CONF_CALIBRATION_CYCLES_PER_ITERATION
+#define BF_CONF_CALIBRATION_CYCLES_PER_ITERATION 0
+#endif
+#define BF_STRINGIFY2(x) #x
+#define BF_STRINGIFY(x) BF_STRINGIFY2(x)
+
+/* What the firmware adds to the core's DeviceInfo lines (no NUL: sized to the text). */
+#define BF_CALIBRATION_INFO                   \
+  "calibration_instructions_per_iteration=2\n" \
+  "calibration_cycles_per_iteration=" BF_STRINGIFY(BF_CONF_CALIBRATION_CYCLES_PER_ITERATION) "\n"
+static const char kBfCalibrationInfo[sizeof(BF_CALIBRATION_INFO) - 1] = BF_CALIBRATION_INFO;
+/* The core's DeviceInfo text (at most 255 bytes), the lines above and a NUL. */
+static char g_bf_device_info[256 + sizeof(kBfCalibrationInfo) + 1];
+
+/* Texts as arrays, not literals: with -fdata-sections they stay in sections of their own, where
+ * ./farm crt-size counts them as this object's. Literals go to the linker's merged string
+ * sections, whose bytes the link map (and so crt-size) reports against the core's objects. */
+static const char kBfCalibrateArgs[] = "benchfarm.Calibrate: expects one int64 argument (iterations)";
+static const char kBfCalibrateRange[] = "benchfarm.Calibrate: iterations must be 1 to 2^40";
+static const char kBfCalibrateTimer[] = "benchfarm.Calibrate: the platform timer failed";
+static const char kBfDeviceInfoFailed[] = "benchfarm.DeviceInfo failed";
+static const char kBfRegisterFailed[] = "cannot register benchfarm.Calibrate";
+static const char kBfDeviceInfoName[] = "benchfarm.DeviceInfo";
+static const char kBfCalibrateName[] = "benchfarm.Calibrate";
+
+/* n iterations (n >= 1) of 2 Thumb instructions: SUBS (16-bit, a low register) and BNE back.
+ * Word-aligned, so the pair is one 32-bit fetch (the alignment NOP, if any, runs once). */
+static void BfCalibrationLoop(uint32_t n) {
+  __asm__ volatile(".balign 4\n1:\n\tsubs %0, %0, #1\n\tbne 1b" : "+l"(n) : : "cc");
+}
+
+/* benchfarm.Calibrate(int64 iterations) -> float64 seconds. */
+static int BfCalibrate(TVMValue* args, int* type_codes, int num_args, TVMValue* ret,
+                       int* ret_tcode, void* resource_handle) {
+  uint64_t left;
+  double seconds = 0.0;
+  tvm_crt_error_t err;
+  (void)resource_handle;
+  if (num_args != 1 || type_codes[0] != kTVMArgInt) {
+    TVMAPISetLastError(kBfCalibrateArgs);
+    return kTvmErrorFunctionCallInvalidArg;
+  }
+  if (args[0].v_int64 < 1 || args[0].v_int64 > ((int64_t)1 << 40)) {
+    TVMAPISetLastError(kBfCalibrateRange);
+    return kTvmErrorFunctionCallInvalidArg;
+  }
+  left = (uint64_t)args[0].v_int64;
+  err = TVMPlatformTimerStart();
+  if (err != kTvmErrorNoError) {
+    TVMAPISetLastError(kBfCalibrateTimer);
+    return err;
+  }
+  /* One run of the loop up to 2^31 iterations (the counter is 32 bits). */
+  while (left > 0u) {
+    uint32_t chunk = left > 0x80000000u ? 0x80000000u : (uint32_t)left;
+    BfCalibrationLoop(chunk);
+    left -= chunk;
+  }
+  err = TVMPlatformTimerStop(&seconds);
+  if (err != kTvmErrorNoError) {
+    TVMAPISetLastError(kBfCalibrateTimer);
+    return err;
+  }
+  ret->v_float64 = seconds;
+  *ret_tcode = kTVMArgFloat;
+  return 0;
+}
+
+static int BfDeviceInfo(TVMValue* args, int* type_codes, int num_args, TVMValue* ret,
+                        int* ret_tcode, void* resource_handle) {
+  (void)args;
+  (void)type_codes;
+  (void)num_args;
+  (void)resource_handle;
+  ret->v_str = g_bf_device_info;
+  *ret_tcode = kTVMStr;
+  return 0;
+}
+
+/* Replaces the core's benchfarm.DeviceInfo (same handle) with its text (constant once the server
+ * is up) plus the calibration lines, and registers benchfarm.Calibrate. */
+static void BfRegisterBoardGlobals(void) {
+  TVMFunctionHandle core = NULL;
+  TVMValue value;
+  int tcode = kTVMNullptr;
+  size_t n = 0;
+  size_t i;
+  const char* volatile extra;
+  value.v_str = NULL;
+  if (TVMFuncGetGlobal(kBfDeviceInfoName, &core) != 0 || core == NULL ||
+      TVMFuncCall(core, NULL, NULL, 0, &value, &tcode) != 0 || tcode != kTVMStr ||
+      value.v_str == NULL) {
+    bf_bsp_fatal(kBfDeviceInfoFailed);
+  }
+  while (n < 255u && value.v_str[n] != '\0') {
+    g_bf_device_info[n] = value.v_str[n];
+    n++;
+  }
+  /* Read through a volatile pointer: GCC would otherwise copy from a literal of its own making. */
+  extra = kBfCalibrationInfo;
+  for (i = 0; i < sizeof(kBfCalibrationInfo); i++) g_bf_device_info[n + i] = extra[i];
+  g_bf_device_info[n + i] = '\0';
+  if (TVMCrtFuncRegisterGlobal(kBfDeviceInfoName, BfDeviceInfo, 1) != 0 ||
+      TVMCrtFuncRegisterGlobal(kBfCalibrateName, BfCalibrate, 0) != 0) {
+    bf_bsp_fatal(kBfRegisterFailed);
+  }
+}
 
 /* The framer's write callback: every byte, polled (the receive side keeps running under it). */
 static tvm_crt_error_t BfLinkWrite(void* ctx, const uint8_t* data, size_t n) {
@@ -55,6 +174,7 @@ int main(void) {
   err = crt_rpc_server_init(&server, BfLinkWrite, NULL, &info);
   bf_bsp_fault_set_server(&server);
   if (err != kTvmErrorNoError) bf_bsp_fatal("crt_rpc_server_init failed");
+  BfRegisterBoardGlobals();
 
   for (;;) {
     size_t n;

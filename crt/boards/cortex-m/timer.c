@@ -124,7 +124,7 @@ void bf_bsp_timer_rebase(void) {
   uint32_t primask;
   uint64_t now;
   if (g_bf_use_dwt) return;
-  __asm__ volatile("mrs %0, primask\n cpsid i" : "=r"(primask)::"memory");
+  BF_BSP_IRQ_SAVE(primask);
   now = bf_bsp_cycles();
   BF_BSP_REG32(BF_SYST_CSR) = 0u;
   BF_BSP_REG32(BF_BSP_SCB_ICSR) = BF_ICSR_PENDSTCLR; /* a wrap in `now` already */
@@ -133,5 +133,5 @@ void bf_bsp_timer_rebase(void) {
   g_bf_systick_last = now;
   BF_BSP_REG32(BF_SYST_CVR) = 0u; /* restart: RELOAD at the next tick, counted as cycle `now` */
   BF_BSP_REG32(BF_SYST_CSR) = 7u;
-  __asm__ volatile("msr primask, %0" ::"r"(primask) : "memory");
+  BF_BSP_IRQ_RESTORE(primask);
 }

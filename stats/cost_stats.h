@@ -1,0 +1,41 @@
+// CostStats: a result's quality, from its costs (stats/summary.h). The tracker computes it for
+// every result it stores (so no agent can report numbers that disagree with their costs);
+// farmctl and the Python client show it as "median +- x %".
+//
+// Thread-safety: pure functions.
+
+#ifndef BENCHFARM_STATS_COST_STATS_H_
+#define BENCHFARM_STATS_COST_STATS_H_
+
+#include <string>
+
+#include "absl/types/span.h"
+#include "proto/benchfarm.pb.h"
+
+namespace benchfarm::stats {
+
+// The default unstable threshold: a median known only to +-3 % cannot rank candidates that
+// differ by a few percent.
+inline constexpr double kDefaultUnstableThreshold = 0.03;
+
+// Of `costs_s` (seconds per call). Unstable when the interval's relative half-width exceeds
+// `unstable_threshold` (from two costs on; one cost says nothing about its spread).
+v1::CostStats CostStatsOf(absl::Span<const double> costs_s, double timer_resolution_s,
+                          double unstable_threshold = kDefaultUnstableThreshold);
+
+// A result's stats: its own when it has them (the tracker stored them), else computed from its
+// costs (results stored before stats existed). Empty for a result without costs.
+v1::CostStats StatsOf(const v1::Result& result);
+
+// "+-1.2 %" (the interval's half-width relative to the median); "+-?" for a single cost.
+std::string PlusMinus(const v1::CostStats& stats);
+
+// "1.234 ms +-0.4 %", with " UNSTABLE" appended past the threshold; "-" without costs.
+std::string CostText(const v1::CostStats& stats);
+
+// A duration in s/ms/us/ns with 4 significant digits: "1.234 ms".
+std::string SecondsText(double seconds);
+
+}  // namespace benchfarm::stats
+
+#endif  // BENCHFARM_STATS_COST_STATS_H_
