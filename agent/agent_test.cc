@@ -398,6 +398,24 @@ TEST_F(AgentTest, UserOperatorCandidatesShareOneImageAndItsReferenceCatchesABug)
   EXPECT_EQ(jobs[1].result().error_code(), v1::NO_ERROR) << jobs[1].result().message();
   EXPECT_EQ(jobs[0].trial().op().template_op().version(), buggy->version());
   EXPECT_EQ(agent_->counters().builds, 2);
+
+  // Candidates of a batch share their arguments on the board (inputs uploaded once): one that
+  // writes nothing must still be caught after a good one left its output there.
+  gemv = testing::ExampleGemv([](std::string s) {
+    const std::string unpacked = "if (unpack(args, type_codes, num_args, &a, &x, &y, &m, &k) != 0) return -1;";
+    size_t at = s.find(unpacked);
+    EXPECT_NE(at, std::string::npos);
+    return at == std::string::npos ? s
+                                   : s.insert(at + unpacked.size(),
+                                              "\n  if (BF_KNOB(unroll) == 8) return 0;");
+  });
+  ASSERT_TRUE(gemv.ok()) << gemv.status();
+  ASSERT_TRUE(tracker_->AddOperator(*gemv).ok());
+  jobs = Run({Gemv("1", "1"), Gemv("8", "1"), Gemv("2", "1")});
+  ASSERT_EQ(jobs.size(), 3u);
+  EXPECT_EQ(jobs[0].result().error_code(), v1::NO_ERROR) << jobs[0].result().message();
+  EXPECT_EQ(jobs[1].result().error_code(), v1::WRONG_ANSWER) << jobs[1].result().message();
+  EXPECT_EQ(jobs[2].result().error_code(), v1::NO_ERROR) << jobs[2].result().message();
 }
 
 TEST_F(AgentTest, SixteenCandidatesCostOneBuildAndOneFlash) {

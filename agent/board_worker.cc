@@ -417,8 +417,8 @@ void BoardWorker::RunBatch(Prepared& batch) {
         chunk = interleave ? (repeat + kFixedRounds - 1) / kFixedRounds : repeat;
       }
       const absl::Time measure_start = absl::Now();
-      absl::Status s =
-          device::MeasureRound(*board_->rpc(), q, chunk, &l.outcome, measure_start + item.timeout);
+      absl::Status s = device::MeasureRound(*board_->rpc(), q, chunk, &l.outcome,
+                                            measure_start + item.timeout, &args_);
       r.mutable_stages()->set_measure_s(r.stages().measure_s() +
                                         Seconds(absl::Now() - measure_start));
       if (metrics_ != nullptr) {
@@ -481,6 +481,8 @@ void BoardWorker::RunBatch(Prepared& batch) {
       Report(item.offer, r, l.started);
     }
   }
+  if (board_->connected()) args_.Release(*board_->rpc(), absl::Now() + options_.connect_timeout);
+  args_.Forget();
 }
 
 std::optional<BoardWorker::Failure> BoardWorker::EnsureImage(const Image& image,
@@ -488,6 +490,7 @@ std::optional<BoardWorker::Failure> BoardWorker::EnsureImage(const Image& image,
   device::FirmwareImage fw{image.path, image.hash};
   device::EnsureOutcome out = board_->EnsureImage(fw, absl::Now() + options_.connect_timeout);
   if (out.handshake_time > absl::ZeroDuration()) {
+    args_.Forget();  // a new link: a new session, a new image or a restarted board
     stages->set_handshake_s(Seconds(out.handshake_time));
     if (metrics_ != nullptr) metrics_->Stage("handshake", Seconds(out.handshake_time));
   }
@@ -575,6 +578,7 @@ std::optional<BoardWorker::Failure> BoardWorker::CheckCalibration() {
 }
 
 void BoardWorker::MarkForReset(device::Board::ResetReason reason) {
+  args_.Forget();  // the board forgets them
   board_->Reset(reason);
   reset_pending_ = true;
   absl::MutexLock lock(&mu_);

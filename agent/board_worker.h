@@ -162,6 +162,8 @@ class BoardWorker {
   // until it is fixed).
   double cpu_hz_ = 0;
   bool calibration_failed_ = false;
+  // The arguments on the board, shared by the candidates of a batch (device::BoardArgs).
+  device::BoardArgs args_;
 
   mutable absl::Mutex mu_;
   std::deque<v1::JobOffer> pending_ ABSL_GUARDED_BY(mu_);

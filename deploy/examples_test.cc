@@ -139,6 +139,7 @@ TEST(DeployExamples, EmulatedAgentHasHostProcessAndQemuBoards) {
   EXPECT_TRUE(config.boards(0).host_process().use_pty());
   EXPECT_TRUE(config.boards(1).has_host_process());
   EXPECT_FALSE(config.boards(1).host_process().use_pty());
+  EXPECT_EQ(config.boards(0).cpu_affinity(), "auto");  // pinned: quieter timings
   // Emulated microcontrollers: serial boards whose flasher and reset is QEMU.
   EXPECT_TRUE(config.boards(2).has_serial());
   EXPECT_EQ(config.boards(2).qemu().machine(), "mps2-an385");

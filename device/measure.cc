@@ -21,8 +21,51 @@ std::vector<float> ToFloats(const std::string& bytes) {
 
 }  // namespace
 
+absl::Status BoardArgs::Prepare(RpcClient& rpc, const MeasureRequest& request,
+                                absl::Time deadline) {
+  if (!tensors_.empty() && shapes_ == request.shapes && seed_ == request.seed) {
+    return absl::OkStatus();
+  }
+  Release(rpc, deadline);
+  shapes_ = request.shapes;
+  seed_ = request.seed;
+  std::mt19937_64 rng(request.seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (size_t i = 0; i < request.shapes.size(); ++i) {
+    absl::StatusOr<RemoteTensor> t = rpc.AllocTensor(request.shapes[i], DlDataType{}, deadline);
+    if (!t.ok()) return t.status();
+    tensors_.push_back(*t);
+    std::vector<float> values(t->NumBytes() / sizeof(float));
+    // Inputs from the seed; the output poisoned, so a kernel that writes nothing is caught.
+    for (float& v : values) v = i + 1 < request.shapes.size() ? dist(rng) : NAN;
+    absl::Status s = rpc.CopyToRemote(
+        *t, absl::string_view(reinterpret_cast<const char*>(values.data()), t->NumBytes()),
+        deadline);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BoardArgs::PoisonOutput(RpcClient& rpc, absl::Time deadline) {
+  if (tensors_.empty()) return absl::FailedPreconditionError("no arguments on the board");
+  const RemoteTensor& out = tensors_.back();
+  std::vector<float> nan(out.NumBytes() / sizeof(float), NAN);
+  return rpc.CopyToRemote(
+      out, absl::string_view(reinterpret_cast<const char*>(nan.data()), out.NumBytes()), deadline);
+}
+
+void BoardArgs::Release(RpcClient& rpc, absl::Time deadline) {
+  for (const RemoteTensor& t : tensors_) (void)rpc.FreeTensor(t, deadline);
+  Forget();
+}
+
+void BoardArgs::Forget() {
+  tensors_.clear();
+  shapes_.clear();
+}
+
 absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chunk,
-                          MeasureOutcome* outcome, absl::Time deadline) {
+                          MeasureOutcome* outcome, absl::Time deadline, BoardArgs* shared) {
   if (outcome->done) return absl::OkStatus();
   if (request.shapes.size() < 2) {
     return absl::InvalidArgumentError("an operator takes at least one input and an output");
@@ -30,35 +73,31 @@ absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chu
   const bool adaptive = request.target_rel_ci > 0;
   const bool first = outcome->number == 0;
   ASSIGN_OR_RETURN(uint64_t fn, rpc.GetFunction(request.function, deadline));
-  std::vector<RemoteTensor> tensors;
-  auto free_all = [&] {
-    for (const RemoteTensor& t : tensors) (void)rpc.FreeTensor(t, deadline);
+  BoardArgs own;
+  BoardArgs& board_args = shared != nullptr ? *shared : own;
+  auto done_with_args = [&] {
+    if (shared == nullptr) own.Release(rpc, deadline);
   };
   auto fail = [&](absl::Status s) {
     // After a timeout or reset the board's session is gone with its tensors.
-    if (!absl::IsDeadlineExceeded(s) && !absl::IsAborted(s) && !absl::IsUnavailable(s)) free_all();
+    if (absl::IsDeadlineExceeded(s) || absl::IsAborted(s) || absl::IsUnavailable(s)) {
+      board_args.Forget();
+    } else {
+      done_with_args();
+    }
     return s;
   };
-  // The same seed every round: every round times the same inputs.
-  std::mt19937_64 rng(request.seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (size_t i = 0; i < request.shapes.size(); ++i) {
-    absl::StatusOr<RemoteTensor> t =
-        rpc.AllocTensor(request.shapes[i], DlDataType{}, deadline);
-    if (!t.ok()) return fail(t.status());
-    tensors.push_back(*t);
-    std::vector<float> values(t->NumBytes() / sizeof(float));
-    // Inputs from the seed; the output poisoned, so a kernel that writes nothing is caught.
-    for (float& v : values) v = i + 1 < request.shapes.size() ? dist(rng) : NAN;
-    absl::Status s = rpc.CopyToRemote(
-        *t, absl::string_view(reinterpret_cast<const char*>(values.data()), t->NumBytes()),
-        deadline);
-    if (!s.ok()) return fail(s);
-  }
+  const bool fresh = board_args.tensors().empty() || shared == nullptr;
+  if (absl::Status s = board_args.Prepare(rpc, request, deadline); !s.ok()) return fail(s);
   std::vector<Arg> args;
-  for (const RemoteTensor& t : tensors) args.push_back(Arg::Tensor(t));
+  for (const RemoteTensor& t : board_args.tensors()) args.push_back(Arg::Tensor(t));
+  const std::vector<RemoteTensor>& tensors = board_args.tensors();
 
   if (first && request.check) {
+    // A set shared with an earlier candidate holds its output: poison it again.
+    if (!fresh) {
+      if (absl::Status p = board_args.PoisonOutput(rpc, deadline); !p.ok()) return fail(p);
+    }
     absl::Status s = rpc.CallFunc(fn, args, deadline).status();
     if (!s.ok()) return fail(s);
     absl::StatusOr<std::string> got =
@@ -84,7 +123,7 @@ absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chu
       }
     }
     if (!outcome->matches && !request.time_on_mismatch) {
-      free_all();
+      done_with_args();
       outcome->done = true;
       return absl::OkStatus();
     }
@@ -136,7 +175,7 @@ absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chu
       outcome->wall_over_cpu = outcome->timer_wall_s / outcome->timer_cpu_s;
     }
   }
-  free_all();
+  done_with_args();
   const int n = static_cast<int>(outcome->costs.size());
   if (!adaptive) {
     outcome->done = n >= limit;
@@ -159,9 +198,15 @@ absl::StatusOr<MeasureOutcome> Measure(RpcClient& rpc, const MeasureRequest& req
   MeasureOutcome outcome;
   const bool adaptive = request.target_rel_ci > 0;
   const int chunk = adaptive ? kAdaptiveMinRepeats : static_cast<int>(request.options.repeat);
+  BoardArgs args;  // one upload for every round
   while (!outcome.done) {
-    RETURN_IF_ERROR(MeasureRound(rpc, request, chunk, &outcome, deadline));
+    absl::Status s = MeasureRound(rpc, request, chunk, &outcome, deadline, &args);
+    if (!s.ok()) {
+      args.Release(rpc, deadline);  // nothing left after a lost session (Forget)
+      return s;
+    }
   }
+  args.Release(rpc, deadline);
   return outcome;
 }
 

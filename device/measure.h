@@ -59,18 +59,45 @@ struct MeasureOutcome {
   bool done = false;            // every cost taken (or a stop rule fired, or a mismatch)
 };
 
+// The arguments of measurements on the board. Candidates of a tuning batch take the same shapes
+// and seed: they share one set, its inputs uploaded once (over a microcontroller's UART that is
+// most of a small trial's time), its output poisoned with NaN again before each check. Other
+// shapes or seed replace the set (one set on the board at a time).
+class BoardArgs {
+ public:
+  BoardArgs() = default;
+  BoardArgs(const BoardArgs&) = delete;
+  BoardArgs& operator=(const BoardArgs&) = delete;
+
+  // Allocated and the inputs filled for the request's shapes and seed, unless they already are.
+  absl::Status Prepare(RpcClient& rpc, const MeasureRequest& request, absl::Time deadline);
+  // The output filled with NaN, so a kernel that writes nothing is caught.
+  absl::Status PoisonOutput(RpcClient& rpc, absl::Time deadline);
+  // Frees them on the board.
+  void Release(RpcClient& rpc, absl::Time deadline);
+  // The board lost them (a reset, a new link): nothing to free.
+  void Forget();
+  const std::vector<RemoteTensor>& tensors() const { return tensors_; }
+
+ private:
+  std::vector<std::vector<int64_t>> shapes_;
+  uint64_t seed_ = 0;
+  std::vector<RemoteTensor> tensors_;
+};
+
 // Errors: the RpcClient's (DeadlineExceeded when the board does not answer in time, Aborted for
 // a reset, Unavailable for a lost link, Unknown for an exception on the board, NotFound for a
-// missing function). What it allocated is freed on the way out when the link still works.
+// missing function). After DeadlineExceeded, Aborted or Unavailable `args` is forgotten (the
+// board's session is gone with it).
 //
 // One round of a measurement, so candidates of a batch can take turns (A B C A B C ...) and
-// drift hits them alike. The first round (outcome->rounds == 0 and !checked) checks outputs when
-// asked and, in adaptive mode, calibrates number; every round adds up to `chunk` costs (fixed
-// mode: never past options.repeat). Sets outcome->done when nothing is left to take. Each round
-// allocates and fills the arguments afresh and frees them, so one candidate's tensors are on the
-// board at a time.
+// drift hits them alike. The first round (outcome->number == 0) checks outputs when asked and,
+// in adaptive mode, calibrates number; every round adds up to `chunk` costs (fixed mode: never
+// past options.repeat). Sets outcome->done when nothing is left to take. `args` may be shared by
+// the rounds of several requests (BoardArgs); null: the round allocates and frees its own.
 absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chunk,
-                          MeasureOutcome* outcome, absl::Time deadline);
+                          MeasureOutcome* outcome, absl::Time deadline,
+                          BoardArgs* args = nullptr);
 
 // The whole measurement in one go (rounds until done): `farmctl board time` and single trials.
 absl::StatusOr<MeasureOutcome> Measure(RpcClient& rpc, const MeasureRequest& request,
