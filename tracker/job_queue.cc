@@ -1030,6 +1030,7 @@ absl::StatusOr<v1::Job> JobQueue::Finish(LiveJob* job, const v1::Result& result,
     counters_.jobs_cancelled++;
   } else {
     counters_.jobs_done++;
+    if (j.result().stats().unstable()) counters_.unstable_results++;
   }
   RemoveLoad(*job);
   job_by_seq_.erase(job->seq);

@@ -137,6 +137,7 @@ struct QueueStats {
   int64_t jobs_cancelled = 0;
   int64_t lease_expiries = 0;
   int64_t requeues = 0;
+  int64_t unstable_results = 0;  // stored results flagged unstable (CostStats.unstable)
   std::map<v1::BoardState, int64_t> boards_by_state;
   std::map<std::string, int64_t> trials_by_client;
 };

@@ -429,6 +429,7 @@ TEST_F(JobQueueTest, StoredResultsCarryStatsComputedFromTheirCosts) {
   EXPECT_TRUE(s.unstable());
   EXPECT_EQ(s.unstable_threshold(), 0.05);
   EXPECT_GT(s.rel_half_width(), 0.05);
+  EXPECT_EQ(queue_->Stats().unstable_results, 1);  // benchfarm_tracker_unstable_results_total
 }
 
 TEST_F(JobQueueTest, AdaptiveTrialsMayReportUpToMaxRepeatCosts) {

@@ -68,6 +68,12 @@ Metrics::Metrics(MetricsOptions options)
                           .Help("Job leases that expired without a result")
                           .Register(*registry_)
                           .Add({})),
+      unstable_results_(prometheus::BuildCounter()
+                            .Name("benchfarm_tracker_unstable_results_total")
+                            .Help("Results stored with an unstable flag: their median's 95 % "
+                                  "interval is wider than the unstable threshold")
+                            .Register(*registry_)
+                            .Add({})),
       requeues_(prometheus::BuildCounter()
                     .Name("benchfarm_tracker_requeues_total")
                     .Help("Jobs queued again after a lost or failed attempt")
@@ -146,6 +152,7 @@ void Metrics::Update(const QueueStats& stats) {
   // Counters: add what grew since last time.
   lease_expiries_.Increment(static_cast<double>(stats.lease_expiries - last_.lease_expiries));
   requeues_.Increment(static_cast<double>(stats.requeues - last_.requeues));
+  unstable_results_.Increment(static_cast<double>(stats.unstable_results - last_.unstable_results));
   finished_.Add({{"result", "done"}}).Increment(static_cast<double>(stats.jobs_done - last_.jobs_done));
   finished_.Add({{"result", "cancelled"}})
       .Increment(static_cast<double>(stats.jobs_cancelled - last_.jobs_cancelled));

@@ -5,6 +5,7 @@
 //   benchfarm_tracker_jobs_finished_total{result}         counter: done / cancelled
 //   benchfarm_tracker_boards{state}                       gauge
 //   benchfarm_tracker_lease_expiries_total                counter
+//   benchfarm_tracker_unstable_results_total              counter: results flagged unstable
 //   benchfarm_tracker_requeues_total                      counter
 //   benchfarm_tracker_trials_submitted_total{client}      counter
 //   benchfarm_tracker_job_wait_seconds                    histogram: submitted -> first start
@@ -102,6 +103,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& finished_;
   prometheus::Family<prometheus::Gauge>& boards_;
   prometheus::Counter& lease_expiries_;
+  prometheus::Counter& unstable_results_;
   prometheus::Counter& requeues_;
   prometheus::Family<prometheus::Counter>& submitted_;
   prometheus::Histogram& wait_;

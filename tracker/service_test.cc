@@ -1018,6 +1018,7 @@ TEST_F(ServiceTest, MetricsAreServedOverHttp) {
       {"benchfarm_tracker_queue_depth{board_kind=\"host\",priority=\"0\"}", 1},
       {"benchfarm_tracker_requeues_total", 1},
       {"benchfarm_tracker_lease_expiries_total", 0},
+      {"benchfarm_tracker_unstable_results_total", 0},
       {"benchfarm_tracker_job_wait_seconds_count", 2},
       {"benchfarm_tracker_job_run_seconds_count", 2},
   };
