@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "absl/time/time.h"
 #include "agent/firmware.h"
 #include "agent/knob_space.h"
+#include "base/data_roots.h"
 #include "device/board.h"
 #include "device/flasher.h"
 #include "device/rpc_client.h"
@@ -42,22 +44,11 @@ struct Paths {
   std::string work;
 };
 
-bool IsDir(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-std::string Runfiles(const char* argv0) {
-  // Absolute: the templates run in their own work directories.
-  for (const std::string& r : {std::string(argv0) + ".runfiles/benchfarm", std::string(".")}) {
-    if (IsDir(r + "/crt") && IsDir(r + "/agent/templates")) {
-      char* real = realpath(r.c_str(), nullptr);
-      std::string out = real != nullptr ? real : r;
-      free(real);
-      return out;
-    }
-  }
-  return ".";
+// crt/ and agent/templates/ (the runfiles, or the working directory), as an absolute path.
+std::string DataRoot(const char* argv0) {
+  const std::string templates = base::FindDataFile(argv0, "agent/templates");
+  if (templates.empty()) return ".";
+  return base::AbsolutePath(templates.substr(0, templates.size() - std::strlen("/agent/templates")));
 }
 
 double Median(std::vector<double> v) {
@@ -222,7 +213,7 @@ std::string Rate(double bytes_per_s) {
 
 int Main(int argc, char** argv) {
   Paths paths;
-  const std::string root = Runfiles(argv[0]);
+  const std::string root = DataRoot(argv[0]);
   paths.crt = root + "/crt";
   paths.templates = root + "/agent/templates";
   int runs = 5;

@@ -40,6 +40,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -59,6 +60,7 @@
 #include "agent/calibration.h"
 #include "agent/firmware.h"
 #include "agent/knob_space.h"
+#include "base/data_roots.h"
 #include "device/board.h"
 #include "device/host_process_flasher.h"
 #include "device/measure.h"
@@ -81,29 +83,14 @@ const absl::Duration kCallTime = absl::Minutes(10);  // deadline of one measurem
 // ---------------------------------------------------------------------------------------------
 // Small helpers.
 
-bool IsDir(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+// crt/ and agent/templates/ (the runfiles, or the working directory), as an absolute path.
+std::string DataRoot(const char* argv0) {
+  const std::string templates = base::FindDataFile(argv0, "agent/templates");
+  if (templates.empty()) return ".";
+  return base::AbsolutePath(templates.substr(0, templates.size() - std::strlen("/agent/templates")));
 }
 
-std::string Runfiles(const char* argv0) {
-  for (const std::string& r : {std::string(argv0) + ".runfiles/benchfarm", std::string(".")}) {
-    if (IsDir(r + "/crt") && IsDir(r + "/agent/templates")) {
-      char* real = realpath(r.c_str(), nullptr);
-      std::string out = real != nullptr ? real : r;
-      free(real);
-      return out;
-    }
-  }
-  return ".";
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+double Median(const std::vector<double>& v) { return stats::Summarize(v).median; }
 
 double Max(const std::vector<double>& v) {
   return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
@@ -713,7 +700,7 @@ void PrintRanking(const Settings& s, const std::vector<Figures>& all) {
 
 int Main(int argc, char** argv) {
   Settings s;
-  const std::string root = Runfiles(argv[0]);
+  const std::string root = DataRoot(argv[0]);
   s.crt = root + "/crt";
   s.templates = root + "/agent/templates";
   bool runs_set = false;
