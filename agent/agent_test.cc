@@ -224,8 +224,8 @@ TEST_F(AgentTest, EveryResultSaysHowItWasMeasured) {
   // The host-process board times with its thread's CPU clock and says so, with the wall/CPU ratio.
   EXPECT_EQ(r.timer(), "thread-cputime");
   EXPECT_GE(r.wall_over_cpu(), 0.99);
-  // Its calibration measured its clock: a host CPU runs at hundreds of MHz at least.
-  EXPECT_GT(r.cpu_hz(), 1e8);
+  // Its clock is measured (on /metrics) but not declared: results do not claim cycles.
+  EXPECT_EQ(r.cpu_hz(), 0);
   EXPECT_EQ(r.measured().stop(), "fixed");
   EXPECT_EQ(r.measured().repeats(), 3);
   EXPECT_EQ(r.measured().number(), 5);
@@ -313,6 +313,8 @@ TEST_F(CalibrationTest, ABoardWhoseTimerDisagreesWithItsClockIsQuarantinedWithTh
   StartAgent(2, [](v1::BoardConfig* b) {
     if (b->id() == "b0") b->set_cpu_hz(1e6);
   });
+  // (An honest declared clock would be checked the same way and carried by results as cpu_hz;
+  // this VM's host clock moves too much between calibrations to declare one in a test.)
   std::vector<v1::Trial> trials;
   for (const char* tm : {"1", "2", "4", "8"}) trials.push_back(Matmul({{"tile_m", tm}}));
   std::vector<v1::Job> jobs = Run(trials);

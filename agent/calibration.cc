@@ -20,7 +20,6 @@ constexpr int64_t kMaxIterations = int64_t{1} << 36;
 
 double Calibration::ResultHz() const {
   if (basis == "icount" || basis == "declared" || basis == "device") return clock_hz;
-  if (basis == "measured") return measured_hz;
   return 0;
 }
 

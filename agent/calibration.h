@@ -43,7 +43,10 @@ struct Calibration {
   std::string basis;        // "icount", "declared", "device", "measured" (host), "unchecked: ..."
   std::string problem;      // empty: agrees within tolerance (or unchecked)
 
-  // The board's clock as results should carry it (Result.cpu_hz): 0 when not known.
+  // The board's clock as results should carry it (Result.cpu_hz): the clock it was checked
+  // against and agreed with; 0 when not known. A host-process board's measured clock is not
+  // reported with results (it moved from 1.8 to 3.6 GHz between calibrations on this VM, so
+  // "cycles" from it would be noise); it is on /metrics.
   double ResultHz() const;
 };
 
