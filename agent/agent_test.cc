@@ -8,13 +8,17 @@
 
 #include <gtest/gtest.h>
 
+#include <dirent.h>
 #include <signal.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -85,6 +89,46 @@ const char kGoodAdd[] =
     "  return 0;";
 const char kCrash[] = "  volatile int* p = (volatile int*)0;\n  *p = 1;\n  return 0;";
 const char kHang[] = "  volatile int spin = 1;\n  while (spin) {}\n  return 0;";
+
+// The host-process board processes this test started (descendants of this process whose command
+// line runs the board, inside its sandbox or not; bwrap too), with the CPU seconds each has used.
+std::map<pid_t, double> BoardProcesses() {
+  std::map<pid_t, pid_t> parent;
+  std::map<pid_t, double> cpu;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return {};
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  while (dirent* e = readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    std::ifstream f(absl::StrCat("/proc/", pid, "/stat"));
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 > stat.size()) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    std::vector<std::string> fields;
+    for (std::string field; rest >> field;) fields.push_back(field);
+    if (fields.size() < 13) continue;  // from field 3 on: state ppid ... utime stime
+    parent[pid] = static_cast<pid_t>(std::atoi(fields[1].c_str()));
+    cpu[pid] = (std::atof(fields[11].c_str()) + std::atof(fields[12].c_str())) / tick;
+  }
+  closedir(proc);
+  std::map<pid_t, double> out;
+  for (const auto& [pid, ppid] : parent) {
+    bool mine = false;
+    for (pid_t a = ppid; a > 1 && !mine; a = parent.count(a) > 0 ? parent[a] : 0) {
+      mine = a == getpid();
+    }
+    if (!mine) continue;
+    std::ifstream f(absl::StrCat("/proc/", pid, "/cmdline"));
+    std::string cmdline((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    // The board's image (in its sandbox: /bf/image), or bwrap starting it: "--kind host-process".
+    if (cmdline.find(std::string("--kind\0host-process\0", 20)) != std::string::npos) {
+      out[pid] = cpu[pid];
+    }
+  }
+  return out;
+}
 
 class AgentTest : public ::testing::Test {
  protected:
@@ -341,6 +385,43 @@ TEST_F(CalibrationTest, ABoardWhoseTimerDisagreesWithItsClockIsQuarantinedWithTh
   EXPECT_EQ(b0.state(), v1::QUARANTINED);
   EXPECT_TRUE(absl::StrContains(b0.quarantine_reason(), "calibration")) << b0.quarantine_reason();
   EXPECT_TRUE(absl::StrContains(b0.quarantine_reason(), "1 MHz")) << b0.quarantine_reason();
+}
+
+// The OOM killer or an operator kills the board process while it runs a trial: not the trial's
+// fault. The attempt ends BOARD_LOST naming the signal, the board restarts, and the retry
+// measures it.
+TEST_F(AgentTest, ABoardKilledFromOutsideIsRetriedNotChargedToTheTrial) {
+  StartAgent();
+  const char kSpin[] =
+      "  volatile unsigned long n = 0;\n"
+      "  (void)args;\n  (void)type_codes;\n  (void)num_args;\n"
+      "  while (n < 3000000000UL) n++;\n  return 0;";
+  v1::Trial t = CSource("spinner", Kernel("spinner", kSpin), "", /*timeout_ms=*/60000);
+  t.mutable_measure()->set_number(1);
+  absl::StatusOr<std::vector<std::string>> ids = tracker_->Submit({t});
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  // Wait until a board process is busy on the CPU (the kernel spinning), then SIGKILL it.
+  bool killed = false;
+  for (absl::Time until = absl::Now() + absl::Seconds(60); !killed && absl::Now() < until;) {
+    for (const auto& [pid, cpu_s] : BoardProcesses()) {
+      if (cpu_s > 0.3 && !killed) {
+        ASSERT_EQ(kill(pid, SIGKILL), 0);
+        killed = true;
+      }
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_TRUE(killed) << "no board process got busy";
+  absl::StatusOr<std::vector<v1::Job>> jobs = tracker_->WaitFinished(*ids, absl::Seconds(120));
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  const v1::Job& job = (*jobs)[0];
+  EXPECT_EQ(job.result().error_code(), v1::NO_ERROR) << job.result().message();
+  ASSERT_EQ(job.attempts_size(), 2) << job.ShortDebugString();
+  EXPECT_EQ(job.attempts(0).error_code(), v1::BOARD_LOST);
+  EXPECT_TRUE(absl::StrContains(job.attempts(0).message(), "killed by signal 9"))
+      << job.attempts(0).message();
+  EXPECT_TRUE(absl::StrContains(job.attempts(0).message(), "from outside"))
+      << job.attempts(0).message();
 }
 
 v1::Trial Gemv(const std::string& unroll, const std::string& acc, int64_t k = 0) {

@@ -452,12 +452,20 @@ void BoardWorker::RunBatch(Prepared& batch) {
         Report(item.offer, r, l.started);
         continue;
       }
-      std::optional<std::string> crash;
+      std::optional<device::BoardCrash> crash;
       if (!absl::IsDeadlineExceeded(s)) crash = board_->CrashReport(kCrashWait);
-      if (crash) {
+      if (crash && crash->KilledFromOutside()) {
+        // The OOM killer or an operator, not the kernel under test: an infrastructure failure,
+        // retried by the tracker.
+        r.set_error_code(v1::BOARD_LOST);
+        r.set_message(absl::StrCat("the board process was ", crash->description, " from outside "
+                                   "(the OOM killer or an operator; not something ", q.function,
+                                   " does by itself) while it ran the trial; it was restarted"));
+        MarkForReset(device::Board::ResetReason::kHung);
+      } else if (crash) {
         r.set_error_code(v1::RUNTIME_DEVICE);
-        r.set_message(absl::StrCat("the board crashed running ", q.function, ": ", *crash,
-                                   "; it was restarted"));
+        r.set_message(absl::StrCat("the board crashed running ", q.function, ": ",
+                                   crash->description, "; it was restarted"));
         MarkForReset(device::Board::ResetReason::kHung);
       } else if (absl::IsDeadlineExceeded(s)) {
         r.set_error_code(v1::RUN_TIMEOUT);

@@ -16,7 +16,10 @@
 //                        resets; the trial's result, not retried; the board reconnects (its image
 //                        is still there)
 //   RUNTIME_DEVICE       the operator failed on the board, or crashed it (with the signal, for a
-//                        host-process board); the board is restarted
+//                        host-process board: SIGSEGV, SIGFPE, SIGABRT, ...); the board is restarted
+//   BOARD_LOST           a host-process board killed from outside while it ran the trial
+//                        (SIGKILL, SIGTERM, SIGHUP, SIGINT: the OOM killer, an operator): the
+//                        board is restarted and the tracker retries the trial
 //   RUN_TIMEOUT          no answer within the trial's timeout: the board hung; it is reset
 //                        (restarted or reflashed) before the next trial
 //   WRONG_ANSWER         outputs differ from the reference kernel (no costs)

@@ -2,6 +2,7 @@
 
 #include "device/board.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <optional>
@@ -223,8 +224,8 @@ EnsureOutcome Board::EnsureImage(const FirmwareImage& image, absl::Time deadline
   out.handshake_time = absl::Now() - t1;
   if (f) {
     needs_restart_ = true;
-    if (std::optional<std::string> crash = CrashReport(absl::ZeroDuration())) {
-      f->message = absl::StrCat(f->message, "; ", *crash);
+    if (std::optional<BoardCrash> crash = CrashReport(absl::ZeroDuration())) {
+      f->message = absl::StrCat(f->message, "; ", crash->description);
     }
     out.failure = f;
     return out;
@@ -245,17 +246,21 @@ void Board::Reset(ResetReason reason) {
   if (reason == ResetReason::kHung) needs_restart_ = true;
 }
 
-std::optional<std::string> Board::CrashReport(absl::Duration wait) {
+bool BoardCrash::KilledFromOutside() const {
+  return signal == SIGKILL || signal == SIGTERM || signal == SIGHUP || signal == SIGINT;
+}
+
+std::optional<BoardCrash> Board::CrashReport(absl::Duration wait) {
   if (host_process_ != nullptr) {
     if (host_process_->pid() <= 0) return std::nullopt;
     if (wait > absl::ZeroDuration()) (void)host_process_->WaitExit(absl::Now() + wait);
     std::optional<base::ProcessExit> crash = host_process_->Crashed();
     if (!crash) return std::nullopt;
-    return crash->ToString();
+    return BoardCrash{crash->ToString(), crash->signal};
   }
   if (qemu_ != nullptr) {
     if (std::optional<base::ProcessExit> ended = qemu_->WaitExited(absl::Now() + wait)) {
-      return absl::StrCat("QEMU exited: ", ended->ToString());
+      return BoardCrash{absl::StrCat("QEMU exited: ", ended->ToString()), 0};
     }
   }
   return std::nullopt;

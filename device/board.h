@@ -42,6 +42,16 @@
 
 namespace benchfarm::device {
 
+// How a board died (Board::CrashReport).
+struct BoardCrash {
+  std::string description;  // "killed by signal 11 (Segmentation fault)", "QEMU exited: ..."
+  int signal = 0;           // the signal that killed a host-process board; 0 otherwise
+  // Killed by a signal the code it ran does not raise by itself — SIGKILL, SIGTERM, SIGHUP,
+  // SIGINT: the OOM killer or an operator. Not the trial's fault (the agent retries it);
+  // SIGSEGV, SIGFPE, SIGABRT, SIGBUS and the rest are.
+  bool KilledFromOutside() const;
+};
+
 class HostProcessFlasher;
 class QemuFlasher;
 
@@ -112,7 +122,7 @@ class Board {
 
   // How the board died, if it did and the board can tell: "killed by signal 11 (...)" for a host
   // process, "QEMU exited: exit code 1" for an emulated one. Waits up to `wait` for it.
-  std::optional<std::string> CrashReport(absl::Duration wait);
+  std::optional<BoardCrash> CrashReport(absl::Duration wait);
 
   // The link's RPC client and session; null unless connected.
   RpcClient* rpc() { return rpc_.get(); }
