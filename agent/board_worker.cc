@@ -192,7 +192,7 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
     if (m.target_rel_ci() > 0) {
       item.request.target_rel_ci = m.target_rel_ci();
       item.request.budget = m.budget_ms() > 0 ? absl::Milliseconds(m.budget_ms()) : item.timeout / 2;
-      item.request.max_repeat = m.max_repeat() > 0 ? std::min(m.max_repeat(), kMaxRepeat) : 200;
+      if (m.max_repeat() > 0) item.request.max_repeat = std::min(m.max_repeat(), kMaxRepeat);
     }
     if (op.source_case() == v1::OperatorSpec::kTemplateOp) {
       // A user operator's definition travels with its offer; built-ins are in every firmware.
@@ -394,7 +394,7 @@ void BoardWorker::RunBatch(Prepared& batch) {
         continue;
       }
       v1::Result& r = l.result;
-      const bool first = l.outcome.number == 0 && !l.outcome.checked;
+      const bool first = l.outcome.number == 0;  // set by the first round
       if (first) {
         l.started = absl::Now();
         if (hooks_.progress) hooks_.progress(item.offer.job_id(), "flash");
@@ -443,7 +443,7 @@ void BoardWorker::RunBatch(Prepared& batch) {
           m->set_stop(o.stop);
           m->set_target_rel_ci(q.target_rel_ci);
           m->set_interleaved(interleave && o.rounds > 1);
-          r.set_wall_over_cpu(o.wall_over_cpu);
+          r.set_wall_over_cpu(o.WallOverCpu());
         } else {
           r.set_error_code(v1::WRONG_ANSWER);
           r.set_message(absl::StrCat(q.function, ": ", o.mismatch, " (max abs error ",

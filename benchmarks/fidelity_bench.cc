@@ -465,7 +465,7 @@ class BoardRun {
     cell->medians.push_back(sum.median);
     cell->cvs.push_back(sum.cv);
     cell->rhws.push_back(sum.rel_half_width);
-    cell->wall_over_cpu.push_back(out->wall_over_cpu);
+    cell->wall_over_cpu.push_back(out->WallOverCpu());
     cell->numbers.push_back(out->number);
     cell->counts.push_back(sum.count);
     cell->identical = cell->identical && sum.min == sum.max;

@@ -21,11 +21,9 @@ std::vector<float> ToFloats(const std::string& bytes) {
 
 }  // namespace
 
-absl::Status BoardArgs::Prepare(RpcClient& rpc, const MeasureRequest& request,
-                                absl::Time deadline) {
-  if (!tensors_.empty() && shapes_ == request.shapes && seed_ == request.seed) {
-    return absl::OkStatus();
-  }
+absl::StatusOr<bool> BoardArgs::Prepare(RpcClient& rpc, const MeasureRequest& request,
+                                        absl::Time deadline) {
+  if (!tensors_.empty() && shapes_ == request.shapes && seed_ == request.seed) return false;
   Release(rpc, deadline);
   shapes_ = request.shapes;
   seed_ = request.seed;
@@ -33,7 +31,10 @@ absl::Status BoardArgs::Prepare(RpcClient& rpc, const MeasureRequest& request,
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (size_t i = 0; i < request.shapes.size(); ++i) {
     absl::StatusOr<RemoteTensor> t = rpc.AllocTensor(request.shapes[i], DlDataType{}, deadline);
-    if (!t.ok()) return t.status();
+    if (!t.ok()) {
+      Release(rpc, deadline);
+      return t.status();
+    }
     tensors_.push_back(*t);
     std::vector<float> values(t->NumBytes() / sizeof(float));
     // Inputs from the seed; the output poisoned, so a kernel that writes nothing is caught.
@@ -41,9 +42,12 @@ absl::Status BoardArgs::Prepare(RpcClient& rpc, const MeasureRequest& request,
     absl::Status s = rpc.CopyToRemote(
         *t, absl::string_view(reinterpret_cast<const char*>(values.data()), t->NumBytes()),
         deadline);
-    if (!s.ok()) return s;
+    if (!s.ok()) {
+      Release(rpc, deadline);
+      return s;
+    }
   }
-  return absl::OkStatus();
+  return true;
 }
 
 absl::Status BoardArgs::PoisonOutput(RpcClient& rpc, absl::Time deadline) {
@@ -87,15 +91,15 @@ absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chu
     }
     return s;
   };
-  const bool fresh = board_args.tensors().empty() || shared == nullptr;
-  if (absl::Status s = board_args.Prepare(rpc, request, deadline); !s.ok()) return fail(s);
+  absl::StatusOr<bool> fresh = board_args.Prepare(rpc, request, deadline);
+  if (!fresh.ok()) return fail(fresh.status());
   std::vector<Arg> args;
   for (const RemoteTensor& t : board_args.tensors()) args.push_back(Arg::Tensor(t));
   const std::vector<RemoteTensor>& tensors = board_args.tensors();
 
   if (first && request.check) {
     // A set shared with an earlier candidate holds its output: poison it again.
-    if (!fresh) {
+    if (!*fresh) {
       if (absl::Status p = board_args.PoisonOutput(rpc, deadline); !p.ok()) return fail(p);
     }
     absl::Status s = rpc.CallFunc(fn, args, deadline).status();
@@ -172,7 +176,6 @@ absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chu
     if (totals.ok() && totals->cpu_s > 0) {
       outcome->timer_cpu_s += totals->cpu_s;
       outcome->timer_wall_s += totals->wall_s;
-      outcome->wall_over_cpu = outcome->timer_wall_s / outcome->timer_cpu_s;
     }
   }
   done_with_args();

@@ -51,12 +51,14 @@ struct MeasureOutcome {
   int rounds = 0;             // MeasureRound calls that timed
   // "fixed", or why adaptive mode stopped: "target", "budget", "max_repeat".
   std::string stop;
-  // Wall time / CPU time over the timed calls, for boards that time with a CPU clock
-  // (benchfarm.TimerTotals); 0 when the board does not say.
-  double wall_over_cpu = 0;
-  double timer_cpu_s = 0, timer_wall_s = 0;  // the sums behind wall_over_cpu
+  // The board timer's CPU and wall seconds over the timed calls, for boards that time with a CPU
+  // clock (benchfarm.TimerTotals); 0 when the board does not say.
+  double timer_cpu_s = 0, timer_wall_s = 0;
   absl::Duration timing_spent;  // host time spent in timing calls (adaptive budget)
   bool done = false;            // every cost taken (or a stop rule fired, or a mismatch)
+
+  // Wall time / CPU time over the timed calls; 0 when the board does not say.
+  double WallOverCpu() const { return timer_cpu_s > 0 ? timer_wall_s / timer_cpu_s : 0; }
 };
 
 // The arguments of measurements on the board. Candidates of a tuning batch take the same shapes
@@ -70,7 +72,10 @@ class BoardArgs {
   BoardArgs& operator=(const BoardArgs&) = delete;
 
   // Allocated and the inputs filled for the request's shapes and seed, unless they already are.
-  absl::Status Prepare(RpcClient& rpc, const MeasureRequest& request, absl::Time deadline);
+  // True when it filled them now (the output is then freshly poisoned). On an error nothing is
+  // left half made.
+  absl::StatusOr<bool> Prepare(RpcClient& rpc, const MeasureRequest& request,
+                               absl::Time deadline);
   // The output filled with NaN, so a kernel that writes nothing is caught.
   absl::Status PoisonOutput(RpcClient& rpc, absl::Time deadline);
   // Frees them on the board.

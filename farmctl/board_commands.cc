@@ -124,7 +124,7 @@ absl::StatusOr<TimeResult> TimeOperator(device::RpcClient& rpc, const TimeReques
   result.number = outcome.number;
   result.rounds = outcome.rounds;
   result.stop = outcome.stop;
-  result.wall_over_cpu = outcome.wall_over_cpu;
+  result.wall_over_cpu = outcome.WallOverCpu();
   result.stats = stats::CostStatsOf(result.costs, result.info.timer_resolution_s);
   return result;
 }
