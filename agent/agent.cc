@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "device/board.h"
+#include "proto/error_codes.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "spdlog/spdlog.h"
@@ -17,6 +18,9 @@
 
 namespace benchfarm::agent {
 namespace {
+
+// How long a lost attempt's result is kept to answer the job's next attempt.
+constexpr absl::Duration kKeepSuperseded = absl::Minutes(10);
 
 bool IsFile(const std::string& path) {
   struct stat st;
@@ -136,9 +140,10 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
   Agent* self = agent.get();
   BoardWorker::Hooks hooks;
   hooks.result = [self](const v1::JobResult& r) { self->OnResult(r); };
-  hooks.progress = [self](const std::string& job, const std::string& stage) {
+  hooks.progress = [self](const std::string& job, int attempt, const std::string& stage) {
     v1::AgentMessage m;
     m.mutable_progress()->set_job_id(job);
+    m.mutable_progress()->set_attempt(attempt);
     m.mutable_progress()->set_stage(stage);
     self->Write(m);
   };
@@ -188,6 +193,7 @@ void Agent::Start() {
   UpdateBoardMetrics();
   connection_ = std::thread([this] { ConnectionLoop(); });
   heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+  retry_thread_ = std::thread([this] { RetryLoop(); });
 }
 
 void Agent::Stop() {
@@ -199,6 +205,7 @@ void Agent::Stop() {
   }
   if (connection_.joinable()) connection_.join();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  if (retry_thread_.joinable()) retry_thread_.join();
   for (auto& w : workers_) w->Stop();
 }
 
@@ -254,8 +261,144 @@ void Agent::OnResult(const v1::JobResult& result) {
   }
 }
 
+bool Agent::Superseded(const std::string& job_id) const {
+  absl::MutexLock lock(&mu_);
+  return superseded_.count(job_id) > 0;
+}
+
+void Agent::DropStaleSuperseded() {
+  std::vector<std::string> stale;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = absl::Now();
+    for (auto it = superseded_.begin(); it != superseded_.end();) {
+      if (it->second > now) {
+        ++it;
+        continue;
+      }
+      stale.push_back(it->first);
+      it = superseded_.erase(it);
+    }
+  }
+  for (const std::string& job : stale) {
+    if (std::optional<v1::JobResult> r = spool_->Get(job)) spool_->Remove(job, r->attempt());
+  }
+  if (!stale.empty()) metrics_.SetSpooled(static_cast<int64_t>(spool_->size()));
+}
+
+std::vector<v1::HeldAttempt> Agent::Held() const {
+  std::map<std::string, int> held = spool_->Attempts();
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [job, until] : superseded_) held.erase(job);
+  }
+  for (const auto& w : workers_) {
+    for (const v1::HeldAttempt& h : w->HeldJobs()) {
+      int& attempt = held[h.job_id()];
+      attempt = std::max(attempt, h.attempt());
+    }
+  }
+  std::vector<v1::HeldAttempt> out;
+  for (const auto& [id, attempt] : held) {
+    v1::HeldAttempt& h = out.emplace_back();
+    h.set_job_id(id);
+    h.set_attempt(attempt);
+  }
+  return out;
+}
+
+void Agent::OnOffer(const v1::JobOffer& offer) {
+  v1::AgentMessage ack;
+  ack.mutable_ack()->set_job_id(offer.job_id());
+  ack.mutable_ack()->set_attempt(offer.attempt());
+  std::optional<v1::JobResult> spooled = spool_->Get(offer.job_id());
+  // An infrastructure failure says nothing about the trial: a new attempt runs anew.
+  if (spooled && IsInfrastructureError(spooled->result().error_code())) spooled.reset();
+  if (spooled) {
+    // Measured already (the tracker lost that attempt: a lease ran out while the agent was
+    // paused, say): answered from the spool under the new attempt, not measured again.
+    if (spooled->attempt() < offer.attempt()) {
+      spooled->set_attempt(offer.attempt());
+      {
+        absl::MutexLock lock(&mu_);
+        superseded_.erase(offer.job_id());
+      }
+      if (absl::Status s = spool_->Add(*spooled); !s.ok()) {
+        spdlog::error("{} (the result is sent, but not kept for a resend)", std::string(s.message()));
+      }
+      Write(ack);
+      v1::AgentMessage m;
+      *m.mutable_result() = *std::move(spooled);
+      if (Write(m)) {
+        absl::MutexLock lock(&mu_);
+        results_sent_++;
+      }
+    }
+    return;
+  }
+  bool taken = false;
+  for (auto& w : workers_) {
+    if (w->id() == offer.board_id()) {
+      w->Offer(offer);
+      taken = true;
+    }
+  }
+  if (taken) Write(ack);
+}
+
+void Agent::OnRetry(const v1::ResultRetry& retry) {
+  const absl::Duration after =
+      std::max(absl::Milliseconds(retry.retry_after_ms()), options_.min_backoff);
+  absl::MutexLock lock(&mu_);
+  if (retries_.empty()) {
+    spdlog::warn("agent {}: the tracker could not store a result ({}); its results stay in the "
+                 "spool and are sent again, backing off up to {}",
+                 options_.config.agent_id(), retry.reason(),
+                 absl::FormatDuration(std::max(after, options_.max_backoff)));
+  }
+  auto [it, fresh] = retries_.try_emplace(retry.job_id(), Retry{absl::Now(), after});
+  Retry& r = it->second;
+  if (!fresh) r.backoff = std::max(after, std::min(r.backoff * 2, options_.max_backoff));
+  r.due = absl::Now() + r.backoff;
+}
+
+void Agent::RetryLoop() {
+  for (;;) {
+    std::vector<std::string> due;
+    {
+      absl::MutexLock lock(&mu_);
+      absl::Time next = absl::Now() + absl::Seconds(1);
+      for (const auto& [job, r] : retries_) next = std::min(next, r.due);
+      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+      mu_.AwaitWithDeadline(absl::Condition(&stop), next);
+      if (stopping_) return;
+      const absl::Time now = absl::Now();
+      for (auto& [job, r] : retries_) {
+        if (r.due > now) continue;
+        due.push_back(job);
+        r.due = now + r.backoff;  // until the tracker answers (ack or another retry)
+      }
+    }
+    DropStaleSuperseded();
+    for (const std::string& job : due) {
+      std::optional<v1::JobResult> r = spool_->Get(job);
+      if (!r.has_value()) {
+        absl::MutexLock lock(&mu_);
+        retries_.erase(job);
+        continue;
+      }
+      v1::AgentMessage m;
+      *m.mutable_result() = *std::move(r);
+      if (!Write(m)) break;  // not connected: everything is sent again on registering
+      absl::MutexLock lock(&mu_);
+      results_sent_++;
+    }
+  }
+}
+
 void Agent::SendSpooled() {
   for (const v1::JobResult& r : spool_->All()) {
+    if (Superseded(r.job_id())) continue;
     v1::AgentMessage m;
     *m.mutable_result() = r;
     if (!Write(m)) return;
@@ -300,12 +443,16 @@ void Agent::ConnectionLoop() {
 }
 
 bool Agent::RunStream(grpc::ClientContext* context) {
+  // Wait for the tracker rather than fail at once while the channel reconnects: a waiting call
+  // keeps gRPC polling the connection under way. Without it a TLS handshake to a restarted tracker
+  // advanced only at gRPC's 5 s backup poll, one round trip at a time, and never finished within
+  // its connect deadline (the agent stayed away until restarted). Stop() cancels the wait.
+  context->set_wait_for_ready(true);
   std::unique_ptr<grpc::ClientReaderWriter<v1::AgentMessage, v1::TrackerMessage>> stream =
       stub_->Connect(context);
   v1::AgentMessage reg;
   v1::Register* r = reg.mutable_register_();
   r->set_agent_id(options_.config.agent_id());
-  std::set<std::string> held;
   for (const auto& w : workers_) {
     v1::BoardRegistration* b = r->add_boards();
     b->set_board_id(w->id());
@@ -321,16 +468,20 @@ bool Agent::RunStream(grpc::ClientContext* context) {
     int64_t memory = w->config().memory_bytes();
     if (memory <= 0 && w->config().has_host_process()) memory = int64_t{30} << 20;
     b->set_memory_bytes(memory);
-    for (const std::string& id : w->HeldJobs()) held.insert(id);
   }
-  for (const v1::JobResult& res : spool_->All()) held.insert(res.job_id());
-  for (const std::string& id : held) r->add_held_job_ids(id);
+  for (v1::HeldAttempt& h : Held()) {
+    r->add_held_job_ids(h.job_id());
+    *r->add_held() = std::move(h);
+  }
   {
     absl::MutexLock write(&write_mu_);
     absl::MutexLock lock(&mu_);
     stream_ = stream.get();
+    retries_.clear();  // every spooled result is sent again once registered
   }
-  bool ok = Write(reg);
+  // Written without write_mu_: it may wait for the tracker a long time, and no one else writes
+  // before the registration is answered (Write refuses while not connected).
+  bool ok = stream->Write(reg);
   bool registered = false;
   v1::TrackerMessage m;
   while (ok && stream->Read(&m)) {
@@ -351,32 +502,32 @@ bool Agent::RunStream(grpc::ClientContext* context) {
         SendSpooled();
         break;
       }
-      case v1::TrackerMessage::kOffer: {
-        const v1::JobOffer& offer = m.offer();
-        bool taken = false;
-        for (auto& w : workers_) {
-          if (w->id() == offer.board_id()) {
-            w->Offer(offer);
-            taken = true;
-          }
-        }
-        if (taken) {
-          v1::AgentMessage ack;
-          ack.mutable_ack()->set_job_id(offer.job_id());
-          Write(ack);
-        }
+      case v1::TrackerMessage::kOffer:
+        OnOffer(m.offer());
         break;
-      }
       case v1::TrackerMessage::kCancel:
         for (auto& w : workers_) w->Cancel(m.cancel().job_id());
         break;
       case v1::TrackerMessage::kResultAck: {
-        spool_->Remove(m.result_ack().job_id());
+        const v1::ResultAck& ack = m.result_ack();
+        if (ack.superseded()) {
+          // Kept to answer the job's next attempt (OnOffer), if it comes here soon.
+          absl::MutexLock lock(&mu_);
+          superseded_[ack.job_id()] = absl::Now() + kKeepSuperseded;
+        } else {
+          spool_->Remove(ack.job_id(), ack.attempt());
+        }
         metrics_.SetSpooled(static_cast<int64_t>(spool_->size()));
         absl::MutexLock lock(&mu_);
         results_acked_++;
+        if (retries_.erase(m.result_ack().job_id()) > 0 && retries_.empty()) {
+          spdlog::info("agent {}: the tracker stores results again", options_.config.agent_id());
+        }
         break;
       }
+      case v1::TrackerMessage::kResultRetry:
+        OnRetry(m.result_retry());
+        break;
       default:
         break;
     }
@@ -416,7 +567,8 @@ void Agent::HeartbeatLoop() {
       if (stopping_) return;
     }
     v1::AgentMessage m;
-    m.mutable_heartbeat();
+    v1::Heartbeat* beat = m.mutable_heartbeat();
+    for (v1::HeldAttempt& h : Held()) *beat->add_held() = std::move(h);
     Write(m);
     UpdateBoardMetrics();
   }

@@ -6,11 +6,21 @@
 // exponential backoff, re-registers holding its unfinished and unacknowledged jobs, and sends the
 // spooled results again — nothing is lost, and the tracker records each once.
 //
+// Attempts: heartbeats list every attempt the agent holds (on its boards, or finished with the
+// result in the spool), so the tracker renews exactly those leases. An offer of a new attempt of
+// a job whose result is already spooled is answered from the spool (relabelled with the new
+// attempt), not measured again; one for a job a board still runs supersedes it there
+// (BoardWorker). A result of a lost attempt the tracker did not need (ResultAck.superseded) is
+// kept in the spool for a while (kKeepSuperseded) to answer the next attempt, then dropped; it
+// is not sent again or listed as held meanwhile. A result the tracker could not store (ResultRetry: its database is failing) is
+// sent again after the delay it asks, backing off up to max_backoff, while connected.
+//
 // Thread-safety: Start/Stop from one thread; the accessors from any thread.
 
 #ifndef BENCHFARM_AGENT_AGENT_H_
 #define BENCHFARM_AGENT_AGENT_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -78,6 +88,16 @@ class Agent {
   void OnResult(const v1::JobResult& result);
   void SendSpooled();
   void HeartbeatLoop();
+  // Sends again the results the tracker asked to be retried, when their time comes.
+  void RetryLoop();
+  void OnOffer(const v1::JobOffer& offer);
+  void OnRetry(const v1::ResultRetry& retry);
+  // Every attempt held: on the boards and in the spool (the latest attempt of each job), not the
+  // superseded results.
+  std::vector<v1::HeldAttempt> Held() const;
+  bool Superseded(const std::string& job_id) const;
+  // Drops the superseded results kept past their time.
+  void DropStaleSuperseded();
   void UpdateBoardMetrics();
 
   const AgentOptions options_;
@@ -99,9 +119,17 @@ class Agent {
   int64_t results_sent_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t results_acked_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t connects_ ABSL_GUARDED_BY(mu_) = 0;
+  struct Retry {
+    absl::Time due;
+    absl::Duration backoff;
+  };
+  std::map<std::string, Retry> retries_ ABSL_GUARDED_BY(mu_);  // job -> when to resend
+  // Spooled results of lost attempts, kept until then to answer a newer attempt's offer.
+  std::map<std::string, absl::Time> superseded_ ABSL_GUARDED_BY(mu_);
   absl::Mutex write_mu_;  // one writer at a time on the stream; taken before mu_
   std::thread connection_;
   std::thread heartbeat_thread_;
+  std::thread retry_thread_;
 };
 
 // Reads an AgentConfig textproto. Errors: NotFound for the file, InvalidArgument with the parser's

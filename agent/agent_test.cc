@@ -25,6 +25,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "absl/time/clock.h"
 #include "tests/example_ops.h"
 #include "tests/in_process_tracker.h"
@@ -101,8 +102,8 @@ std::map<pid_t, double> BoardProcesses() {
   while (dirent* e = readdir(proc)) {
     const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
     if (pid <= 0) continue;
-    std::ifstream f(absl::StrCat("/proc/", pid, "/stat"));
-    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    // (A process may exit while it is read: then it is skipped.)
+    const std::string stat = base::ReadFile(absl::StrCat("/proc/", pid, "/stat")).value_or("");
     const size_t close = stat.rfind(')');
     if (close == std::string::npos || close + 2 > stat.size()) continue;
     std::istringstream rest(stat.substr(close + 2));
@@ -120,8 +121,8 @@ std::map<pid_t, double> BoardProcesses() {
       mine = a == getpid();
     }
     if (!mine) continue;
-    std::ifstream f(absl::StrCat("/proc/", pid, "/cmdline"));
-    std::string cmdline((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const std::string cmdline =
+        base::ReadFile(absl::StrCat("/proc/", pid, "/cmdline")).value_or("");
     // The board's image (in its sandbox: /bf/image), or bwrap starting it: "--kind host-process".
     if (cmdline.find(std::string("--kind\0host-process\0", 20)) != std::string::npos) {
       out[pid] = cpu[pid];
@@ -129,6 +130,31 @@ std::map<pid_t, double> BoardProcesses() {
   }
   return out;
 }
+
+// A kernel that spins on the CPU for about `iterations` loop turns (~1 s per 3e9 here).
+v1::Trial Spinner(const std::string& iterations) {
+  const std::string body = absl::StrCat(
+      "  volatile unsigned long n = 0;\n"
+      "  (void)args;\n  (void)type_codes;\n  (void)num_args;\n"
+      "  while (n < ", iterations, "UL) n++;\n  return 0;");
+  v1::Trial t = CSource("spinner", Kernel("spinner", body), "", /*timeout_ms=*/60000);
+  t.mutable_measure()->set_number(1);
+  return t;
+}
+
+// A board process that has used more than `cpu_s` of CPU (a trial's kernel is running), waiting
+// up to a minute for one; 0 if none.
+pid_t BusyBoardProcess(double cpu_s) {
+  for (absl::Time until = absl::Now() + absl::Seconds(60); absl::Now() < until;) {
+    for (const auto& [pid, used] : BoardProcesses()) {
+      if (used > cpu_s) return pid;
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return 0;
+}
+
+bool WaitBoardBusy(double cpu_s) { return BusyBoardProcess(cpu_s) != 0; }
 
 class AgentTest : public ::testing::Test {
  protected:
@@ -392,26 +418,12 @@ TEST_F(CalibrationTest, ABoardWhoseTimerDisagreesWithItsClockIsQuarantinedWithTh
 // measures it.
 TEST_F(AgentTest, ABoardKilledFromOutsideIsRetriedNotChargedToTheTrial) {
   StartAgent();
-  const char kSpin[] =
-      "  volatile unsigned long n = 0;\n"
-      "  (void)args;\n  (void)type_codes;\n  (void)num_args;\n"
-      "  while (n < 3000000000UL) n++;\n  return 0;";
-  v1::Trial t = CSource("spinner", Kernel("spinner", kSpin), "", /*timeout_ms=*/60000);
-  t.mutable_measure()->set_number(1);
-  absl::StatusOr<std::vector<std::string>> ids = tracker_->Submit({t});
+  absl::StatusOr<std::vector<std::string>> ids = tracker_->Submit({Spinner("3000000000")});
   ASSERT_TRUE(ids.ok()) << ids.status();
   // Wait until a board process is busy on the CPU (the kernel spinning), then SIGKILL it.
-  bool killed = false;
-  for (absl::Time until = absl::Now() + absl::Seconds(60); !killed && absl::Now() < until;) {
-    for (const auto& [pid, cpu_s] : BoardProcesses()) {
-      if (cpu_s > 0.3 && !killed) {
-        ASSERT_EQ(kill(pid, SIGKILL), 0);
-        killed = true;
-      }
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  ASSERT_TRUE(killed) << "no board process got busy";
+  const pid_t busy = BusyBoardProcess(0.3);
+  ASSERT_NE(busy, 0) << "no board process got busy";
+  ASSERT_EQ(kill(busy, SIGKILL), 0);
   absl::StatusOr<std::vector<v1::Job>> jobs = tracker_->WaitFinished(*ids, absl::Seconds(120));
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   const v1::Job& job = (*jobs)[0];
@@ -422,6 +434,155 @@ TEST_F(AgentTest, ABoardKilledFromOutsideIsRetriedNotChargedToTheTrial) {
       << job.attempts(0).message();
   EXPECT_TRUE(absl::StrContains(job.attempts(0).message(), "from outside"))
       << job.attempts(0).message();
+}
+
+// Issue 16: an agent silent past its lease (paused, as the tracker sees it) got attempt N+1 of a
+// job while it still measured attempt N, dropped it (same job id), and the job stayed RUNNING
+// forever. Now the new attempt supersedes the old one on the board: measured once, reported
+// under the new attempt.
+class LeaseAgentTest : public AgentTest {
+  void TweakQueue(tracker::JobQueueOptions* q) override {
+    q->lease = absl::Seconds(5);
+    q->quarantine_threshold = 100;
+  }
+};
+
+TEST_F(LeaseAgentTest, AnAttemptSupersededWhileItRunsIsMeasuredOnceUnderTheNewAttempt) {
+  StartAgent();
+  absl::StatusOr<std::vector<std::string>> ids = tracker_->Submit({Spinner("6000000000")});
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  ASSERT_TRUE(WaitBoardBusy(0.3)) << "no board process got busy";
+  // The tracker's clock jumps past the lease: attempt 1 is lost, attempt 2 goes to the same board
+  // while attempt 1's measurement is still under way there.
+  tracker_->AdvanceClock(absl::Seconds(30));
+  absl::StatusOr<std::vector<v1::Job>> jobs = tracker_->WaitFinished(*ids, absl::Seconds(120));
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  const v1::Job& job = (*jobs)[0];
+  EXPECT_EQ(job.result().error_code(), v1::NO_ERROR) << job.result().message();
+  ASSERT_EQ(job.attempts_size(), 2) << job.ShortDebugString();
+  EXPECT_EQ(job.attempts(0).error_code(), v1::BOARD_LOST);
+  EXPECT_EQ(job.attempts(0).message(), "the lease expired");
+  EXPECT_EQ(agent_->counters().boards.results, 1) << "the job was measured more than once";
+  // Heartbeats name what the agent holds: nothing is held now, nothing stays RUNNING.
+  EXPECT_EQ(agent_->workers()[0]->HeldJobs().size(), 0u);
+}
+
+// A measurement finished but not stored when its attempt was lost (the tracker's disk was full,
+// then the lease ran out): the next attempt is answered from the agent's spool, not measured again.
+TEST_F(LeaseAgentTest, ALostAttemptsSpooledResultAnswersTheNextAttempt) {
+  StartAgent();
+  absl::StatusOr<std::vector<std::string>> ids = tracker_->Submit({Spinner("3000000000")});
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  const std::string id = (*ids)[0];
+  ASSERT_TRUE(WaitBoardBusy(0.2)) << "no board process got busy";
+  tracker_->FailStoreWrites(absl::InternalError("database or disk is full"));
+  absl::Time until = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < until && agent_->counters().results_sent < 1) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_EQ(agent_->spooled(), 1u);
+  // The lease runs out (the clock jumps past it; a heartbeat landing first renews it: jump again).
+  bool lost = false;
+  for (int i = 0; i < 5 && !lost; ++i) {
+    tracker_->AdvanceClock(absl::Seconds(30));
+    for (until = absl::Now() + absl::Seconds(2); absl::Now() < until && !lost;) {
+      absl::StatusOr<v1::Job> job = tracker_->GetJob(id);
+      lost = job.ok() && job->state() == v1::QUEUED;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  }
+  ASSERT_TRUE(lost) << "attempt 1 was not lost";
+  tracker_->FailStoreWrites(absl::OkStatus());
+  absl::StatusOr<std::vector<v1::Job>> jobs = tracker_->WaitFinished(*ids, absl::Seconds(60));
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  const v1::Job& job = (*jobs)[0];
+  EXPECT_EQ(job.result().error_code(), v1::NO_ERROR) << job.result().message();
+  ASSERT_EQ(job.attempts_size(), 2) << job.ShortDebugString();
+  EXPECT_EQ(job.attempts(0).error_code(), v1::BOARD_LOST);
+  EXPECT_EQ(agent_->counters().boards.results, 1) << "the job was measured again";
+  for (until = absl::Now() + absl::Seconds(30); absl::Now() < until && agent_->spooled() > 0;) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(agent_->spooled(), 0u);
+}
+
+// A call or reply lost on the board's link (bytes dropped: BoardConfig.link_fault_file) is the
+// link's failure, retried — not RUN_TIMEOUT, which says the trial's kernel hung. (At this drop
+// rate every attempt here loses bytes somewhere: the jobs end BOARD_LOST once out of attempts.)
+class LossyLinkAgentTest : public AgentTest {
+  void TweakQueue(tracker::JobQueueOptions* q) override {
+    q->retry_budget = 2;
+    q->quarantine_threshold = 1000;
+  }
+};
+
+TEST_F(LossyLinkAgentTest, ACallLostOnTheLinkIsASessionErrorAndRetried) {
+  const std::string faults = dir_ + "/link.fault";
+  {
+    std::ofstream f(faults);
+    f << "drop_rate=0.0005 seed=11\n";
+  }
+  StartAgent(1, [&](v1::BoardConfig* b) { b->set_link_fault_file(faults); });
+  std::vector<v1::Trial> trials;
+  for (int i = 0; i < 3; ++i) {
+    v1::Trial t = CSource("good_add", Kernel("good_add", kGoodAdd), "add_reference",
+                          /*timeout_ms=*/1500);
+    t.set_seed(i + 1);
+    trials.push_back(t);
+  }
+  std::vector<v1::Job> jobs = Run(trials, absl::Seconds(150));
+  ASSERT_EQ(jobs.size(), trials.size());
+  int lost_calls = 0;
+  for (const v1::Job& job : jobs) {
+    EXPECT_NE(job.result().error_code(), v1::RUN_TIMEOUT) << job.result().message();
+    for (const v1::Attempt& a : job.attempts()) {
+      EXPECT_NE(a.error_code(), v1::RUN_TIMEOUT) << a.message();
+      lost_calls += a.error_code() == v1::SESSION_ERROR &&
+                    absl::StrContains(a.message(), "but the board is alive");
+    }
+  }
+  EXPECT_GT(lost_calls, 0) << "no call was lost: the link dropped nothing?";
+}
+
+// Issue 16: with the tracker's disk full, results were neither stored nor retried (only after a
+// re-register), and the board showed free. Now the tracker answers ResultRetry, the agent sends
+// the result again with backoff on the same connection, and the board stays busy until it is
+// stored.
+TEST_F(AgentTest, AResultTheTrackerCannotStoreIsSentAgainWhileConnected) {
+  StartAgent();
+  absl::StatusOr<std::vector<std::string>> ids = tracker_->Submit({Spinner("3000000000")});
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  ASSERT_TRUE(WaitBoardBusy(0.2)) << "no board process got busy";
+  tracker_->FailStoreWrites(absl::InternalError("database or disk is full"));
+  // The result comes back and is refused; the agent keeps it and sends it again.
+  absl::Time until = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < until && agent_->counters().results_sent < 3) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_GE(agent_->counters().results_sent, 3) << "the agent did not resend the result";
+  EXPECT_EQ(agent_->spooled(), 1u);
+  EXPECT_EQ(agent_->counters().results_acked, 0);
+  tracker::QueueStats stats = tracker_->queue()->Stats();
+  EXPECT_GE(stats.store_failures, 1);
+  EXPECT_NE(stats.store_problem.find("disk is full"), std::string::npos) << stats.store_problem;
+  absl::StatusOr<v1::Job> running = tracker_->GetJob((*ids)[0]);
+  ASSERT_TRUE(running.ok()) << running.status();
+  EXPECT_EQ(running->state(), v1::RUNNING);
+  std::vector<v1::Board> boards = tracker_->queue()->Boards(kKind);
+  ASSERT_EQ(boards.size(), 1u);
+  EXPECT_EQ(boards[0].state(), v1::BUSY);  // not shown free while its result is unstored
+  // Space again: the next resend is stored, on the same connection.
+  tracker_->FailStoreWrites(absl::OkStatus());
+  absl::StatusOr<std::vector<v1::Job>> jobs = tracker_->WaitFinished(*ids, absl::Seconds(60));
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  const v1::Job& job = (*jobs)[0];
+  EXPECT_EQ(job.result().error_code(), v1::NO_ERROR) << job.result().message();
+  EXPECT_EQ(job.attempts_size(), 1);
+  EXPECT_EQ(agent_->counters().connects, 1);  // never re-registered
+  for (until = absl::Now() + absl::Seconds(30); absl::Now() < until && agent_->spooled() > 0;) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(agent_->spooled(), 0u);
 }
 
 v1::Trial Gemv(const std::string& unroll, const std::string& acc, int64_t k = 0) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "catalog/operator.h"
+#include "proto/error_codes.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace benchfarm::agent {
@@ -20,6 +21,8 @@ constexpr int kDefaultBatchSize = 16;
 constexpr int64_t kMaxElements = int64_t{4} << 20;  // per argument: 16 MiB of float32
 constexpr absl::Duration kDefaultTimeout = absl::Seconds(10);
 constexpr absl::Duration kCrashWait = absl::Milliseconds(500);
+// After a call timed out: how long a board has to answer a new handshake to count as alive.
+constexpr absl::Duration kAliveProbe = absl::Seconds(2);
 constexpr int kFixedRounds = 4;     // a fixed-mode trial's repeats are split over this many rounds
 constexpr int kAdaptiveChunk = 5;   // costs an adaptive trial adds per round
 constexpr int kMaxRepeat = 1024;
@@ -87,7 +90,23 @@ void BoardWorker::Stop() {
 
 void BoardWorker::Offer(const v1::JobOffer& offer) {
   absl::MutexLock lock(&mu_);
-  if (!held_.insert(offer.job_id()).second) return;  // offered twice (a reconnect): one run
+  auto [it, fresh] = held_.try_emplace(offer.job_id(), offer.attempt());
+  if (!fresh) {
+    // Offered again: the same attempt (a reconnect) or an older one is one run; a newer one
+    // supersedes the attempt held (one run, reported under the newer attempt).
+    if (offer.attempt() <= it->second) return;
+    it->second = offer.attempt();
+    cancelled_.erase(offer.job_id());
+    bool waiting = false;
+    for (v1::JobOffer& o : pending_) {
+      if (o.job_id() == offer.job_id()) {
+        o = offer;
+        waiting = true;
+      }
+    }
+    if (!waiting) superseding_[offer.job_id()] = offer;
+    return;
+  }
   cancelled_.erase(offer.job_id());
   pending_.push_back(offer);
 }
@@ -103,17 +122,35 @@ void BoardWorker::Cancel(const std::string& job_id) {
 bool BoardWorker::IsCancelled(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   if (cancelled_.count(job_id) == 0 && !stopping_) return false;
-  if (cancelled_.erase(job_id) > 0) held_.erase(job_id);
+  if (cancelled_.erase(job_id) > 0) {
+    held_.erase(job_id);
+    superseding_.erase(job_id);
+  }
   return true;
 }
 
-std::vector<std::string> BoardWorker::HeldJobs() const {
+std::vector<v1::HeldAttempt> BoardWorker::HeldJobs() const {
   absl::MutexLock lock(&mu_);
-  std::vector<std::string> out;
-  for (const std::string& id : held_) {
-    if (cancelled_.count(id) == 0) out.push_back(id);
+  std::vector<v1::HeldAttempt> out;
+  for (const auto& [id, attempt] : held_) {
+    if (cancelled_.count(id) > 0) continue;
+    v1::HeldAttempt& h = out.emplace_back();
+    h.set_job_id(id);
+    h.set_attempt(attempt);
   }
   return out;
+}
+
+void BoardWorker::Progress(const std::string& job_id, const std::string& stage) {
+  if (!hooks_.progress) return;
+  int attempt;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = held_.find(job_id);
+    if (it == held_.end()) return;
+    attempt = it->second;
+  }
+  hooks_.progress(job_id, attempt, stage);
 }
 
 std::string BoardWorker::State() const {
@@ -328,9 +365,7 @@ void BoardWorker::Run() {
 }
 
 void BoardWorker::RunBatch(Prepared& batch) {
-  for (const Prepared::Item& item : batch.items) {
-    if (hooks_.progress) hooks_.progress(item.offer.job_id(), "build");
-  }
+  for (const Prepared::Item& item : batch.items) Progress(item.offer.job_id(), "build");
   absl::StatusOr<Image> image = batch.image.get();
   const absl::Duration build_time = absl::Now() - batch.build_started;
   if (metrics_ != nullptr) {
@@ -397,7 +432,7 @@ void BoardWorker::RunBatch(Prepared& batch) {
       const bool first = l.outcome.number == 0;  // set by the first round
       if (first) {
         l.started = absl::Now();
-        if (hooks_.progress) hooks_.progress(item.offer.job_id(), "flash");
+        Progress(item.offer.job_id(), "flash");
       }
       // Every round: a trial before this one may have crashed or reset the board.
       if (std::optional<Failure> f = EnsureImage(*image, r.mutable_stages())) {
@@ -407,7 +442,7 @@ void BoardWorker::RunBatch(Prepared& batch) {
         l.finished = true;
         continue;
       }
-      if (first && hooks_.progress) hooks_.progress(item.offer.job_id(), "measure");
+      if (first) Progress(item.offer.job_id(), "measure");
       const device::MeasureRequest& q = item.request;
       int chunk;
       if (q.target_rel_ci > 0) {
@@ -417,14 +452,17 @@ void BoardWorker::RunBatch(Prepared& batch) {
         chunk = interleave ? (repeat + kFixedRounds - 1) / kFixedRounds : repeat;
       }
       const absl::Time measure_start = absl::Now();
+      const device::LinkCounters link_before = board_->session()->counters();
       absl::Status s = device::MeasureRound(*board_->rpc(), q, chunk, &l.outcome,
                                             measure_start + item.timeout, &args_);
       r.mutable_stages()->set_measure_s(r.stages().measure_s() +
                                         Seconds(absl::Now() - measure_start));
-      if (metrics_ != nullptr) {
-        device::LinkCounters link = board_->session()->counters();
-        metrics_->Link(id(), link.crc_failures, link.packets_dropped);
-      }
+      const device::LinkCounters link = board_->session()->counters();
+      if (metrics_ != nullptr) metrics_->Link(id(), link.crc_failures, link.packets_dropped);
+      // Bytes lost on the link (a bad CRC, a broken packet) while the call went unanswered: the
+      // link's failure, not a hung kernel.
+      const uint64_t damaged = (link.crc_failures - link_before.crc_failures) +
+                               (link.packets_dropped - link_before.packets_dropped);
       if (s.ok() && !l.outcome.done) {
         any = true;
         continue;
@@ -467,6 +505,18 @@ void BoardWorker::RunBatch(Prepared& batch) {
         r.set_message(absl::StrCat("the board crashed running ", q.function, ": ",
                                    crash->description, "; it was restarted"));
         MarkForReset(device::Board::ResetReason::kHung);
+      } else if (absl::IsDeadlineExceeded(s) && (damaged > 0 || AnswersAtOnce())) {
+        // A call or its reply lost on the link, not a hung kernel: a hung board (busy in the
+        // kernel) cannot answer a new handshake.
+        r.set_error_code(v1::SESSION_ERROR);
+        r.set_message(absl::StrCat(
+            "the call went unanswered (", s.message(), ") but the board is alive",
+            damaged > 0 ? absl::StrCat(": the link lost bytes (", damaged, " damaged packets)")
+                        : std::string(" (it answered a new handshake at once): the call or its "
+                                      "reply was lost on the link"),
+            "; the board was reconnected"));
+        args_.Forget();
+        if (damaged > 0) MarkForReset(device::Board::ResetReason::kRebooted);
       } else if (absl::IsDeadlineExceeded(s)) {
         r.set_error_code(v1::RUN_TIMEOUT);
         r.set_message(absl::StrCat("no answer from the board within the trial's timeout of ",
@@ -585,6 +635,11 @@ std::optional<BoardWorker::Failure> BoardWorker::CheckCalibration() {
   return std::nullopt;
 }
 
+bool BoardWorker::AnswersAtOnce() {
+  return !board_->Connect(absl::Now() + std::min(kAliveProbe, options_.connect_timeout))
+              .has_value();
+}
+
 void BoardWorker::MarkForReset(device::Board::ResetReason reason) {
   args_.Forget();  // the board forgets them
   board_->Reset(reason);
@@ -594,10 +649,15 @@ void BoardWorker::MarkForReset(device::Board::ResetReason reason) {
 }
 
 void BoardWorker::Report(const v1::JobOffer& offer, v1::Result result, absl::Time started) {
+  // A trial's own outcome answers the latest attempt (a newer one superseded the offer's); an
+  // infrastructure failure answers only the attempt that met it.
+  const bool infra = IsInfrastructureError(result.error_code());
+  int attempt;
   {
     absl::MutexLock lock(&mu_);
-    if (held_.erase(offer.job_id()) == 0) return;  // cancelled meanwhile
-    counters_.results++;
+    auto it = held_.find(offer.job_id());
+    if (it == held_.end()) return;  // cancelled meanwhile
+    attempt = infra ? offer.attempt() : it->second;
   }
   result.set_board_id(id());
   // The image the board reported on the current link; none after a reset or a failed link.
@@ -611,9 +671,38 @@ void BoardWorker::Report(const v1::JobOffer& offer, v1::Result result, absl::Tim
   if (metrics_ != nullptr) metrics_->Trial(v1::ErrorCode_Name(result.error_code()));
   v1::JobResult jr;
   jr.set_job_id(offer.job_id());
-  jr.set_attempt(offer.attempt());
+  jr.set_attempt(attempt);
   *jr.mutable_result() = std::move(result);
-  if (hooks_.result) hooks_.result(jr);
+  // Spooled and sent (the hook) before the job leaves held_: a heartbeat in between still names
+  // it, so its lease holds until the tracker has the result. An attempt that superseded this one
+  // meanwhile gets the same result.
+  for (;;) {
+    if (hooks_.result) hooks_.result(jr);
+    absl::MutexLock lock(&mu_);
+    auto it = held_.find(offer.job_id());
+    if (it != held_.end() && it->second != jr.attempt() && !infra) {
+      jr.set_attempt(it->second);
+      continue;
+    }
+    counters_.results++;
+    if (it == held_.end() || it->second == jr.attempt()) {
+      if (it != held_.end()) held_.erase(it);
+      superseding_.erase(offer.job_id());
+      return;
+    }
+    // A newer attempt came while this one failed: it runs now.
+    auto newer = superseding_.find(offer.job_id());
+    if (newer != superseding_.end()) {
+      pending_.push_back(std::move(newer->second));
+      superseding_.erase(newer);
+      return;
+    }
+    const bool waiting = std::any_of(pending_.begin(), pending_.end(), [&](const v1::JobOffer& o) {
+      return o.job_id() == offer.job_id();
+    });
+    if (!waiting) held_.erase(it);
+    return;
+  }
 }
 
 }  // namespace benchfarm::agent

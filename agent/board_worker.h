@@ -9,7 +9,9 @@
 //   COMPILE_DEVICE       the image did not build (the compiler's output in the message)
 //   BUILD_TIMEOUT        the build ran past its time limit
 //   FLASH_ERROR          the flasher failed                     (retried by the tracker)
-//   SESSION_ERROR        no link or handshake                   (retried by the tracker)
+//   SESSION_ERROR        no link or handshake, or a call unanswered while the board is alive:
+//                        the link lost bytes (bad CRCs, broken packets) or the board answers a
+//                        new handshake at once                      (retried by the tracker)
 //   FIRMWARE_MISMATCH    the board does not report the image's hash after flashing (retried)
 //   DEVICE_RESET         the board reset itself while the trial ran — a microcontroller's fault
 //                        handler names the fault (e.g. "fault: MemManage ... pc=0x...") and
@@ -20,7 +22,8 @@
 //   BOARD_LOST           a host-process board killed from outside while it ran the trial
 //                        (SIGKILL, SIGTERM, SIGHUP, SIGINT: the OOM killer, an operator): the
 //                        board is restarted and the tracker retries the trial
-//   RUN_TIMEOUT          no answer within the trial's timeout: the board hung; it is reset
+//   RUN_TIMEOUT          no answer within the trial's timeout on a clean link: the board hung;
+//                        it is reset
 //                        (restarted or reflashed) before the next trial
 //   WRONG_ANSWER         outputs differ from the reference kernel (no costs)
 //   CALIBRATION_ERROR    the board's timer disagrees with its clock (agent/calibration.h): the
@@ -38,6 +41,13 @@
 // that vanishes fails the jobs of that moment with SESSION_ERROR; it is reopened on the next job,
 // so a board that comes back is used again without a restart.
 //
+// Attempts: the tracker may offer a job again (attempt N+1) while this board still holds attempt
+// N — after the agent was paused past its lease, say. The new attempt supersedes the old one: no
+// second run; the job's offer is updated if it still waits, and a measurement under way reports
+// its result under the latest attempt — unless that result is an infrastructure failure (which
+// says nothing about the trial): then it goes out under its own attempt and the newer one runs.
+// HeldJobs lists each job with its latest attempt (the heartbeat renews exactly those).
+//
 // Thread-safety: Offer, Cancel, HeldJobs, State and counters may be called from any thread.
 
 #ifndef BENCHFARM_AGENT_BOARD_WORKER_H_
@@ -45,6 +55,7 @@
 
 #include <deque>
 #include <functional>
+#include <map>
 #include <future>
 #include <memory>
 #include <optional>
@@ -82,7 +93,7 @@ class BoardWorker {
  public:
   struct Hooks {
     std::function<void(const v1::JobResult&)> result;
-    std::function<void(const std::string& job_id, const std::string& stage)> progress;
+    std::function<void(const std::string& job_id, int attempt, const std::string& stage)> progress;
     std::function<void(const std::string& board_id, int64_t flashes)> flashed;
   };
   struct Options {
@@ -107,7 +118,8 @@ class BoardWorker {
   // and the board.
   void Stop();
 
-  // A job the tracker leased to this board.
+  // A job the tracker leased to this board (a newer attempt of a held job supersedes it; an
+  // attempt already held, or older, is ignored).
   void Offer(const v1::JobOffer& offer);
   // The tracker cancelled the job: dropped unless it already runs (its result is then ignored by
   // the tracker).
@@ -116,8 +128,8 @@ class BoardWorker {
   const std::string& id() const { return options_.config.id(); }
   const v1::BoardConfig& config() const { return options_.config; }
   int batch_size() const { return batch_size_; }
-  // Jobs it holds: queued here, being built or measured.
-  std::vector<std::string> HeldJobs() const;
+  // Jobs it holds — queued here, being built or measured — each with its latest attempt.
+  std::vector<v1::HeldAttempt> HeldJobs() const;
   // "idle", "busy", "resetting" or "offline" (the port is missing).
   std::string State() const;
   WorkerCounters counters() const;
@@ -144,8 +156,12 @@ class BoardWorker {
   std::optional<Failure> CheckCalibration();
   // After a hang or crash (kHung: the board is restarted on next use) or a reboot (kRebooted).
   void MarkForReset(device::Board::ResetReason reason);
+  // After a call timed out: whether the board answers a new handshake at once (then it is alive
+  // and the call was lost on the link; else its kernel hangs). Leaves a new link up if so.
+  bool AnswersAtOnce();
   void Report(const v1::JobOffer& offer, v1::Result result, absl::Time started);
   bool IsCancelled(const std::string& job_id);
+  void Progress(const std::string& job_id, const std::string& stage);
   void SetState(const std::string& state);
 
   const Options options_;
@@ -170,7 +186,9 @@ class BoardWorker {
 
   mutable absl::Mutex mu_;
   std::deque<v1::JobOffer> pending_ ABSL_GUARDED_BY(mu_);
-  std::set<std::string> held_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int> held_ ABSL_GUARDED_BY(mu_);  // job -> latest attempt
+  // Newer offers of jobs being built or measured (run only if the old attempt fails).
+  std::map<std::string, v1::JobOffer> superseding_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> cancelled_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::string state_ ABSL_GUARDED_BY(mu_) = "idle";

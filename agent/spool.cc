@@ -98,9 +98,26 @@ absl::Status ResultSpool::Add(const v1::JobResult& result) {
   return absl::OkStatus();
 }
 
-void ResultSpool::Remove(const std::string& job_id) {
+void ResultSpool::Remove(const std::string& job_id, int attempt) {
   absl::MutexLock lock(&mu_);
-  if (results_.erase(job_id) > 0) unlink(PathOf(job_id).c_str());
+  auto it = results_.find(job_id);
+  if (it == results_.end() || it->second.attempt() != attempt) return;
+  results_.erase(it);
+  unlink(PathOf(job_id).c_str());
+}
+
+std::map<std::string, int> ResultSpool::Attempts() const {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, int> out;
+  for (const auto& [id, r] : results_) out[id] = r.attempt();
+  return out;
+}
+
+std::optional<v1::JobResult> ResultSpool::Get(const std::string& job_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = results_.find(job_id);
+  if (it == results_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::vector<v1::JobResult> ResultSpool::All() const {

@@ -9,6 +9,7 @@
 #define BENCHFARM_AGENT_SPOOL_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,11 +28,17 @@ class ResultSpool {
 
   // Durably stores the result (replacing an earlier one of the same job).
   absl::Status Add(const v1::JobResult& result);
-  // The tracker has it: forget it. No-op for an unknown job.
-  void Remove(const std::string& job_id);
+  // The tracker has this attempt's result (or needs it no more): forget it. No-op for an unknown
+  // job, or when the spooled result is of another attempt (relabelled since: see Get).
+  void Remove(const std::string& job_id, int attempt);
   std::vector<v1::JobResult> All() const;
   size_t size() const;
   bool Contains(const std::string& job_id) const;
+  // The spooled result of the job, if any (an agent offered a new attempt of a job it already
+  // measured answers with it, relabelled, rather than measuring again).
+  std::optional<v1::JobResult> Get(const std::string& job_id) const;
+  // Job id -> the attempt of its spooled result.
+  std::map<std::string, int> Attempts() const;
 
  private:
   explicit ResultSpool(std::string dir) : dir_(std::move(dir)) {}

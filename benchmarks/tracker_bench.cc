@@ -7,7 +7,14 @@
 //     latency p50/p99: from SubmitTrials returning to the offer arriving at an agent, measured
 //     one trial at a time with every board idle.
 //
-//   tracker_bench [--quick] [--tracker PATH]
+//   - with --flood instead: a flood beside a baseline in the same run — 500 WatchJobs streams of
+//     every job (one in five reads, the rest never do) and 50,000 jobs pinned to a registered
+//     board that is offline — and what a client sees without and with it: the latency of a
+//     1,000-trial SubmitTrials, trials/s through one board, QueueSummary's latency, the tracker's
+//     RSS before the flood, with it and after the watchers end, and how many never-reading
+//     streams the tracker cut off (RESOURCE_EXHAUSTED).
+//
+//   tracker_bench [--quick] [--flood] [--tracker PATH]
 //
 // The tracker is found with --tracker, else in the runfiles ($RUNFILES_DIR, $TEST_SRCDIR or
 // argv[0].runfiles). --quick uses tiny sizes (the smoke test).
@@ -62,6 +69,8 @@ class ScenarioTracker {
                               : std::string(stopped.status().message()).c_str());
     g_tracker_hung = true;
   }
+
+  pid_t pid() const { return process_.pid(); }
 
   // Starts it on a fresh database; returns HOST:PORT, or "" after saying why not.
   std::string Start(const std::string& database) {
@@ -320,18 +329,266 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& dir, i
   return ok;
 }
 
+// ---- --flood ------------------------------------------------------------------------------------
+
+// The tracker's resident memory in MiB (VmRSS), or -1.
+double RssMiB(pid_t pid) {
+  FILE* f = std::fopen(absl::StrCat("/proc/", pid, "/status").c_str(), "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  double kib = -1;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::strncmp(line, "VmRSS:", 6) == 0) kib = std::strtod(line + 6, nullptr);
+  }
+  std::fclose(f);
+  return kib < 0 ? -1 : kib / 1024;
+}
+
+// One WatchJobs stream of every job; a reading one counts its events on a thread of its own.
+class BenchWatcher {
+ public:
+  BenchWatcher(v1::Tracker::Stub* stub, bool read) {
+    context_.set_deadline(In(absl::Minutes(30)));
+    reader_ = stub->WatchJobs(&context_, v1::WatchJobsRequest());
+    if (read) {
+      thread_ = std::thread([this] {
+        v1::JobEvent event;
+        while (reader_->Read(&event)) ++events_;
+      });
+    }
+  }
+  // Ends the stream; returns its status (a reading stream's as it ended by itself).
+  grpc::Status Stop() {
+    context_.TryCancel();
+    if (thread_.joinable()) thread_.join();
+    return reader_->Finish();
+  }
+  // Starts reading what is left (a stream that never read) on a thread of its own.
+  void StartDrain() {
+    thread_ = std::thread([this] {
+      v1::JobEvent event;
+      while (reader_->Read(&event)) ++events_;
+      ended_ = true;
+    });
+  }
+  bool ended() const { return ended_; }
+
+ private:
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader_;
+  std::thread thread_;
+  std::atomic<int64_t> events_{0};
+  std::atomic<bool> ended_{false};
+};
+
+struct FloodFigures {
+  double submit_s = -1;      // one SubmitTrials of `probe` trials, median of 3
+  double trials_per_s = -1;  // the measured client's trials through one board
+  double summary_ms = -1;    // one QueueSummary, median of 5
+  double rss_before_mib = -1, rss_peak_mib = -1, rss_after_mib = -1;
+  int cut = 0;               // never-reading watchers ended with RESOURCE_EXHAUSTED
+  int slow = 0;
+};
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// A fresh tracker; with `flood`: `watchers` WatchJobs streams of every job (one in five reads,
+// the rest never do) and `unrunnable` jobs pinned to a registered board that is offline. Then
+// one agent with one board serves, and a client's `trials` trials go through it, submitted in
+// batches of 100, with the submit latency of `probe` trials and QueueSummary's latency measured
+// before; the tracker's RSS is read before the flood, at its peak and after the watchers end.
+bool FloodScenario(const std::string& tracker_path, const std::string& dir, bool flood,
+                   int watchers, int unrunnable, int trials, int probe, absl::Duration drain,
+                   FloodFigures* out) {
+  ScenarioTracker tracker(tracker_path);
+  std::string address = tracker.Start(Database(dir, flood ? "flood" : "flood-baseline"));
+  if (address.empty()) return false;
+  const pid_t pid = tracker.pid();
+  Board board;
+  {
+    // Board "off": registered, then its agent leaves (OFFLINE).
+    SimAgent off(NewChannel(address, 0), "off", &board);
+    off.Start();
+    absl::MutexLock lock(&board.mu);
+    auto registered = [&board]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) {
+      return board.registered == 1;
+    };
+    if (!board.mu.AwaitWithTimeout(absl::Condition(&registered), absl::Seconds(10))) return false;
+    board.mu.Unlock();
+    off.Stop();
+    board.mu.Lock();
+  }
+  auto stub = v1::Tracker::NewStub(NewChannel(address, 1));
+  absl::SleepFor(absl::Milliseconds(200));
+  out->rss_before_mib = RssMiB(pid);
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  std::vector<std::unique_ptr<v1::Tracker::Stub>> stubs;
+  std::vector<std::unique_ptr<BenchWatcher>> readers, slow;
+  if (flood) {
+    for (int i = 0; i < watchers; ++i) {
+      if (i % kStreamsPerChannel == 0) {
+        channels.push_back(NewChannel(address, 200 + i));
+        stubs.push_back(v1::Tracker::NewStub(channels.back()));
+      }
+      const bool read = i % 5 == 0;
+      (read ? readers : slow).push_back(std::make_unique<BenchWatcher>(stubs.back().get(), read));
+    }
+    for (int submitted = 0, r = 0; submitted < unrunnable; ++r) {
+      v1::SubmitTrialsRequest request;
+      request.set_client_id("flood");
+      request.set_request_id(absl::StrCat("flood", r));
+      const int n = std::min(10000, unrunnable - submitted);
+      for (int i = 0; i < n; ++i) {
+        v1::Trial t = MakeTrial(static_cast<uint64_t>(submitted + i));
+        t.set_board_id("off-board");
+        *request.add_trials() = t;
+      }
+      grpc::ClientContext context;
+      context.set_deadline(In(absl::Minutes(5)));
+      v1::SubmitTrialsResponse response;
+      grpc::Status s = stub->SubmitTrials(&context, request, &response);
+      if (!s.ok()) {
+        std::fprintf(stderr, "tracker_bench: flood SubmitTrials: %s\n", s.error_message().c_str());
+        return false;
+      }
+      submitted += n;
+    }
+  }
+  out->rss_peak_mib = RssMiB(pid);
+  // QueueSummary latency.
+  std::vector<double> summary_ms;
+  for (int i = 0; i < 5; ++i) {
+    grpc::ClientContext context;
+    context.set_deadline(In(absl::Seconds(60)));
+    v1::QueueSummaryResponse response;
+    Steady::time_point t0 = Steady::now();
+    if (!stub->QueueSummary(&context, v1::QueueSummaryRequest(), &response).ok()) return false;
+    summary_ms.push_back(std::chrono::duration<double, std::milli>(Steady::now() - t0).count());
+  }
+  out->summary_ms = Median(summary_ms);
+  // Submit latency of `probe` trials (no board serves yet: they stay queued until it does).
+  std::vector<double> submit_s;
+  int measured = 0;
+  for (int i = 0; i < 3; ++i) {
+    Steady::time_point t0 = Steady::now();
+    if (!Submit(stub.get(), "probe", absl::StrCat("p", i), probe, 5000000 + i * probe, nullptr)) {
+      return false;
+    }
+    submit_s.push_back(std::chrono::duration<double>(Steady::now() - t0).count());
+    measured += probe;
+  }
+  out->submit_s = Median(submit_s);
+  // Throughput: one serving board runs the probes and then the client's trials.
+  SimAgent serving(NewChannel(address, 2), "serving", &board);
+  serving.Start();
+  Steady::time_point start = Steady::now();
+  bool ok = true;
+  for (int submitted = 0, r = 0; ok && submitted < trials; ++r) {
+    const int n = std::min(100, trials - submitted);
+    ok = Submit(stub.get(), "measured", absl::StrCat("m", r), n, 9000000 + submitted, nullptr);
+    submitted += n;
+  }
+  if (ok) {
+    absl::MutexLock lock(&board.mu);
+    const int64_t want = trials + measured;
+    auto all = [&board, want]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) {
+      return board.acked >= want;
+    };
+    if (!board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Minutes(10))) {
+      std::fprintf(stderr, "tracker_bench: %lld of %lld results after 10 min\n",
+                   static_cast<long long>(board.acked), static_cast<long long>(want));
+      ok = false;
+    }
+  }
+  // Includes the probes queued before the board served: the measured client's trials queue
+  // behind them (fair share between "probe" and "measured").
+  const double seconds = std::chrono::duration<double>(Steady::now() - start).count();
+  out->trials_per_s = ok ? (trials + measured) / seconds : -1;
+  serving.Stop();
+  // How the tracker ended the never-reading streams: each is read now; a stream the tracker
+  // cut off ends by itself (its buffered events, then RESOURCE_EXHAUSTED); after `drain` the
+  // rest (never cut: they did not fall behind enough) are cancelled.
+  for (auto& w : slow) w->StartDrain();
+  const absl::Time drained_by = absl::Now() + drain;
+  while (absl::Now() < drained_by &&
+         !std::all_of(slow.begin(), slow.end(), [](const auto& w) { return w->ended(); })) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  for (auto& w : slow) {
+    grpc::Status s = w->Stop();
+    ++out->slow;
+    if (s.error_code() == grpc::RESOURCE_EXHAUSTED) ++out->cut;
+  }
+  for (auto& w : readers) (void)w->Stop();
+  slow.clear();
+  readers.clear();
+  absl::SleepFor(absl::Seconds(1));
+  out->rss_after_mib = RssMiB(pid);
+  return ok;
+}
+
+// --flood: the baseline (no watchers, no unrunnable jobs) and the flood side by side.
+int FloodMain(const std::string& tracker, const std::string& dir, bool quick) {
+  const int watchers = quick ? 50 : 500;
+  const int unrunnable = quick ? 2000 : 50000;
+  const int trials = quick ? 100 : 1000;
+  const int probe = quick ? 100 : 1000;
+  FloodFigures base, flooded;
+  const absl::Duration drain = quick ? absl::Seconds(2) : absl::Seconds(20);
+  bool ok = FloodScenario(tracker, dir, false, watchers, unrunnable, trials, probe, drain, &base);
+  std::fprintf(stderr, "tracker_bench: flood baseline: done\n");
+  ok = FloodScenario(tracker, dir, true, watchers, unrunnable, trials, probe, drain, &flooded) &&
+       ok;
+  std::fprintf(stderr, "tracker_bench: flood: done\n");
+  std::printf("tracker_bench --flood: %u CPUs, tracker %s\n", std::thread::hardware_concurrency(),
+              tracker.c_str());
+  std::printf("flood: %d WatchJobs streams of every job (1 in 5 reads, the rest never do) and %d "
+              "jobs pinned to an offline board\n",
+              watchers, unrunnable);
+  std::printf("%-10s %14s %10s %13s %24s %10s\n", "scenario", "submit (s)", "trials/s",
+              "QueueSummary", "tracker RSS (MiB)", "cut off");
+  std::printf("%-10s %14s %10s %13s %24s %10s\n", "", absl::StrCat(probe, " trials").c_str(),
+              "1 board", "", "before/flooded/after", "");
+  for (const auto& [name, f] : {std::pair<const char*, const FloodFigures*>{"baseline", &base},
+                                {"flood", &flooded}}) {
+    std::printf("%-10s %14.3f %10.0f %10.2f ms %24s %10s\n", name, f->submit_s, f->trials_per_s,
+                f->summary_ms,
+                absl::StrFormat("%.0f/%.0f/%.0f", f->rss_before_mib, f->rss_peak_mib,
+                                f->rss_after_mib)
+                    .c_str(),
+                f->slow == 0 ? "-" : absl::StrCat(f->cut, " of ", f->slow).c_str());
+  }
+  std::printf(
+      "trials/s: the %d probe trials (queued while no board served) and %d more in batches of "
+      "100, through one simulated board that answers at once; cut off: never-reading streams "
+      "ended with RESOURCE_EXHAUSTED.\n",
+      3 * probe, trials);
+  if (!ok || g_tracker_hung) {
+    std::fprintf(stderr, "tracker_bench: FAILED (see above)\n");
+    return 1;
+  }
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   bool quick = false;
+  bool flood = false;
   std::string tracker_flag;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
+    } else if (std::strcmp(argv[i], "--flood") == 0) {
+      flood = true;
     } else if (std::strcmp(argv[i], "--tracker") == 0 && i + 1 < argc) {
       tracker_flag = argv[++i];
     } else if (std::strncmp(argv[i], "--tracker=", 10) == 0) {
       tracker_flag = argv[i] + 10;
     } else {
-      std::fprintf(stderr, "usage: tracker_bench [--quick] [--tracker PATH]\n");
+      std::fprintf(stderr, "usage: tracker_bench [--quick] [--flood] [--tracker PATH]\n");
       return 2;
     }
   }
@@ -350,6 +607,8 @@ int Main(int argc, char** argv) {
     return 1;
   }
   std::string dir = buffer.data();
+
+  if (flood) return FloodMain(tracker, dir, quick);
 
   const int submit_total = quick ? 2000 : 50000;
   const int dispatch_total = quick ? 200 : 5000;

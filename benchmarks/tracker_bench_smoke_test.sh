@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Smoke test for tracker_bench: a --quick run exits 0 and prints the table's rows.
+# Smoke test for tracker_bench: a --quick run exits 0 and prints the table's rows, and so does a
+# --quick --flood run (its baseline and flood rows).
 # Usage: tracker_bench_smoke_test.sh BINARY
 set -euo pipefail
 bin="$1"
-out="${TEST_TMPDIR:-$(mktemp -d)}/tracker_bench.txt"
+dir="${TEST_TMPDIR:-$(mktemp -d)}"
+out="$dir/tracker_bench.txt"
 if ! "$bin" --quick 2>&1 | tee "$out"; then
   echo "FAIL: $bin --quick exited non-zero" >&2
   exit 1
@@ -14,4 +16,15 @@ for row in "submit, batches of 100 " "submit, batches of 1000 " "dispatch, 10 ag
     exit 1
   fi
 done
-echo "PASS: tracker_bench table printed"
+flood="$dir/tracker_bench_flood.txt"
+if ! "$bin" --quick --flood 2>&1 | tee "$flood"; then
+  echo "FAIL: $bin --quick --flood exited non-zero" >&2
+  exit 1
+fi
+for row in "baseline " "flood "; do
+  if ! grep -qE "^$row +[0-9.]+ +[0-9]+ " "$flood"; then
+    echo "FAIL: no '$row' row with figures in the --flood table" >&2
+    exit 1
+  fi
+done
+echo "PASS: tracker_bench tables printed"

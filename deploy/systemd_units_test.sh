@@ -21,6 +21,10 @@ has benchfarm-tracker.service "StateDirectory=benchfarm"
 has benchfarm-agent.service "ExecStart=/usr/local/bin/benchfarm-agent --config /etc/benchfarm/agent.textproto"
 has benchfarm-agent.service "StateDirectory=benchfarm/agent"
 grep -q '^SupplementaryGroups=.*\bdialout\b' "$dir/benchfarm-agent.service" || fail "agent not in dialout"
+# Boards die with the agent (issue 16): the whole control group is killed when it stops or dies.
+has benchfarm-agent.service "KillMode=control-group"
+has benchfarm-agent.service "KillSignal=SIGTERM"
+has benchfarm-agent.service "SendSIGKILL=yes"
 
 # State directories match the example configs' paths.
 examples="$dir/../examples"

@@ -2,21 +2,85 @@
 
 #include "device/board.h"
 
+#include <errno.h>
 #include <signal.h>
+#include <string.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <fstream>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "device/command_flasher.h"
 #include "device/host_process_flasher.h"
 #include "device/pty_transport.h"
 #include "device/qemu_flasher.h"
 #include "device/serial_transport.h"
+#include "spdlog/spdlog.h"
 
 namespace benchfarm::device {
+
+absl::StatusOr<FaultOptions> ParseLinkFaultSpec(absl::string_view text) {
+  FaultOptions o;
+  std::set<std::string> seen;
+  for (absl::string_view word :
+       absl::StrSplit(text, absl::ByAnyChar(" \t\r\n"), absl::SkipEmpty())) {
+    if (word.find('=') == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("\"", word, "\" is not key=value"));
+    }
+    std::pair<std::string, std::string> kv = absl::StrSplit(word, absl::MaxSplits('=', 1));
+    const std::string& key = kv.first;
+    const std::string& value = kv.second;
+    if (!seen.insert(key).second) {
+      return absl::InvalidArgumentError(absl::StrCat("\"", word, "\": ", key, " given twice"));
+    }
+    double number = 0;
+    const bool is_number = absl::SimpleAtod(value, &number) && std::isfinite(number);
+    auto rate = [&](double* out) -> absl::Status {
+      if (!is_number || number < 0 || number > 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("\"", word, "\": ", key, " must be a number from 0 to 1"));
+      }
+      *out = number;
+      return absl::OkStatus();
+    };
+    absl::Status s;
+    if (key == "drop_rate") {
+      s = rate(&o.drop_rate);
+    } else if (key == "flip_rate") {
+      s = rate(&o.flip_rate);
+    } else if (key == "duplicate_rate") {
+      s = rate(&o.duplicate_rate);
+    } else if (key == "delay_rate") {
+      s = rate(&o.delay_rate);
+    } else if (key == "max_delay_ms") {
+      if (!is_number || number < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("\"", word, "\": max_delay_ms must be a number >= 0"));
+      }
+      o.max_delay = absl::Milliseconds(number);
+    } else if (key == "seed") {
+      if (!absl::SimpleAtoi(value, &o.seed)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("\"", word, "\": seed must be an unsigned integer"));
+      }
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "\"", word, "\": unknown key (drop_rate, flip_rate, duplicate_rate, delay_rate, "
+          "max_delay_ms, seed)"));
+    }
+    if (!s.ok()) return s;
+  }
+  return o;
+}
 
 absl::Status Board::Validate(const v1::BoardConfig& c) {
   if (c.id().empty()) return absl::InvalidArgumentError("id: required");
@@ -50,6 +114,10 @@ absl::Status Board::Validate(const v1::BoardConfig& c) {
       return absl::InvalidArgumentError(absl::StrCat(
           "cpu_affinity: \"", c.cpu_affinity(), "\" is not \"\", \"auto\" or a CPU number"));
     }
+  }
+  if (!c.link_fault_file().empty() && c.link_fault_file()[0] != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("link_fault_file: \"", c.link_fault_file(), "\" is not an absolute path"));
   }
   return absl::OkStatus();
 }
@@ -124,7 +192,7 @@ absl::StatusOr<Transport*> Board::OpenTransport() {
   if (host_process_ != nullptr) {
     Transport* t = host_process_->transport();
     if (t == nullptr) return absl::UnavailableError("the board process is not running");
-    return t;
+    return WrapForLinkFaults(t);
   }
   const std::string port = SerialPort();
   if (port.empty()) return absl::UnavailableError(absl::StrCat(id(), ": QEMU is not running"));
@@ -145,7 +213,74 @@ absl::StatusOr<Transport*> Board::OpenTransport() {
   absl::Status opened = serial_->Open();
   port_missing_ = !opened.ok();
   if (!opened.ok()) return opened;
-  return serial_.get();
+  return WrapForLinkFaults(serial_.get());
+}
+
+Board::LinkFaultFile Board::ReadLinkFaultFile() const {
+  LinkFaultFile f;
+  const std::string& path = options_.config.link_fault_file();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    if (access(path.c_str(), F_OK) != 0 && errno == ENOENT) return f;  // absent
+    f.present = true;
+    f.read_error = absl::StrCat("cannot read ", path, ": ", strerror(err));
+    return f;
+  }
+  f.present = true;
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  f.contents = contents.str();
+  return f;
+}
+
+Transport* Board::WrapForLinkFaults(Transport* inner) {
+  if (options_.config.link_fault_file().empty()) return inner;
+  if (link_fault_ != nullptr) {  // Close() normally did this
+    link_fault_totals_ = link_fault_counters();
+    link_fault_.reset();
+  }
+  link_fault_opened_ = ReadLinkFaultFile();
+  link_fault_error_.clear();
+  if (!link_fault_opened_.present) return inner;
+  absl::StatusOr<FaultOptions> o =
+      link_fault_opened_.read_error.empty()
+          ? ParseLinkFaultSpec(link_fault_opened_.contents)
+          : absl::StatusOr<FaultOptions>(
+                absl::InvalidArgumentError(link_fault_opened_.read_error));
+  if (!o.ok()) {
+    link_fault_error_ = absl::StrCat("link_fault_file ", options_.config.link_fault_file(), ": ",
+                                     o.status().message(), "; the link runs clean");
+    const std::string key =
+        absl::StrCat(link_fault_opened_.read_error, "\n", link_fault_opened_.contents);
+    if (key != link_fault_logged_) {
+      spdlog::error("board {}: {}", id(), link_fault_error_);
+      link_fault_logged_ = key;
+    }
+    return inner;
+  }
+  link_fault_ = std::make_unique<FaultInjectingTransport>(inner, *o);
+  spdlog::warn("board {}: link faults on (link_fault_file {}: {})", id(),
+               options_.config.link_fault_file(),
+               std::string(absl::StripAsciiWhitespace(link_fault_opened_.contents)));
+  return link_fault_.get();
+}
+
+bool Board::LinkFaultFileChanged() const {
+  if (options_.config.link_fault_file().empty() || rpc_ == nullptr) return false;
+  return !(ReadLinkFaultFile() == link_fault_opened_);
+}
+
+FaultCounters Board::link_fault_counters() const {
+  FaultCounters total = link_fault_totals_;
+  if (link_fault_ != nullptr) {
+    FaultCounters now = link_fault_->counters();
+    total.dropped += now.dropped;
+    total.flipped += now.flipped;
+    total.duplicated += now.duplicated;
+    total.delayed += now.delayed;
+  }
+  return total;
 }
 
 std::optional<BoardFailure> Board::Connect(absl::Time deadline) {
@@ -175,6 +310,17 @@ std::optional<BoardFailure> Board::Connect(absl::Time deadline) {
 EnsureOutcome Board::EnsureImage(const FirmwareImage& image, absl::Time deadline) {
   EnsureOutcome out;
   auto runs_image = [&] { return info_.has_value() && info_->firmware_hash == image.content_hash; };
+  // link_fault_file changed since the link was opened: reconnect so the new setting applies (the
+  // board keeps running its image). If that fails, the link is handled as lost, below.
+  if (!needs_restart_ && LinkFaultFileChanged()) {
+    const absl::Time t0 = absl::Now();
+    std::optional<BoardFailure> f = Connect(deadline);
+    out.handshake_time = absl::Now() - t0;
+    if (!f && runs_image()) {
+      out.skipped = true;
+      return out;
+    }
+  }
   if (!needs_restart_ && rpc_ != nullptr && runs_image()) {
     out.skipped = true;
     return out;
@@ -269,6 +415,10 @@ std::optional<BoardCrash> Board::CrashReport(absl::Duration wait) {
 void Board::Close() {
   rpc_.reset();
   session_.reset();
+  if (link_fault_ != nullptr) {
+    link_fault_totals_ = link_fault_counters();
+    link_fault_.reset();  // borrows; closes nothing
+  }
   if (serial_ != nullptr) serial_->Close();
   info_.reset();
 }

@@ -18,6 +18,12 @@
 //   serial {} + qemu { machine }     QemuFlasher; the UART on QEMU's pty, reached through the
 //                                    symlink <scratch_dir>/<id>.tty (or serial.port if set) —
 //                                    the same serial code path as a real board.
+// Chaos testing: link_fault_file (see proto/config.proto) puts a FaultInjectingTransport, set by
+// that file, between the board's transport and its session while the file exists. EnsureImage
+// compares the file (present or not, and its contents) with what the current link was opened
+// with and, when it changed, reconnects (a new handshake) so the new setting applies. With the
+// field empty nothing of this happens.
+//
 // Adding a board kind is a config entry (plus a board-support package in crt/boards for a new
 // MCU), never a code branch elsewhere.
 //
@@ -34,6 +40,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "device/fault_injecting_transport.h"
 #include "device/flasher.h"
 #include "device/host_session.h"
 #include "device/rpc_client.h"
@@ -51,6 +58,13 @@ struct BoardCrash {
   // SIGSEGV, SIGFPE, SIGABRT, SIGBUS and the rest are.
   bool KilledFromOutside() const;
 };
+
+// Parses a link fault file's contents (BoardConfig.link_fault_file): whitespace-separated
+// key=value words, keys drop_rate, flip_rate, duplicate_rate, delay_rate (numbers in [0, 1]),
+// max_delay_ms (a number >= 0) and seed (an unsigned integer); each at most once. Empty text: no
+// faults (all rates 0). InvalidArgument naming the word for an unknown key, a word without '=',
+// a repeated key or a bad value.
+absl::StatusOr<FaultOptions> ParseLinkFaultSpec(absl::string_view text);
 
 class HostProcessFlasher;
 class QemuFlasher;
@@ -132,6 +146,14 @@ class Board {
   bool connected() const { return rpc_ != nullptr; }
   bool port_missing() const { return port_missing_; }
 
+  // link_fault_file (chaos testing): whether the current link goes through a
+  // FaultInjectingTransport; what every link of this Board injected so far (monotonic; zeros with
+  // the field empty); and why the file's setting was refused at the last open ("" when it was
+  // applied, absent or the field is empty).
+  bool link_faults_on() const { return link_fault_ != nullptr; }
+  FaultCounters link_fault_counters() const;
+  const std::string& link_fault_error() const { return link_fault_error_; }
+
   // Drops the link (the board keeps running).
   void Close();
   // Drops the link and stops a board this object started (host process, QEMU).
@@ -143,6 +165,24 @@ class Board {
   std::string SerialPort() const;
   absl::StatusOr<Transport*> OpenTransport();
 
+  // What link_fault_file looked like when read: absent, or present with contents (or the error
+  // reading it).
+  struct LinkFaultFile {
+    bool present = false;
+    std::string contents;
+    std::string read_error;
+    bool operator==(const LinkFaultFile& o) const {
+      return present == o.present && contents == o.contents && read_error == o.read_error;
+    }
+  };
+  LinkFaultFile ReadLinkFaultFile() const;
+  // `inner`, or a FaultInjectingTransport borrowing it when link_fault_file says so; records
+  // what the file looked like (link_fault_opened_). `inner` unchanged with the field empty.
+  Transport* WrapForLinkFaults(Transport* inner);
+  // The link is up and link_fault_file no longer looks as when it was opened. False with the
+  // field empty.
+  bool LinkFaultFileChanged() const;
+
   const BoardOptions options_;
   std::string qemu_link_;  // the symlink QEMU's pty is reached through
   std::unique_ptr<Flasher> flasher_;
@@ -150,6 +190,13 @@ class Board {
   QemuFlasher* qemu_ = nullptr;                 // flasher_, for QEMU boards
   std::unique_ptr<Transport> serial_;           // serial boards, once opened
   bool serial_is_pty_ = false;
+  // Wraps serial_ or the host process's transport while link faults are on; declared after
+  // what it borrows, so it goes first.
+  std::unique_ptr<FaultInjectingTransport> link_fault_;
+  LinkFaultFile link_fault_opened_;   // link_fault_file at the last open
+  FaultCounters link_fault_totals_;   // of links closed so far
+  std::string link_fault_error_;
+  std::string link_fault_logged_;     // the refused contents last logged (log once each)
   std::unique_ptr<HostSession> session_;
   std::unique_ptr<RpcClient> rpc_;
   std::optional<DeviceInfo> info_;

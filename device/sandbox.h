@@ -55,8 +55,14 @@
 // gets a group's SIGTERM while bwrap outlives it and exits as the command did: exit code N, or
 // 128+N when killed by signal N (Subprocess::launcher reports that as the signal).
 //
-// --die-with-parent ties the sandbox to the thread that started bwrap (PR_SET_PDEATHSIG): start
-// long-lived sandboxes from threads that live as long as they should.
+// The sandbox dies with this process, kill -9 included: bwrap is a Subprocess (subprocess.h), so it
+// gets SIGKILL when this process ends (and Subprocess forks it from a thread that lives as long as
+// the process, so the thread that asked may end first); --die-with-parent passes that on to the
+// sandbox's init, and the init's end ends everything in the sandbox's PID namespace. One gap
+// remains, in bwrap: its init sets its own PR_SET_PDEATHSIG only once it has built the sandbox
+// (about 10 ms after the start), so a sandbox whose starter is killed within those milliseconds
+// lives on, orphaned. Subprocess's records (RecordChildrenIn) name its session, and
+// device/leftovers.h ends it when the starter (the agent) starts again.
 //
 // Thread-safety: every function may be called from any thread.
 

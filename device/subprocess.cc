@@ -3,6 +3,11 @@
 // (argv pointers, the resolved path, descriptors, limit values) is prepared before fork(), and the
 // child calls only async-signal-safe system-call wrappers until execve(): no malloc, no locks.
 // Exec failures come back over a close-on-exec pipe: end of file there means execve() succeeded.
+//
+// Every child is forked by one thread that lives as long as the process (the spawner), because
+// PR_SET_PDEATHSIG fires when the parent *thread* exits: a child forked by a worker thread that
+// ends would be killed with it. The child sets PR_SET_PDEATHSIG(SIGKILL) and then checks that
+// its parent is still there (it may have died before the prctl took effect).
 
 #include "device/subprocess.h"
 
@@ -10,6 +15,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -19,6 +25,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -82,7 +89,64 @@ struct ChildPlan {
   LimitToSet limits[4];
   int num_limits = 0;
   int error_fd = -1;
+  // This process: the child exits at once if its parent is no longer this one.
+  pid_t parent_pid = -1;
+  // "<dir>/" of RecordChildrenIn, or nullptr: the child writes <dir>/<its pid>.
+  const char* record_prefix = nullptr;
 };
+
+// Async-signal-safe: `v` in decimal at `out` (room for 20 digits); returns the length.
+size_t FormatDecimal(uint64_t v, char* out) {
+  char digits[20];
+  size_t n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  for (size_t i = 0; i < n; ++i) out[i] = digits[n - 1 - i];
+  return n;
+}
+
+// Async-signal-safe: the child records itself as <prefix><pid> holding its start time (field 22
+// of /proc/self/stat, clock ticks since boot) and a newline — see RecordChildrenIn. Best effort:
+// a child that cannot write its record still runs.
+void WriteChildRecord(const char* prefix) {
+  char path[4096];
+  const size_t prefix_len = strnlen(prefix, sizeof(path) - 24);
+  std::memcpy(path, prefix, prefix_len);
+  const size_t len = prefix_len + FormatDecimal(static_cast<uint64_t>(getpid()), path + prefix_len);
+  path[len] = '\0';
+
+  char stat[1024];
+  size_t got = 0;
+  const int in = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (in < 0) return;
+  for (;;) {
+    const ssize_t n = read(in, stat + got, sizeof(stat) - 1 - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(in);
+  // Fields after the command name "(...)", which may hold spaces and parentheses: the last ')'.
+  size_t at = got;
+  while (at > 0 && stat[at - 1] != ')') --at;
+  if (at == 0) return;
+  // The space after ')' comes before field 3; the 20th space from there, before field 22.
+  int spaces = 0;
+  while (at < got && !(stat[at] == ' ' && ++spaces == 20)) ++at;
+  const size_t begin = at + 1;
+  size_t end = begin;
+  while (end < got && stat[end] >= '0' && stat[end] <= '9') ++end;
+  if (end == begin) return;
+  stat[end] = '\n';
+
+  const int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) return;
+  ssize_t ignored = write(out, stat + begin, end - begin + 1);
+  (void)ignored;
+  close(out);
+}
 
 // The child after fork(). Async-signal-safe calls only (see the file comment).
 [[noreturn]] void RunChild(const ChildPlan& plan) {
@@ -92,6 +156,9 @@ struct ChildPlan {
     (void)ignored;
     _exit(127);
   };
+  // Dies with this process (the spawner thread lives as long as it): also if it died already.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != plan.parent_pid) _exit(127);
+  if (plan.record_prefix != nullptr) WriteChildRecord(plan.record_prefix);
   if (plan.new_session) {
     if (setsid() < 0) fail(kSetsid, 0);
   } else if (setpgid(0, 0) != 0) {
@@ -226,6 +293,77 @@ absl::Status ChildErrorToStatus(const ChildError& e, const std::string& name,
   }
 }
 
+// Where children record themselves (RecordChildrenIn); empty: nowhere.
+absl::Mutex g_record_mu;
+std::string& RecordDir() ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_record_mu) {
+  static std::string* dir = new std::string;
+  return *dir;
+}
+
+// Forks every child from one thread that lives as long as the process (see the file comment),
+// with every signal blocked (the child must not run this process's handlers before it has reset
+// them). In a process forked from the one that made it (where that thread does not exist), the
+// calling thread forks instead.
+class Spawner {
+ public:
+  static Spawner& Get() {
+    static Spawner* spawner = new Spawner;  // never destroyed: its thread outlives main()
+    return *spawner;
+  }
+
+  // Forks; the child runs RunChild(plan). Returns the child's pid, or -1 with the errno in *err.
+  pid_t Fork(ChildPlan& plan, int* err) {
+    plan.parent_pid = getpid();
+    if (plan.parent_pid != owner_) return ForkHere(plan, err);
+    absl::MutexLock call(&call_mu_);
+    absl::MutexLock lock(&mu_);
+    request_ = &plan;
+    done_ = false;
+    mu_.Await(absl::Condition(&done_));
+    *err = err_;
+    return pid_;
+  }
+
+ private:
+  Spawner() : owner_(getpid()) { std::thread([this] { Loop(); }).detach(); }
+
+  static pid_t ForkHere(const ChildPlan& plan, int* err) {
+    sigset_t all, saved;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
+    const pid_t pid = fork();
+    if (pid == 0) RunChild(plan);
+    *err = errno;
+    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+    return pid;
+  }
+
+  void Loop() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, nullptr);
+    for (;;) {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](Spawner* s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return s->request_ != nullptr; }, this));
+      const pid_t pid = fork();
+      if (pid == 0) RunChild(*request_);
+      err_ = errno;
+      pid_ = pid;
+      request_ = nullptr;
+      done_ = true;
+    }
+  }
+
+  const pid_t owner_;
+  absl::Mutex call_mu_;  // one request at a time
+  absl::Mutex mu_;
+  const ChildPlan* request_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  pid_t pid_ ABSL_GUARDED_BY(mu_) = -1;
+  int err_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOptions& options) {
@@ -330,16 +468,18 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
   argv.push_back(nullptr);
   plan.argv = argv.data();
 
-  // All signals blocked across fork(): the child must not run this process's handlers before it
-  // has reset them to their defaults.
-  sigset_t all, saved;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &saved);
-  const pid_t pid = fork();
-  if (pid == 0) RunChild(plan);
-  const int fork_errno = errno;
-  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  std::string record_prefix;
+  {
+    absl::MutexLock lock(&g_record_mu);
+    if (!RecordDir().empty()) record_prefix = absl::StrCat(RecordDir(), "/");
+  }
+  if (!record_prefix.empty()) plan.record_prefix = record_prefix.c_str();
+
+  int fork_errno = 0;
+  const pid_t pid = Spawner::Get().Fork(plan, &fork_errno);
   if (pid < 0) return absl::InternalError(absl::StrCat(name, ": fork: ", ErrnoText(fork_errno)));
+  const std::string record =
+      record_prefix.empty() ? std::string() : absl::StrCat(record_prefix, pid);
 
   // Also set the group from this side, so a Signal() right after Start() cannot miss it. EACCES
   // (the child has exec'd: it set its group itself) and ESRCH are fine. Not for a new session:
@@ -361,6 +501,7 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
     got += static_cast<size_t>(n);
   }
   if (got > 0) {
+    if (!record.empty()) unlink(record.c_str());  // before the pid can be reused
     int wait_status;
     while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
     }
@@ -372,15 +513,16 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
 
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   return std::unique_ptr<Subprocess>(new Subprocess(pid, pidfd, name, our_in.Release(),
-                                                    our_out.Release(), options.launcher));
+                                                    our_out.Release(), options.launcher, record));
 }
 
 Subprocess::Subprocess(pid_t pid, int pidfd, std::string name, int stdin_fd, int stdout_fd,
-                       bool launcher)
+                       bool launcher, std::string record)
     : pid_(pid),
       pidfd_(pidfd),
       name_(std::move(name)),
       launcher_(launcher),
+      record_(std::move(record)),
       stdin_fd_(stdin_fd),
       stdout_fd_(stdout_fd) {}
 
@@ -426,6 +568,7 @@ absl::StatusOr<std::optional<base::ProcessExit>> Subprocess::PollLocked() {
   // Ended but not reaped: its pid is still its group's id and cannot be reused yet, so whatever it
   // left running in the group can be killed safely now — and only now.
   (void)kill(-pid_, SIGKILL);
+  if (!record_.empty()) unlink(record_.c_str());
   int wait_status = 0;
   do {
     r = waitpid(pid_, &wait_status, 0);
@@ -493,6 +636,11 @@ absl::StatusOr<base::ProcessExit> Subprocess::Stop(absl::Duration grace, absl::T
   if (!absl::IsDeadlineExceeded(ended.status())) return ended;
   Signal(SIGKILL);
   return WaitExit(std::max(deadline, absl::Now() + kKillWait));
+}
+
+void RecordChildrenIn(absl::string_view dir) {
+  absl::MutexLock lock(&g_record_mu);
+  RecordDir() = std::string(dir);
 }
 
 }  // namespace benchfarm::device

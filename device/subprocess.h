@@ -20,6 +20,18 @@
 //   - gets each non-zero ResourceLimits field as both its soft and hard limit (clamped to this
 //     process's hard limit, which an unprivileged process cannot raise).
 //
+//   - dies with this process: it gets SIGKILL when this process ends, however it ends (kill -9
+//     included) — PR_SET_PDEATHSIG, set in the child, which exits at once if this process is
+//     already gone by then. Children are forked by one thread that lives as long as the process,
+//     so the thread that called Start() may end without taking the child along. (The signal
+//     reaches the child only; what the child starts in turn must be tied to it on its own terms —
+//     a sandbox's bwrap does that with --die-with-parent and its PID namespace.)
+//   - records itself, when RecordChildrenIn() named a directory, as <dir>/<pid> holding its start
+//     time (field 22 of /proc/<pid>/stat, clock ticks since boot) and a newline, before it runs
+//     its program; the record is removed when the child is reaped (after its group was killed).
+//     A record left behind therefore names a child — and its process group and session — that
+//     may still run after this process died: device/leftovers.h ends those at the next start.
+//
 // Reaping: once the child has ended, anything still running in its process group is killed
 // (SIGKILL) before the child is reaped — while the child is an unreaped zombie its pid, hence its
 // group id, cannot be reused, so that signal cannot reach a stranger. After reaping, Signal() is a
@@ -44,6 +56,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/process_exit.h"
@@ -89,6 +102,11 @@ struct SubprocessOptions {
   // reported as that signal.
   bool launcher = false;
 };
+
+// From now on every child Subprocess starts (from any thread) records itself in `dir` (see the
+// file comment); "" stops recording. `dir` must exist; a child that cannot write its record runs
+// anyway. For a daemon that must find what a killed predecessor left running (the agent).
+void RecordChildrenIn(absl::string_view dir);
 
 class Subprocess {
  public:
@@ -143,7 +161,8 @@ class Subprocess {
   absl::StatusOr<base::ProcessExit> Stop(absl::Duration grace, absl::Time deadline);
 
  private:
-  Subprocess(pid_t pid, int pidfd, std::string name, int stdin_fd, int stdout_fd, bool launcher);
+  Subprocess(pid_t pid, int pidfd, std::string name, int stdin_fd, int stdout_fd, bool launcher,
+             std::string record);
 
   // Reaps the child if it has ended (killing its group first). Returns the exit, nullopt if it
   // still runs, or Internal.
@@ -154,6 +173,8 @@ class Subprocess {
   const int pidfd_;
   const std::string name_;
   const bool launcher_;
+  // The child's record (RecordChildrenIn), removed when it is reaped; empty: none.
+  const std::string record_;
 
   mutable absl::Mutex mu_;
   int stdin_fd_ ABSL_GUARDED_BY(mu_);

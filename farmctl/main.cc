@@ -443,7 +443,13 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
   flags.set_key(absl::GetFlag(FLAGS_key));
   flags.set_insecure(absl::GetFlag(FLAGS_insecure));
   const v1::TrackerCredentials credentials = tracker::CredentialsFromEnvironment(flags);
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = tracker::TrackerChannel(address, credentials);
+  // A long `tune` or `watch` finds a restarted tracker within seconds (gRPC's own backoff grows
+  // to two minutes).
+  grpc::ChannelArguments channel_args;
+  channel_args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  channel_args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      tracker::TrackerChannel(address, credentials, channel_args);
   if (!channel.ok()) return Fail(channel.status());
   std::unique_ptr<v1::Tracker::Stub> stub = v1::Tracker::NewStub(*channel);
   TrackerClient tracker;

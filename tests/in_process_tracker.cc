@@ -18,7 +18,8 @@ absl::Status InProcessTracker::Start(int port) {
   absl::StatusOr<std::unique_ptr<tracker::SqliteStore>> store = tracker::SqliteStore::Open(database_);
   if (!store.ok()) return store.status();
   store_ = *std::move(store);
-  queue_ = std::make_unique<tracker::JobQueue>(store_.get(), &clock_, queue_options_);
+  flaky_ = std::make_unique<tracker::FlakyStore>(store_.get());
+  queue_ = std::make_unique<tracker::JobQueue>(flaky_.get(), &clock_, queue_options_);
   absl::Status recovered = queue_->Recover();
   if (!recovered.ok()) return recovered;
   metrics_ = std::make_unique<tracker::Metrics>();
@@ -55,6 +56,7 @@ void InProcessTracker::Stop() {
   service_.reset();
   metrics_.reset();
   queue_.reset();
+  flaky_.reset();
   store_.reset();
 }
 

@@ -1,6 +1,8 @@
 // InProcessTracker: a real tracker (SqliteStore + JobQueue + TrackerService on gRPC) inside a
 // test process, on a loopback port, that can be stopped and started again on the same port and
-// database — a tracker outage as an agent sees it.
+// database — a tracker outage as an agent sees it. Its clock can jump ahead (an agent silent past
+// its lease, as the tracker sees a paused agent) and its database's writes can be made to fail (a
+// full disk), without stopping it.
 //
 // Thread-safety: Start/Stop from the test's thread; client() from any thread.
 
@@ -17,6 +19,8 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/benchfarm.grpc.pb.h"
 #include "proto/config.pb.h"
+#include "absl/synchronization/mutex.h"
+#include "tracker/flaky_store.h"
 #include "tracker/job_queue.h"
 #include "tracker/metrics.h"
 #include "tracker/service.h"
@@ -40,6 +44,12 @@ class InProcessTracker {
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   v1::Tracker::Stub* client();
   tracker::Metrics* metrics() { return metrics_.get(); }
+  tracker::JobQueue* queue() { return queue_.get(); }
+
+  // The tracker's clock jumps ahead by `d` (leases run out as if the agent had been silent).
+  void AdvanceClock(absl::Duration d) { clock_.Advance(d); }
+  // Every database write fails with `failure` until called again with OkStatus().
+  void FailStoreWrites(absl::Status failure) { flaky_->SetWriteFailure(std::move(failure)); }
 
   // Submits the trials as one request; returns their job ids.
   absl::StatusOr<std::vector<std::string>> Submit(const std::vector<v1::Trial>& trials,
@@ -59,8 +69,25 @@ class InProcessTracker {
   const std::string database_;
   const tracker::JobQueueOptions queue_options_;
   const tracker::ServiceOptions service_options_;
-  base::RealClock clock_;
+  // Real time plus an offset the test may add to.
+  class JumpingClock final : public base::Clock {
+   public:
+    absl::Time Now() const override {
+      absl::MutexLock lock(&mu_);
+      return absl::Now() + offset_;
+    }
+    void Advance(absl::Duration d) {
+      absl::MutexLock lock(&mu_);
+      offset_ += d;
+    }
+
+   private:
+    mutable absl::Mutex mu_;
+    absl::Duration offset_ ABSL_GUARDED_BY(mu_);
+  };
+  JumpingClock clock_;
   std::unique_ptr<tracker::SqliteStore> store_;
+  std::unique_ptr<tracker::FlakyStore> flaky_;
   std::unique_ptr<tracker::JobQueue> queue_;
   std::unique_ptr<tracker::Metrics> metrics_;
   std::unique_ptr<tracker::TrackerService> service_;

@@ -174,9 +174,11 @@ say "job $job measured on the installed agent (template and crt tree from $prefi
 grep -q "host-process" "$site/board.out" || fail "board info: $(cat "$site/board.out")"
 say "installed farmctl: boards, submit --file, watch, results, tune --out, board info --host-process"
 
-# Without PREFIX/share/benchfarm the agent has no template: it really comes from there.
+# Without PREFIX/share/benchfarm the agent has no template: it really comes from there. (Its
+# directories are its own: two agents may not share a scratch_dir.)
 mv "$prefix/share/benchfarm" "$prefix/share/benchfarm.hidden"
 write_agent_config agent2.textproto site2 "$address"
+sed -i 's|agent-state/|agent2-state/|' agent2.textproto
 rc=0
 "${user_env[@]}" benchfarm-agent --config agent2.textproto --metrics off >"$site/agent2.out" 2>"$site/agent2.err" || rc=$?
 mv "$prefix/share/benchfarm.hidden" "$prefix/share/benchfarm"

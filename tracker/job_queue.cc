@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <utility>
 
 #include "absl/random/random.h"
@@ -15,6 +16,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "google/protobuf/util/time_util.h"
 #include "proto/error_codes.h"
+#include "spdlog/spdlog.h"
 
 namespace benchfarm::tracker {
 namespace {
@@ -263,6 +265,7 @@ absl::Status JobQueue::Recover() {
     if (live.job.state() == v1::RUNNING) {
       // Its agent may come back holding it: give it one lease period to do so.
       live.lease_deadline = now + options_.lease;
+      running_.insert(live.job.job_id());
       auto board = boards_.find(live.job.board_id());
       if (board != boards_.end()) {
         live.agent_id = board->second.board.agent_id();
@@ -436,28 +439,67 @@ absl::Status JobQueue::CheckPin(const v1::Trial& t, int i) const {
 
 // ---- queues ---------------------------------------------------------------------------------
 
+namespace {
+
+// A label set as one string, the same for equal sets whatever their order ("" for none).
+std::string LabelsKey(const google::protobuf::Map<std::string, std::string>& labels) {
+  if (labels.empty()) return "";
+  std::map<std::string, std::string> sorted(labels.begin(), labels.end());
+  std::string key;
+  for (const auto& [k, v] : sorted) absl::StrAppend(&key, k.size(), ":", k, v.size(), ":", v);
+  return key;
+}
+
+// The board has every one of the labels.
+bool HasLabels(const v1::Board& board, const std::map<std::string, std::string>& labels) {
+  for (const auto& [key, value] : labels) {
+    auto it = board.labels().find(key);
+    if (it == board.labels().end() || it->second != value) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void JobQueue::Enqueue(LiveJob* job) {
   job->job.set_state(v1::QUEUED);
   job->job.clear_board_id();
   job->agent_id.clear();
-  Level& level = queues_[job->job.trial().board_kind()][job->job.trial().priority()];
-  std::deque<int64_t>& q = level.by_client[job->job.client_id()];
+  const v1::Trial& t = job->job.trial();
+  Level& level = queues_[t.board_kind()][t.priority()];
+  PinQueue& pin = level.by_pin[t.board_id()][LabelsKey(t.labels())];
+  if (pin.size == 0) pin.labels = std::map<std::string, std::string>(t.labels().begin(), t.labels().end());
+  std::deque<int64_t>& q = pin.by_client[job->job.client_id()];
   // Keep submission order even for re-queued jobs.
   q.insert(std::upper_bound(q.begin(), q.end(), job->seq), job->seq);
+  ++pin.size;
+  ++level.size;
+  ++queued_jobs_;
 }
 
 void JobQueue::Dequeue(const LiveJob& job) {
-  auto kind = queues_.find(job.job.trial().board_kind());
+  const v1::Trial& t = job.job.trial();
+  auto kind = queues_.find(t.board_kind());
   if (kind == queues_.end()) return;
-  auto level = kind->second.find(job.job.trial().priority());
+  auto level = kind->second.find(t.priority());
   if (level == kind->second.end()) return;
-  auto client = level->second.by_client.find(job.job.client_id());
-  if (client == level->second.by_client.end()) return;
+  auto board = level->second.by_pin.find(t.board_id());
+  if (board == level->second.by_pin.end()) return;
+  auto pin = board->second.find(LabelsKey(t.labels()));
+  if (pin == board->second.end()) return;
+  auto client = pin->second.by_client.find(job.job.client_id());
+  if (client == pin->second.by_client.end()) return;
   auto& q = client->second;
   auto it = std::lower_bound(q.begin(), q.end(), job.seq);
-  if (it != q.end() && *it == job.seq) q.erase(it);
-  if (q.empty()) level->second.by_client.erase(client);
-  if (level->second.by_client.empty()) kind->second.erase(level);
+  if (it == q.end() || *it != job.seq) return;
+  q.erase(it);
+  --pin->second.size;
+  --level->second.size;
+  --queued_jobs_;
+  if (q.empty()) pin->second.by_client.erase(client);
+  if (pin->second.by_client.empty()) board->second.erase(pin);
+  if (board->second.empty()) level->second.by_pin.erase(board);
+  if (level->second.by_pin.empty()) kind->second.erase(level);
 }
 
 bool JobQueue::Eligible(const v1::Trial& trial, const v1::Board& board) const {
@@ -472,19 +514,49 @@ bool JobQueue::Eligible(const v1::Trial& trial, const v1::Board& board) const {
 JobQueue::LiveJob* JobQueue::PickFor(const v1::Board& board) {
   auto kind = queues_.find(board.kind());
   if (kind == queues_.end()) return nullptr;
-  for (auto& [priority, level] : kind->second) {
-    // Clients take turns: start after the one served last.
-    auto start = level.by_client.upper_bound(level.last_client);
-    for (size_t n = 0; n < level.by_client.size(); ++n, ++start) {
-      if (start == level.by_client.end()) start = level.by_client.begin();
-      for (int64_t seq : start->second) {
-        LiveJob& job = jobs_[job_by_seq_[seq]];
-        if (Eligible(job.job.trial(), board)) {
-          level.last_client = start->first;
-          return &job;
-        }
+  std::vector<PinQueue*> pins;
+  for (auto& entry : kind->second) {  // highest priority first
+    Level& level = entry.second;
+    // The pins this board may serve: unpinned or pinned to it, with labels it has.
+    pins.clear();
+    auto add_pins = [&](const std::string& board_id) {
+      auto by_board = level.by_pin.find(board_id);
+      if (by_board == level.by_pin.end()) return;
+      for (auto& [key, pin] : by_board->second) {
+        if (HasLabels(board, pin.labels)) pins.push_back(&pin);
+      }
+    };
+    add_pins("");
+    if (!board.board_id().empty()) add_pins(board.board_id());
+    if (pins.empty()) continue;
+    // Clients take turns: the first client after the one served last (cyclically) with a job in
+    // any of these pins...
+    const std::string* next = nullptr;
+    bool next_wrapped = false;
+    for (PinQueue* pin : pins) {
+      auto it = pin->by_client.upper_bound(level.last_client);
+      bool wrapped = false;
+      if (it == pin->by_client.end()) {
+        it = pin->by_client.begin();
+        wrapped = true;
+      }
+      if (it == pin->by_client.end()) continue;
+      if (next == nullptr || std::tie(wrapped, it->first) < std::tie(next_wrapped, *next)) {
+        next = &it->first;
+        next_wrapped = wrapped;
       }
     }
+    if (next == nullptr) continue;
+    // ...and its first job in submission order among them.
+    int64_t seq = -1;
+    for (PinQueue* pin : pins) {
+      auto it = pin->by_client.find(*next);
+      if (it != pin->by_client.end() && (seq < 0 || it->second.front() < seq)) {
+        seq = it->second.front();
+      }
+    }
+    level.last_client = *next;
+    return &jobs_[job_by_seq_[seq]];
   }
   return nullptr;
 }
@@ -569,7 +641,11 @@ absl::StatusOr<std::vector<std::string>> JobQueue::Submit(const std::string& cli
     *jobs[i].mutable_submitted_at() = now;
     ids.push_back(jobs[i].job_id());
   }
-  ASSIGN_OR_RETURN(std::vector<int64_t> seqs, store_->InsertSubmission(client_id, request_id, jobs));
+  absl::StatusOr<std::vector<int64_t>> inserted =
+      store_->InsertSubmission(client_id, request_id, jobs);
+  if (!inserted.ok()) return Stored(inserted.status());
+  (void)Stored(absl::OkStatus());
+  const std::vector<int64_t>& seqs = *inserted;
   for (size_t i = 0; i < jobs.size(); ++i) {
     LiveJob& live = jobs_[jobs[i].job_id()];
     live.seq = seqs[i];
@@ -607,13 +683,21 @@ absl::StatusOr<v1::Job> JobQueue::Cancel(const std::string& job_id) {
   v1::Result result;
   result.set_error_code(v1::CANCELLED);
   result.set_message("cancelled by the client");
-  if (job.job.state() == v1::RUNNING) {
-    pending_cancels_[job.agent_id].push_back(job_id);
-    FreeBoard(job.job.board_id(), job_id);
-  } else {
-    Dequeue(job);
+  // Stored first: if the store refuses, the job carries on as it was.
+  const bool running = job.job.state() == v1::RUNNING;
+  const std::string agent_id = job.agent_id;
+  const std::string board_id = job.job.board_id();
+  if (!running) Dequeue(job);
+  absl::StatusOr<v1::Job> cancelled = Finish(&job, result, v1::CANCELLED_STATE);
+  if (!cancelled.ok()) {
+    if (!running) Enqueue(&job);
+    return cancelled.status();
   }
-  return Finish(&job, result, v1::CANCELLED_STATE);
+  if (running) {
+    pending_cancels_[agent_id].push_back(job_id);
+    FreeBoard(board_id, job_id);
+  }
+  return cancelled;
 }
 
 absl::StatusOr<std::vector<StoredJob>> JobQueue::List(const JobFilter& filter) {
@@ -633,13 +717,18 @@ std::vector<v1::KindSummary> JobQueue::Summary() {
       k.set_boards_quarantined(k.boards_quarantined() + 1);
     }
   }
-  for (const auto& [id, job] : jobs_) {
-    v1::KindSummary& k = kinds[job.job.trial().board_kind()];
-    if (job.job.state() == v1::RUNNING) {
-      k.set_running(k.running() + 1);
-    } else {
-      (*k.mutable_queued_by_priority())[job.job.trial().priority()]++;
+  // From the counters and the queues' sizes: the cost does not grow with the backlog.
+  for (const auto& [kind, live] : live_by_kind_) {
+    v1::KindSummary& k = kinds[kind];
+    k.set_board_kind(kind);
+    int64_t queued = 0;
+    if (auto q = queues_.find(kind); q != queues_.end()) {
+      for (const auto& [priority, level] : q->second) {
+        (*k.mutable_queued_by_priority())[priority] += level.size;
+        queued += level.size;
+      }
     }
+    k.set_running(live - queued);
   }
   std::vector<v1::KindSummary> out;
   for (auto& [kind, summary] : kinds) {
@@ -650,7 +739,8 @@ std::vector<v1::KindSummary> JobQueue::Summary() {
 }
 
 std::vector<std::string> JobQueue::WaitingReasons(const std::string& kind) const {
-  // Queued jobs no serving board may take, grouped by what they wait for.
+  // Queued jobs no serving board may take, grouped by what they wait for. Read from the queues'
+  // pins: boards x distinct pins, however many jobs wait.
   std::map<std::string, int64_t> waiting;
   auto serving = [](const v1::Board& b) {
     return b.state() == v1::IDLE || b.state() == v1::BUSY;
@@ -660,27 +750,39 @@ std::vector<std::string> JobQueue::WaitingReasons(const std::string& kind) const
     any_serving = any_serving || (record.board.kind() == kind && serving(record.board));
   }
   int64_t queued = 0;
-  for (const auto& [id, job] : jobs_) {
-    const v1::Trial& t = job.job.trial();
-    if (t.board_kind() != kind || job.job.state() != v1::QUEUED) continue;
-    ++queued;
-    if (t.board_id().empty() && t.labels().empty()) continue;
-    bool can_run = false;
-    std::vector<std::string> states;
-    for (const auto& [bid, record] : boards_) {
-      if (record.board.kind() != kind || !Eligible(t, record.board)) continue;
-      can_run = can_run || serving(record.board);
-      states.push_back(absl::StrCat(bid, " ", v1::BoardState_Name(record.board.state())));
+  auto levels = queues_.find(kind);
+  if (levels != queues_.end()) {
+    for (const auto& [priority, level] : levels->second) {
+      queued += level.size;
+      for (const auto& by_board : level.by_pin) {
+        const std::string& board_id = by_board.first;
+        for (const auto& entry : by_board.second) {
+          const PinQueue& pin = entry.second;
+          if (board_id.empty() && pin.labels.empty()) continue;  // not pinned
+          bool can_run = false;
+          std::vector<std::string> states;
+          auto consider = [&](const std::string& bid, const BoardRecord& record) {
+            if (record.board.kind() != kind || !HasLabels(record.board, pin.labels)) return;
+            can_run = can_run || serving(record.board);
+            states.push_back(absl::StrCat(bid, " ", v1::BoardState_Name(record.board.state())));
+          };
+          if (!board_id.empty()) {
+            if (auto it = boards_.find(board_id); it != boards_.end()) consider(it->first, it->second);
+          } else {
+            for (const auto& [bid, record] : boards_) consider(bid, record);
+          }
+          if (can_run) continue;
+          std::string what = absl::StrCat("board ", board_id);
+          if (board_id.empty()) {
+            std::vector<std::string> parts;
+            for (const auto& [k, v] : pin.labels) parts.push_back(absl::StrCat(k, "=", v));
+            what = absl::StrCat("labels ", absl::StrJoin(parts, ","));
+          }
+          waiting[absl::StrCat("pinned to ", what, " (", absl::StrJoin(states, ", "), ")")] +=
+              pin.size;
+        }
+      }
     }
-    if (can_run) continue;
-    std::string pin = !t.board_id().empty() ? absl::StrCat("board ", t.board_id()) : "labels";
-    if (t.board_id().empty()) {
-      std::map<std::string, std::string> sorted(t.labels().begin(), t.labels().end());
-      std::vector<std::string> parts;
-      for (const auto& [k, v] : sorted) parts.push_back(absl::StrCat(k, "=", v));
-      pin = absl::StrCat("labels ", absl::StrJoin(parts, ","));
-    }
-    waiting[absl::StrCat("pinned to ", pin, " (", absl::StrJoin(states, ", "), ")")]++;
   }
   std::vector<std::string> out;
   if (queued > 0 && !any_serving) {
@@ -734,7 +836,14 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
     return absl::InvalidArgumentError(p);
   }
   absl::MutexLock lock(&mu_);
+  // What the agent holds: by attempt when it says (a job whose current attempt it does not hold
+  // loses that attempt), else by job id.
   std::set<std::string> held(reg.held_job_ids().begin(), reg.held_job_ids().end());
+  std::set<std::pair<std::string, int>> held_attempts;
+  for (const v1::HeldAttempt& h : reg.held()) held_attempts.insert({h.job_id(), h.attempt()});
+  auto holds = [&](const std::string& id, int attempt) {
+    return reg.held().empty() ? held.count(id) > 0 : held_attempts.count({id, attempt}) > 0;
+  };
   std::set<std::string>& mine = agent_boards_[reg.agent_id()];
   for (const v1::BoardRegistration& b : reg.boards()) {
     auto other = boards_.find(b.board_id());
@@ -763,14 +872,23 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
     if (board.state() != v1::QUARANTINED) board.set_state(v1::IDLE);
     kinds_.insert(b.kind());
     mine.insert(b.board_id());
-    RETURN_IF_ERROR(SaveBoard(record));
+    // Registration data survives a restart only if saved; a failing store (counted and logged in
+    // SaveBoard) does not keep the agent out.
+    (void)SaveBoard(record);
   }
   // Running jobs on this agent's boards that it no longer holds lost their attempt.
   absl::Time now = clock_->Now();
   std::vector<LiveJob*> lost;
-  for (auto& [id, job] : jobs_) {
-    if (job.job.state() != v1::RUNNING || mine.count(job.job.board_id()) == 0) continue;
-    if (held.count(id) > 0) {
+  for (auto it = running_.begin(); it != running_.end();) {
+    auto live = jobs_.find(*it);
+    if (live == jobs_.end() || live->second.job.state() != v1::RUNNING) {
+      it = running_.erase(it);
+      continue;
+    }
+    const std::string& id = *it++;
+    LiveJob& job = live->second;
+    if (mine.count(job.job.board_id()) == 0) continue;
+    if (holds(id, job.job.attempts_size())) {
       job.agent_id = reg.agent_id();
       job.lease_deadline = now + options_.lease;
       OccupyBoard(&boards_[job.job.board_id()], id);
@@ -779,8 +897,9 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
     }
   }
   for (LiveJob* job : lost) {
-    RETURN_IF_ERROR(EndAttemptWithoutResult(job, v1::BOARD_LOST,
-                                            "the agent reconnected without this job"));
+    // Ended in memory whatever the store says (a failed write is counted and logged).
+    (void)EndAttemptWithoutResult(job, v1::BOARD_LOST,
+                                  "the agent reconnected without this attempt of the job");
   }
   return absl::OkStatus();
 }
@@ -795,18 +914,33 @@ void JobQueue::DisconnectAgent(const std::string& agent_id) {
   }
 }
 
-void JobQueue::Touch(const std::string& agent_id) {
+void JobQueue::Touch(const std::string& agent_id, const std::vector<v1::HeldAttempt>& held) {
   absl::MutexLock lock(&mu_);
-  absl::Time deadline = clock_->Now() + options_.lease;
-  for (auto& [id, job] : jobs_) {
-    if (job.job.state() == v1::RUNNING && job.agent_id == agent_id) job.lease_deadline = deadline;
+  const absl::Time deadline = clock_->Now() + options_.lease;
+  for (const v1::HeldAttempt& h : held) {
+    auto it = jobs_.find(h.job_id());
+    if (it == jobs_.end()) continue;
+    LiveJob& job = it->second;
+    if (job.job.state() == v1::RUNNING && job.agent_id == agent_id &&
+        job.job.attempts_size() == h.attempt()) {
+      job.lease_deadline = deadline;
+    }
   }
+}
+
+void JobQueue::Touch(const std::string& agent_id, const std::string& job_id, int attempt) {
+  v1::HeldAttempt h;
+  h.set_job_id(job_id);
+  h.set_attempt(attempt);
+  Touch(agent_id, {h});
 }
 
 std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
   absl::MutexLock lock(&mu_);
   std::vector<Offer> offers;
   if (connected_agents_.count(agent_id) == 0) return offers;
+  // Work measured now could not be stored: none until the store works again.
+  if (!counters_.store_problem.empty()) return offers;
   absl::Time now = clock_->Now();
   std::vector<BoardRecord*> candidates;
   for (const std::string& board_id : agent_boards_[agent_id]) {
@@ -850,6 +984,7 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
       const std::string& board_id = board.board_id();
       Dequeue(*job);
       job->job.set_state(v1::RUNNING);
+      running_.insert(job->job.job_id());
       job->job.set_board_id(board_id);
       job->agent_id = agent_id;
       job->lease_deadline = now + options_.lease;
@@ -859,8 +994,8 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
       *attempt->mutable_started_at() = ToProto(now);
       OccupyBoard(record, job->job.job_id());
       // Recorded so a restarted tracker knows the job is out; a failed write only means the job
-      // would be re-queued after a restart, so it does not stop the offer.
-      (void)store_->UpdateJob(job->job);
+      // would be re-queued after a restart, so it does not stop this offer (but the next ones).
+      (void)Stored(store_->UpdateJob(job->job));
       Notify(job->job);
       Offer offer;
       offer.agent_id = agent_id;
@@ -880,8 +1015,10 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
   return offers;
 }
 
-absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobResult& report) {
+absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobResult& report,
+                                    bool* superseded) {
   absl::MutexLock lock(&mu_);
+  if (superseded != nullptr) *superseded = false;
   // A health check?
   for (auto& [board_id, record] : boards_) {
     if (!record.health_job_id.empty() && record.health_job_id == report.job_id()) {
@@ -913,7 +1050,14 @@ absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobRe
   auto it = jobs_.find(report.job_id());
   if (it == jobs_.end() || it->second.job.state() != v1::RUNNING ||
       it->second.job.attempts_size() != report.attempt() || it->second.agent_id != agent_id) {
-    return absl::OkStatus();  // already recorded, cancelled, or from a lost attempt: ignore
+    // Already recorded, cancelled, or from a lost attempt: ignored. A lost attempt's measurement
+    // of a job still live may answer its next attempt.
+    if (superseded != nullptr && it != jobs_.end() &&
+        report.attempt() < it->second.job.attempts_size() + (it->second.job.state() == v1::QUEUED) &&
+        !IsInfrastructureError(report.result().error_code())) {
+      *superseded = true;
+    }
+    return absl::OkStatus();
   }
   LiveJob& job = it->second;
   // A malformed result is the board's (or its agent's) failure, not the trial's: the attempt ends
@@ -933,20 +1077,31 @@ absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobRe
   }
   v1::ErrorCode code = report.result().error_code();
   bool infra = IsInfrastructureError(code);
-  NoteBoardOutcome(job.job.board_id(), infra, report.result().message());
   if (infra && job.job.attempts_size() < options_.retry_budget) {
+    NoteBoardOutcome(job.job.board_id(), infra, report.result().message());
     return EndAttemptWithoutResult(&job, code, report.result().message());
   }
   v1::Attempt* attempt = job.job.mutable_attempts(job.job.attempts_size() - 1);
+  const v1::Attempt before = *attempt;
   *attempt->mutable_ended_at() = ToProto(clock_->Now());
   attempt->set_error_code(code);
   attempt->set_message(report.result().message());
-  FreeBoard(job.job.board_id(), job.job.job_id());
   // The result's quality is the tracker's to compute: it agrees with the costs it describes.
   v1::Result result = report.result();
   *result.mutable_stats() = stats::CostStatsOf(result.costs_s(), result.timer_resolution_s(),
                                                options_.unstable_threshold);
-  return Finish(&job, result, v1::DONE).status();
+  const std::string board_id = job.job.board_id();
+  const std::string job_id = job.job.job_id();
+  absl::StatusOr<v1::Job> done = Finish(&job, result, v1::DONE);
+  if (!done.ok()) {
+    // Not stored: the attempt goes on as it was (its board stays busy) until the agent's copy
+    // comes again.
+    *job.job.mutable_attempts(job.job.attempts_size() - 1) = before;
+    return done.status();
+  }
+  FreeBoard(board_id, job_id);  // `job` dangles since Finish
+  NoteBoardOutcome(board_id, infra, report.result().message());
+  return absl::OkStatus();
 }
 
 void JobQueue::RecordFlashes(const std::string& agent_id, const v1::BoardUpdate& update) {
@@ -970,10 +1125,17 @@ std::vector<std::string> JobQueue::TakeCancels(const std::string& agent_id) {
 
 int JobQueue::ExpireLeases() {
   absl::MutexLock lock(&mu_);
+  ProbeStore();
   absl::Time now = clock_->Now();
   std::vector<LiveJob*> expired;
-  for (auto& [id, job] : jobs_) {
-    if (job.job.state() == v1::RUNNING && now >= job.lease_deadline) expired.push_back(&job);
+  for (auto it = running_.begin(); it != running_.end();) {
+    auto live = jobs_.find(*it);
+    if (live == jobs_.end() || live->second.job.state() != v1::RUNNING) {
+      it = running_.erase(it);
+      continue;
+    }
+    if (now >= live->second.lease_deadline) expired.push_back(&live->second);
+    ++it;
   }
   for (LiveJob* job : expired) {
     counters_.lease_expiries++;
@@ -1003,7 +1165,7 @@ absl::Status JobQueue::EndAttemptWithoutResult(LiveJob* job, v1::ErrorCode code,
   if (job->job.attempts_size() < options_.retry_budget) {
     counters_.requeues++;
     Enqueue(job);
-    RETURN_IF_ERROR(store_->UpdateJob(job->job));
+    RETURN_IF_ERROR(Stored(store_->UpdateJob(job->job)));
     Notify(job->job);
     return absl::OkStatus();
   }
@@ -1024,7 +1186,7 @@ absl::StatusOr<v1::Job> JobQueue::Finish(LiveJob* job, const v1::Result& result,
   *j.mutable_result()->mutable_submitted_at() = j.submitted_at();
   j.mutable_result()->set_autotvm_error_no(ToAutoTvmErrorNo(result.error_code()));
   // Stored first: if that fails the job stays live and the agent sends the result again.
-  RETURN_IF_ERROR(store_->UpdateJob(j));
+  RETURN_IF_ERROR(Stored(store_->UpdateJob(j)));
   Notify(j);
   if (state == v1::CANCELLED_STATE) {
     counters_.jobs_cancelled++;
@@ -1085,9 +1247,13 @@ void JobQueue::AddLoad(LiveJob* job) {
   ClientLoad& load = load_by_client_[job->job.client_id()];
   load.jobs++;
   load.bytes += job->trial_bytes;
+  live_by_kind_[job->job.trial().board_kind()]++;
 }
 
 void JobQueue::RemoveLoad(const LiveJob& job) {
+  if (auto kind = live_by_kind_.find(job.job.trial().board_kind()); kind != live_by_kind_.end()) {
+    if (--kind->second <= 0) live_by_kind_.erase(kind);
+  }
   auto it = load_by_client_.find(job.job.client_id());
   if (it == load_by_client_.end()) return;
   it->second.jobs--;
@@ -1100,7 +1266,42 @@ void JobQueue::Notify(const v1::Job& job) {
 }
 
 absl::Status JobQueue::SaveBoard(const BoardRecord& record) {
-  return store_->UpsertBoard(record.board);
+  return Stored(store_->UpsertBoard(record.board));
+}
+
+absl::Status JobQueue::Stored(absl::Status status) {
+  if (status.ok()) {
+    if (!counters_.store_problem.empty()) {
+      spdlog::info("database: writes work again (they failed with: {}); offering work again",
+                   counters_.store_problem);
+      counters_.store_problem.clear();
+    }
+    return status;
+  }
+  // The caller's mistakes, not the store failing.
+  if (absl::IsInvalidArgument(status) || absl::IsAlreadyExists(status) ||
+      absl::IsNotFound(status)) {
+    return status;
+  }
+  counters_.store_failures++;
+  const std::string cause(status.message().substr(0, 512));
+  if (counters_.store_problem.empty()) {
+    spdlog::error("database: a write failed: {}; no new work is offered, results and "
+                  "submissions are refused as UNAVAILABLE until writes work again "
+                  "(tried every {})",
+                  cause, absl::FormatDuration(options_.store_probe));
+  }
+  counters_.store_problem = cause;
+  next_store_probe_ = clock_->Now() + options_.store_probe;
+  return absl::UnavailableError(absl::StrCat(
+      "the tracker's database is failing (", cause, "); nothing was stored: try again later"));
+}
+
+void JobQueue::ProbeStore() {
+  if (counters_.store_problem.empty() || clock_->Now() < next_store_probe_ || boards_.empty()) {
+    return;
+  }
+  (void)SaveBoard(boards_.begin()->second);
 }
 
 int JobQueue::AddListener(Listener listener) {
@@ -1118,10 +1319,13 @@ void JobQueue::RemoveListener(int id) {
 QueueStats JobQueue::Stats() {
   absl::MutexLock lock(&mu_);
   QueueStats stats = counters_;
-  for (const auto& [id, job] : jobs_) {
-    stats.jobs_by_state[job.job.state()]++;
-    if (job.job.state() == v1::QUEUED) {
-      stats.queued_by_kind_priority[{job.job.trial().board_kind(), job.job.trial().priority()}]++;
+  // From the counters and the queues' sizes: the cost does not grow with the backlog.
+  const int64_t running = static_cast<int64_t>(jobs_.size()) - queued_jobs_;
+  if (queued_jobs_ > 0) stats.jobs_by_state[v1::QUEUED] = queued_jobs_;
+  if (running > 0) stats.jobs_by_state[v1::RUNNING] = running;
+  for (const auto& [kind, levels] : queues_) {
+    for (const auto& [priority, level] : levels) {
+      stats.queued_by_kind_priority[{kind, priority}] = level.size;
     }
   }
   for (const auto& [id, record] : boards_) stats.boards_by_state[record.board.state()]++;

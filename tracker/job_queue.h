@@ -4,19 +4,30 @@
 // Scheduling: each board kind has its own queue. A free board gets the highest-priority job it
 // may run (a job pinned to a board id, or to labels, runs only on a matching board); among jobs
 // of equal priority, clients take turns (fair share), and each client's jobs go in submission
-// order.
+// order. Queued jobs are indexed by kind, priority and pin, so what a pick, Summary() or Stats()
+// costs does not grow with the backlog: a pick looks only at the pins the board may serve
+// (unpinned, its own id, label sets it has), never at jobs pinned to other boards or to labels it
+// lacks; Summary() and Stats() read counters kept as jobs come and go, and group waiting jobs by
+// pin (cost: boards x distinct pins, not jobs).
 //
-// Leases: an offered job is leased to its board until now + lease; any message from the agent
-// (heartbeat, ack, progress) renews the leases of all its running jobs. An expired lease, or an
-// agent that re-registers without the job, ends the attempt with BOARD_LOST; the job is queued
+// Attempts and leases: every offer is one attempt of a job (1, 2, ...), leased to its board until
+// now + lease. The agent renews exactly the attempts it says it holds — a heartbeat lists them
+// (queued, running, or finished with the result unstored), an ack or progress names one — and a
+// result counts only for the job's current attempt. An expired lease, or an agent that
+// re-registers without the current attempt, ends the attempt with BOARD_LOST; the job is queued
 // again with its attempt history until it has used retry_budget attempts, then it is DONE with
-// BOARD_LOST. An infrastructure error reported by the agent (IsInfrastructureError) re-queues
+// BOARD_LOST. An agent offered attempt N+1 of a job whose attempt N it still runs reports that
+// measurement under N+1 (agent/board_worker.h). An infrastructure error reported by the agent (IsInfrastructureError) re-queues
 // the same way. A board whose last quarantine_threshold attempts all ended in infrastructure
 // errors is QUARANTINED: it gets no work except a health check (health_check_trial, pinned to
 // it), and returns to service when that passes.
 //
 // Durability: every accepted submission and every recorded result is in the Store before the
-// call returns OK. After a restart, Recover() queues the stored QUEUED jobs and keeps the RUNNING
+// call returns OK. A write the Store refuses (a full disk, a read-only file, a lost connection) is
+// Unavailable naming the cause, with nothing changed: a result stays with its attempt (the board
+// stays BUSY, the agent sends it again), a submission is not taken. While the store is failing
+// the queue offers no new work; it tries a write again every store_probe period (from
+// ExpireLeases) and logs when the store fails and when it recovers. After a restart, Recover() queues the stored QUEUED jobs and keeps the RUNNING
 // ones leased for one more lease period, so agents that reconnect holding them carry on; the
 // rest re-queue when the lease expires.
 //
@@ -121,6 +132,8 @@ struct JobQueueOptions {
   // A stored result whose median is known only to more than +- this is flagged unstable
   // (Result.stats, computed here from its costs).
   double unstable_threshold = 0.03;
+  // While the store is failing: how often ExpireLeases tries a write to see it recovered.
+  absl::Duration store_probe = absl::Seconds(1);
 };
 
 // What one free board should run now.
@@ -138,6 +151,8 @@ struct QueueStats {
   int64_t lease_expiries = 0;
   int64_t requeues = 0;
   int64_t unstable_results = 0;  // stored results flagged unstable (CostStats.unstable)
+  int64_t store_failures = 0;    // writes the store refused
+  std::string store_problem;     // why the store is failing now; empty while it works
   std::map<v1::BoardState, int64_t> boards_by_state;
   std::map<std::string, int64_t> trials_by_client;
 };
@@ -176,16 +191,23 @@ class JobQueue {
   absl::Status RegisterAgent(const v1::Register& registration);
   // The agent's stream ended: its boards go OFFLINE; its jobs keep their leases (it may return).
   void DisconnectAgent(const std::string& agent_id);
-  // Any sign of life: renews the leases of the agent's running jobs.
-  void Touch(const std::string& agent_id);
+  // Renews the leases of exactly these attempts, where each is the current attempt of a job
+  // running on the agent's boards (see Attempts and leases); the others are left to expire.
+  void Touch(const std::string& agent_id, const std::vector<v1::HeldAttempt>& held);
+  void Touch(const std::string& agent_id, const std::string& job_id, int attempt);
   // Jobs for the agent's boards with free slots (a board holds at most its registered slots;
-  // boards take turns, one job each per round), marked RUNNING and leased.
+  // boards take turns, one job each per round), marked RUNNING and leased. None while the store
+  // is failing.
   std::vector<Offer> TakeOffers(const std::string& agent_id);
   // Records a result. Exactly once: a result for a job that is not running this attempt (e.g.
   // sent again after a reconnect) is accepted and ignored. A malformed result (see Results) is
   // InvalidArgument naming the field, after its attempt has ended as an infrastructure failure
-  // (a health check's: the check failed).
-  absl::Status ReportResult(const std::string& agent_id, const v1::JobResult& result);
+  // (a health check's: the check failed). A result the store could not take is Unavailable:
+  // nothing changed, send it again later. `superseded` (may be null) is set when the result is of
+  // an attempt that was lost while the job still waits for or runs a newer one (its measurement
+  // may answer that attempt: see ResultAck.superseded).
+  absl::Status ReportResult(const std::string& agent_id, const v1::JobResult& result,
+                            bool* superseded = nullptr);
   void RecordFlashes(const std::string& agent_id, const v1::BoardUpdate& update);
   // Cancellations to deliver to the agent (each returned once).
   std::vector<std::string> TakeCancels(const std::string& agent_id);
@@ -213,9 +235,21 @@ class JobQueue {
     int64_t jobs = 0;
     int64_t bytes = 0;
   };
-  struct Level {  // one priority of one kind
+  // The queued jobs of one pin (a board id or none, and a label set or none) at one level.
+  struct PinQueue {
+    std::map<std::string, std::string> labels;  // the pin's labels
     std::map<std::string, std::deque<int64_t>> by_client;  // client -> job seqs, in order
+    int64_t size = 0;
+  };
+  // One priority of one kind. Its jobs are grouped by pin, so a free board looks only at the
+  // groups it may serve (unpinned, its own id, labels it has): jobs pinned elsewhere cost a pick
+  // nothing, however many they are. The groups' client queues together make the fair-share
+  // round: last_client is the client served last at this level, by any board.
+  struct Level {
+    // pinned board id ("" for none) -> label-set key ("" for none) -> queue
+    std::map<std::string, std::map<std::string, PinQueue>> by_pin;
     std::string last_client;
+    int64_t size = 0;
   };
   struct BoardRecord {
     v1::Board board;
@@ -254,6 +288,11 @@ class JobQueue {
   void AddLoad(LiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RemoveLoad(const LiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SaveBoard(const BoardRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every store write goes through here: a failure is counted, logged once per spell and turned
+  // into Unavailable naming the cause; the first success after one logs the recovery.
+  absl::Status Stored(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // While the store is failing: a write (a board saved) to see whether it is back.
+  void ProbeStore() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store* const store_;
   const base::Clock* const clock_;
@@ -275,6 +314,14 @@ class JobQueue {
   int next_listener_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t next_health_ ABSL_GUARDED_BY(mu_) = 1;
   QueueStats counters_ ABSL_GUARDED_BY(mu_);
+  // Kept up to date by Enqueue/Dequeue and AddLoad/RemoveLoad so Summary and Stats never walk the
+  // jobs: queued jobs (those in queues_), and live jobs by kind (running = live - queued).
+  int64_t queued_jobs_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, int64_t> live_by_kind_ ABSL_GUARDED_BY(mu_);
+  absl::Time next_store_probe_ ABSL_GUARDED_BY(mu_);
+  // Ids of jobs that went RUNNING (ExpireLeases and RegisterAgent look at these, not at every
+  // live job); entries of jobs no longer running are dropped as they are met.
+  std::set<std::string> running_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace benchfarm::tracker

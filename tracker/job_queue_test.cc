@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/clock.h"
 #include "google/protobuf/util/json_util.h"
+#include "tracker/flaky_store.h"
 #include "tracker/sqlite_store.h"
 
 namespace benchfarm::tracker {
@@ -282,7 +283,7 @@ TEST_F(JobQueueTest, ExpiredLeaseRequeuesWithHistoryThenFailsBoardLost) {
     v1::JobOffer o = TakeOne("a");
     EXPECT_EQ(o.attempt(), attempt);
     clock_.Advance(absl::Seconds(5));
-    queue_->Touch("a");  // a heartbeat renews the lease
+    queue_->Touch("a", o.job_id(), o.attempt());  // a heartbeat naming it renews the lease
     clock_.Advance(absl::Seconds(6));
     EXPECT_EQ(queue_->ExpireLeases(), 0);
     clock_.Advance(absl::Seconds(5));
@@ -296,6 +297,138 @@ TEST_F(JobQueueTest, ExpiredLeaseRequeuesWithHistoryThenFailsBoardLost) {
   ASSERT_EQ(job->attempts_size(), 3);
   for (const v1::Attempt& a : job->attempts()) EXPECT_EQ(a.error_code(), v1::BOARD_LOST);
   EXPECT_EQ(queue_->Stats().lease_expiries, 3);
+}
+
+v1::HeldAttempt Held(const std::string& job_id, int attempt) {
+  v1::HeldAttempt h;
+  h.set_job_id(job_id);
+  h.set_attempt(attempt);
+  return h;
+}
+
+TEST_F(JobQueueTest, HeartbeatsRenewOnlyTheAttemptsTheyName) {
+  auto ids = Submit({MakeTrial(), MakeTrial()});
+  JobQueueOptions options = Defaults();
+  options.quarantine_threshold = 100;
+  Restart(options);
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1", "b2"})).ok());
+  std::vector<Offer> offers = queue_->TakeOffers("a");
+  ASSERT_EQ(offers.size(), 2u);
+  const v1::JobOffer& kept = offers[0].offer;
+  const v1::JobOffer& dropped = offers[1].offer;
+  // The agent holds only the first (it dropped the second): only that lease is renewed.
+  for (int i = 0; i < 3; ++i) {
+    clock_.Advance(absl::Seconds(6));
+    queue_->Touch("a", {Held(kept.job_id(), kept.attempt())});
+    queue_->ExpireLeases();
+  }
+  EXPECT_EQ(queue_->GetJob(kept.job_id())->state(), v1::RUNNING);
+  auto lost = queue_->GetJob(dropped.job_id());
+  ASSERT_TRUE(lost.ok());
+  ASSERT_EQ(lost->state(), v1::QUEUED);  // re-queued for attempt 2
+  EXPECT_EQ(lost->attempts(0).error_code(), v1::BOARD_LOST);
+  // Attempt 2 goes out; a heartbeat still naming attempt 1 does not keep attempt 2 alive.
+  v1::JobOffer second = TakeOne("a");
+  ASSERT_EQ(second.job_id(), dropped.job_id());
+  ASSERT_EQ(second.attempt(), 2);
+  for (int i = 0; i < 2; ++i) {
+    clock_.Advance(absl::Seconds(6));
+    queue_->Touch("a", {Held(kept.job_id(), kept.attempt()), Held(dropped.job_id(), 1)});
+    queue_->ExpireLeases();
+  }
+  EXPECT_EQ(queue_->GetJob(dropped.job_id())->attempts_size(), 2);
+  EXPECT_EQ(queue_->GetJob(dropped.job_id())->state(), v1::QUEUED);
+  // Another agent's heartbeat naming the attempt renews nothing either.
+  v1::JobOffer third = TakeOne("a");
+  ASSERT_EQ(third.attempt(), 3);
+  for (int i = 0; i < 2; ++i) {
+    clock_.Advance(absl::Seconds(6));
+    queue_->Touch("intruder", {Held(third.job_id(), 3)});
+    queue_->Touch("a", kept.job_id(), kept.attempt());
+    queue_->ExpireLeases();
+  }
+  EXPECT_EQ(queue_->GetJob(third.job_id())->state(), v1::DONE);  // out of attempts: BOARD_LOST
+  // A result for an old attempt is ignored; the current attempt's counts.
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(kept, 5e-3)).ok());
+  EXPECT_EQ(queue_->GetJob(kept.job_id())->state(), v1::DONE);
+  EXPECT_EQ(queue_->GetJob(kept.job_id())->result().costs_s(0), 5e-3);
+}
+
+TEST_F(JobQueueTest, ReRegisteringMatchesHeldJobsByAttempt) {
+  auto ids = Submit({MakeTrial(), MakeTrial()});
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1", "b2"})).ok());
+  std::vector<Offer> offers = queue_->TakeOffers("a");
+  ASSERT_EQ(offers.size(), 2u);
+  queue_->DisconnectAgent("a");
+  // Back, holding attempt 1 of the first job and an attempt of the second the tracker never gave.
+  v1::Register again = MakeAgent("a", {"b1", "b2"});
+  *again.add_held() = Held(offers[0].offer.job_id(), 1);
+  *again.add_held() = Held(offers[1].offer.job_id(), 7);
+  ASSERT_TRUE(queue_->RegisterAgent(again).ok());
+  EXPECT_EQ(queue_->GetJob(offers[0].offer.job_id())->state(), v1::RUNNING);
+  auto other = queue_->GetJob(offers[1].offer.job_id());
+  EXPECT_EQ(other->state(), v1::QUEUED);
+  EXPECT_EQ(other->attempts(0).error_code(), v1::BOARD_LOST);
+}
+
+TEST_F(JobQueueTest, AFailingStoreRefusesWorkKeepsResultsRetryableAndRecovers) {
+  FlakyStore flaky(store_.get());
+  JobQueueOptions options = Defaults();
+  options.store_probe = absl::Seconds(2);
+  queue_ = std::make_unique<JobQueue>(&flaky, &clock_, options);
+  ASSERT_TRUE(queue_->Recover().ok());
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  auto ids = Submit({MakeTrial(), MakeTrial()});
+  v1::JobOffer o = TakeOne("a");
+  flaky.SetWriteFailure(absl::InternalError("sqlite: database or disk is full"));
+  // The result cannot be stored: Unavailable naming the cause; nothing changed.
+  absl::Status s = queue_->ReportResult("a", Ok(o, 3e-3));
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_NE(s.message().find("disk is full"), std::string::npos) << s;
+  auto job = queue_->GetJob(o.job_id());
+  EXPECT_EQ(job->state(), v1::RUNNING);
+  EXPECT_FALSE(job->attempts(0).has_ended_at());
+  std::vector<v1::Board> boards = queue_->Boards("host");
+  ASSERT_EQ(boards.size(), 1u);
+  EXPECT_EQ(boards[0].state(), v1::BUSY);  // not shown free while its result is unstored
+  EXPECT_EQ(boards[0].running_jobs(), 1);
+  QueueStats stats = queue_->Stats();
+  EXPECT_GE(stats.store_failures, 1);
+  EXPECT_NE(stats.store_problem.find("disk is full"), std::string::npos);
+  // No new work while the store fails (the board has a free slot: slots default to 1, so free it
+  // by giving it two slots).
+  v1::Register two = MakeAgent("a", {"b1"});
+  two.mutable_boards(0)->set_slots(2);
+  *two.add_held() = Held(o.job_id(), o.attempt());
+  ASSERT_TRUE(queue_->RegisterAgent(two).ok());  // a failing store does not keep agents out
+  EXPECT_TRUE(queue_->TakeOffers("a").empty());
+  // Submissions are refused with the cause, and nothing is stored.
+  auto refused = queue_->Submit("c1", "while-full", {MakeTrial()});
+  EXPECT_TRUE(absl::IsUnavailable(refused.status())) << refused.status();
+  // The heartbeat listing the spooled result keeps its lease through the outage.
+  for (int i = 0; i < 4; ++i) {
+    clock_.Advance(absl::Seconds(6));
+    queue_->Touch("a", {Held(o.job_id(), o.attempt())});
+    EXPECT_EQ(queue_->ExpireLeases(), 0);  // also probes the store: still failing
+  }
+  EXPECT_FALSE(queue_->Stats().store_problem.empty());
+  // Space is back: the next probe sees it, work flows again, the resent result is stored once.
+  flaky.SetWriteFailure(absl::OkStatus());
+  clock_.Advance(absl::Seconds(2));
+  queue_->ExpireLeases();
+  EXPECT_TRUE(queue_->Stats().store_problem.empty());
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(o, 3e-3)).ok());
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(o, 9.0)).ok());  // a second copy: ignored
+  job = queue_->GetJob(o.job_id());
+  EXPECT_EQ(job->state(), v1::DONE);
+  EXPECT_EQ(job->result().costs_s(0), 3e-3);
+  std::vector<Offer> next = queue_->TakeOffers("a");
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].offer.job_id(), ids[1]);
+  // What was acknowledged is in the database itself.
+  auto stored = store_->GetJob(o.job_id());
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_EQ((*stored)->job.state(), v1::DONE);
 }
 
 TEST_F(JobQueueTest, ResultsAreRecordedExactlyOnce) {

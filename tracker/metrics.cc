@@ -97,15 +97,43 @@ Metrics::Metrics(MetricsOptions options)
                          .Name("benchfarm_tracker_auth_refusals_total")
                          .Help("Calls refused: no accepted credential, or not allowed to the caller")
                          .Register(*registry_)),
+      watchers_(prometheus::BuildGauge()
+                    .Name("benchfarm_tracker_watchers")
+                    .Help("Open WatchJobs streams")
+                    .Register(*registry_)
+                    .Add({})),
+      watchers_cut_(prometheus::BuildCounter()
+                        .Name("benchfarm_tracker_watchers_cut_total")
+                        .Help("WatchJobs streams cut off with RESOURCE_EXHAUSTED because their "
+                              "client fell further behind than the stream's buffer")
+                        .Register(*registry_)
+                        .Add({})),
+      store_failures_(prometheus::BuildCounter()
+                          .Name("benchfarm_tracker_store_failures_total")
+                          .Help("Database writes that failed (a full disk, a read-only file, a "
+                                "lost connection)")
+                          .Register(*registry_)
+                          .Add({})),
+      store_up_(prometheus::BuildGauge()
+                    .Name("benchfarm_tracker_store_up")
+                    .Help("1 while database writes work; 0 while they fail and the tracker "
+                          "offers no new work")
+                    .Register(*registry_)
+                    .Add({})),
       client_label_(options_.max_clients),
       kind_label_(options_.max_board_kinds) {
   for (v1::JobState s : {v1::QUEUED, v1::RUNNING}) jobs_.Add({{"state", StateName(s)}});
   for (const char* r : {"done", "cancelled"}) finished_.Add({{"result", r}});
+  store_up_.Set(1);
 }
 
 void Metrics::AuthRefused(const std::string& method, const std::string& reason) {
   auth_refusals_.Add({{"method", method}, {"reason", reason}}).Increment();
 }
+
+void Metrics::SetWatchers(int64_t open) { watchers_.Set(static_cast<double>(open)); }
+
+void Metrics::WatcherCut() { watchers_cut_.Increment(); }
 
 absl::Status Metrics::Serve(const std::string& address) {
   try {
@@ -152,6 +180,8 @@ void Metrics::Update(const QueueStats& stats) {
   // Counters: add what grew since last time.
   lease_expiries_.Increment(static_cast<double>(stats.lease_expiries - last_.lease_expiries));
   requeues_.Increment(static_cast<double>(stats.requeues - last_.requeues));
+  store_failures_.Increment(static_cast<double>(stats.store_failures - last_.store_failures));
+  store_up_.Set(stats.store_problem.empty() ? 1 : 0);
   unstable_results_.Increment(static_cast<double>(stats.unstable_results - last_.unstable_results));
   finished_.Add({{"result", "done"}}).Increment(static_cast<double>(stats.jobs_done - last_.jobs_done));
   finished_.Add({{"result", "cancelled"}})

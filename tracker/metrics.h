@@ -10,6 +10,12 @@
 //   benchfarm_tracker_trials_submitted_total{client}      counter
 //   benchfarm_tracker_job_wait_seconds                    histogram: submitted -> first start
 //   benchfarm_tracker_job_run_seconds                     histogram: last start -> finished
+//   benchfarm_tracker_watchers                            gauge: open WatchJobs streams
+//   benchfarm_tracker_watchers_cut_total                  counter: WatchJobs streams cut off
+//                                                         for falling behind (RESOURCE_EXHAUSTED)
+//   benchfarm_tracker_store_failures_total                counter: database writes that failed
+//   benchfarm_tracker_store_up                            gauge: 1 while database writes work, 0
+//                                                         while they fail (no new work is offered)
 //
 // Label values that clients or agents choose are capped (MetricsOptions): the first
 // max_clients client ids get their own trials_submitted_total series and the first
@@ -80,6 +86,10 @@ class Metrics {
   // A call the tracker refused: `method` (a fixed RPC name), `reason` ("unauthenticated" or
   // "permission_denied"): benchfarm_tracker_auth_refusals_total{method,reason}.
   void AuthRefused(const std::string& method, const std::string& reason);
+  // WatchJobs streams now open; one cut off for falling behind. Cheap (no lock of Metrics'):
+  // called under the queue's lock.
+  void SetWatchers(int64_t open);
+  void WatcherCut();
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
@@ -109,6 +119,10 @@ class Metrics {
   prometheus::Histogram& wait_;
   prometheus::Histogram& run_;
   prometheus::Family<prometheus::Counter>& auth_refusals_;
+  prometheus::Gauge& watchers_;
+  prometheus::Counter& watchers_cut_;
+  prometheus::Counter& store_failures_;
+  prometheus::Gauge& store_up_;
 
   absl::Mutex mu_;
   QueueStats last_ ABSL_GUARDED_BY(mu_);

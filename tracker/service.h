@@ -5,6 +5,14 @@
 // A dispatcher thread offers queued jobs to free boards of connected agents (at once when
 // something changes, and every dispatch_period otherwise) and expires leases.
 //
+// WatchJobs streams are fed by one queue listener (WatchHub) that, under the queue's lock, only
+// matches the event against the streams' filters (indexed by job id and client) and pushes one
+// shared, immutable copy of the job onto each matching stream's bounded buffer; serialization
+// and writes happen outside that lock (gRPC's threads and the hub's pump thread). A stream whose
+// buffer is full (ServiceOptions::watch_buffer_events/_bytes) is cut off with RESOURCE_EXHAUSTED
+// naming how far behind it was, so a slow or stalled watcher never slows the tracker or other
+// clients, and never holds more than its buffer (benchfarm_tracker_watchers_cut_total counts it).
+//
 // Thread-safety: all methods are called by gRPC on its threads; reactors never block beyond the
 // core's short critical sections (which include SQLite commits).
 
@@ -27,6 +35,7 @@ namespace benchfarm::tracker {
 
 class AgentStream;
 class Metrics;
+class WatchHub;
 
 // absl::Status -> grpc::Status, keeping the code and the message.
 grpc::Status ToGrpc(const absl::Status& status);
@@ -35,6 +44,16 @@ struct ServiceOptions {
   absl::Duration heartbeat = absl::Seconds(5);  // told to agents
   absl::Duration lease = absl::Seconds(60);     // told to agents
   absl::Duration dispatch_period = absl::Milliseconds(200);
+  // A result the store could not take: the agent is told to send it again after this (it backs
+  // off further by itself).
+  absl::Duration result_retry = absl::Seconds(1);
+  // WatchJobs back-pressure: the events (and their serialized bytes) one stream may have waiting
+  // to be sent. A stream further behind is cut off with RESOURCE_EXHAUSTED saying how far behind
+  // it was, and what it held is freed; a stream that names job_ids may hold that many more.
+  int64_t watch_buffer_events = 16384;
+  int64_t watch_buffer_bytes = int64_t{32} << 20;
+  // A cut-off stream whose client does not read even the write in flight is cancelled after this.
+  absl::Duration watch_cut_grace = absl::Seconds(30);
   // Who may call (borrowed; outlives the service). Null: an --insecure tracker, where every
   // caller may do everything and client ids are taken from requests.
   Authenticator* auth = nullptr;
@@ -133,6 +152,8 @@ class TrackerService final : public v1::Tracker::CallbackService,
   bool poked_ ABSL_GUARDED_BY(poke_mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(poke_mu_) = false;
   std::thread dispatcher_;
+  // Feeds WatchJobs streams (one queue listener for all of them); shared with the streams.
+  std::shared_ptr<WatchHub> watch_hub_;
 };
 
 }  // namespace benchfarm::tracker

@@ -119,9 +119,15 @@ class FakeAgent {
 
   bool Send(const v1::AgentMessage& m) { return stream_->Write(m); }
 
-  bool Heartbeat() {
+  // A heartbeat naming the attempts (job id, attempt) the agent holds.
+  bool Heartbeat(const std::vector<std::pair<std::string, int>>& held) {
     v1::AgentMessage m;
-    m.mutable_heartbeat();
+    v1::Heartbeat* beat = m.mutable_heartbeat();
+    for (const auto& [job_id, attempt] : held) {
+      v1::HeldAttempt* h = beat->add_held();
+      h->set_job_id(job_id);
+      h->set_attempt(attempt);
+    }
     return Send(m);
   }
 
@@ -634,7 +640,7 @@ TEST_F(ServiceTest, HeartbeatsKeepALeaseAndSilenceLosesIt) {
   EXPECT_EQ(offer->attempt(), 1);
   const absl::Time started = absl::Now();
   while (absl::Now() - started < absl::Milliseconds(6500)) {
-    ASSERT_TRUE(agent->Heartbeat());
+    ASSERT_TRUE(agent->Heartbeat({{offer->job_id(), offer->attempt()}}));
     absl::SleepFor(absl::Milliseconds(100));
   }
   v1::Job kept = Get(ids[0]);

@@ -1,0 +1,85 @@
+// FlakyStore (tests only): a real Store whose writes can be made to fail, as a full disk or a lost
+// database connection makes them fail, and then work again. Reads always reach the real store.
+//
+// Thread-safety: as the wrapped store; SetWriteFailure may be called from any thread.
+
+#ifndef BENCHFARM_TRACKER_FLAKY_STORE_H_
+#define BENCHFARM_TRACKER_FLAKY_STORE_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "tracker/store.h"
+
+namespace benchfarm::tracker {
+
+class FlakyStore final : public Store {
+ public:
+  explicit FlakyStore(Store* real) : real_(real) {}  // borrowed; outlives this
+
+  // Every write returns `failure` while it is not OK; OkStatus() heals the store.
+  void SetWriteFailure(absl::Status failure) {
+    absl::MutexLock lock(&mu_);
+    failure_ = std::move(failure);
+  }
+  int64_t refused_writes() const {
+    absl::MutexLock lock(&mu_);
+    return refused_;
+  }
+
+  absl::StatusOr<std::optional<std::vector<std::string>>> FindSubmission(
+      const std::string& client_id, const std::string& request_id) override {
+    return real_->FindSubmission(client_id, request_id);
+  }
+  absl::StatusOr<std::vector<int64_t>> InsertSubmission(
+      const std::string& client_id, const std::string& request_id,
+      const std::vector<v1::Job>& jobs) override {
+    if (absl::Status f = Failure(); !f.ok()) return f;
+    return real_->InsertSubmission(client_id, request_id, jobs);
+  }
+  absl::Status UpdateJob(const v1::Job& job) override {
+    if (absl::Status f = Failure(); !f.ok()) return f;
+    return real_->UpdateJob(job);
+  }
+  absl::StatusOr<std::optional<StoredJob>> GetJob(const std::string& job_id) override {
+    return real_->GetJob(job_id);
+  }
+  absl::StatusOr<std::vector<StoredJob>> ListJobs(const JobFilter& filter) override {
+    return real_->ListJobs(filter);
+  }
+  absl::StatusOr<std::vector<StoredJob>> LoadUnfinishedJobs() override {
+    return real_->LoadUnfinishedJobs();
+  }
+  absl::Status UpsertBoard(const v1::Board& board) override {
+    if (absl::Status f = Failure(); !f.ok()) return f;
+    return real_->UpsertBoard(board);
+  }
+  absl::StatusOr<std::vector<v1::Board>> LoadBoards() override { return real_->LoadBoards(); }
+  absl::Status InsertOperator(const v1::Operator& op) override {
+    if (absl::Status f = Failure(); !f.ok()) return f;
+    return real_->InsertOperator(op);
+  }
+  absl::StatusOr<std::vector<v1::Operator>> LoadOperators() override {
+    return real_->LoadOperators();
+  }
+
+ private:
+  absl::Status Failure() {
+    absl::MutexLock lock(&mu_);
+    if (!failure_.ok()) refused_++;
+    return failure_;
+  }
+
+  Store* const real_;
+  mutable absl::Mutex mu_;
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
+  int64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace benchfarm::tracker
+
+#endif  // BENCHFARM_TRACKER_FLAKY_STORE_H_
