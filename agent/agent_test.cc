@@ -330,8 +330,10 @@ TEST_F(AgentTest, AdaptiveTrialsStopAtTheTargetTheBudgetOrMaxRepeatAndSayWhich) 
     EXPECT_EQ(r.stats().count(), r.costs_s_size());
     EXPECT_GE(r.measured().number(), 1);
     // number is calibrated so one repeat lasts min_repeat_ms (2 ms): a cost of ~us needs many
-    // calls; the repeat lasts at least about that (host time may stretch it, never shrink it much).
-    EXPECT_GT(r.measured().number() * r.stats().median_s(), 1e-3) << r.ShortDebugString();
+    // calls; the repeat lasts about that — host time may stretch it, and this VM's cores change
+    // speed by up to 2x between the calibration and the repeats (README "Benchmarks"), so the
+    // bound is a quarter of it.
+    EXPECT_GT(r.measured().number() * r.stats().median_s(), 5e-4) << r.ShortDebugString();
   }
   EXPECT_EQ(jobs[0].result().measured().stop(), "target");
   EXPECT_EQ(jobs[0].result().costs_s_size(), device::kAdaptiveMinRepeats);

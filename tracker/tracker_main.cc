@@ -184,13 +184,14 @@ int main(int argc, char** argv) {
                  "deploy/pki.sh token {} NAME (README \"Security\")",
                  security->state_dir, security->state_dir);
   }
+  // Before the line scripts wait for: a SIGTERM right after it must stop the tracker cleanly.
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
   std::printf("tracker: listening on %s:%d", host.c_str(), port);
   if (metrics.port() != 0) std::printf(" (metrics on port %d)", metrics.port());
   std::printf("\n");
   std::fflush(stdout);
 
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGINT, OnSignal);
   while (!g_stop) absl::SleepFor(absl::Milliseconds(100));
   spdlog::info("stopping");
   service.Stop();
