@@ -643,8 +643,7 @@ absl::StatusOr<std::vector<std::string>> JobQueue::Submit(const std::string& cli
   }
   absl::StatusOr<std::vector<int64_t>> inserted =
       store_->InsertSubmission(client_id, request_id, jobs);
-  if (!inserted.ok()) return Stored(inserted.status());
-  (void)Stored(absl::OkStatus());
+  RETURN_IF_ERROR(Stored(inserted.status()));  // an OK write also ends a failing spell
   const std::vector<int64_t>& seqs = *inserted;
   for (size_t i = 0; i < jobs.size(); ++i) {
     LiveJob& live = jobs_[jobs[i].job_id()];
