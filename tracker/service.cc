@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/memory.h"
 #include "tracker/metrics.h"
 
 namespace benchfarm::tracker {
@@ -707,6 +708,7 @@ void TrackerService::Detach(const std::string& agent_id, AgentStream* stream) {
 
 void TrackerService::DispatchLoop() {
   absl::Time last_full = absl::InfinitePast();
+  absl::Time last_heap_check = absl::Now();
   for (;;) {
     {
       absl::MutexLock lock(&poke_mu_);
@@ -720,6 +722,10 @@ void TrackerService::DispatchLoop() {
       queue_->ExpireLeases();
       if (metrics_ != nullptr) metrics_->Update(queue_->Stats());
       last_full = absl::Now();
+    }
+    if (absl::Now() - last_heap_check >= options_.heap_check_period) {
+      base::ReleaseFreeHeapOver(options_.release_heap_over);
+      last_heap_check = absl::Now();
     }
   }
 }

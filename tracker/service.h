@@ -54,6 +54,11 @@ struct ServiceOptions {
   int64_t watch_buffer_bytes = int64_t{32} << 20;
   // A cut-off stream whose client does not read even the write in flight is cancelled after this.
   absl::Duration watch_cut_grace = absl::Seconds(30);
+  // Every heap_check_period, free heap the allocator holds beyond release_heap_over bytes is
+  // given back to the system (after a burst — a watcher flood, a large backlog finished — glibc
+  // would otherwise keep it resident for the life of the process).
+  absl::Duration heap_check_period = absl::Seconds(2);
+  int64_t release_heap_over = int64_t{64} << 20;
   // Who may call (borrowed; outlives the service). Null: an --insecure tracker, where every
   // caller may do everything and client ids are taken from requests.
   Authenticator* auth = nullptr;
