@@ -19,6 +19,8 @@
 // The tracker is found with --tracker, else in the runfiles ($RUNFILES_DIR, $TEST_SRCDIR or
 // argv[0].runfiles). --quick uses tiny sizes (the smoke test).
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +28,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -104,62 +107,124 @@ v1::Trial MakeTrial(uint64_t seed) {
 // Offer arrivals and acknowledged results, shared by every simulated agent.
 struct Board {
   absl::Mutex mu;
+  bool record_offers ABSL_GUARDED_BY(mu) = true;  // note each offer's arrival (latency runs)
   std::map<std::string, Steady::time_point> offered ABSL_GUARDED_BY(mu);
   int64_t acked ABSL_GUARDED_BY(mu) = 0;
   int registered ABSL_GUARDED_BY(mu) = 0;
 };
 
-// One simulated agent: one stream, one board; answers every offer at once.
-class SimAgent {
+// One simulated agent: one stream, one board; answers every offer at once (or, paused, holds it
+// until resumed). On gRPC's callback API: no thread of its own, so 10,000 of them cost the load
+// generator little.
+class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::TrackerMessage> {
  public:
   SimAgent(std::shared_ptr<grpc::Channel> channel, std::string id, Board* board)
       : stub_(v1::TrackerAgent::NewStub(channel)), id_(std::move(id)), board_(board) {}
+  ~SimAgent() override { Stop(); }
 
-  void Start() { thread_ = std::thread([this] { Run(); }); }
-  void Stop() {
-    context_.TryCancel();
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  void Run() {
-    context_.set_deadline(In(absl::Minutes(10)));
-    auto stream = stub_->Connect(&context_);
+  void Start() {
+    context_.set_deadline(In(absl::Minutes(30)));
+    stub_->async()->Connect(&context_, this);
     v1::AgentMessage hello;
     hello.mutable_register_()->set_agent_id(id_);
     v1::BoardRegistration* r = hello.mutable_register_()->add_boards();
     r->set_board_id(id_ + "-board");
     r->set_kind("host");
-    if (!stream->Write(hello)) return;
-    v1::TrackerMessage m;
-    while (stream->Read(&m)) {
-      if (m.has_registered()) {
-        absl::MutexLock lock(&board_->mu);
-        ++board_->registered;
-      } else if (m.has_offer()) {
-        Steady::time_point now = Steady::now();
-        {
-          absl::MutexLock lock(&board_->mu);
-          board_->offered[m.offer().job_id()] = now;
-        }
-        v1::AgentMessage out;
-        out.mutable_result()->set_job_id(m.offer().job_id());
-        out.mutable_result()->set_attempt(m.offer().attempt());
-        out.mutable_result()->mutable_result()->add_costs_s(1e-3);
-        if (!stream->Write(out)) break;
-      } else if (m.has_result_ack()) {
-        absl::MutexLock lock(&board_->mu);
-        ++board_->acked;
-      }
+    Send(std::move(hello));
+    StartRead(&in_);
+    StartCall();
+    started_ = true;
+  }
+  void Stop() {
+    if (!started_) return;
+    context_.TryCancel();
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&done_));
+    started_ = false;
+  }
+  // Paused: offers are held, unanswered (their boards stay busy); Resume answers them.
+  void Pause() {
+    absl::MutexLock lock(&mu_);
+    paused_ = true;
+  }
+  void Resume() {
+    std::vector<v1::JobOffer> held;
+    {
+      absl::MutexLock lock(&mu_);
+      paused_ = false;
+      held.swap(held_);
     }
-    stream->Finish().IgnoreError();
+    for (const v1::JobOffer& offer : held) Answer(offer);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    if (in_.has_registered()) {
+      absl::MutexLock lock(&board_->mu);
+      ++board_->registered;
+    } else if (in_.has_offer()) {
+      const Steady::time_point now = Steady::now();
+      {
+        absl::MutexLock lock(&board_->mu);
+        if (board_->record_offers) board_->offered[in_.offer().job_id()] = now;
+      }
+      bool hold;
+      {
+        absl::MutexLock lock(&mu_);
+        hold = paused_;
+        if (hold) held_.push_back(in_.offer());
+      }
+      if (!hold) Answer(in_.offer());
+    } else if (in_.has_result_ack()) {
+      absl::MutexLock lock(&board_->mu);
+      ++board_->acked;
+    }
+    StartRead(&in_);
+  }
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (ok) WriteNextLocked();
+  }
+  void OnDone(const grpc::Status&) override {
+    absl::MutexLock lock(&mu_);
+    done_ = true;
+  }
+
+ private:
+  void Answer(const v1::JobOffer& offer) {
+    v1::AgentMessage out;
+    out.mutable_result()->set_job_id(offer.job_id());
+    out.mutable_result()->set_attempt(offer.attempt());
+    out.mutable_result()->mutable_result()->add_costs_s(1e-3);
+    Send(std::move(out));
+  }
+  void Send(v1::AgentMessage m) {
+    absl::MutexLock lock(&mu_);
+    outbox_.push_back(std::move(m));
+    WriteNextLocked();
+  }
+  void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (writing_ || outbox_.empty()) return;
+    current_ = std::move(outbox_.front());
+    outbox_.pop_front();
+    writing_ = true;
+    StartWrite(&current_);
   }
 
   std::unique_ptr<v1::TrackerAgent::Stub> stub_;
   const std::string id_;
   Board* const board_;
   grpc::ClientContext context_;
-  std::thread thread_;
+  v1::TrackerMessage in_;
+  bool started_ = false;
+  absl::Mutex mu_;
+  std::deque<v1::AgentMessage> outbox_ ABSL_GUARDED_BY(mu_);
+  v1::AgentMessage current_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<v1::JobOffer> held_ ABSL_GUARDED_BY(mu_);
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // One channel (one TCP connection) per this many agent streams.
@@ -244,14 +309,65 @@ bool SubmitScenario(const std::string& tracker_path, const std::string& dir, int
   return !failed;
 }
 
-// Dispatch: `agents` simulated agents, one board each. Throughput: `total` trials submitted in
-// batches of 1,000 until every result is acknowledged. Latency: `samples` single trials, one at
-// a time, each from SubmitTrials returning to its offer arriving.
-bool DispatchScenario(const std::string& tracker_path, const std::string& dir, int agents, int total,
-                      int samples, Row* row) {
+// CPU seconds (user + system) the process has used: `pid`'s from /proc, or -1.
+double CpuSeconds(pid_t pid) {
+  FILE* f = std::fopen(absl::StrCat("/proc/", pid, "/stat").c_str(), "r");
+  if (f == nullptr) return -1;
+  char buffer[1024];
+  const size_t n = std::fread(buffer, 1, sizeof(buffer) - 1, f);
+  std::fclose(f);
+  buffer[n] = '\0';
+  // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+  const char* p = std::strrchr(buffer, ')');
+  if (p == nullptr) return -1;
+  unsigned long long utime = 0, stime = 0;
+  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+                  &stime) != 2) {
+    return -1;
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+double SelfCpuSeconds() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+double RssMiB(pid_t pid);
+
+struct DispatchRow {
+  std::string store;  // where the database is: "disk" or "tmpfs"
+  int agents = 0;
+  int64_t backlog = 0;  // trials still queued when the run ends
+  int64_t trials = 0;   // dispatched in the run
+  double seconds = 0;
+  double tracker_cpu_s = -1, bench_cpu_s = -1;
+  double p50_ms = -1, p99_ms = -1;
+  int early = 0;  // offers that arrived before SubmitTrials returned (counted as 0 ms)
+  double kib_per_agent = -1, kib_per_queued = -1;
+};
+
+// Dispatch on a fresh tracker with its database in `db_dir`: `agents` simulated agents, one
+// board each. Latency: `samples` single trials, one at a time, boards idle, each from
+// SubmitTrials returning to its offer arriving. Throughput: with every board holding an
+// unanswered offer, `drain + backlog` more trials are queued; then the agents answer, and the run
+// lasts until `drain` of them are acknowledged (offer -> result stored -> ack; `backlog` stay
+// queued throughout). The tracker's and this process's CPU time over the run, and the tracker's
+// memory per agent and per queued trial (RSS growth) come with it.
+bool DispatchScenario(const std::string& tracker_path, const std::string& db_dir,
+                      const std::string& store, int agents, int64_t backlog, int64_t drain,
+                      int samples, DispatchRow* row) {
+  row->store = store;
+  row->agents = agents;
+  row->backlog = backlog;
   ScenarioTracker tracker(tracker_path);
-  std::string address = tracker.Start(Database(dir, absl::StrCat("dispatch", agents)));
+  std::string address = tracker.Start(Database(db_dir, absl::StrCat("dispatch", agents)));
   if (address.empty()) return false;
+  const pid_t pid = tracker.pid();
+  absl::SleepFor(absl::Milliseconds(200));
+  const double rss_empty = RssMiB(pid);
   Board board;
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   std::vector<std::unique_ptr<SimAgent>> sims;
@@ -266,33 +382,17 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& dir, i
     auto all = [&board, agents]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) {
       return board.registered == agents;
     };
-    if (!board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(60))) {
+    if (!board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(120))) {
       std::fprintf(stderr, "tracker_bench: only %d of %d agents registered\n", board.registered,
                    agents);
       ok = false;
     }
   }
-  auto stub = v1::Tracker::NewStub(NewChannel(address, 100000));
-  Steady::time_point start = Steady::now();
-  int submitted = 0;
-  for (int b = 0; ok && submitted < total; ++b) {
-    int n = std::min(1000, total - submitted);
-    ok = Submit(stub.get(), "throughput", absl::StrCat("t", b), n, submitted, nullptr);
-    submitted += n;
-  }
-  if (ok) {
-    absl::MutexLock lock(&board.mu);
-    auto all = [&board, total]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) { return board.acked >= total; };
-    if (!board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(120))) {
-      std::fprintf(stderr, "tracker_bench: %lld of %d results after 120 s\n",
-                   static_cast<long long>(board.acked), total);
-      ok = false;
-    }
-  }
-  row->name = absl::StrCat("dispatch, ", agents, " agents");
-  row->trials = total;
-  row->seconds = std::chrono::duration<double>(Steady::now() - start).count();
+  absl::SleepFor(absl::Milliseconds(200));
+  row->kib_per_agent = (RssMiB(pid) - rss_empty) * 1024 / agents;
+  auto stub = v1::Tracker::NewStub(NewChannel(address, 1000000));
 
+  // Latency, boards idle.
   std::vector<double> latencies_ms;
   for (int i = 0; ok && i < samples; ++i) {
     std::vector<std::string> ids;
@@ -325,6 +425,53 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& dir, i
     row->p50_ms = at(0.50);
     row->p99_ms = at(0.99);
   }
+  int64_t acked_before = 0;
+  {
+    absl::MutexLock lock(&board.mu);
+    const int64_t want = static_cast<int64_t>(latencies_ms.size());
+    auto all = [&board, want]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) {
+      return board.acked >= want;
+    };
+    if (ok && !board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(30))) ok = false;
+    board.record_offers = false;
+    board.offered.clear();
+    acked_before = board.acked;
+  }
+
+  // The backlog: every board holds an offer it does not answer yet; the rest queue.
+  for (auto& sim : sims) sim->Pause();
+  const double rss_before_backlog = RssMiB(pid);
+  const int64_t total = drain + backlog;
+  for (int64_t submitted = 0, r = 0; ok && submitted < total; ++r) {
+    const int n = static_cast<int>(std::min<int64_t>(10000, total - submitted));
+    // Clients of 90,000 trials each: under the per-client cap (max_queued_per_client).
+    ok = Submit(stub.get(), absl::StrCat("throughput-", submitted / 90000), absl::StrCat("t", r),
+                n, submitted, nullptr);
+    submitted += n;
+  }
+  absl::SleepFor(absl::Milliseconds(200));
+  row->kib_per_queued = (RssMiB(pid) - rss_before_backlog) * 1024 / static_cast<double>(total);
+
+  const double tracker_cpu0 = CpuSeconds(pid), bench_cpu0 = SelfCpuSeconds();
+  const Steady::time_point start = Steady::now();
+  for (auto& sim : sims) sim->Resume();
+  if (ok) {
+    absl::MutexLock lock(&board.mu);
+    const int64_t want = acked_before + drain;
+    auto all = [&board, want]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) {
+      return board.acked >= want;
+    };
+    if (!board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Minutes(10))) {
+      std::fprintf(stderr, "tracker_bench: %lld of %lld results after 10 min\n",
+                   static_cast<long long>(board.acked - acked_before),
+                   static_cast<long long>(drain));
+      ok = false;
+    }
+  }
+  row->seconds = std::chrono::duration<double>(Steady::now() - start).count();
+  row->tracker_cpu_s = CpuSeconds(pid) - tracker_cpu0;
+  row->bench_cpu_s = SelfCpuSeconds() - bench_cpu0;
+  row->trials = drain;
   for (auto& sim : sims) sim->Stop();
   return ok;
 }
@@ -611,9 +758,29 @@ int Main(int argc, char** argv) {
   if (flood) return FloodMain(tracker, dir, quick);
 
   const int submit_total = quick ? 2000 : 50000;
-  const int dispatch_total = quick ? 200 : 5000;
+  const int64_t drain = quick ? 500 : 50000;
   const int samples = quick ? 20 : 200;
-  const std::vector<int> agent_counts = quick ? std::vector<int>{10, 20} : std::vector<int>{100, 1000};
+  // The database on the tmpfs /dev/shm: what durability (an fsync per group commit) costs.
+  std::string shm_dir;
+  if (struct stat st; stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode)) {
+    std::string pattern = "/dev/shm/tracker_bench.XXXXXX";
+    std::vector<char> shm(pattern.begin(), pattern.end());
+    shm.push_back('\0');
+    if (mkdtemp(shm.data()) != nullptr) shm_dir = shm.data();
+  }
+  struct Config {
+    std::string store;
+    int agents;
+    int64_t backlog;
+  };
+  std::vector<Config> configs;
+  if (quick) {
+    configs = {{"disk", 10, 100}, {"disk", 20, 1000}, {"tmpfs", 10, 100}};
+  } else {
+    configs = {{"disk", 100, 1000},   {"disk", 1000, 1000},     {"disk", 10000, 1000},
+               {"disk", 1000, 100000}, {"disk", 1000, 1000000}, {"tmpfs", 100, 1000},
+               {"tmpfs", 1000, 1000}};
+  }
 
   std::vector<Row> rows;
   bool ok = true;
@@ -623,32 +790,57 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "tracker_bench: %s: done\n", row.name.c_str());
     rows.push_back(row);
   }
-  for (int agents : agent_counts) {
-    Row row;
-    if (!DispatchScenario(tracker, dir, agents, dispatch_total, samples, &row)) ok = false;
-    std::fprintf(stderr, "tracker_bench: %s: done\n", row.name.c_str());
-    rows.push_back(row);
+  std::vector<DispatchRow> dispatch;
+  for (const Config& c : configs) {
+    if (c.store == "tmpfs" && shm_dir.empty()) continue;
+    DispatchRow row;
+    if (!DispatchScenario(tracker, c.store == "tmpfs" ? shm_dir : dir, c.store, c.agents,
+                          c.backlog, drain, samples, &row)) {
+      ok = false;
+    }
+    std::fprintf(stderr, "tracker_bench: dispatch, %s, %d agents, %lld queued: done\n",
+                 c.store.c_str(), c.agents, static_cast<long long>(c.backlog));
+    dispatch.push_back(row);
+  }
+  if (!shm_dir.empty()) {
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      for (const Config& c : configs) {
+        unlink(absl::StrCat(Database(shm_dir, absl::StrCat("dispatch", c.agents)), suffix).c_str());
+      }
+    }
+    rmdir(shm_dir.c_str());
   }
 
-  std::printf("tracker_bench: %u CPUs, tracker %s\n", std::thread::hardware_concurrency(),
-              tracker.c_str());
-  std::printf("%-26s %8s %9s %11s %12s %12s\n", "scenario", "trials", "seconds", "trials/s",
-              "dispatch p50", "dispatch p99");
+  const unsigned cpus = std::thread::hardware_concurrency();
+  std::printf("tracker_bench: %u CPUs, tracker %s\n", cpus, tracker.c_str());
+  std::printf("%-26s %8s %9s %11s\n", "submit", "trials", "seconds", "trials/s");
   for (const Row& r : rows) {
-    std::string p50 = r.p50_ms < 0 ? "-" : absl::StrFormat("%.2f ms", r.p50_ms);
-    std::string p99 = r.p99_ms < 0 ? "-" : absl::StrFormat("%.2f ms", r.p99_ms);
-    std::printf("%-26s %8lld %9.2f %11.0f %12s %12s\n", r.name.c_str(),
-                static_cast<long long>(r.trials), r.seconds,
-                r.seconds > 0 ? static_cast<double>(r.trials) / r.seconds : 0.0, p50.c_str(),
-                p99.c_str());
+    std::printf("%-26s %8lld %9.2f %11.0f\n", r.name.c_str(), static_cast<long long>(r.trials),
+                r.seconds, r.seconds > 0 ? static_cast<double>(r.trials) / r.seconds : 0.0);
+  }
+  std::printf("\n%-6s %7s %8s %10s %9s %12s %9s %9s %9s %9s %10s %10s\n", "store", "agents",
+              "queued", "dispatches", "per s", "tracker CPU", "tracker", "bench", "p50", "p99",
+              "KiB/agent", "KiB/trial");
+  std::printf("%-6s %7s %8s %10s %9s %12s %9s %9s %9s %9s %10s %10s\n", "", "", "", "", "",
+              "per dispatch", "CPU share", "CPU share", "offer", "offer", "", "queued");
+  for (const DispatchRow& r : dispatch) {
+    const double share = r.seconds > 0 ? 100.0 / (r.seconds * cpus) : 0;
+    std::printf("%-6s %7d %8lld %10lld %9.0f %9.1f us %8.0f%% %8.0f%% %6.2f ms %6.2f ms %10.1f "
+                "%10.2f\n",
+                r.store.c_str(), r.agents, static_cast<long long>(r.backlog),
+                static_cast<long long>(r.trials), r.seconds > 0 ? r.trials / r.seconds : 0.0,
+                r.trials > 0 ? r.tracker_cpu_s * 1e6 / static_cast<double>(r.trials) : -1,
+                r.tracker_cpu_s * share, r.bench_cpu_s * share, r.p50_ms, r.p99_ms,
+                r.kib_per_agent, r.kib_per_queued);
   }
   std::printf(
-      "dispatch rows: trials/s is offer -> result -> ack with every board busy (batches of 1,000);\n"
-      "latency is SubmitTrials returning -> offer at the agent, one trial at a time, boards idle\n"
-      "(%d samples; offers that beat the response count as 0 ms: ",
-      samples);
-  for (size_t i = 2; i < rows.size(); ++i) std::printf("%s%d", i > 2 ? ", " : "", rows[i].early);
-  std::printf(").\n");
+      "dispatch: offer -> result stored -> ack, every board busy, `queued` trials waiting "
+      "throughout; the database\nfsync'd (synchronous=FULL, group commit) on disk, or on tmpfs "
+      "(/dev/shm: the same without the disk's cost).\nCPU share: of all %u CPUs over the run "
+      "(bench = the load generator: simulated agents and client).\np50/p99 offer: SubmitTrials "
+      "returning -> the offer at an agent, one trial at a time, boards idle (%d samples;\nan "
+      "offer that beats the response counts as 0 ms).\n",
+      cpus, samples);
   if (!ok || g_tracker_hung) {
     std::fprintf(stderr, "tracker_bench: FAILED (see above)\n");
     return 1;

@@ -1,5 +1,6 @@
 // FlakyStore (tests only): a real Store whose writes can be made to fail, as a full disk or a lost
-// database connection makes them fail, and then work again. Reads always reach the real store.
+// database connection makes them fail, and then work again, or wait (HoldWrites). Reads always
+// reach the real store.
 //
 // Thread-safety: as the wrapped store; SetWriteFailure may be called from any thread.
 
@@ -26,6 +27,16 @@ class FlakyStore final : public Store {
     absl::MutexLock lock(&mu_);
     failure_ = std::move(failure);
   }
+  // While held, a write waits (as behind a slow disk) until released.
+  void HoldWrites(bool hold) {
+    absl::MutexLock lock(&mu_);
+    held_ = hold;
+  }
+  // Writes that reached the store (waiting or done).
+  int64_t writes() const {
+    absl::MutexLock lock(&mu_);
+    return writes_;
+  }
   int64_t refused_writes() const {
     absl::MutexLock lock(&mu_);
     return refused_;
@@ -35,16 +46,11 @@ class FlakyStore final : public Store {
       const std::string& client_id, const std::string& request_id) override {
     return real_->FindSubmission(client_id, request_id);
   }
-  absl::StatusOr<std::vector<int64_t>> InsertSubmission(
-      const std::string& client_id, const std::string& request_id,
-      const std::vector<v1::Job>& jobs) override {
+  absl::Status Apply(const WriteBatch& batch) override {
     if (absl::Status f = Failure(); !f.ok()) return f;
-    return real_->InsertSubmission(client_id, request_id, jobs);
+    return real_->Apply(batch);
   }
-  absl::Status UpdateJob(const v1::Job& job) override {
-    if (absl::Status f = Failure(); !f.ok()) return f;
-    return real_->UpdateJob(job);
-  }
+  absl::StatusOr<int64_t> LastSeq() override { return real_->LastSeq(); }
   absl::StatusOr<std::optional<StoredJob>> GetJob(const std::string& job_id) override {
     return real_->GetJob(job_id);
   }
@@ -53,10 +59,6 @@ class FlakyStore final : public Store {
   }
   absl::StatusOr<std::vector<StoredJob>> LoadUnfinishedJobs() override {
     return real_->LoadUnfinishedJobs();
-  }
-  absl::Status UpsertBoard(const v1::Board& board) override {
-    if (absl::Status f = Failure(); !f.ok()) return f;
-    return real_->UpsertBoard(board);
   }
   absl::StatusOr<std::vector<v1::Board>> LoadBoards() override { return real_->LoadBoards(); }
   absl::Status InsertOperator(const v1::Operator& op) override {
@@ -70,6 +72,9 @@ class FlakyStore final : public Store {
  private:
   absl::Status Failure() {
     absl::MutexLock lock(&mu_);
+    writes_++;
+    mu_.Await(absl::Condition(
+        +[](bool* held) { return !*held; }, &held_));
     if (!failure_.ok()) refused_++;
     return failure_;
   }
@@ -78,6 +83,8 @@ class FlakyStore final : public Store {
   mutable absl::Mutex mu_;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   int64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t writes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool held_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace benchfarm::tracker

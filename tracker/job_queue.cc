@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/random/random.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -34,6 +35,9 @@ absl::Status Invalid(int index, const std::string& field, const std::string& pro
 constexpr int kMaxArgs = 16;
 constexpr int kMaxNdim = 6;
 constexpr int64_t kMaxElements = int64_t{1} << 28;
+
+// Health checks' job ids (never a submitted job's: NewJobId).
+constexpr char kHealthJobPrefix[] = "health-";
 
 std::string NewJobId() {
   static absl::Mutex mu(absl::kConstInit);
@@ -236,7 +240,11 @@ v1::Trial BuiltinHealthCheck() {
 }  // namespace
 
 JobQueue::JobQueue(Store* store, const base::Clock* clock, JobQueueOptions options)
-    : store_(store), clock_(clock), options_(std::move(options)), catalog_(store) {
+    : store_(store),
+      clock_(clock),
+      options_(std::move(options)),
+      catalog_(store),
+      commit_(store, GroupCommitOptions{options_.store_probe}) {
   for (const std::string& kind : options_.known_kinds) kinds_.insert(kind);
 }
 
@@ -254,6 +262,7 @@ absl::Status JobQueue::Recover() {
     agent_boards_[record.board.agent_id()].insert(record.board.board_id());
   }
   ASSIGN_OR_RETURN(std::vector<StoredJob> jobs, store_->LoadUnfinishedJobs());
+  ASSIGN_OR_RETURN(last_seq_, store_->LastSeq());
   absl::Time now = clock_->Now();
   for (StoredJob& stored : jobs) {
     LiveJob& live = jobs_[stored.job.job_id()];
@@ -511,7 +520,7 @@ bool JobQueue::Eligible(const v1::Trial& trial, const v1::Board& board) const {
   return true;
 }
 
-JobQueue::LiveJob* JobQueue::PickFor(const v1::Board& board) {
+JobQueue::LiveJob* JobQueue::PickFor(const v1::Board& board, GroupCommit::Ticket durable) {
   auto kind = queues_.find(board.kind());
   if (kind == queues_.end()) return nullptr;
   std::vector<PinQueue*> pins;
@@ -555,8 +564,10 @@ JobQueue::LiveJob* JobQueue::PickFor(const v1::Board& board) {
         seq = it->second.front();
       }
     }
+    LiveJob* job = &jobs_[job_by_seq_[seq]];
+    if (job->inserted > durable) return nullptr;  // offered once stored (soon: a commit away)
     level.last_client = *next;
-    return &jobs_[job_by_seq_[seq]];
+    return job;
   }
   return nullptr;
 }
@@ -566,6 +577,14 @@ JobQueue::LiveJob* JobQueue::PickFor(const v1::Board& board) {
 absl::StatusOr<std::vector<std::string>> JobQueue::Submit(const std::string& client_id,
                                                           const std::string& request_id,
                                                           const std::vector<v1::Trial>& trials) {
+  ASSIGN_OR_RETURN(Accepted accepted, SubmitAsync(client_id, request_id, trials));
+  RETURN_IF_ERROR(commit_.Wait(accepted.ticket));
+  return std::move(accepted.job_ids);
+}
+
+absl::StatusOr<JobQueue::Accepted> JobQueue::SubmitAsync(const std::string& client_id,
+                                                         const std::string& request_id,
+                                                         const std::vector<v1::Trial>& trials) {
   if (client_id.empty() || client_id.size() > kMaxIdBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("client_id: required, at most ", kMaxIdBytes, " bytes"));
@@ -579,7 +598,33 @@ absl::StatusOr<std::vector<std::string>> JobQueue::Submit(const std::string& cli
         absl::StrCat("trials: need 1..", options_.max_trials_per_submission, " per submission"));
   }
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(auto earlier, store_->FindSubmission(client_id, request_id));
+  // An earlier submission with this request id: not yet stored (submitted_), or in the store —
+  // read without the lock (the store may be busy committing), unless it was forgotten from
+  // submitted_ meanwhile (then it is in the store: look again).
+  std::optional<std::vector<std::string>> earlier;
+  GroupCommit::Ticket earlier_ticket = 0;  // 0: stored
+  for (;;) {
+    if (auto it = submitted_.find({client_id, request_id}); it != submitted_.end()) {
+      earlier = it->second.job_ids;
+      earlier_ticket = it->second.ticket;
+      break;
+    }
+    const int64_t forgotten = forgotten_submissions_;
+    mu_.Unlock();
+    absl::StatusOr<std::optional<std::vector<std::string>>> found =
+        store_->FindSubmission(client_id, request_id);
+    mu_.Lock();
+    if (!found.ok()) return found.status();
+    earlier = *std::move(found);
+    if (earlier.has_value()) break;
+    if (forgotten != forgotten_submissions_) continue;
+    // Not stored; perhaps accepted meanwhile by a concurrent call with the same id.
+    if (auto it = submitted_.find({client_id, request_id}); it != submitted_.end()) {
+      earlier = it->second.job_ids;
+      earlier_ticket = it->second.ticket;
+    }
+    break;
+  }
   if (earlier.has_value()) {
     // A retry must be the same submission: otherwise the client reused the id by mistake.
     auto conflict = [&](const std::string& what) {
@@ -592,9 +637,9 @@ absl::StatusOr<std::vector<std::string>> JobQueue::Submit(const std::string& cli
       return conflict(absl::StrCat("it had ", earlier->size(), " trials, this one ", trials.size()));
     }
     for (size_t i = 0; i < trials.size(); ++i) {
-      ASSIGN_OR_RETURN(std::optional<StoredJob> stored, store_->GetJob((*earlier)[i]));
+      ASSIGN_OR_RETURN(std::optional<v1::Job> stored, FindJobLocked((*earlier)[i]));
       if (!stored.has_value()) continue;
-      v1::Trial was = stored->job.trial();
+      v1::Trial was = stored->trial();
       if (trials[i].op().template_op().version().empty()) {
         was.mutable_op()->mutable_template_op()->clear_version();
       }
@@ -602,7 +647,12 @@ absl::StatusOr<std::vector<std::string>> JobQueue::Submit(const std::string& cli
         return conflict(absl::StrCat("trials[", i, "] differs"));
       }
     }
-    return *earlier;
+    return Accepted{*std::move(earlier), earlier_ticket};
+  }
+  if (commit_.failing()) {
+    return absl::UnavailableError(absl::StrCat("the tracker's database is failing (",
+                                               commit_.Stats().problem,
+                                               "); nothing was taken: try again later"));
   }
   std::vector<v1::Trial> checked = trials;
   for (size_t i = 0; i < checked.size(); ++i) {
@@ -641,29 +691,45 @@ absl::StatusOr<std::vector<std::string>> JobQueue::Submit(const std::string& cli
     *jobs[i].mutable_submitted_at() = now;
     ids.push_back(jobs[i].job_id());
   }
-  absl::StatusOr<std::vector<int64_t>> inserted =
-      store_->InsertSubmission(client_id, request_id, jobs);
-  RETURN_IF_ERROR(Stored(inserted.status()));  // an OK write also ends a failing spell
-  const std::vector<int64_t>& seqs = *inserted;
+  // The submission and its jobs go to the store together (one transaction).
+  std::vector<WriteBatch::JobWrite> writes;
+  writes.reserve(jobs.size());
+  for (const v1::Job& job : jobs) {
+    writes.push_back(WriteBatch::JobWrite::Of(last_seq_ + 1 + static_cast<int64_t>(writes.size()),
+                                              /*insert=*/true, job));
+  }
+  Accepted accepted;
+  accepted.ticket = commit_.PutSubmission(client_id, request_id, std::move(writes));
   for (size_t i = 0; i < jobs.size(); ++i) {
     LiveJob& live = jobs_[jobs[i].job_id()];
-    live.seq = seqs[i];
+    live.seq = ++last_seq_;
     live.job = std::move(jobs[i]);
     live.trial_bytes = sizes[i];
+    live.inserted = accepted.ticket;
     job_by_seq_[live.seq] = live.job.job_id();
     AddLoad(&live);
     Enqueue(&live);
     Notify(live.job);
   }
   counters_.trials_by_client[client_id] += static_cast<int64_t>(trials.size());
-  return ids;
+  submitted_[{client_id, request_id}] = {accepted.ticket, ids};
+  accepted.job_ids = std::move(ids);
+  return accepted;
+}
+
+absl::StatusOr<std::optional<v1::Job>> JobQueue::FindJobLocked(const std::string& job_id) {
+  if (auto it = jobs_.find(job_id); it != jobs_.end()) return it->second.job;
+  if (auto it = finishing_.find(job_id); it != finishing_.end()) return it->second.job;
+  ASSIGN_OR_RETURN(std::optional<StoredJob> stored, store_->GetJob(job_id));
+  if (!stored.has_value()) return std::nullopt;
+  return std::move(stored->job);
 }
 
 absl::StatusOr<v1::Job> JobQueue::GetJob(const std::string& job_id) {
   {
     absl::MutexLock lock(&mu_);
-    auto it = jobs_.find(job_id);
-    if (it != jobs_.end()) return it->second.job;
+    if (auto it = jobs_.find(job_id); it != jobs_.end()) return it->second.job;
+    if (auto it = finishing_.find(job_id); it != finishing_.end()) return it->second.job;
   }
   ASSIGN_OR_RETURN(std::optional<StoredJob> stored, store_->GetJob(job_id));
   if (!stored.has_value()) return absl::NotFoundError(absl::StrCat("no job ", job_id));
@@ -671,35 +737,43 @@ absl::StatusOr<v1::Job> JobQueue::GetJob(const std::string& job_id) {
 }
 
 absl::StatusOr<v1::Job> JobQueue::Cancel(const std::string& job_id) {
-  absl::MutexLock lock(&mu_);
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) {
-    ASSIGN_OR_RETURN(std::optional<StoredJob> stored, store_->GetJob(job_id));
-    if (!stored.has_value()) return absl::NotFoundError(absl::StrCat("no job ", job_id));
-    return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " has already finished"));
+  GroupCommit::Ticket ticket = 0;
+  v1::Job cancelled;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(job_id);
+    if (it == jobs_.end()) {
+      ASSIGN_OR_RETURN(std::optional<v1::Job> job, FindJobLocked(job_id));
+      if (!job.has_value()) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+      return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " has already finished"));
+    }
+    if (commit_.failing()) {
+      return absl::UnavailableError(absl::StrCat("the tracker's database is failing (",
+                                                 commit_.Stats().problem,
+                                                 "); nothing was cancelled: try again later"));
+    }
+    LiveJob& job = it->second;
+    v1::Result result;
+    result.set_error_code(v1::CANCELLED);
+    result.set_message("cancelled by the client");
+    const bool running = job.job.state() == v1::RUNNING;
+    const std::string agent_id = job.agent_id;
+    const std::string board_id = job.job.board_id();
+    if (!running) Dequeue(job);
+    ticket = Finish(&job, result, v1::CANCELLED_STATE);  // `job` dangles from here
+    cancelled = finishing_[job_id].job;
+    if (running) {
+      pending_cancels_[agent_id].push_back(job_id);
+      FreeBoard(board_id, job_id);
+    }
   }
-  LiveJob& job = it->second;
-  v1::Result result;
-  result.set_error_code(v1::CANCELLED);
-  result.set_message("cancelled by the client");
-  // Stored first: if the store refuses, the job carries on as it was.
-  const bool running = job.job.state() == v1::RUNNING;
-  const std::string agent_id = job.agent_id;
-  const std::string board_id = job.job.board_id();
-  if (!running) Dequeue(job);
-  absl::StatusOr<v1::Job> cancelled = Finish(&job, result, v1::CANCELLED_STATE);
-  if (!cancelled.ok()) {
-    if (!running) Enqueue(&job);
-    return cancelled.status();
-  }
-  if (running) {
-    pending_cancels_[agent_id].push_back(job_id);
-    FreeBoard(board_id, job_id);
-  }
+  RETURN_IF_ERROR(commit_.Wait(ticket));
   return cancelled;
 }
 
 absl::StatusOr<std::vector<StoredJob>> JobQueue::List(const JobFilter& filter) {
+  // What was changed before this call is in the store (unless it is failing: then as stored).
+  (void)commit_.Wait(commit_.last());
   return store_->ListJobs(filter);
 }
 
@@ -805,7 +879,19 @@ std::vector<v1::Board> JobQueue::Boards(const std::string& kind) {
 
 absl::StatusOr<v1::Board> JobQueue::SetQuarantine(const std::string& board_id, bool quarantine,
                                                   const std::string& reason) {
-  absl::MutexLock lock(&mu_);
+  GroupCommit::Ticket ticket = 0;
+  v1::Board saved;
+  {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(saved, SetQuarantineLocked(board_id, quarantine, reason, &ticket));
+  }
+  RETURN_IF_ERROR(commit_.Wait(ticket));
+  return saved;
+}
+
+absl::StatusOr<v1::Board> JobQueue::SetQuarantineLocked(const std::string& board_id,
+                                                        bool quarantine, const std::string& reason,
+                                                        GroupCommit::Ticket* ticket) {
   auto it = boards_.find(board_id);
   if (it == boards_.end()) return absl::NotFoundError(absl::StrCat("no board ", board_id.substr(0, 128)));
   BoardRecord& record = it->second;
@@ -824,7 +910,7 @@ absl::StatusOr<v1::Board> JobQueue::SetQuarantine(const std::string& board_id, b
     const bool online = connected_agents_.count(board.agent_id()) > 0;
     board.set_state(!online ? v1::OFFLINE : record.running.empty() ? v1::IDLE : v1::BUSY);
   }
-  RETURN_IF_ERROR(SaveBoard(record));
+  *ticket = SaveBoard(record);
   return board;
 }
 
@@ -871,8 +957,7 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
     if (board.state() != v1::QUARANTINED) board.set_state(v1::IDLE);
     kinds_.insert(b.kind());
     mine.insert(b.board_id());
-    // Registration data survives a restart only if saved; a failing store (counted and logged in
-    // SaveBoard) does not keep the agent out.
+    // Stored with the next batch; a failing store does not keep the agent out.
     (void)SaveBoard(record);
   }
   // Running jobs on this agent's boards that it no longer holds lost their attempt.
@@ -939,7 +1024,7 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
   std::vector<Offer> offers;
   if (connected_agents_.count(agent_id) == 0) return offers;
   // Work measured now could not be stored: none until the store works again.
-  if (!counters_.store_problem.empty()) return offers;
+  if (commit_.failing()) return offers;
   absl::Time now = clock_->Now();
   std::vector<BoardRecord*> candidates;
   for (const std::string& board_id : agent_boards_[agent_id]) {
@@ -950,7 +1035,7 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
         record.health_job_id.empty()) {
       Offer offer;
       offer.agent_id = agent_id;
-      record.health_job_id = absl::StrCat("health-", board_id, "-", next_health_++);
+      record.health_job_id = absl::StrCat(kHealthJobPrefix, board_id, "-", next_health_++);
       record.health_deadline = now + options_.lease;
       offer.offer.set_job_id(record.health_job_id);
       offer.offer.set_board_id(board_id);
@@ -971,13 +1056,14 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
     if (board.state() == v1::IDLE || board.state() == v1::BUSY) candidates.push_back(&record);
   }
   // Boards take turns, one job per round, until no board with a free slot finds work.
+  const GroupCommit::Ticket durable = commit_.durable();
   for (bool progress = true; progress;) {
     progress = false;
     for (BoardRecord* record : candidates) {
       v1::Board& board = record->board;
       if (static_cast<int>(record->running.size()) >= std::max(1, board.slots())) continue;
       if (board.state() != v1::IDLE && board.state() != v1::BUSY) continue;
-      LiveJob* job = PickFor(board);
+      LiveJob* job = PickFor(board, durable);
       if (job == nullptr) continue;
       progress = true;
       const std::string& board_id = board.board_id();
@@ -992,9 +1078,9 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
       attempt->set_agent_id(agent_id);
       *attempt->mutable_started_at() = ToProto(now);
       OccupyBoard(record, job->job.job_id());
-      // Recorded so a restarted tracker knows the job is out; a failed write only means the job
-      // would be re-queued after a restart, so it does not stop this offer (but the next ones).
-      (void)Stored(store_->UpdateJob(job->job));
+      // Stored with the next batch, not waited for: lost in a crash, the offer is as if not
+      // made (the job re-queues after the lease; a result the agent spooled answers it).
+      (void)SaveJob(*job, /*insert=*/false);
       Notify(job->job);
       Offer offer;
       offer.agent_id = agent_id;
@@ -1015,11 +1101,25 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
 }
 
 absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobResult& report,
-                                    bool* superseded) {
-  absl::MutexLock lock(&mu_);
+                                    bool* superseded, GroupCommit::Ticket* ticket) {
+  GroupCommit::Ticket stored = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(ReportResultLocked(agent_id, report, superseded, &stored));
+  }
+  if (ticket != nullptr) {
+    *ticket = stored;
+    return absl::OkStatus();
+  }
+  return commit_.Wait(stored);
+}
+
+absl::Status JobQueue::ReportResultLocked(const std::string& agent_id, const v1::JobResult& report,
+                                          bool* superseded, GroupCommit::Ticket* ticket) {
   if (superseded != nullptr) *superseded = false;
-  // A health check?
+  // A health check? (Their ids, and only theirs, start so: TakeOffers.)
   for (auto& [board_id, record] : boards_) {
+    if (!absl::StartsWith(report.job_id(), kHealthJobPrefix)) break;
     if (!record.health_job_id.empty() && record.health_job_id == report.job_id()) {
       record.health_job_id.clear();
       // A malformed result fails the check.
@@ -1038,7 +1138,7 @@ absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobRe
                                             report.result().message())).substr(0, kMaxQuarantineReasonBytes));
         record.next_health_check = clock_->Now() + options_.health_check_backoff;
       }
-      RETURN_IF_ERROR(SaveBoard(record));
+      *ticket = SaveBoard(record);
       if (!problem.empty()) {
         return absl::InvalidArgumentError(absl::StrCat("health check ", report.job_id(),
                                                        ": result refused: ", problem));
@@ -1050,7 +1150,9 @@ absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobRe
   if (it == jobs_.end() || it->second.job.state() != v1::RUNNING ||
       it->second.job.attempts_size() != report.attempt() || it->second.agent_id != agent_id) {
     // Already recorded, cancelled, or from a lost attempt: ignored. A lost attempt's measurement
-    // of a job still live may answer its next attempt.
+    // of a job still live may answer its next attempt. Recorded but perhaps not stored yet: the
+    // acknowledgement waits for it.
+    if (auto f = finishing_.find(report.job_id()); f != finishing_.end()) *ticket = f->second.ticket;
     if (superseded != nullptr && it != jobs_.end() &&
         report.attempt() < it->second.job.attempts_size() + (it->second.job.state() == v1::QUEUED) &&
         !IsInfrastructureError(report.result().error_code())) {
@@ -1070,7 +1172,7 @@ absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobRe
     const std::string refused = absl::StrCat("result refused: ", problem);
     const std::string which = absl::StrCat("job ", report.job_id(), " attempt ", report.attempt());
     NoteBoardOutcome(job.job.board_id(), true, refused);
-    RETURN_IF_ERROR(EndAttemptWithoutResult(&job, v1::SESSION_ERROR, refused));  // `job` may dangle
+    (void)EndAttemptWithoutResult(&job, v1::SESSION_ERROR, refused);  // `job` may dangle
     return absl::InvalidArgumentError(absl::StrCat(
         which, ": ", refused, " (the attempt counts as an infrastructure failure)"));
   }
@@ -1078,10 +1180,10 @@ absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobRe
   bool infra = IsInfrastructureError(code);
   if (infra && job.job.attempts_size() < options_.retry_budget) {
     NoteBoardOutcome(job.job.board_id(), infra, report.result().message());
-    return EndAttemptWithoutResult(&job, code, report.result().message());
+    *ticket = EndAttemptWithoutResult(&job, code, report.result().message());
+    return absl::OkStatus();
   }
   v1::Attempt* attempt = job.job.mutable_attempts(job.job.attempts_size() - 1);
-  const v1::Attempt before = *attempt;
   *attempt->mutable_ended_at() = ToProto(clock_->Now());
   attempt->set_error_code(code);
   attempt->set_message(report.result().message());
@@ -1091,13 +1193,7 @@ absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobRe
                                                options_.unstable_threshold);
   const std::string board_id = job.job.board_id();
   const std::string job_id = job.job.job_id();
-  absl::StatusOr<v1::Job> done = Finish(&job, result, v1::DONE);
-  if (!done.ok()) {
-    // Not stored: the attempt goes on as it was (its board stays busy) until the agent's copy
-    // comes again.
-    *job.job.mutable_attempts(job.job.attempts_size() - 1) = before;
-    return done.status();
-  }
+  *ticket = Finish(&job, result, v1::DONE);
   FreeBoard(board_id, job_id);  // `job` dangles since Finish
   NoteBoardOutcome(board_id, infra, report.result().message());
   return absl::OkStatus();
@@ -1124,7 +1220,7 @@ std::vector<std::string> JobQueue::TakeCancels(const std::string& agent_id) {
 
 int JobQueue::ExpireLeases() {
   absl::MutexLock lock(&mu_);
-  ProbeStore();
+  ForgetStored();
   absl::Time now = clock_->Now();
   std::vector<LiveJob*> expired;
   for (auto it = running_.begin(); it != running_.end();) {
@@ -1154,8 +1250,8 @@ int JobQueue::ExpireLeases() {
 
 // ---- attempts and results -------------------------------------------------------------------
 
-absl::Status JobQueue::EndAttemptWithoutResult(LiveJob* job, v1::ErrorCode code,
-                                               const std::string& why) {
+GroupCommit::Ticket JobQueue::EndAttemptWithoutResult(LiveJob* job, v1::ErrorCode code,
+                                                      const std::string& why) {
   v1::Attempt* attempt = job->job.mutable_attempts(job->job.attempts_size() - 1);
   *attempt->mutable_ended_at() = ToProto(clock_->Now());
   attempt->set_error_code(code);
@@ -1164,28 +1260,28 @@ absl::Status JobQueue::EndAttemptWithoutResult(LiveJob* job, v1::ErrorCode code,
   if (job->job.attempts_size() < options_.retry_budget) {
     counters_.requeues++;
     Enqueue(job);
-    RETURN_IF_ERROR(Stored(store_->UpdateJob(job->job)));
     Notify(job->job);
-    return absl::OkStatus();
+    return SaveJob(*job, /*insert=*/false);
   }
   v1::Result result;
   result.set_error_code(v1::BOARD_LOST);
   result.set_message(absl::StrCat("no result after ", job->job.attempts_size(),
                                   " attempts; last: ", why));
   result.set_board_id(job->job.board_id());
-  return Finish(job, result, v1::DONE).status();
+  return Finish(job, result, v1::DONE);
 }
 
-absl::StatusOr<v1::Job> JobQueue::Finish(LiveJob* job, const v1::Result& result,
-                                          v1::JobState state) {
-  v1::Job j = job->job;
+GroupCommit::Ticket JobQueue::Finish(LiveJob* job, const v1::Result& result, v1::JobState state) {
+  RemoveLoad(*job);
+  job_by_seq_.erase(job->seq);
+  const int64_t seq = job->seq;
+  v1::Job j = std::move(job->job);  // the live entry goes below
   j.set_state(state);
   *j.mutable_result() = result;
   j.mutable_result()->set_attempts(j.attempts_size());
   *j.mutable_result()->mutable_submitted_at() = j.submitted_at();
   j.mutable_result()->set_autotvm_error_no(ToAutoTvmErrorNo(result.error_code()));
-  // Stored first: if that fails the job stays live and the agent sends the result again.
-  RETURN_IF_ERROR(Stored(store_->UpdateJob(j)));
+  const GroupCommit::Ticket ticket = commit_.PutJob(seq, /*insert=*/false, j);
   Notify(j);
   if (state == v1::CANCELLED_STATE) {
     counters_.jobs_cancelled++;
@@ -1193,10 +1289,10 @@ absl::StatusOr<v1::Job> JobQueue::Finish(LiveJob* job, const v1::Result& result,
     counters_.jobs_done++;
     if (j.result().stats().unstable()) counters_.unstable_results++;
   }
-  RemoveLoad(*job);
-  job_by_seq_.erase(job->seq);
-  jobs_.erase(j.job_id());  // `job` dangles from here
-  return j;
+  const std::string job_id = j.job_id();
+  finishing_[job_id] = {ticket, std::move(j)};
+  jobs_.erase(job_id);  // `job` dangles from here
+  return ticket;
 }
 
 void JobQueue::NoteBoardOutcome(const std::string& board_id, bool infra_error,
@@ -1204,6 +1300,7 @@ void JobQueue::NoteBoardOutcome(const std::string& board_id, bool infra_error,
   auto it = boards_.find(board_id);
   if (it == boards_.end()) return;
   BoardRecord& record = it->second;
+  if (!infra_error && record.board.consecutive_infra_failures() == 0) return;  // nothing new
   record.board.set_consecutive_infra_failures(
       infra_error ? record.board.consecutive_infra_failures() + 1 : 0);
   if (infra_error && record.board.consecutive_infra_failures() >= options_.quarantine_threshold) {
@@ -1264,43 +1361,27 @@ void JobQueue::Notify(const v1::Job& job) {
   for (auto& [id, listener] : listeners_) listener(job);
 }
 
-absl::Status JobQueue::SaveBoard(const BoardRecord& record) {
-  return Stored(store_->UpsertBoard(record.board));
+GroupCommit::Ticket JobQueue::SaveBoard(const BoardRecord& record) {
+  return commit_.PutBoard(record.board);
 }
 
-absl::Status JobQueue::Stored(absl::Status status) {
-  if (status.ok()) {
-    if (!counters_.store_problem.empty()) {
-      spdlog::info("database: writes work again (they failed with: {}); offering work again",
-                   counters_.store_problem);
-      counters_.store_problem.clear();
+GroupCommit::Ticket JobQueue::SaveJob(const LiveJob& job, bool insert) {
+  return commit_.PutJob(job.seq, insert, job.job);
+}
+
+void JobQueue::ForgetStored() {
+  for (auto it = finishing_.begin(); it != finishing_.end();) {
+    auto here = it++;
+    if (commit_.Durable(here->second.ticket)) finishing_.erase(here);
+  }
+  for (auto it = submitted_.begin(); it != submitted_.end();) {
+    if (commit_.Durable(it->second.ticket)) {
+      ++forgotten_submissions_;
+      it = submitted_.erase(it);
+    } else {
+      ++it;
     }
-    return status;
   }
-  // The caller's mistakes, not the store failing.
-  if (absl::IsInvalidArgument(status) || absl::IsAlreadyExists(status) ||
-      absl::IsNotFound(status)) {
-    return status;
-  }
-  counters_.store_failures++;
-  const std::string cause(status.message().substr(0, 512));
-  if (counters_.store_problem.empty()) {
-    spdlog::error("database: a write failed: {}; no new work is offered, results and "
-                  "submissions are refused as UNAVAILABLE until writes work again "
-                  "(tried every {})",
-                  cause, absl::FormatDuration(options_.store_probe));
-  }
-  counters_.store_problem = cause;
-  next_store_probe_ = clock_->Now() + options_.store_probe;
-  return absl::UnavailableError(absl::StrCat(
-      "the tracker's database is failing (", cause, "); nothing was stored: try again later"));
-}
-
-void JobQueue::ProbeStore() {
-  if (counters_.store_problem.empty() || clock_->Now() < next_store_probe_ || boards_.empty()) {
-    return;
-  }
-  (void)SaveBoard(boards_.begin()->second);
 }
 
 int JobQueue::AddListener(Listener listener) {
@@ -1318,6 +1399,11 @@ void JobQueue::RemoveListener(int id) {
 QueueStats JobQueue::Stats() {
   absl::MutexLock lock(&mu_);
   QueueStats stats = counters_;
+  const CommitStats commits = commit_.Stats();
+  stats.store_failures = commits.failures;
+  stats.store_problem = commits.problem;
+  stats.store_commits = commits.commits;
+  stats.store_writes = commits.writes;
   // From the counters and the queues' sizes: the cost does not grow with the backlog.
   const int64_t running = static_cast<int64_t>(jobs_.size()) - queued_jobs_;
   if (queued_jobs_ > 0) stats.jobs_by_state[v1::QUEUED] = queued_jobs_;

@@ -22,12 +22,21 @@
 // errors is QUARANTINED: it gets no work except a health check (health_check_trial, pinned to
 // it), and returns to service when that passes.
 //
-// Durability: every accepted submission and every recorded result is in the Store before the
-// call returns OK. A write the Store refuses (a full disk, a read-only file, a lost connection) is
-// Unavailable naming the cause, with nothing changed: a result stays with its attempt (the board
-// stays BUSY, the agent sends it again), a submission is not taken. While the store is failing
-// the queue offers no new work; it tries a write again every store_probe period (from
-// ExpireLeases) and logs when the store fails and when it recovers. After a restart, Recover() queues the stored QUEUED jobs and keeps the RUNNING
+// Durability: state changes are made in memory and handed, in order, to a GroupCommit, which
+// stores them in batches off this lock (tracker/group_commit.h). What must be durable before it
+// is acknowledged — an accepted submission, a recorded result, a cancellation — comes with a
+// ticket: the blocking forms (Submit, ReportResult without a ticket, Cancel) wait for it; the
+// service's asynchronous forms (SubmitAsync, ReportResult with a ticket) acknowledge once
+// WhenDurable says so. Changes that need no acknowledgement (a job offered, a board's state)
+// are stored with the next batch: a restart may lose the newest of them, which recovery treats
+// as "not yet happened" (an offer lost that way re-queues after the lease, and an agent's
+// spooled result answers the next attempt). A store that refuses writes (a full disk, a
+// read-only file, a lost connection) makes the queue take no new work — no offers, submissions
+// and cancellations are Unavailable naming the cause with nothing changed — while what it
+// already took stays pending and is stored when the store works again (tried every
+// store_probe): a result reported meanwhile is answered Unavailable (the agent sends it again;
+// the job is not measured twice) and a submission retried with the same request_id gets the
+// same job ids. After a restart, Recover() queues the stored QUEUED jobs and keeps the RUNNING
 // ones leased for one more lease period, so agents that reconnect holding them carry on; the
 // rest re-queue when the lease expires.
 //
@@ -82,6 +91,7 @@
 #include "base/clock.h"
 #include "proto/benchfarm.pb.h"
 #include "tracker/catalog.h"
+#include "tracker/group_commit.h"
 #include "tracker/store.h"
 
 namespace benchfarm::tracker {
@@ -132,7 +142,7 @@ struct JobQueueOptions {
   // A stored result whose median is known only to more than +- this is flagged unstable
   // (Result.stats, computed here from its costs).
   double unstable_threshold = 0.03;
-  // While the store is failing: how often ExpireLeases tries a write to see it recovered.
+  // While the store is failing: how often the pending changes are tried again.
   absl::Duration store_probe = absl::Seconds(1);
 };
 
@@ -151,7 +161,9 @@ struct QueueStats {
   int64_t lease_expiries = 0;
   int64_t requeues = 0;
   int64_t unstable_results = 0;  // stored results flagged unstable (CostStats.unstable)
-  int64_t store_failures = 0;    // writes the store refused
+  int64_t store_failures = 0;    // transactions the store refused
+  int64_t store_commits = 0;     // transactions stored (each holds one or more changes)
+  int64_t store_writes = 0;      // changes they held
   std::string store_problem;     // why the store is failing now; empty while it works
   std::map<v1::BoardState, int64_t> boards_by_state;
   std::map<std::string, int64_t> trials_by_client;
@@ -166,12 +178,28 @@ class JobQueue {
   absl::Status Recover();
 
   // ---- client side ----
-  // Validates and stores the trials as new jobs; returns their ids. A repeated
+  // Validates and stores the trials as new jobs; returns their ids once stored. A repeated
   // (client_id, request_id) with the same trials returns the first submission's ids and stores
   // nothing; with other trials it is AlreadyExists naming the first trial that differs.
   absl::StatusOr<std::vector<std::string>> Submit(const std::string& client_id,
                                                   const std::string& request_id,
                                                   const std::vector<v1::Trial>& trials);
+  // The same without waiting: the ids and the ticket to wait for (WhenDurable) before telling
+  // the client.
+  struct Accepted {
+    std::vector<std::string> job_ids;
+    GroupCommit::Ticket ticket = 0;
+  };
+  absl::StatusOr<Accepted> SubmitAsync(const std::string& client_id,
+                                       const std::string& request_id,
+                                       const std::vector<v1::Trial>& trials);
+  // Returns once every change made so far is stored (or the store failed it), with every answer
+  // waiting for them given: call before destroying what those answers use (server, service).
+  void Flush() { (void)commit_.Wait(commit_.last()); }
+  // done(OK) once the change of `ticket` is stored; done(Unavailable) if the store is failing.
+  void WhenDurable(GroupCommit::Ticket ticket, GroupCommit::Done done) {
+    commit_.WhenDurable(ticket, std::move(done));
+  }
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
   // A queued job is cancelled at once; a running one is cancelled and its agent told to stop
   // (PendingCancels); a finished one is FailedPrecondition.
@@ -205,9 +233,12 @@ class JobQueue {
   // (a health check's: the check failed). A result the store could not take is Unavailable:
   // nothing changed, send it again later. `superseded` (may be null) is set when the result is of
   // an attempt that was lost while the job still waits for or runs a newer one (its measurement
-  // may answer that attempt: see ResultAck.superseded).
+  // may answer that attempt: see ResultAck.superseded). With `ticket` null the call returns once
+  // the result is stored (Unavailable if the store failed: it is kept and stored later; send it
+  // again); else it returns at once with the ticket to wait for (WhenDurable) before the result
+  // may be acknowledged.
   absl::Status ReportResult(const std::string& agent_id, const v1::JobResult& result,
-                            bool* superseded = nullptr);
+                            bool* superseded = nullptr, GroupCommit::Ticket* ticket = nullptr);
   void RecordFlashes(const std::string& agent_id, const v1::BoardUpdate& update);
   // Cancellations to deliver to the agent (each returned once).
   std::vector<std::string> TakeCancels(const std::string& agent_id);
@@ -230,6 +261,9 @@ class JobQueue {
     absl::Time lease_deadline;
     std::string agent_id;
     int64_t trial_bytes = 0;  // counted in its client's load
+    // The ticket of its insert: it is offered only once that is stored (a job offered but then
+    // lost with its unacknowledged submission in a crash would be measured for nobody).
+    GroupCommit::Ticket inserted = 0;
   };
   struct ClientLoad {  // a client's unfinished jobs
     int64_t jobs = 0;
@@ -269,12 +303,24 @@ class JobQueue {
   void Enqueue(LiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Dequeue(const LiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Eligible(const v1::Trial& trial, const v1::Board& board) const;
-  LiveJob* PickFor(const v1::Board& board) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ends the current attempt of a running job that produced no result: re-queue or fail.
-  absl::Status EndAttemptWithoutResult(LiveJob* job, v1::ErrorCode code, const std::string& why)
+  // The next job for the board, or null (also when that job's submission is not stored yet:
+  // its insert's ticket is after `durable`).
+  LiveJob* PickFor(const v1::Board& board, GroupCommit::Ticket durable)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Stores the job as finished and drops it from memory; returns it as stored.
-  absl::StatusOr<v1::Job> Finish(LiveJob* job, const v1::Result& result, v1::JobState state)
+  // Ends the current attempt of a running job that produced no result: re-queue or fail.
+  GroupCommit::Ticket EndAttemptWithoutResult(LiveJob* job, v1::ErrorCode code,
+                                              const std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Finishes the job (in finishing_ until stored) and drops it from the live jobs; the ticket of
+  // its write.
+  GroupCommit::Ticket Finish(LiveJob* job, const v1::Result& result, v1::JobState state)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReportResultLocked(const std::string& agent_id, const v1::JobResult& report,
+                                  bool* superseded, GroupCommit::Ticket* ticket)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<v1::Board> SetQuarantineLocked(const std::string& board_id, bool quarantine,
+                                                const std::string& reason,
+                                                GroupCommit::Ticket* ticket)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NoteBoardOutcome(const std::string& board_id, bool infra_error, absl::string_view why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -287,17 +333,20 @@ class JobQueue {
   // The job is live / no longer live: its client's load.
   void AddLoad(LiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RemoveLoad(const LiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status SaveBoard(const BoardRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Every store write goes through here: a failure is counted, logged once per spell and turned
-  // into Unavailable naming the cause; the first success after one logs the recovery.
-  absl::Status Stored(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // While the store is failing: a write (a board saved) to see whether it is back.
-  void ProbeStore() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands the change to the commit thread; the ticket to wait for it.
+  GroupCommit::Ticket SaveBoard(const BoardRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  GroupCommit::Ticket SaveJob(const LiveJob& job, bool insert) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job as it is now: live, finished but not yet known stored, or from the store.
+  absl::StatusOr<std::optional<v1::Job>> FindJobLocked(const std::string& job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets finished jobs and submissions whose changes are stored.
+  void ForgetStored() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store* const store_;
   const base::Clock* const clock_;
   const JobQueueOptions options_;
   OperatorCatalog catalog_;
+  GroupCommit commit_;
 
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, LiveJob> jobs_ ABSL_GUARDED_BY(mu_);  // QUEUED and RUNNING
@@ -318,7 +367,20 @@ class JobQueue {
   // jobs: queued jobs (those in queues_), and live jobs by kind (running = live - queued).
   int64_t queued_jobs_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, int64_t> live_by_kind_ ABSL_GUARDED_BY(mu_);
-  absl::Time next_store_probe_ ABSL_GUARDED_BY(mu_);
+  int64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;  // the newest job's sequence number
+  // Finished jobs (by id) and submissions (by client and request id) whose change may not be
+  // stored yet, with its ticket: a result sent again, GetJob and a retried submission see them.
+  struct Finishing {
+    GroupCommit::Ticket ticket = 0;
+    v1::Job job;
+  };
+  absl::flat_hash_map<std::string, Finishing> finishing_ ABSL_GUARDED_BY(mu_);
+  struct Submitted {
+    GroupCommit::Ticket ticket = 0;
+    std::vector<std::string> job_ids;
+  };
+  std::map<std::pair<std::string, std::string>, Submitted> submitted_ ABSL_GUARDED_BY(mu_);
+  int64_t forgotten_submissions_ ABSL_GUARDED_BY(mu_) = 0;  // dropped from submitted_ so far
   // Ids of jobs that went RUNNING (ExpireLeases and RegisterAgent look at these, not at every
   // live job); entries of jobs no longer running are dropped as they are met.
   std::set<std::string> running_ ABSL_GUARDED_BY(mu_);

@@ -12,10 +12,12 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "base/clock.h"
 #include "google/protobuf/util/json_util.h"
 #include "tracker/flaky_store.h"
@@ -374,52 +376,46 @@ TEST_F(JobQueueTest, ReRegisteringMatchesHeldJobsByAttempt) {
 TEST_F(JobQueueTest, AFailingStoreRefusesWorkKeepsResultsRetryableAndRecovers) {
   FlakyStore flaky(store_.get());
   JobQueueOptions options = Defaults();
-  options.store_probe = absl::Seconds(2);
+  options.store_probe = absl::Milliseconds(50);  // the commit thread's retry, in real time
   queue_ = std::make_unique<JobQueue>(&flaky, &clock_, options);
   ASSERT_TRUE(queue_->Recover().ok());
   ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
   auto ids = Submit({MakeTrial(), MakeTrial()});
   v1::JobOffer o = TakeOne("a");
   flaky.SetWriteFailure(absl::InternalError("sqlite: database or disk is full"));
-  // The result cannot be stored: Unavailable naming the cause; nothing changed.
+  // The result cannot be stored: Unavailable naming the cause. It is kept, not lost: the job is
+  // not offered again, and the copy the agent sends again is acknowledged once it is stored.
   absl::Status s = queue_->ReportResult("a", Ok(o, 3e-3));
   EXPECT_TRUE(absl::IsUnavailable(s)) << s;
   EXPECT_NE(s.message().find("disk is full"), std::string::npos) << s;
-  auto job = queue_->GetJob(o.job_id());
-  EXPECT_EQ(job->state(), v1::RUNNING);
-  EXPECT_FALSE(job->attempts(0).has_ended_at());
-  std::vector<v1::Board> boards = queue_->Boards("host");
-  ASSERT_EQ(boards.size(), 1u);
-  EXPECT_EQ(boards[0].state(), v1::BUSY);  // not shown free while its result is unstored
-  EXPECT_EQ(boards[0].running_jobs(), 1);
   QueueStats stats = queue_->Stats();
   EXPECT_GE(stats.store_failures, 1);
   EXPECT_NE(stats.store_problem.find("disk is full"), std::string::npos);
-  // No new work while the store fails (the board has a free slot: slots default to 1, so free it
-  // by giving it two slots).
+  // No new work while the store fails (the board has a free slot: give it two).
   v1::Register two = MakeAgent("a", {"b1"});
   two.mutable_boards(0)->set_slots(2);
-  *two.add_held() = Held(o.job_id(), o.attempt());
   ASSERT_TRUE(queue_->RegisterAgent(two).ok());  // a failing store does not keep agents out
   EXPECT_TRUE(queue_->TakeOffers("a").empty());
-  // Submissions are refused with the cause, and nothing is stored.
+  // Submissions and cancellations are refused with the cause, and nothing is taken.
   auto refused = queue_->Submit("c1", "while-full", {MakeTrial()});
   EXPECT_TRUE(absl::IsUnavailable(refused.status())) << refused.status();
-  // The heartbeat listing the spooled result keeps its lease through the outage.
-  for (int i = 0; i < 4; ++i) {
-    clock_.Advance(absl::Seconds(6));
-    queue_->Touch("a", {Held(o.job_id(), o.attempt())});
-    EXPECT_EQ(queue_->ExpireLeases(), 0);  // also probes the store: still failing
-  }
-  EXPECT_FALSE(queue_->Stats().store_problem.empty());
-  // Space is back: the next probe sees it, work flows again, the resent result is stored once.
+  EXPECT_TRUE(absl::IsUnavailable(queue_->Cancel(ids[1]).status()));
+  EXPECT_EQ(queue_->GetJob(ids[1])->state(), v1::QUEUED);
+  // Sent again while the store still fails: still Unavailable; the database has no result.
+  EXPECT_TRUE(absl::IsUnavailable(queue_->ReportResult("a", Ok(o, 3e-3))));
+  auto unstored = store_->GetJob(o.job_id());
+  ASSERT_TRUE(unstored.ok() && unstored->has_value());
+  EXPECT_NE((*unstored)->job.state(), v1::DONE);
+  // Space is back: the kept changes are stored at the next try, work flows again, and the resent
+  // result is acknowledged (recorded once: a second copy is ignored).
   flaky.SetWriteFailure(absl::OkStatus());
-  clock_.Advance(absl::Seconds(2));
-  queue_->ExpireLeases();
+  for (int i = 0; i < 500 && !queue_->Stats().store_problem.empty(); ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
   EXPECT_TRUE(queue_->Stats().store_problem.empty());
   ASSERT_TRUE(queue_->ReportResult("a", Ok(o, 3e-3)).ok());
   ASSERT_TRUE(queue_->ReportResult("a", Ok(o, 9.0)).ok());  // a second copy: ignored
-  job = queue_->GetJob(o.job_id());
+  auto job = queue_->GetJob(o.job_id());
   EXPECT_EQ(job->state(), v1::DONE);
   EXPECT_EQ(job->result().costs_s(0), 3e-3);
   std::vector<Offer> next = queue_->TakeOffers("a");
@@ -429,6 +425,87 @@ TEST_F(JobQueueTest, AFailingStoreRefusesWorkKeepsResultsRetryableAndRecovers) {
   auto stored = store_->GetJob(o.job_id());
   ASSERT_TRUE(stored.ok() && stored->has_value());
   EXPECT_EQ((*stored)->job.state(), v1::DONE);
+  EXPECT_EQ((*stored)->job.result().costs_s(0), 3e-3);
+  queue_.reset();  // before `flaky`: the queue's last writes go through it
+}
+
+TEST_F(JobQueueTest, JobsAreOfferedAndResultsAcknowledgedOnlyOnceStored) {
+  FlakyStore flaky(store_.get());
+  queue_ = std::make_unique<JobQueue>(&flaky, &clock_, Defaults());
+  ASSERT_TRUE(queue_->Recover().ok());
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  auto durable = [this](GroupCommit::Ticket ticket) {
+    absl::Notification told;
+    absl::Status verdict;
+    queue_->WhenDurable(ticket, [&](absl::Status s) {
+      verdict = s;
+      told.Notify();
+    });
+    return told.WaitForNotificationWithTimeout(absl::Seconds(10)) && verdict.ok();
+  };
+  flaky.HoldWrites(true);  // a slow disk: the commit of the submission waits
+  auto accepted = queue_->SubmitAsync("c1", "r1", {MakeTrial()});
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  ASSERT_EQ(accepted->job_ids.size(), 1u);
+  const std::string id = accepted->job_ids[0];
+  EXPECT_EQ(queue_->GetJob(id)->state(), v1::QUEUED);  // visible at once...
+  EXPECT_TRUE(queue_->TakeOffers("a").empty());        // ...offered only once stored
+  // A retry of the same request gets the same job, and the same wait.
+  auto retried = queue_->SubmitAsync("c1", "r1", {MakeTrial()});
+  ASSERT_TRUE(retried.ok());
+  EXPECT_EQ(retried->job_ids, accepted->job_ids);
+  flaky.HoldWrites(false);
+  ASSERT_TRUE(durable(accepted->ticket));
+  ASSERT_TRUE(durable(retried->ticket));
+  std::vector<Offer> offers = queue_->TakeOffers("a");
+  ASSERT_EQ(offers.size(), 1u);
+  EXPECT_EQ(offers[0].offer.job_id(), id);
+  // The result is recorded at once (the board is free) and acknowledged once stored; the copy
+  // sent again meanwhile waits for the same write.
+  flaky.HoldWrites(true);
+  GroupCommit::Ticket ticket = 0, again = 0;
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(offers[0].offer, 2e-3), nullptr, &ticket).ok());
+  EXPECT_EQ(queue_->GetJob(id)->state(), v1::DONE);
+  EXPECT_EQ(queue_->Boards("host")[0].state(), v1::IDLE);
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(offers[0].offer, 9.0), nullptr, &again).ok());
+  EXPECT_EQ(again, ticket);
+  auto before = store_->GetJob(id);
+  ASSERT_TRUE(before.ok() && before->has_value());
+  EXPECT_NE((*before)->job.state(), v1::DONE);
+  flaky.HoldWrites(false);
+  ASSERT_TRUE(durable(ticket));
+  auto after = store_->GetJob(id);
+  ASSERT_TRUE(after.ok() && after->has_value());
+  EXPECT_EQ((*after)->job.state(), v1::DONE);
+  EXPECT_EQ((*after)->job.result().costs_s(0), 2e-3);
+  queue_.reset();  // before `flaky`
+}
+
+// The same submission sent by several threads at once (a client retrying while its first call is
+// still being stored) is taken once: every call gets the same job ids.
+TEST_F(JobQueueTest, ConcurrentCopiesOfASubmissionAreTakenOnce) {
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  for (int round = 0; round < 20; ++round) {
+    const std::string request = absl::StrCat("same-", round);
+    std::vector<std::vector<std::string>> got(4);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        auto ids = queue_->Submit("c1", request, {MakeTrial(), MakeTrial()});
+        ASSERT_TRUE(ids.ok()) << ids.status();
+        got[t] = *ids;
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (int t = 1; t < 4; ++t) EXPECT_EQ(got[t], got[0]) << "round " << round;
+  }
+  // 20 submissions of 2 jobs: 40 jobs, each stored once.
+  JobFilter all;
+  all.client_id = "c1";
+  auto listed = queue_->List(all);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->size(), 40u);
+  EXPECT_TRUE(queue_->Stats().store_problem.empty());
 }
 
 TEST_F(JobQueueTest, ResultsAreRecordedExactlyOnce) {

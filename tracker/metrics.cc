@@ -114,6 +114,18 @@ Metrics::Metrics(MetricsOptions options)
                                 "lost connection)")
                           .Register(*registry_)
                           .Add({})),
+      store_commits_(prometheus::BuildCounter()
+                         .Name("benchfarm_tracker_store_commits_total")
+                         .Help("Database transactions committed (group commit: each holds every "
+                               "change made while the one before it was written)")
+                         .Register(*registry_)
+                         .Add({})),
+      store_writes_(prometheus::BuildCounter()
+                        .Name("benchfarm_tracker_store_writes_total")
+                        .Help("Changes those transactions held (a job or board changed several "
+                              "times before its commit counts once)")
+                        .Register(*registry_)
+                        .Add({})),
       store_up_(prometheus::BuildGauge()
                     .Name("benchfarm_tracker_store_up")
                     .Help("1 while database writes work; 0 while they fail and the tracker "
@@ -181,6 +193,8 @@ void Metrics::Update(const QueueStats& stats) {
   lease_expiries_.Increment(static_cast<double>(stats.lease_expiries - last_.lease_expiries));
   requeues_.Increment(static_cast<double>(stats.requeues - last_.requeues));
   store_failures_.Increment(static_cast<double>(stats.store_failures - last_.store_failures));
+  store_commits_.Increment(static_cast<double>(stats.store_commits - last_.store_commits));
+  store_writes_.Increment(static_cast<double>(stats.store_writes - last_.store_writes));
   store_up_.Set(stats.store_problem.empty() ? 1 : 0);
   unstable_results_.Increment(static_cast<double>(stats.unstable_results - last_.unstable_results));
   finished_.Add({{"result", "done"}}).Increment(static_cast<double>(stats.jobs_done - last_.jobs_done));

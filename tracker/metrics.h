@@ -14,6 +14,8 @@
 //   benchfarm_tracker_watchers_cut_total                  counter: WatchJobs streams cut off
 //                                                         for falling behind (RESOURCE_EXHAUSTED)
 //   benchfarm_tracker_store_failures_total                counter: database writes that failed
+//   benchfarm_tracker_store_commits_total                 counter: database transactions committed
+//   benchfarm_tracker_store_writes_total                  counter: changes they held
 //   benchfarm_tracker_store_up                            gauge: 1 while database writes work, 0
 //                                                         while they fail (no new work is offered)
 //
@@ -122,6 +124,8 @@ class Metrics {
   prometheus::Gauge& watchers_;
   prometheus::Counter& watchers_cut_;
   prometheus::Counter& store_failures_;
+  prometheus::Counter& store_commits_;
+  prometheus::Counter& store_writes_;
   prometheus::Gauge& store_up_;
 
   absl::Mutex mu_;

@@ -91,6 +91,26 @@ TEST(MetricsServer, ServeFailsOnAnAddressInUse) {
   EXPECT_EQ(second.port(), 0);
 }
 
+// The store's counters follow the queue's: what grew since the last update is added.
+TEST(MetricsStore, CommitsWritesAndFailuresAreCounted) {
+  Metrics metrics;
+  ASSERT_TRUE(metrics.Serve("127.0.0.1:0").ok());
+  QueueStats stats;
+  stats.store_commits = 10;
+  stats.store_writes = 250;
+  metrics.Update(stats);
+  stats.store_commits = 12;
+  stats.store_writes = 300;
+  stats.store_failures = 1;
+  stats.store_problem = "disk full";
+  metrics.Update(stats);
+  std::map<std::string, double> samples = ParseSamples(HttpGet(metrics.port(), "/metrics"));
+  EXPECT_EQ(samples["benchfarm_tracker_store_commits_total"], 12);
+  EXPECT_EQ(samples["benchfarm_tracker_store_writes_total"], 300);
+  EXPECT_EQ(samples["benchfarm_tracker_store_failures_total"], 1);
+  EXPECT_EQ(samples["benchfarm_tracker_store_up"], 0);
+}
+
 // ---- label cardinality ------------------------------------------------------------------------
 
 TEST(MetricsLabels, ClientsPastTheCapAreCountedUnderOther) {

@@ -125,7 +125,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
         absl::MutexLock lock(&mu_);
         agent_id_ = m.register_().agent_id();
       }
-      service_->Poke();
+      service_->Poke(m.register_().agent_id());
       return grpc::Status::OK;
     }
     if (agent.empty()) {
@@ -137,14 +137,26 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
         const v1::JobResult& result = m.result();
         queue->Touch(agent, result.job_id(), result.attempt());
         bool superseded = false;
-        absl::Status s = queue->ReportResult(agent, result, &superseded);
+        GroupCommit::Ticket ticket = 0;
+        absl::Status s = queue->ReportResult(agent, result, &superseded, &ticket);
         if (s.ok()) {
+          // The board is free now; the result is acknowledged once it is stored.
+          service_->Poke(agent);
           v1::TrackerMessage ack;
           ack.mutable_result_ack()->set_job_id(result.job_id());
           ack.mutable_result_ack()->set_attempt(result.attempt());
           ack.mutable_result_ack()->set_superseded(superseded);
-          Send(std::move(ack));
-          service_->Poke();
+          {
+            absl::MutexLock lock(&mu_);
+            ++awaiting_store_;  // keeps the stream open (and this reactor alive) until answered
+          }
+          queue->WhenDurable(ticket, [this, ack = std::move(ack)](absl::Status stored) mutable {
+            if (stored.ok()) {
+              Answer(std::move(ack));
+            } else {
+              Answer(ResultRetry(ack.result_ack().job_id(), ack.result_ack().attempt(), stored));
+            }
+          });
           return grpc::Status::OK;
         }
         if (absl::IsInvalidArgument(s)) {
@@ -156,14 +168,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
           return ToGrpc(s);
         }
         // Not stored (the database is failing): the agent keeps the result and sends it again.
-        v1::TrackerMessage retry;
-        v1::ResultRetry* r = retry.mutable_result_retry();
-        r->set_job_id(result.job_id());
-        r->set_attempt(result.attempt());
-        r->set_reason(std::string(s.message()));
-        r->set_retry_after_ms(
-            static_cast<int32_t>(absl::ToInt64Milliseconds(service_->options().result_retry)));
-        Send(std::move(retry));
+        Send(ResultRetry(result.job_id(), result.attempt(), s));
         return grpc::Status::OK;
       }
       case v1::AgentMessage::kBoard:
@@ -190,6 +195,26 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
     outbox_.push_back(std::move(m));
     WriteNextLocked();
   }
+  // The answer to a result, once the store has decided (commit thread). Sent even if the read
+  // side has ended meanwhile (the agent may still read it).
+  void Answer(v1::TrackerMessage m) {
+    absl::MutexLock lock(&mu_);
+    --awaiting_store_;
+    if (!write_failed_ && !(closing_ && !final_status_.ok())) outbox_.push_back(std::move(m));
+    WriteNextLocked();
+  }
+  // Tells the agent to send a result again later: it could not be stored.
+  v1::TrackerMessage ResultRetry(const std::string& job_id, int attempt,
+                                 const absl::Status& why) const {
+    v1::TrackerMessage retry;
+    v1::ResultRetry* r = retry.mutable_result_retry();
+    r->set_job_id(job_id);
+    r->set_attempt(attempt);
+    r->set_reason(std::string(why.message()));
+    r->set_retry_after_ms(
+        static_cast<int32_t>(absl::ToInt64Milliseconds(service_->options().result_retry)));
+    return retry;
+  }
 
   // Starts the next write, or — once the stream is closing and nothing more can or need be
   // written — finishes it (exactly once; gRPC then calls OnDone).
@@ -197,7 +222,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
     if (writing_) return;
     if (write_failed_ || (closing_ && !final_status_.ok())) outbox_.clear();
     if (outbox_.empty()) {
-      if (closing_ && !finished_) {
+      if (closing_ && !finished_ && awaiting_store_ == 0) {
         finished_ = true;
         Finish(final_status_);
       }
@@ -228,6 +253,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;  // the read side ended (or a message was bad)
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  int awaiting_store_ ABSL_GUARDED_BY(mu_) = 0;  // results whose answer waits for the store
   grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -627,6 +653,11 @@ void TrackerService::Poke() {
   poked_ = true;
 }
 
+void TrackerService::Poke(const std::string& agent_id) {
+  absl::MutexLock lock(&poke_mu_);
+  poked_agents_.push_back(agent_id);
+}
+
 absl::Status TrackerService::Attach(const Caller& caller, const v1::Register& registration,
                                     AgentStream* stream) {
   if (options_.auth != nullptr && !caller.authenticated) {
@@ -709,15 +740,23 @@ void TrackerService::Detach(const std::string& agent_id, AgentStream* stream) {
 void TrackerService::DispatchLoop() {
   absl::Time last_full = absl::InfinitePast();
   absl::Time last_heap_check = absl::Now();
+  std::vector<std::string> agents;
   for (;;) {
+    bool all = false;
+    agents.clear();
     {
       absl::MutexLock lock(&poke_mu_);
-      auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(poke_mu_) { return poked_ || stopping_; };
-      poke_mu_.AwaitWithTimeout(absl::Condition(&ready), options_.dispatch_period);
+      auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(poke_mu_) {
+        return poked_ || !poked_agents_.empty() || stopping_;
+      };
+      // Unpoked for a period: every agent is looked at (leases expired, health checks due).
+      all = !poke_mu_.AwaitWithTimeout(absl::Condition(&ready), options_.dispatch_period) ||
+            poked_;
       if (stopping_) return;
       poked_ = false;
+      agents.swap(poked_agents_);
     }
-    DispatchOnce();
+    DispatchOnce(all, agents);
     if (absl::Now() - last_full >= options_.dispatch_period) {
       queue_->ExpireLeases();
       if (metrics_ != nullptr) metrics_->Update(queue_->Stats());
@@ -730,10 +769,16 @@ void TrackerService::DispatchLoop() {
   }
 }
 
-void TrackerService::DispatchOnce() {
+void TrackerService::DispatchOnce(bool all, const std::vector<std::string>& agents) {
   // Streams cannot be deleted while mu_ is held (OnDone detaches under it first).
   absl::MutexLock lock(&mu_);
-  for (auto& [agent, stream] : streams_) stream->Pump();
+  if (all) {
+    for (auto& [agent, stream] : streams_) stream->Pump();
+    return;
+  }
+  for (const std::string& agent : agents) {
+    if (auto it = streams_.find(agent); it != streams_.end()) it->second->Pump();
+  }
 }
 
 grpc::ServerUnaryReactor* TrackerService::SubmitTrials(grpc::CallbackServerContext* context,
@@ -753,12 +798,18 @@ grpc::ServerUnaryReactor* TrackerService::SubmitTrials(grpc::CallbackServerConte
     if (client.empty()) client = caller->identity.name;
   }
   std::vector<v1::Trial> trials(request->trials().begin(), request->trials().end());
-  absl::StatusOr<std::vector<std::string>> ids =
-      queue_->Submit(client, request->request_id(), trials);
-  if (ids.ok()) {
-    for (std::string& id : *ids) response->add_job_ids(std::move(id));
-  }
-  return Done(context, ids.status());
+  absl::StatusOr<JobQueue::Accepted> accepted =
+      queue_->SubmitAsync(client, request->request_id(), trials);
+  if (!accepted.ok()) return Done(context, accepted.status());
+  for (std::string& id : accepted->job_ids) response->add_job_ids(std::move(id));
+  // Answered, and its jobs offered, once the submission is stored (on the commit thread).
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  queue_->WhenDurable(accepted->ticket, [this, reactor, response](absl::Status stored) {
+    if (!stored.ok()) response->clear_job_ids();
+    if (stored.ok()) Poke();
+    reactor->Finish(ToGrpc(stored));
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* TrackerService::GetJob(grpc::CallbackServerContext* context,

@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -121,8 +122,10 @@ class TrackerService final : public v1::Tracker::CallbackService,
   grpc::ServerBidiReactor<v1::AgentMessage, v1::TrackerMessage>* Connect(
       grpc::CallbackServerContext* context) override;
 
-  // Wakes the dispatcher (new work or a freed board).
+  // Wakes the dispatcher: new work (every agent's free boards are offered it), or a board of this
+  // agent freed (only its boards are looked at).
   void Poke();
+  void Poke(const std::string& agent_id);
 
   // For AgentStream.
   JobQueue* queue() const { return queue_; }
@@ -143,7 +146,8 @@ class TrackerService final : public v1::Tracker::CallbackService,
 
  private:
   void DispatchLoop();
-  void DispatchOnce();
+  // Offers work to the boards of these agents (all: every connected agent).
+  void DispatchOnce(bool all, const std::vector<std::string>& agents);
 
   JobQueue* const queue_;
   Metrics* const metrics_;
@@ -154,7 +158,8 @@ class TrackerService final : public v1::Tracker::CallbackService,
   absl::Mutex mu_;
   std::map<std::string, AgentStream*> streams_ ABSL_GUARDED_BY(mu_);
   absl::Mutex poke_mu_;
-  bool poked_ ABSL_GUARDED_BY(poke_mu_) = false;
+  bool poked_ ABSL_GUARDED_BY(poke_mu_) = false;      // every agent
+  std::vector<std::string> poked_agents_ ABSL_GUARDED_BY(poke_mu_);  // these agents
   bool stopping_ ABSL_GUARDED_BY(poke_mu_) = false;
   std::thread dispatcher_;
   // Feeds WatchJobs streams (one queue listener for all of them); shared with the streams.

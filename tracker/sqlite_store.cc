@@ -286,8 +286,8 @@ absl::Status SqliteStore::PrepareStatements() {
       {kInsertSubmission,
        "INSERT INTO submissions (client_id, request_id, job_ids) VALUES (?1, ?2, ?3)"},
       {kInsertJob,
-       "INSERT INTO jobs (job_id, client_id, state, board_kind, op, priority, data) "
-       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+       "INSERT INTO jobs (job_id, client_id, state, board_kind, op, priority, data, seq) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
       {kUpdateJob,
        "UPDATE jobs SET client_id = ?2, state = ?3, board_kind = ?4, op = ?5, priority = ?6, "
        "data = ?7 WHERE job_id = ?1"},
@@ -299,6 +299,10 @@ absl::Status SqliteStore::PrepareStatements() {
       {kLoadBoards, "SELECT board_id, data FROM boards ORDER BY board_id"},
       {kInsertOperator, "INSERT INTO operators (name, version, data) VALUES (?1, ?2, ?3)"},
       {kLoadOperators, "SELECT name, data FROM operators ORDER BY seq"},
+      // AUTOINCREMENT's high-water mark: a number once given is never given again.
+      {kLastSeq,
+       "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'jobs'), 0), "
+       "coalesce((SELECT max(seq) FROM jobs), 0))"},
   };
   for (const auto& [id, sql] : sqls) {
     ASSIGN_OR_RETURN(statements_[id], Prepare(sql));
@@ -408,18 +412,14 @@ absl::Status BindInt(sqlite3_stmt* statement, int index, int64_t value) {
 
 }  // namespace
 
-absl::Status SqliteStore::BindJob(sqlite3_stmt* statement, const v1::Job& job, std::string* data) {
-  if (!job.SerializeToString(data)) {
-    return absl::InternalError(
-        absl::StrCat("sqlite store ", path_, ": job ", job.job_id(), " does not serialize"));
-  }
-  RETURN_IF_ERROR(BindText(statement, 1, job.job_id()));
-  RETURN_IF_ERROR(BindText(statement, 2, job.client_id()));
-  RETURN_IF_ERROR(BindInt(statement, 3, job.state()));
-  RETURN_IF_ERROR(BindText(statement, 4, job.trial().board_kind()));
-  RETURN_IF_ERROR(BindText(statement, 5, job.trial().op().template_op().op()));
-  RETURN_IF_ERROR(BindInt(statement, 6, job.trial().priority()));
-  return BindBlob(statement, 7, *data);
+absl::Status SqliteStore::BindJob(sqlite3_stmt* statement, const WriteBatch::JobWrite& job) {
+  RETURN_IF_ERROR(BindText(statement, 1, job.job_id));
+  RETURN_IF_ERROR(BindText(statement, 2, job.client_id));
+  RETURN_IF_ERROR(BindInt(statement, 3, job.state));
+  RETURN_IF_ERROR(BindText(statement, 4, job.board_kind));
+  RETURN_IF_ERROR(BindText(statement, 5, job.op));
+  RETURN_IF_ERROR(BindInt(statement, 6, job.priority));
+  return BindBlob(statement, 7, job.data);
 }
 
 absl::StatusOr<std::vector<StoredJob>> SqliteStore::ReadJobs(sqlite3_stmt* statement,
@@ -459,74 +459,90 @@ absl::StatusOr<std::optional<std::vector<std::string>>> SqliteStore::FindSubmiss
   return std::vector<std::string>(ids.job_ids().begin(), ids.job_ids().end());
 }
 
-absl::StatusOr<std::vector<int64_t>> SqliteStore::InsertSubmission(
-    const std::string& client_id, const std::string& request_id, const std::vector<v1::Job>& jobs) {
+absl::Status SqliteStore::WriteSubmission(const WriteBatch::Submission& submission) {
   v1::SubmitTrialsResponse ids;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    if (jobs[i].job_id().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("sqlite store ", path_, ": job ", i,
-                                                     " of submission (", client_id, ", ",
-                                                     request_id, ") has no job_id"));
-    }
-    ids.add_job_ids(jobs[i].job_id());
-  }
+  for (const std::string& id : submission.job_ids) ids.add_job_ids(id);
   const std::string ids_data = ids.SerializeAsString();
-
-  absl::MutexLock lock(&mu_);
-  std::vector<int64_t> seqs;
-  seqs.reserve(jobs.size());
-  RETURN_IF_ERROR(InTransaction([&]() -> absl::Status {
-    {
-      sqlite3_stmt* statement = statements_[kInsertSubmission].get();
-      StatementUse use(statement);
-      RETURN_IF_ERROR(BindText(statement, 1, client_id));
-      RETURN_IF_ERROR(BindText(statement, 2, request_id));
-      RETURN_IF_ERROR(BindBlob(statement, 3, ids_data));
-      const int rc = sqlite3_step(statement);
-      if (IsConstraintViolation(rc)) {
-        return absl::AlreadyExistsError(absl::StrCat("sqlite store ", path_, ": submission (",
-                                                     client_id, ", ", request_id,
-                                                     ") is already stored"));
-      }
-      if (rc != SQLITE_DONE) return Error("InsertSubmission: submission", rc);
-    }
-    sqlite3_stmt* statement = statements_[kInsertJob].get();
-    std::string data;  // reused: one allocation for the whole submission
-    for (const v1::Job& job : jobs) {
-      StatementUse use(statement);
-      RETURN_IF_ERROR(BindJob(statement, job, &data));
-      const int rc = sqlite3_step(statement);
-      if (IsConstraintViolation(rc)) {
-        return absl::AlreadyExistsError(
-            absl::StrCat("sqlite store ", path_, ": job ", job.job_id(), " is already stored"));
-      }
-      if (rc != SQLITE_DONE) return Error("InsertSubmission: job", rc);
-      seqs.push_back(sqlite3_last_insert_rowid(db_));
-    }
-    return absl::OkStatus();
-  }));
-  return seqs;
+  sqlite3_stmt* statement = statements_[kInsertSubmission].get();
+  StatementUse use(statement);
+  RETURN_IF_ERROR(BindText(statement, 1, submission.client_id));
+  RETURN_IF_ERROR(BindText(statement, 2, submission.request_id));
+  RETURN_IF_ERROR(BindBlob(statement, 3, ids_data));
+  const int rc = sqlite3_step(statement);
+  if (IsConstraintViolation(rc)) {
+    return absl::AlreadyExistsError(absl::StrCat("sqlite store ", path_, ": submission (",
+                                                 submission.client_id, ", ",
+                                                 submission.request_id, ") is already stored"));
+  }
+  if (rc != SQLITE_DONE) return Error("Apply: submission", rc);
+  return absl::OkStatus();
 }
 
-absl::Status SqliteStore::UpdateJob(const v1::Job& job) {
-  if (job.job_id().empty()) {
+absl::Status SqliteStore::WriteJob(const WriteBatch::JobWrite& write) {
+  if (write.job_id.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("sqlite store ", path_, ": UpdateJob: the job has no job_id"));
+        absl::StrCat("sqlite store ", path_, ": Apply: a job has no job_id"));
   }
+  if (write.insert && write.seq <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sqlite store ", path_, ": Apply: job ", write.job_id, " to insert has no seq"));
+  }
+  sqlite3_stmt* statement = statements_[write.insert ? kInsertJob : kUpdateJob].get();
+  StatementUse use(statement);
+  RETURN_IF_ERROR(BindJob(statement, write));
+  if (write.insert) RETURN_IF_ERROR(BindInt(statement, 8, write.seq));
+  const int rc = sqlite3_step(statement);
+  if (write.insert && IsConstraintViolation(rc)) {
+    return absl::AlreadyExistsError(absl::StrCat("sqlite store ", path_, ": job ", write.job_id,
+                                                 " (seq ", write.seq, ") is already stored"));
+  }
+  if (rc != SQLITE_DONE) return Error(write.insert ? "Apply: insert job" : "Apply: update job", rc);
+  if (!write.insert && sqlite3_changes(db_) == 0) {
+    return absl::NotFoundError(
+        absl::StrCat("sqlite store ", path_, ": Apply: no job ", write.job_id, " to update"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::WriteBoard(const v1::Board& board, std::string* data) {
+  if (board.board_id().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sqlite store ", path_, ": Apply: a board has no board_id"));
+  }
+  if (!board.SerializeToString(data)) {
+    return absl::InternalError(
+        absl::StrCat("sqlite store ", path_, ": board ", board.board_id(), " does not serialize"));
+  }
+  sqlite3_stmt* statement = statements_[kUpsertBoard].get();
+  StatementUse use(statement);
+  RETURN_IF_ERROR(BindText(statement, 1, board.board_id()));
+  RETURN_IF_ERROR(BindBlob(statement, 2, *data));
+  const int rc = sqlite3_step(statement);
+  if (rc != SQLITE_DONE) return Error("Apply: board", rc);
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::Apply(const WriteBatch& batch) {
+  if (batch.empty()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
   return InTransaction([&]() -> absl::Status {
-    sqlite3_stmt* statement = statements_[kUpdateJob].get();
-    StatementUse use(statement);
-    std::string data;
-    RETURN_IF_ERROR(BindJob(statement, job, &data));
-    const int rc = sqlite3_step(statement);
-    if (rc != SQLITE_DONE) return Error("UpdateJob", rc);
-    if (sqlite3_changes(db_) == 0) {
-      return absl::NotFoundError(
-          absl::StrCat("sqlite store ", path_, ": UpdateJob: no job ", job.job_id()));
+    std::string data;  // reused: one allocation for the whole batch
+    for (const WriteBatch::Submission& submission : batch.submissions) {
+      RETURN_IF_ERROR(WriteSubmission(submission));
     }
+    for (const WriteBatch::JobWrite& write : batch.jobs) RETURN_IF_ERROR(WriteJob(write));
+    for (const v1::Board& board : batch.boards) RETURN_IF_ERROR(WriteBoard(board, &data));
     return absl::OkStatus();
   });
+}
+
+absl::StatusOr<int64_t> SqliteStore::LastSeq() {
+  absl::MutexLock lock(&mu_);
+  sqlite3_stmt* statement = statements_[kLastSeq].get();
+  StatementUse use(statement);
+  const int rc = sqlite3_step(statement);
+  if (rc != SQLITE_ROW) return Error("LastSeq", rc);
+  return sqlite3_column_int64(statement, 0);
 }
 
 absl::StatusOr<std::optional<StoredJob>> SqliteStore::GetJob(const std::string& job_id) {
@@ -574,28 +590,6 @@ absl::StatusOr<std::vector<StoredJob>> SqliteStore::ListJobs(const JobFilter& fi
 absl::StatusOr<std::vector<StoredJob>> SqliteStore::LoadUnfinishedJobs() {
   absl::MutexLock lock(&mu_);
   return ReadJobs(statements_[kLoadUnfinished].get(), "LoadUnfinishedJobs");
-}
-
-absl::Status SqliteStore::UpsertBoard(const v1::Board& board) {
-  if (board.board_id().empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sqlite store ", path_, ": UpsertBoard: the board has no board_id"));
-  }
-  std::string data;
-  if (!board.SerializeToString(&data)) {
-    return absl::InternalError(
-        absl::StrCat("sqlite store ", path_, ": board ", board.board_id(), " does not serialize"));
-  }
-  absl::MutexLock lock(&mu_);
-  return InTransaction([&]() -> absl::Status {
-    sqlite3_stmt* statement = statements_[kUpsertBoard].get();
-    StatementUse use(statement);
-    RETURN_IF_ERROR(BindText(statement, 1, board.board_id()));
-    RETURN_IF_ERROR(BindBlob(statement, 2, data));
-    const int rc = sqlite3_step(statement);
-    if (rc != SQLITE_DONE) return Error("UpsertBoard", rc);
-    return absl::OkStatus();
-  });
 }
 
 absl::StatusOr<std::vector<v1::Board>> SqliteStore::LoadBoards() {

@@ -7,15 +7,16 @@
 // version is the database's `PRAGMA user_version` (kSchemaVersion); a file without the schema
 // gets it on Open.
 //
-// Durability: every mutating call is one `BEGIN IMMEDIATE ... COMMIT` transaction, rolled back
-// if any part fails. With the default synchronous=NORMAL a committed call survives the tracker
-// process being killed at any moment (the Store contract); an OS crash or power loss may lose the
-// last commits but never corrupts the file. SqliteStoreOptions::synchronous_full also survives
-// those, at the cost of an fsync per call.
+// Durability: every mutating call (Apply: a batch of writes) is one `BEGIN IMMEDIATE ... COMMIT`
+// transaction, rolled back if any part fails. With synchronous=NORMAL a committed call survives
+// the tracker process being killed at any moment (the Store contract); an OS crash or power loss
+// may lose the last commits but never corrupts the file. SqliteStoreOptions::synchronous_full
+// (the tracker's default) also survives those, at the cost of an fsync per transaction — which
+// the tracker's group commit shares among every change of a batch.
 //
 // Indexed columns: jobs.client_id is the job's own client_id (Job.client_id), board_kind and
 // priority come from Job.trial, op from Job.trial.op.template_op.op ("" for a C-source trial),
-// state from Job.state. They are rewritten from the proto on every InsertSubmission/UpdateJob.
+// state from Job.state. They are rewritten from the proto on every job write.
 //
 // Errors, beyond the Store contract (every message names the database path):
 //   Open: FailedPrecondition when the file cannot be used as a benchfarm store — it cannot be
@@ -25,9 +26,9 @@
 //     above kSchemaVersion). Internal for any other SQLite failure. SQLite's own message is part
 //     of the status message, followed for FailedPrecondition by what stands out on the file system
 //     ("[directory /x is not writable]") when something does.
-//   InsertSubmission: AlreadyExists also when a job_id is already stored or repeated within the
-//     submission (nothing is written then).
-//   UpdateJob / UpsertBoard: InvalidArgument for an empty job_id / board_id.
+//   Apply: AlreadyExists also when a job to insert repeats a job_id or a sequence number of the
+//     batch (nothing is written then); InvalidArgument for an empty job_id / board_id or an
+//     insert without a sequence number.
 //   Stored rows that no longer parse as their proto: Internal naming the row.
 //   A lock held by another process beyond busy_timeout_ms: Internal ("database is locked").
 //
@@ -91,16 +92,13 @@ class SqliteStore final : public Store {
   // Store. Reads see every call that returned before them.
   absl::StatusOr<std::optional<std::vector<std::string>>> FindSubmission(
       const std::string& client_id, const std::string& request_id) override;
-  absl::StatusOr<std::vector<int64_t>> InsertSubmission(const std::string& client_id,
-                                                        const std::string& request_id,
-                                                        const std::vector<v1::Job>& jobs) override;
-  absl::Status UpdateJob(const v1::Job& job) override;
+  absl::Status Apply(const WriteBatch& batch) override;
+  absl::StatusOr<int64_t> LastSeq() override;
   absl::StatusOr<std::optional<StoredJob>> GetJob(const std::string& job_id) override;
   // filter.limit <= 0 returns no jobs.
   absl::StatusOr<std::vector<StoredJob>> ListJobs(const JobFilter& filter) override;
   absl::StatusOr<std::vector<StoredJob>> LoadUnfinishedJobs() override;
   // Boards are keyed by board_id; LoadBoards returns them in board_id order.
-  absl::Status UpsertBoard(const v1::Board& board) override;
   absl::StatusOr<std::vector<v1::Board>> LoadBoards() override;
   absl::Status InsertOperator(const v1::Operator& op) override;
   absl::StatusOr<std::vector<v1::Operator>> LoadOperators() override;
@@ -126,6 +124,7 @@ class SqliteStore final : public Store {
     kLoadBoards,
     kInsertOperator,
     kLoadOperators,
+    kLastSeq,
     kStatementCount,
   };
 
@@ -153,12 +152,18 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<StoredJob>> ReadJobs(sqlite3_stmt* statement, const char* what)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Binds the indexed columns and the data of `job` to parameters ?1..?7 of kInsertJob/kUpdateJob
-  // (job_id, client_id, state, board_kind, op, priority, data).
-  absl::Status BindJob(sqlite3_stmt* statement, const v1::Job& job, std::string* data)
+  // (job_id, client_id, state, board_kind, op, priority, data); kInsertJob's ?8 is the seq.
+  absl::Status BindJob(sqlite3_stmt* statement, const WriteBatch::JobWrite& job)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // A status with `code`, naming the path, `what` and SQLite's message for `rc`.
   absl::Status Error(absl::StatusCode code, const char* what, int rc) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Apply's parts, inside its transaction.
+  absl::Status WriteSubmission(const WriteBatch::Submission& submission)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteJob(const WriteBatch::JobWrite& write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteBoard(const v1::Board& board, std::string* data)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Error(const char* what, int rc) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return Error(absl::StatusCode::kInternal, what, rc);

@@ -4,13 +4,15 @@
 // trackers.
 //
 // Durability contract: when a mutating call returns OK, its change survives the tracker process
-// being killed (kill -9) at any later moment. Each call is atomic: all of it is stored or none.
+// being killed (kill -9) at any later moment (and, where the store is configured so, power
+// loss). Each call is atomic: all of it is stored or none. Writes come as batches (WriteBatch):
+// the tracker commits many state changes in one transaction (group commit: tracker/group_commit.h).
 //
 // Errors: Internal with the database's own message (and the path) for I/O or SQL failures;
 // FailedPrecondition when the store is not open; InvalidArgument for a job without an id.
 //
-// Thread-safety: implementations are safe to call from several threads; JobQueue calls them
-// under its own lock anyway.
+// Thread-safety: implementations are safe to call from several threads (the tracker writes from
+// its commit thread and reads from request threads).
 
 #ifndef BENCHFARM_TRACKER_STORE_H_
 #define BENCHFARM_TRACKER_STORE_H_
@@ -22,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "proto/benchfarm.pb.h"
 
 namespace benchfarm::tracker {
@@ -43,6 +46,34 @@ struct StoredJob {
   v1::Job job;
 };
 
+// What one transaction writes, in this order: submissions, jobs, boards.
+struct WriteBatch {
+  struct Submission {
+    std::string client_id;
+    std::string request_id;
+    std::vector<std::string> job_ids;  // in submission order
+  };
+  // A job as the store keeps it: the columns it is found by and the serialized v1::Job.
+  struct JobWrite {
+    int64_t seq = 0;      // given by the caller for an insert (> 0); ignored for an update
+    bool insert = false;  // a new job (else: replaces the stored one)
+    std::string job_id;   // Job.job_id
+    std::string client_id;
+    std::string board_kind;  // Job.trial.board_kind
+    std::string op;          // Job.trial.op.template_op.op ("" for a C-source trial)
+    int32_t state = 0;       // Job.state
+    int32_t priority = 0;    // Job.trial.priority
+    std::string data;        // the serialized v1::Job
+    static JobWrite Of(int64_t seq, bool insert, const v1::Job& job);
+  };
+  std::vector<Submission> submissions;
+  std::vector<JobWrite> jobs;
+  std::vector<v1::Board> boards;  // inserted or replaced, by board_id
+
+  bool empty() const { return submissions.empty() && jobs.empty() && boards.empty(); }
+  size_t size() const { return submissions.size() + jobs.size() + boards.size(); }
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -52,15 +83,22 @@ class Store {
   virtual absl::StatusOr<std::optional<std::vector<std::string>>> FindSubmission(
       const std::string& client_id, const std::string& request_id) = 0;
 
-  // Stores a submission and its jobs (each with job_id set) in one transaction. AlreadyExists if
-  // the (client_id, request_id) is already stored (nothing is written then). Returns the
-  // sequence number given to each job, in order.
-  virtual absl::StatusOr<std::vector<int64_t>> InsertSubmission(
-      const std::string& client_id, const std::string& request_id,
-      const std::vector<v1::Job>& jobs) = 0;
+  // Applies every write of the batch in one transaction: all of them or none. A submission or a
+  // job to insert that is already stored is AlreadyExists, a job to update that is not stored is
+  // NotFound (nothing is written then); an empty batch is OK and writes nothing.
+  virtual absl::Status Apply(const WriteBatch& batch) = 0;
 
+  // The highest job sequence number ever given (0 for none): new jobs take the next ones.
+  virtual absl::StatusOr<int64_t> LastSeq() = 0;
+
+  // One write each, as a batch of its own (for tests and tools; the tracker batches).
+  // InsertSubmission gives the jobs the next sequence numbers and returns them.
+  absl::StatusOr<std::vector<int64_t>> InsertSubmission(const std::string& client_id,
+                                                        const std::string& request_id,
+                                                        const std::vector<v1::Job>& jobs);
   // Replaces a stored job (matched by job_id; NotFound if absent).
-  virtual absl::Status UpdateJob(const v1::Job& job) = 0;
+  absl::Status UpdateJob(const v1::Job& job);
+  absl::Status UpsertBoard(const v1::Board& board);
 
   virtual absl::StatusOr<std::optional<StoredJob>> GetJob(const std::string& job_id) = 0;
 
@@ -71,13 +109,15 @@ class Store {
   virtual absl::StatusOr<std::vector<StoredJob>> LoadUnfinishedJobs() = 0;
 
   // Boards: registration data, flashes, quarantine state survive restarts.
-  virtual absl::Status UpsertBoard(const v1::Board& board) = 0;
   virtual absl::StatusOr<std::vector<v1::Board>> LoadBoards() = 0;
 
   // The operator catalog: each (name, version) stored once, never changed (AlreadyExists if it
   // is stored). LoadOperators returns them in the order they were added.
   virtual absl::Status InsertOperator(const v1::Operator& op) = 0;
   virtual absl::StatusOr<std::vector<v1::Operator>> LoadOperators() = 0;
+
+ private:
+  absl::Mutex insert_mu_;  // InsertSubmission: numbers taken and stored together
 };
 
 }  // namespace benchfarm::tracker

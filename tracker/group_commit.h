@@ -1,0 +1,111 @@
+// GroupCommit: the tracker's one writer to its Store. JobQueue hands it every state change as it
+// makes it (under the queue's lock, so tickets follow the order of the changes); a commit thread
+// writes whatever is pending in one Store::Apply transaction — one fsync for many changes,
+// outside the queue's lock and off gRPC's threads — and then tells those waiting for a ticket
+// (an acknowledgement that may be sent only once its change is durable: an accepted submission,
+// a stored result).
+//
+// Coalescing: a job or board changed several times before its commit is written once, in its
+// latest state (a job inserted and then updated is inserted in that state).
+//
+// Failure: a batch the store refuses (a full disk, a read-only file, a lost connection) is kept
+// — newer changes merge into it — and tried again every `retry`; the first failure and the
+// recovery are logged. While it fails, problem() names the cause (JobQueue then takes no new
+// work), and every waiter of a ticket in a refused batch, or registered meanwhile, is told
+// Unavailable naming the cause; its change stays pending, so waiting again later succeeds once
+// the store works.
+//
+// Thread-safety: every method may be called from any thread. Callbacks run on the commit thread
+// (or, for a ticket already durable or a store already failing, on the caller's thread), with no
+// lock of GroupCommit held.
+
+#ifndef BENCHFARM_TRACKER_GROUP_COMMIT_H_
+#define BENCHFARM_TRACKER_GROUP_COMMIT_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "tracker/store.h"
+
+namespace benchfarm::tracker {
+
+struct GroupCommitOptions {
+  // While the store refuses writes: how often the pending batch is tried again.
+  absl::Duration retry = absl::Seconds(1);
+};
+
+// What the commit thread did (for /metrics and the bench).
+struct CommitStats {
+  int64_t commits = 0;    // transactions committed
+  int64_t writes = 0;     // changes they held (after coalescing)
+  int64_t failures = 0;   // transactions the store refused
+  int64_t pending = 0;    // changes waiting now
+  std::string problem;    // why the store is failing now; empty while it works
+};
+
+class GroupCommit {
+ public:
+  using Ticket = int64_t;  // 1, 2, ... in the order changes were put; 0: nothing to wait for
+  using Done = std::function<void(absl::Status)>;
+
+  GroupCommit(Store* store, GroupCommitOptions options);  // store borrowed; outlives this
+  // Commits what is pending (one more try if the store is failing), then stops the thread.
+  ~GroupCommit();
+
+  GroupCommit(const GroupCommit&) = delete;
+  GroupCommit& operator=(const GroupCommit&) = delete;
+
+  // A submission and its new jobs (inserts), always in the same transaction.
+  Ticket PutSubmission(const std::string& client_id, const std::string& request_id,
+                       std::vector<WriteBatch::JobWrite> jobs);
+  // insert: a new job with sequence number seq; else the stored job is replaced.
+  Ticket PutJob(int64_t seq, bool insert, const v1::Job& job);
+  Ticket PutBoard(const v1::Board& board);
+
+  // Calls done(OK) once every change up to `ticket` is durable, or done(Unavailable naming the
+  // cause) when a commit holding it fails or the store is failing already (the change stays
+  // pending). Ticket 0 or one already durable: at once.
+  void WhenDurable(Ticket ticket, Done done);
+  // The blocking form.
+  absl::Status Wait(Ticket ticket);
+
+  bool Durable(Ticket ticket) const;
+  Ticket durable() const;  // every change up to this ticket is stored
+  Ticket last() const;  // the newest ticket given
+  bool failing() const;
+  CommitStats Stats() const;
+
+ private:
+  void Run();
+  // Adds a write to pending_, merging it with a pending one of the same job or board.
+  void AddJobLocked(WriteBatch::JobWrite write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddBoardLocked(v1::Board board) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Refused() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  Store* const store_;
+  const GroupCommitOptions options_;
+  mutable absl::Mutex mu_;
+  WriteBatch pending_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, size_t> pending_jobs_ ABSL_GUARDED_BY(mu_);    // -> index
+  absl::flat_hash_map<std::string, size_t> pending_boards_ ABSL_GUARDED_BY(mu_);  // -> index
+  Ticket last_ ABSL_GUARDED_BY(mu_) = 0;
+  Ticket durable_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<Ticket, std::vector<Done>> waiters_ ABSL_GUARDED_BY(mu_);
+  CommitStats stats_ ABSL_GUARDED_BY(mu_);
+  absl::Time next_try_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace benchfarm::tracker
+
+#endif  // BENCHFARM_TRACKER_GROUP_COMMIT_H_
