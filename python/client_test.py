@@ -298,6 +298,17 @@ class FarmCase(unittest.TestCase):
 class ClientFarmTest(FarmCase):
     """The job and board RPCs against the real tracker and agent."""
 
+    def test_several_tracker_addresses(self):
+        # Active/standby: the first address has nobody listening (a standby does not listen);
+        # the channel reaches the tracker that serves, over TLS checked against the first name.
+        standby = "127.0.0.1:%d" % _free_port()
+        farm = benchfarm.Client("%s, %s" % (standby, FARM.address), ca=FARM.ca,
+                                token=FARM.tokens[USER], timeout=30)
+        self.addCleanup(farm.close)
+        self.assertIn(BOARD, [b.board_id for b in farm.boards()])
+        with self.assertRaisesRegex(ValueError, "is not HOST:PORT"):
+            benchfarm.Client("127.0.0.1:1,nonsense", insecure=True)
+
     def test_boards(self):
         boards = {b.board_id: b for b in self.farm.boards()}
         self.assertIn(BOARD, boards)

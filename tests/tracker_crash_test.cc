@@ -1,12 +1,18 @@
 // The tracker survives kill -9 without losing or duplicating work: several clients submit
 // 10,000 trials while fake agents run them; the tracker is killed with SIGKILL mid-stream and
-// restarted on the same database; clients retry unacknowledged batches with the same request_id
-// and agents reconnect holding their unacknowledged results. At the end every acknowledged job
-// exists exactly once, is DONE with one result, and nothing else was stored.
+// either restarted on the same database, or — active/standby — a standby tracker started beside
+// it on the same database takes over, with clients and agents given both addresses from the start
+// (nobody is told about the switch or restarted). Clients retry unacknowledged batches with the
+// same request_id and agents reconnect holding their unacknowledged results. At the end every
+// acknowledged job exists exactly once, is DONE with one result, and nothing else was stored.
 //
 // The tracker is the real //tracker:tracker binary, a child process in its own process group
 // (tests/tracker_process.h), found in the test's runfiles.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -276,11 +282,33 @@ class FakeAgent {
   std::map<std::string, v1::JobResult> unacked_ ABSL_GUARDED_BY(mu_);
 };
 
-TEST(TrackerCrash, EveryAcknowledgedTrialHasExactlyOneResultAfterKill9) {
+// A loopback port nobody listens on now.
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a = {};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+// After the kill: the same tracker restarted, or a standby already running takes over.
+enum class AfterKill { kRestart, kStandby };
+
+void RunKillScenario(AfterKill after) {
   const std::string dir = std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp";
-  const std::string database = dir + "/tracker_crash.db";
-  const std::string config = dir + "/tracker_crash.textproto";
-  std::remove(database.c_str());
+  const std::string name = after == AfterKill::kRestart ? "tracker_crash" : "tracker_failover";
+  const std::string database = absl::StrCat(dir, "/", name, ".db");
+  const std::string config = absl::StrCat(dir, "/", name, ".textproto");
+  for (const char* suffix : {"", "-wal", "-shm", ".leader"}) {
+    std::remove(absl::StrCat(database, suffix).c_str());
+  }
   {
     std::ofstream out(config);
     out << "lease_seconds: 2\nheartbeat_seconds: 1\n";
@@ -288,12 +316,22 @@ TEST(TrackerCrash, EveryAcknowledgedTrialHasExactlyOneResultAfterKill9) {
   const absl::Time deadline = absl::Now() + kTestDeadline;
 
   World world;
-  testing::TrackerProcess tracker;
-  const std::vector<std::string> flags = {"--database=" + database, "--config=" + config,
-                                          "--listen=127.0.0.1:0", "--metrics=off", "--insecure"};
-  absl::StatusOr<std::string> started = tracker.Start(flags);
+  testing::TrackerProcess tracker, standby;
+  auto flags = [&](const std::string& listen) {
+    return std::vector<std::string>{"--database=" + database, "--config=" + config,
+                                    "--listen=" + listen, "--metrics=off", "--insecure"};
+  };
+  const int port_a = after == AfterKill::kStandby ? FreePort() : 0;
+  const int port_b = after == AfterKill::kStandby ? FreePort() : 0;
+  absl::StatusOr<std::string> started = tracker.Start(flags(absl::StrCat("127.0.0.1:", port_a)));
   ASSERT_TRUE(started.ok()) << started.status();
   std::string address = *started;
+  if (after == AfterKill::kStandby) {
+    // The standby waits on the database's leadership without listening; clients and agents get
+    // both addresses (gRPC follows whichever listens).
+    ASSERT_TRUE(standby.Launch(flags(absl::StrCat("127.0.0.1:", port_b))).ok());
+    address = absl::StrCat("ipv4:127.0.0.1:", port_a, ",127.0.0.1:", port_b);
+  }
   {
     absl::MutexLock lock(&world.mu);
     world.address = address;
@@ -341,15 +379,25 @@ TEST(TrackerCrash, EveryAcknowledgedTrialHasExactlyOneResultAfterKill9) {
     results_at_kill = static_cast<int>(world.results_acked.size());
   }
   tracker.Kill();
+  const absl::Time killed = absl::Now();
   std::printf("killed the tracker (SIGKILL) at %d acknowledged trials, %d acknowledged results\n",
               submitted_at_kill, results_at_kill);
-  started = tracker.Start(flags);
-  ASSERT_TRUE(started.ok()) << "the tracker did not restart: " << started.status();
-  address = *started;
-  {
+  testing::TrackerProcess* serving = &tracker;
+  if (after == AfterKill::kRestart) {
+    started = tracker.Start(flags("127.0.0.1:0"));
+    ASSERT_TRUE(started.ok()) << "the tracker did not restart: " << started.status();
+    address = *started;
     absl::MutexLock lock(&world.mu);
     world.address = address;
     ++world.generation;
+  } else {
+    started = standby.WaitListening(absl::Seconds(30));
+    ASSERT_TRUE(started.ok()) << "the standby did not take over: " << started.status();
+    const absl::Duration takeover = absl::Now() - killed;
+    std::printf("the standby took over in %s (listening on %s)\n",
+                absl::FormatDuration(takeover).c_str(), started->c_str());
+    EXPECT_LT(takeover, absl::Seconds(10)) << "the standby took too long to take over";
+    serving = &standby;
   }
 
   for (std::thread& t : clients) t.join();
@@ -395,7 +443,7 @@ TEST(TrackerCrash, EveryAcknowledgedTrialHasExactlyOneResultAfterKill9) {
   }
   for (auto& a : agents) a->Cancel();
   for (std::thread& t : agent_threads) t.join();
-  absl::StatusOr<base::ProcessExit> stopped = tracker.Stop(absl::Seconds(10));
+  absl::StatusOr<base::ProcessExit> stopped = serving->Stop(absl::Seconds(10));
 
   absl::MutexLock lock(&world.mu);
   int not_done = 0, bad_result = 0, missing = 0, unknown = 0, acked_not_done = 0;
@@ -438,7 +486,21 @@ TEST(TrackerCrash, EveryAcknowledgedTrialHasExactlyOneResultAfterKill9) {
   EXPECT_GT(world.agent_reconnects, 0) << "the kill did not reach the agents";
   ASSERT_TRUE(stopped.ok()) << stopped.status();
   EXPECT_EQ(stopped->exit_code, 0)
-      << "the restarted tracker did not stop cleanly: " << stopped->ToString();
+      << "the tracker serving at the end did not stop cleanly: " << stopped->ToString();
+  if (after == AfterKill::kStandby) {
+    EXPECT_EQ(world.generation, 1) << "clients or agents were told a new address";  // (locked)
+  }
+}
+
+TEST(TrackerCrash, EveryAcknowledgedTrialHasExactlyOneResultAfterKill9) {
+  RunKillScenario(AfterKill::kRestart);
+}
+
+// Issue 17: active/standby. The standby takes over within seconds of the leader's kill -9;
+// agents and clients, given both addresses, follow it without a restart; nothing is lost or
+// measured twice.
+TEST(TrackerFailover, AStandbyTakesOverFromAKilledLeaderAndNoTrialIsLostOrDoubled) {
+  RunKillScenario(AfterKill::kStandby);
 }
 
 }  // namespace

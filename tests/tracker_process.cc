@@ -47,6 +47,11 @@ pid_t TrackerProcess::pid() const { return process_ == nullptr ? -1 : process_->
 
 absl::StatusOr<std::string> TrackerProcess::Start(const std::vector<std::string>& flags,
                                                   absl::Duration timeout) {
+  if (absl::Status launched = Launch(flags); !launched.ok()) return launched;
+  return WaitListening(timeout);
+}
+
+absl::Status TrackerProcess::Launch(const std::vector<std::string>& flags) {
   if (binary_.empty()) return absl::FailedPreconditionError("tracker binary not found");
   if (process_ != nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("tracker ", process_->pid(), " runs"));
@@ -60,7 +65,12 @@ absl::StatusOr<std::string> TrackerProcess::Start(const std::vector<std::string>
   if (!started.ok()) return started.status();
   process_ = *std::move(started);
   stdout_fd_ = process_->TakeStdout();
+  argv_ = absl::StrJoin(options.argv, " ");
+  return absl::OkStatus();
+}
 
+absl::StatusOr<std::string> TrackerProcess::WaitListening(absl::Duration timeout) {
+  if (process_ == nullptr) return absl::FailedPreconditionError("no tracker started");
   const absl::Time deadline = absl::Now() + timeout;
   std::string line;
   for (;;) {
@@ -72,7 +82,7 @@ absl::StatusOr<std::string> TrackerProcess::Start(const std::vector<std::string>
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) {
       Kill();
-      return absl::DeadlineExceededError(absl::StrCat("tracker ", absl::StrJoin(options.argv, " "),
+      return absl::DeadlineExceededError(absl::StrCat("tracker ", argv_,
                                                       ": no \"listening on\" line within ",
                                                       absl::FormatDuration(timeout)));
     }
@@ -84,8 +94,8 @@ absl::StatusOr<std::string> TrackerProcess::Start(const std::vector<std::string>
       const std::string how =
           ended.ok() ? ended->ToString() : std::string(ended.status().message());
       Kill();
-      return absl::UnavailableError(absl::StrCat("tracker ", absl::StrJoin(options.argv, " "),
-                                                 ": ended before listening (", how, ")"));
+      return absl::UnavailableError(
+          absl::StrCat("tracker ", argv_, ": ended before listening (", how, ")"));
     }
     line.append(buf, static_cast<size_t>(n));
     for (size_t end; (end = line.find('\n')) != std::string::npos; line.erase(0, end + 1)) {

@@ -45,6 +45,10 @@ class TrackerProcess {
   // DeadlineExceeded if it prints no such line within `timeout` (it is killed then).
   absl::StatusOr<std::string> Start(const std::vector<std::string>& flags,
                                     absl::Duration timeout = absl::Seconds(30));
+  // Start in two steps: Launch starts the process; WaitListening waits for its "listening on"
+  // line (a standby prints it only once it takes over: tracker/leadership.h). Same errors.
+  absl::Status Launch(const std::vector<std::string>& flags);
+  absl::StatusOr<std::string> WaitListening(absl::Duration timeout = absl::Seconds(30));
 
   // SIGTERM to the tracker; SIGKILL to its group if it has not exited `grace` later. Returns how
   // it ended — a clean stop is exit code 0, a hang shows as SIGKILL. Errors: FailedPrecondition
@@ -64,6 +68,7 @@ class TrackerProcess {
   const std::string binary_;
   std::unique_ptr<device::Subprocess> process_;
   int stdout_fd_ = -1;
+  std::string argv_;  // for messages
 };
 
 }  // namespace benchfarm::testing

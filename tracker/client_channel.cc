@@ -1,9 +1,17 @@
 #include "tracker/client_channel.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <cstdlib>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "base/files.h"
 
 namespace benchfarm::tracker {
@@ -20,7 +28,56 @@ std::string Env(const char* name) {
   return v != nullptr ? v : "";
 }
 
+// HOST:PORT or [HOST]:PORT -> (host, port); false if it is neither.
+bool SplitHostPort(absl::string_view address, std::string* host, std::string* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == absl::string_view::npos || colon == 0 || colon + 1 == address.size()) return false;
+  absl::string_view h = address.substr(0, colon);
+  if (absl::ConsumePrefix(&h, "[") && !absl::ConsumeSuffix(&h, "]")) return false;
+  *host = std::string(h);
+  *port = std::string(address.substr(colon + 1));
+  return true;
+}
+
 }  // namespace
+
+absl::StatusOr<std::string> TrackerTarget(const std::string& address) {
+  if (address.find(',') == std::string::npos) return address;
+  std::vector<std::string> v4, v6;
+  for (absl::string_view part : absl::StrSplit(address, ',', absl::SkipWhitespace())) {
+    part = absl::StripAsciiWhitespace(part);
+    std::string host, port;
+    if (!SplitHostPort(part, &host, &port)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tracker address \"", address, "\": \"", part, "\" is not HOST:PORT"));
+    }
+    addrinfo hints = {};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("tracker address \"", address, "\": ", host,
+                                                     ": ", gai_strerror(rc)));
+    }
+    char text[INET6_ADDRSTRLEN] = {};
+    if (found->ai_family == AF_INET) {
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text,
+                sizeof(text));
+      v4.push_back(absl::StrCat(text, ":", port));
+    } else {
+      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr, text,
+                sizeof(text));
+      v6.push_back(absl::StrCat("[", text, "]:", port));
+    }
+    freeaddrinfo(found);
+  }
+  if (!v4.empty() && !v6.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tracker address \"", address, "\": mixes IPv4 and IPv6 trackers; use one family"));
+  }
+  return v4.empty() ? absl::StrCat("ipv6:", absl::StrJoin(v6, ","))
+                    : absl::StrCat("ipv4:", absl::StrJoin(v4, ","));
+}
 
 v1::TrackerCredentials CredentialsFromEnvironment(v1::TrackerCredentials c) {
   if (c.ca_cert().empty()) c.set_ca_cert(Env("BENCHFARM_CA"));
@@ -40,8 +97,17 @@ v1::TrackerCredentials CredentialsFromEnvironment(v1::TrackerCredentials c) {
 absl::StatusOr<std::shared_ptr<grpc::Channel>> TrackerChannel(
     const std::string& address, const v1::TrackerCredentials& c, grpc::ChannelArguments args) {
   args.SetMaxReceiveMessageSize(64 << 20);
+  absl::StatusOr<std::string> target = TrackerTarget(address);
+  if (!target.ok()) return target.status();
+  if (*target != address) {
+    // Several trackers: the certificate is checked against the first one's name (give every
+    // tracker of a farm a certificate for it), whichever one answers.
+    std::string host, port;
+    SplitHostPort(absl::StripAsciiWhitespace(address.substr(0, address.find(','))), &host, &port);
+    args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, absl::StrCat(host, ":", port));
+  }
   if (c.insecure()) {
-    return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    return grpc::CreateCustomChannel(*target, grpc::InsecureChannelCredentials(), args);
   }
   if (c.ca_cert().empty()) {
     return absl::InvalidArgumentError(
@@ -73,7 +139,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> TrackerChannel(
   if (!token.empty()) {
     creds = grpc::CompositeChannelCredentials(creds, grpc::AccessTokenCredentials(token));
   }
-  return grpc::CreateCustomChannel(address, creds, args);
+  return grpc::CreateCustomChannel(*target, creds, args);
 }
 
 }  // namespace benchfarm::tracker

@@ -23,7 +23,14 @@ namespace benchfarm::tracker {
 // Fills what `credentials` leaves empty from the environment (see above).
 v1::TrackerCredentials CredentialsFromEnvironment(v1::TrackerCredentials credentials);
 
-// A channel to `address`. Errors: InvalidArgument naming what is missing or contradictory
+// The gRPC target for `address`: itself for one HOST:PORT; for several, comma-separated
+// ("10.0.0.1:7070,10.0.0.2:7070": active/standby trackers), one ipv4:/ipv6: target over every
+// address (names resolved now), which gRPC's pick_first policy tries in order — a channel
+// follows the tracker that serves (a standby does not listen) without being made again.
+// InvalidArgument for a part that is not HOST:PORT or does not resolve, or mixed families.
+absl::StatusOr<std::string> TrackerTarget(const std::string& address);
+
+// A channel to `address` (one tracker or several: TrackerTarget). Errors: InvalidArgument naming what is missing or contradictory
 // (a secure channel needs ca_cert; a certificate needs its key), NotFound for a file that
 // cannot be read.
 // `args` may carry the caller's own channel settings (reconnect backoff, ...).

@@ -114,6 +114,12 @@ Metrics::Metrics(MetricsOptions options)
                                 "lost connection)")
                           .Register(*registry_)
                           .Add({})),
+      leader_(prometheus::BuildGauge()
+                  .Name("benchfarm_tracker_leader")
+                  .Help("1 while this tracker serves its database; 0 while it waits as a "
+                        "standby (another tracker serves)")
+                  .Register(*registry_)
+                  .Add({})),
       store_commits_(prometheus::BuildCounter()
                          .Name("benchfarm_tracker_store_commits_total")
                          .Help("Database transactions committed (group commit: each holds every "
@@ -144,6 +150,8 @@ void Metrics::AuthRefused(const std::string& method, const std::string& reason) 
 }
 
 void Metrics::SetWatchers(int64_t open) { watchers_.Set(static_cast<double>(open)); }
+
+void Metrics::SetLeader(bool leading) { leader_.Set(leading ? 1 : 0); }
 
 void Metrics::WatcherCut() { watchers_cut_.Increment(); }
 

@@ -14,6 +14,8 @@
 //   benchfarm_tracker_watchers_cut_total                  counter: WatchJobs streams cut off
 //                                                         for falling behind (RESOURCE_EXHAUSTED)
 //   benchfarm_tracker_store_failures_total                counter: database writes that failed
+//   benchfarm_tracker_leader                              gauge: 1 while this tracker serves, 0
+//                                                         while it waits as a standby
 //   benchfarm_tracker_store_commits_total                 counter: database transactions committed
 //   benchfarm_tracker_store_writes_total                  counter: changes they held
 //   benchfarm_tracker_store_up                            gauge: 1 while database writes work, 0
@@ -91,6 +93,8 @@ class Metrics {
   // WatchJobs streams now open; one cut off for falling behind. Cheap (no lock of Metrics'):
   // called under the queue's lock.
   void SetWatchers(int64_t open);
+  // This tracker serves (true) or waits as a standby (false).
+  void SetLeader(bool leading);
   void WatcherCut();
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
@@ -124,6 +128,7 @@ class Metrics {
   prometheus::Gauge& watchers_;
   prometheus::Counter& watchers_cut_;
   prometheus::Counter& store_failures_;
+  prometheus::Gauge& leader_;
   prometheus::Counter& store_commits_;
   prometheus::Counter& store_writes_;
   prometheus::Gauge& store_up_;

@@ -10,6 +10,8 @@
 // FILE is a text-format benchfarm.v1.TrackerConfig (proto/config.proto); flags override it.
 // A relative database path (the default is benchfarm-tracker.db) is relative to the working
 // directory; the log names the absolute path.
+// Several trackers may be started on one database (active/standby, tracker/leadership.h): one
+// serves, the others wait without listening and take over when it stops.
 // Once serving it prints "tracker: listening on <addr>" on stdout — its one line of
 // machine-readable output, which scripts and tests wait for; everything else is logging
 // (base/logging.h) on stderr. It stops cleanly on SIGTERM/SIGINT.
@@ -37,6 +39,7 @@
 #include "proto/config.pb.h"
 #include "spdlog/spdlog.h"
 #include "tracker/job_queue.h"
+#include "tracker/leadership.h"
 #include "tracker/metrics.h"
 #include "tracker/server_security.h"
 #include "tracker/service.h"
@@ -121,6 +124,36 @@ int main(int argc, char** argv) {
   if (!absl::GetFlag(FLAGS_state_dir).empty()) {
     config.mutable_security()->set_state_dir(absl::GetFlag(FLAGS_state_dir));
   }
+  // SIGTERM stops a standby as cleanly as a leader (and one right after "listening").
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+
+  // /metrics from the start: a standby says it is one (benchfarm_tracker_leader 0).
+  benchfarm::tracker::Metrics metrics;
+  if (!config.metrics_address().empty()) {
+    absl::Status s = metrics.Serve(config.metrics_address());
+    if (!s.ok()) return Fail(std::string(s.message()));
+  }
+  metrics.SetLeader(false);
+
+  // Of several trackers on this database, one serves; the others wait here (active/standby).
+  benchfarm::tracker::FileLeadership leadership(Absolute(config.database_path()) + ".leader");
+  absl::StatusOr<bool> leading = leadership.TryAcquire();
+  if (!leading.ok()) return Fail(std::string(leading.status().message()));
+  if (!*leading) {
+    spdlog::info("standby: tracker pid {} serves {} (it holds {}); taking over when it stops",
+                 leadership.LeaderPid(), Absolute(config.database_path()), leadership.path());
+    leading = leadership.Acquire([] { return g_stop != 0; }, absl::Milliseconds(100));
+    if (!leading.ok()) return Fail(std::string(leading.status().message()));
+    if (!*leading) {
+      spdlog::info("stopping (standby)");
+      return 0;
+    }
+    spdlog::info("leading: the tracker that served {} stopped; taking over",
+                 Absolute(config.database_path()));
+  }
+  metrics.SetLeader(true);
+
   absl::StatusOr<benchfarm::tracker::ServerSecurity> security =
       benchfarm::tracker::SetUpServerSecurity(config, argv[0]);
   if (!security.ok()) return Fail(std::string(security.status().message()));
@@ -150,12 +183,6 @@ int main(int argc, char** argv) {
   benchfarm::tracker::JobQueue queue(store->get(), &clock, options);
   absl::Status recovered = queue.Recover();
   if (!recovered.ok()) return Fail(absl::StrCat("recovery failed: ", recovered.message()));
-
-  benchfarm::tracker::Metrics metrics;
-  if (!config.metrics_address().empty()) {
-    absl::Status s = metrics.Serve(config.metrics_address());
-    if (!s.ok()) return Fail(std::string(s.message()));
-  }
 
   benchfarm::tracker::ServiceOptions service_options;
   service_options.heartbeat = absl::Seconds(config.heartbeat_seconds());
@@ -193,9 +220,6 @@ int main(int argc, char** argv) {
                  "deploy/pki.sh token {} NAME (README \"Security\")",
                  security->state_dir, security->state_dir);
   }
-  // Before the line scripts wait for: a SIGTERM right after it must stop the tracker cleanly.
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGINT, OnSignal);
   std::printf("tracker: listening on %s:%d", host.c_str(), port);
   if (metrics.port() != 0) std::printf(" (metrics on port %d)", metrics.port());
   std::printf("\n");

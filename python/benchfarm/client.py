@@ -28,6 +28,7 @@ import getpass
 import glob
 import json
 import os
+import socket
 import time
 import uuid
 
@@ -283,6 +284,31 @@ def measure_result(job):
                          "%s: %s" % (pb.ErrorCode.Name(r.error_code), message))
 
 
+def _target(address):
+    """The gRPC target for ADDRESS: itself for one HOST:PORT; for several, comma-separated
+    (active/standby trackers), one ipv4:/ipv6: target over every address (names resolved now),
+    which gRPC's pick_first policy tries in order, so the channel follows the tracker that serves
+    (a standby does not listen). As tracker/client_channel.h's TrackerTarget."""
+    if "," not in address:
+        return address
+    v4, v6 = [], []
+    for part in (p.strip() for p in address.split(",")):
+        if not part:
+            continue
+        host, sep, port = part.rpartition(":")
+        if not sep or not host or not port:
+            raise ValueError(f"tracker address {address!r}: {part!r} is not HOST:PORT")
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        family, _, _, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        if family == socket.AF_INET:
+            v4.append(f"{sockaddr[0]}:{port}")
+        else:
+            v6.append(f"[{sockaddr[0]}]:{port}")
+    if v4 and v6:
+        raise ValueError(f"tracker address {address!r}: mixes IPv4 and IPv6 trackers")
+    return "ipv4:" + ",".join(v4) if v4 else "ipv6:" + ",".join(v6)
+
+
 def _env(name):
     return os.environ.get(name) or None
 
@@ -351,6 +377,11 @@ class Client:
             ("grpc.initial_reconnect_backoff_ms", 200),
             ("grpc.max_reconnect_backoff_ms", 5000),
         ]
+        target = _target(self.address)
+        if target != self.address:
+            # Several trackers (active/standby): the certificate is checked against the first
+            # one's name, whichever answers.
+            options.append(("grpc.default_authority", self.address.split(",")[0].strip()))
         if self.insecure:
             # Plain text: nothing to prove who calls (a tracker started with --insecure).
             if client_id is None:
@@ -359,11 +390,11 @@ class Client:
                 except Exception:  # no $USER and no passwd entry
                     client_id = ""
             self.client_id = client_id or "benchfarm-python"
-            self._channel = grpc.insecure_channel(self.address, options=options)
+            self._channel = grpc.insecure_channel(target, options=options)
         else:
             self.client_id = client_id or ""
             self._channel = grpc.secure_channel(
-                self.address, self._credentials(ca, token, token_file, cert, key), options=options)
+                target, self._credentials(ca, token, token_file, cert, key), options=options)
         self._stub = pb_grpc.TrackerStub(self._channel)
         # Watching the channel's state keeps gRPC polling it between calls, so a reconnect to a
         # restarted tracker (a TLS handshake, several round trips) completes in the background;
