@@ -140,8 +140,9 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
         GroupCommit::Ticket ticket = 0;
         absl::Status s = queue->ReportResult(agent, result, &superseded, &ticket);
         if (s.ok()) {
-          // The board is free now; the result is acknowledged once it is stored.
-          service_->Poke(agent);
+          // The board is free now: its next job goes out at once, from this thread (no
+          // dispatcher wake-up); the result is acknowledged once it is stored.
+          Pump();
           v1::TrackerMessage ack;
           ack.mutable_result_ack()->set_job_id(result.job_id());
           ack.mutable_result_ack()->set_attempt(result.attempt());

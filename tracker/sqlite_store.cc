@@ -64,12 +64,6 @@ CREATE TABLE IF NOT EXISTS operators (
 );
 )sql";
 
-// ListJobs' optional conditions, one bit each in the key of list_statements_.
-constexpr int kByClient = 1;
-constexpr int kByBoardKind = 2;
-constexpr int kByOp = 4;
-constexpr int kByState = 8;
-
 // Resets a cached statement and drops its bindings when a use of it ends, whatever the path out,
 // so the next use starts clean and no statement keeps a read transaction open. Build any error
 // status before this runs: sqlite3_errmsg belongs to the last call.
@@ -556,19 +550,17 @@ absl::StatusOr<std::optional<StoredJob>> SqliteStore::GetJob(const std::string& 
 
 absl::StatusOr<std::vector<StoredJob>> SqliteStore::ListJobs(const JobFilter& filter) {
   if (filter.limit <= 0) return std::vector<StoredJob>();
-  const int mask =
-      (filter.client_id.empty() ? 0 : kByClient) | (filter.board_kind.empty() ? 0 : kByBoardKind) |
-      (filter.op.empty() ? 0 : kByOp) | (filter.state == v1::JOB_STATE_UNSPECIFIED ? 0 : kByState);
+  const int mask = filter.Conditions();
   absl::MutexLock lock(&mu_);
   Statement& cached = list_statements_[mask];
   if (cached == nullptr) {
     // Only the set fields become conditions, so SQLite can pick the matching index; parameter
     // numbers stay fixed whichever are present.
     std::string sql = "SELECT seq, data FROM jobs WHERE seq > ?1";
-    if (mask & kByClient) sql += " AND client_id = ?2";
-    if (mask & kByBoardKind) sql += " AND board_kind = ?3";
-    if (mask & kByOp) sql += " AND op = ?4";
-    if (mask & kByState) sql += " AND state = ?5";
+    if (mask & JobFilter::kByClient) sql += " AND client_id = ?2";
+    if (mask & JobFilter::kByBoardKind) sql += " AND board_kind = ?3";
+    if (mask & JobFilter::kByOp) sql += " AND op = ?4";
+    if (mask & JobFilter::kByState) sql += " AND state = ?5";
     sql += " ORDER BY seq LIMIT ?6";
     absl::StatusOr<Statement> prepared = Prepare(sql);
     if (!prepared.ok()) {
@@ -579,10 +571,10 @@ absl::StatusOr<std::vector<StoredJob>> SqliteStore::ListJobs(const JobFilter& fi
   }
   sqlite3_stmt* statement = cached.get();
   RETURN_IF_ERROR(BindInt(statement, 1, filter.after_seq));
-  if (mask & kByClient) RETURN_IF_ERROR(BindText(statement, 2, filter.client_id));
-  if (mask & kByBoardKind) RETURN_IF_ERROR(BindText(statement, 3, filter.board_kind));
-  if (mask & kByOp) RETURN_IF_ERROR(BindText(statement, 4, filter.op));
-  if (mask & kByState) RETURN_IF_ERROR(BindInt(statement, 5, filter.state));
+  if (mask & JobFilter::kByClient) RETURN_IF_ERROR(BindText(statement, 2, filter.client_id));
+  if (mask & JobFilter::kByBoardKind) RETURN_IF_ERROR(BindText(statement, 3, filter.board_kind));
+  if (mask & JobFilter::kByOp) RETURN_IF_ERROR(BindText(statement, 4, filter.op));
+  if (mask & JobFilter::kByState) RETURN_IF_ERROR(BindInt(statement, 5, filter.state));
   RETURN_IF_ERROR(BindInt(statement, 6, filter.limit));
   return ReadJobs(statement, "ListJobs");
 }

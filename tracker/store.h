@@ -38,6 +38,16 @@ struct JobFilter {
   // Only jobs with sequence number > after_seq (for paging), in sequence order.
   int64_t after_seq = 0;
   int limit = 1000;
+
+  // Which of the fields above are set, one bit each (a store keys its prepared query by it).
+  static constexpr int kByClient = 1;
+  static constexpr int kByBoardKind = 2;
+  static constexpr int kByOp = 4;
+  static constexpr int kByState = 8;
+  int Conditions() const {
+    return (client_id.empty() ? 0 : kByClient) | (board_kind.empty() ? 0 : kByBoardKind) |
+           (op.empty() ? 0 : kByOp) | (state == v1::JOB_STATE_UNSPECIFIED ? 0 : kByState);
+  }
 };
 
 // A job as stored: the proto and the store's sequence number (submission order, from 1).
