@@ -34,6 +34,7 @@
 #include "base/process_exit.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/benchfarm.grpc.pb.h"
+#include "tests/postgres_server.h"
 #include "tests/tracker_process.h"
 
 namespace benchfarm {
@@ -301,14 +302,17 @@ int FreePort() {
 // After the kill: the same tracker restarted, or a standby already running takes over.
 enum class AfterKill { kRestart, kStandby };
 
-void RunKillScenario(AfterKill after) {
+// `database`: "" for a SQLite file in the test's directory, else a postgresql:// URI.
+void RunKillScenario(AfterKill after, std::string database = "") {
   const std::string dir = std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp";
   const std::string name = after == AfterKill::kRestart ? "tracker_crash" : "tracker_failover";
-  const std::string database = absl::StrCat(dir, "/", name, ".db");
-  const std::string config = absl::StrCat(dir, "/", name, ".textproto");
-  for (const char* suffix : {"", "-wal", "-shm", ".leader"}) {
-    std::remove(absl::StrCat(database, suffix).c_str());
+  if (database.empty()) {
+    database = absl::StrCat(dir, "/", name, ".db");
+    for (const char* suffix : {"", "-wal", "-shm", ".leader"}) {
+      std::remove(absl::StrCat(database, suffix).c_str());
+    }
   }
+  const std::string config = absl::StrCat(dir, "/", name, ".textproto");
   {
     std::ofstream out(config);
     out << "lease_seconds: 2\nheartbeat_seconds: 1\n";
@@ -501,6 +505,52 @@ TEST(TrackerCrash, EveryAcknowledgedTrialHasExactlyOneResultAfterKill9) {
 // measured twice.
 TEST(TrackerFailover, AStandbyTakesOverFromAKilledLeaderAndNoTrialIsLostOrDoubled) {
   RunKillScenario(AfterKill::kStandby);
+}
+
+// The same with both trackers on a real PostgreSQL server (leadership: an advisory lock).
+TEST(TrackerFailover, OnPostgresAStandbyTakesOverFromAKilledLeader) {
+  absl::StatusOr<std::unique_ptr<testing::PostgresServer>> server =
+      testing::PostgresServer::Start();
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->CreateDatabase("farm").ok());
+  RunKillScenario(AfterKill::kStandby,
+                  absl::StrCat("postgresql://", testing::PostgresServer::kUser, "@127.0.0.1:",
+                               (*server)->port(), "/farm"));
+}
+
+// A leader whose database session ends (its network to the database cut, here: the session
+// terminated by the server) may already have been replaced: it stops at once, and the standby
+// serves.
+TEST(TrackerFailover, ALeaderThatLosesItsDatabaseSessionStopsAndTheStandbyServes) {
+  absl::StatusOr<std::unique_ptr<testing::PostgresServer>> server =
+      testing::PostgresServer::Start();
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->CreateDatabase("farm").ok());
+  const std::string database = absl::StrCat("postgresql://", testing::PostgresServer::kUser,
+                                            "@127.0.0.1:", (*server)->port(), "/farm");
+  auto flags = [&](int port) {
+    return std::vector<std::string>{"--database=" + database, absl::StrCat("--listen=127.0.0.1:", port),
+                                    "--metrics=off", "--insecure"};
+  };
+  testing::TrackerProcess leader, standby;
+  ASSERT_TRUE(leader.Start(flags(FreePort())).ok());
+  ASSERT_TRUE(standby.Launch(flags(FreePort())).ok());
+  absl::SleepFor(absl::Milliseconds(500));  // the standby is waiting on the lock
+  // The session holding the advisory lock: the leader's.
+  absl::StatusOr<std::string> terminated = (*server)->Query(
+      "farm",
+      "SELECT count(pg_terminate_backend(l.pid)) FROM pg_locks l WHERE l.locktype = 'advisory' "
+      "AND l.granted");
+  ASSERT_TRUE(terminated.ok()) << terminated.status();
+  EXPECT_EQ(*terminated, "1");
+  absl::StatusOr<base::ProcessExit> ended = leader.WaitExit(absl::Seconds(10));
+  ASSERT_TRUE(ended.ok()) << "the leader went on without its database session: " << ended.status();
+  EXPECT_EQ(ended->exit_code, 3) << ended->ToString();
+  absl::StatusOr<std::string> serving = standby.WaitListening(absl::Seconds(10));
+  ASSERT_TRUE(serving.ok()) << "the standby did not take over: " << serving.status();
+  absl::StatusOr<base::ProcessExit> stopped = standby.Stop(absl::Seconds(10));
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_EQ(stopped->exit_code, 0) << stopped->ToString();
 }
 
 }  // namespace

@@ -118,6 +118,17 @@ absl::StatusOr<base::ProcessExit> TrackerProcess::Stop(absl::Duration grace) {
   return ended;
 }
 
+absl::StatusOr<base::ProcessExit> TrackerProcess::WaitExit(absl::Duration timeout) {
+  if (process_ == nullptr) return absl::FailedPreconditionError("no tracker started");
+  absl::StatusOr<base::ProcessExit> ended = process_->WaitExit(absl::Now() + timeout);
+  if (ended.ok()) {
+    process_.reset();
+    if (stdout_fd_ >= 0) close(stdout_fd_);
+    stdout_fd_ = -1;
+  }
+  return ended;
+}
+
 void TrackerProcess::Kill() {
   if (process_ != nullptr) {
     process_->Signal(SIGKILL);

@@ -55,6 +55,10 @@ class TrackerProcess {
   // if none was started since the last Stop()/Kill(); Subprocess::WaitExit's errors.
   absl::StatusOr<base::ProcessExit> Stop(absl::Duration grace = absl::Seconds(5));
 
+  // Waits until the tracker exits by itself and reaps it; DeadlineExceeded if it has not within
+  // `timeout`, FailedPrecondition if none runs.
+  absl::StatusOr<base::ProcessExit> WaitExit(absl::Duration timeout);
+
   // SIGKILL to the tracker's process group (a crash, as the tracker sees it), then reaps it.
   // No-op if none runs.
   void Kill();

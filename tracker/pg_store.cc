@@ -596,6 +596,14 @@ PgStore::PgStore(std::string name, std::unique_ptr<Connection> writer,
 
 PgStore::~PgStore() = default;
 
+absl::StatusOr<std::string> PgStore::NameOf(const std::string& conninfo) {
+  return StoreName(conninfo);
+}
+
+bool PgStore::IsUri(const std::string& database) {
+  return absl::StartsWith(database, "postgresql://") || absl::StartsWith(database, "postgres://");
+}
+
 absl::StatusOr<std::unique_ptr<PgStore>> PgStore::Open(const std::string& conninfo,
                                                        PgStoreOptions options) {
   ASSIGN_OR_RETURN(std::string name, StoreName(conninfo));

@@ -96,6 +96,12 @@ class PgStore final : public Store {
 
   // "HOST:PORT/DB", as every message names the store.
   const std::string& name() const { return name_; }
+  // The same for a conninfo, without connecting (InvalidArgument if libpq cannot parse it): what
+  // logs may show of it (never its password).
+  static absl::StatusOr<std::string> NameOf(const std::string& conninfo);
+  // Whether a tracker's database_path names a PostgreSQL database (a postgresql:// or
+  // postgres:// URI) rather than a SQLite file.
+  static bool IsUri(const std::string& database);
 
   // Store.
   absl::StatusOr<std::optional<std::vector<std::string>>> FindSubmission(

@@ -19,11 +19,13 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>  // the "listening on" line
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -43,13 +45,14 @@
 #include "tracker/metrics.h"
 #include "tracker/server_security.h"
 #include "tracker/service.h"
+#include "tracker/pg_store.h"
 #include "tracker/sqlite_store.h"
 
 ABSL_FLAG(std::string, config, "", "text-format TrackerConfig file");
 ABSL_FLAG(std::string, listen, "", "gRPC address (overrides listen_address)");
 ABSL_FLAG(std::string, database, "",
-          "SQLite file (overrides database_path; default: benchfarm-tracker.db in the working "
-          "directory)");
+          "SQLite file, or a PostgreSQL database as postgresql://USER@HOST:PORT/DB (overrides "
+          "database_path; default: benchfarm-tracker.db in the working directory)");
 ABSL_FLAG(std::string, metrics, "", "Prometheus address (overrides metrics_address); 'off' disables");
 ABSL_FLAG(bool, insecure, false,
           "plain text, no authentication: every caller may do everything (loopback addresses only)");
@@ -136,23 +139,64 @@ int main(int argc, char** argv) {
   }
   metrics.SetLeader(false);
 
+  // The database: a SQLite file, or a PostgreSQL database (postgresql://...) that trackers on
+  // several machines share. Logs name it without credentials.
+  const std::string& database = config.database_path();
+  const bool postgres = benchfarm::tracker::PgStore::IsUri(database);
+  std::string database_name = Absolute(database);
+  if (postgres) {
+    absl::StatusOr<std::string> name = benchfarm::tracker::PgStore::NameOf(database);
+    if (!name.ok()) return Fail(absl::StrCat("database_path: ", name.status().message()));
+    database_name = absl::StrCat("postgres ", *name);
+  }
+
   // Of several trackers on this database, one serves; the others wait here (active/standby).
-  benchfarm::tracker::FileLeadership leadership(Absolute(config.database_path()) + ".leader");
-  absl::StatusOr<bool> leading = leadership.TryAcquire();
-  if (!leading.ok()) return Fail(std::string(leading.status().message()));
-  if (!*leading) {
-    spdlog::info("standby: tracker pid {} serves {} (it holds {}); taking over when it stops",
-                 leadership.LeaderPid(), Absolute(config.database_path()), leadership.path());
-    leading = leadership.Acquire([] { return g_stop != 0; }, absl::Milliseconds(100));
+  std::unique_ptr<benchfarm::tracker::Leadership> leadership;
+  if (postgres) {
+    leadership = std::make_unique<benchfarm::tracker::PgLeadership>(
+        database, database_name.substr(sizeof("postgres ") - 1));
+  } else {
+    leadership = std::make_unique<benchfarm::tracker::FileLeadership>(database_name + ".leader");
+  }
+  absl::StatusOr<bool> leading = leadership->TryAcquire();
+  if (!leading.ok() && !absl::IsUnavailable(leading.status())) {
+    return Fail(std::string(leading.status().message()));
+  }
+  if (!leading.ok() || !*leading) {
+    if (leading.ok()) {
+      const std::string leader = leadership->Leader();
+      spdlog::info("standby: {} serves {} (it holds {}); taking over when it stops",
+                   leader.empty() ? "another tracker" : leader, database_name, leadership->Lock());
+    } else {
+      spdlog::warn("standby: {}; trying again", std::string(leading.status().message()));
+    }
+    for (;;) {
+      leading = leadership->Acquire([] { return g_stop != 0; }, absl::Milliseconds(100));
+      if (leading.ok() || !absl::IsUnavailable(leading.status())) break;
+      if (g_stop) break;
+      absl::SleepFor(absl::Seconds(1));  // the database is unreachable: keep waiting
+    }
     if (!leading.ok()) return Fail(std::string(leading.status().message()));
     if (!*leading) {
       spdlog::info("stopping (standby)");
       return 0;
     }
-    spdlog::info("leading: the tracker that served {} stopped; taking over",
-                 Absolute(config.database_path()));
+    spdlog::info("leading: the tracker that served {} stopped; taking over", database_name);
   }
   metrics.SetLeader(true);
+  // A leader whose leadership may have passed on (its connection to the database is gone) stops
+  // at once: another tracker may serve already, and two must never write.
+  std::thread watchdog([&leadership] {
+    while (!g_stop) {
+      if (!leadership->StillLeading()) {
+        spdlog::critical("lost the database's leadership ({}): stopping now so that a standby "
+                         "serves alone",
+                         leadership->Lock());
+        std::_Exit(3);
+      }
+      absl::SleepFor(absl::Seconds(1));
+    }
+  });
 
   absl::StatusOr<benchfarm::tracker::ServerSecurity> security =
       benchfarm::tracker::SetUpServerSecurity(config, argv[0]);
@@ -160,13 +204,21 @@ int main(int argc, char** argv) {
 
   // Every acknowledged submission and result is on stable storage (fsync'd: survives power
   // loss); group commit shares each fsync among the changes of a batch.
-  benchfarm::tracker::SqliteStoreOptions store_options;
-  store_options.synchronous_full = true;
-  auto store = benchfarm::tracker::SqliteStore::Open(config.database_path(), store_options);
-  if (!store.ok()) return Fail(std::string(store.status().message()));
+  std::unique_ptr<benchfarm::tracker::Store> store;
+  if (postgres) {
+    auto opened = benchfarm::tracker::PgStore::Open(database);
+    if (!opened.ok()) return Fail(std::string(opened.status().message()));
+    store = *std::move(opened);
+  } else {
+    benchfarm::tracker::SqliteStoreOptions store_options;
+    store_options.synchronous_full = true;
+    auto opened = benchfarm::tracker::SqliteStore::Open(database, store_options);
+    if (!opened.ok()) return Fail(std::string(opened.status().message()));
+    store = *std::move(opened);
+  }
 
   spdlog::info("database {}; lease {} s, heartbeat {} s, retry budget {}, quarantine after {}",
-               Absolute(config.database_path()), config.lease_seconds(), config.heartbeat_seconds(),
+               database_name, config.lease_seconds(), config.heartbeat_seconds(),
                config.retry_budget(), config.quarantine_threshold());
 
   benchfarm::base::RealClock clock;
@@ -180,7 +232,7 @@ int main(int argc, char** argv) {
     options.max_queued_bytes_per_client = config.max_queued_bytes_per_client();
   }
   if (config.unstable_threshold() > 0) options.unstable_threshold = config.unstable_threshold();
-  benchfarm::tracker::JobQueue queue(store->get(), &clock, options);
+  benchfarm::tracker::JobQueue queue(store.get(), &clock, options);
   absl::Status recovered = queue.Recover();
   if (!recovered.ok()) return Fail(absl::StrCat("recovery failed: ", recovered.message()));
 
@@ -232,5 +284,6 @@ int main(int argc, char** argv) {
   // What the last calls changed is stored, and their answers (run by the commit thread) are
   // given, before the server and the service they use go away.
   queue.Flush();
+  watchdog.join();
   return 0;
 }
