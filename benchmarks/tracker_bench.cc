@@ -44,6 +44,7 @@
 #include "base/process_exit.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/benchfarm.grpc.pb.h"
+#include "tests/postgres_server.h"
 #include "tests/tracker_process.h"
 
 namespace benchfarm {
@@ -58,14 +59,19 @@ std::chrono::system_clock::time_point In(absl::Duration d) {
 }
 
 // The tracker of one scenario, stopped when the scenario ends. A tracker that does not exit
-// cleanly within 5 s of SIGTERM is a bug (it once hung in grpc::Server::Shutdown on an unfinished
+// cleanly within 30 s of SIGTERM (systemd's TimeoutStopSec) is a bug (it once hung in grpc::Server::Shutdown on an unfinished
 // agent stream): it is killed and the run fails.
 class ScenarioTracker {
  public:
   explicit ScenarioTracker(const std::string& binary) : process_(binary) {}
   ~ScenarioTracker() {
-    absl::StatusOr<base::ProcessExit> stopped = process_.Stop(absl::Seconds(5));
+    const absl::Time asked = absl::Now();
+    absl::StatusOr<base::ProcessExit> stopped = process_.Stop(absl::Seconds(30));
     if (absl::IsFailedPrecondition(stopped.status())) return;  // it never started
+    if (absl::Now() - asked > absl::Seconds(1)) {
+      std::fprintf(stderr, "tracker_bench: the tracker took %s to stop\n",
+                   absl::FormatDuration(absl::Now() - asked).c_str());
+    }
     if (stopped.ok() && stopped->exited() && stopped->exit_code == 0) return;
     std::fprintf(stderr, "tracker_bench: the tracker did not stop cleanly on SIGTERM: %s\n",
                  stopped.ok() ? stopped->ToString().c_str()
@@ -77,7 +83,7 @@ class ScenarioTracker {
 
   // Starts it on a fresh database; returns HOST:PORT, or "" after saying why not.
   std::string Start(const std::string& database) {
-    unlink(database.c_str());
+    if (database.find("://") == std::string::npos) unlink(database.c_str());  // not a URI
     absl::StatusOr<std::string> address = process_.Start(
         {"--database=" + database, "--listen=127.0.0.1:0", "--metrics=off", "--log_level=warn",
          "--insecure"});
@@ -356,14 +362,14 @@ struct DispatchRow {
 // lasts until `drain` of them are acknowledged (offer -> result stored -> ack; `backlog` stay
 // queued throughout). The tracker's and this process's CPU time over the run, and the tracker's
 // memory per agent and per queued trial (RSS growth) come with it.
-bool DispatchScenario(const std::string& tracker_path, const std::string& db_dir,
+bool DispatchScenario(const std::string& tracker_path, const std::string& database,
                       const std::string& store, int agents, int64_t backlog, int64_t drain,
                       int samples, DispatchRow* row) {
   row->store = store;
   row->agents = agents;
   row->backlog = backlog;
   ScenarioTracker tracker(tracker_path);
-  std::string address = tracker.Start(Database(db_dir, absl::StrCat("dispatch", agents)));
+  std::string address = tracker.Start(database);
   if (address.empty()) return false;
   const pid_t pid = tracker.pid();
   absl::SleepFor(absl::Milliseconds(200));
@@ -757,6 +763,8 @@ int Main(int argc, char** argv) {
 
   if (flood) return FloodMain(tracker, dir, quick);
 
+  std::vector<Row> rows;
+  bool ok = true;
   const int submit_total = quick ? 2000 : 50000;
   const int64_t drain = quick ? 500 : 50000;
   const int samples = quick ? 20 : 200;
@@ -775,15 +783,27 @@ int Main(int argc, char** argv) {
   };
   std::vector<Config> configs;
   if (quick) {
-    configs = {{"disk", 10, 100}, {"disk", 20, 1000}, {"tmpfs", 10, 100}};
+    configs = {{"disk", 10, 100}, {"disk", 20, 1000}, {"tmpfs", 10, 100}, {"pg", 10, 100}};
   } else {
     configs = {{"disk", 100, 1000},   {"disk", 1000, 1000},     {"disk", 10000, 1000},
                {"disk", 1000, 100000}, {"disk", 1000, 1000000}, {"tmpfs", 100, 1000},
-               {"tmpfs", 1000, 1000}};
+               {"tmpfs", 1000, 1000},  {"pg", 100, 1000},        {"pg", 1000, 1000}};
+  }
+  // "pg": a PostgreSQL 15 server of the bench's own (tests/postgres_server.h: initdb in /tmp,
+  // fsync on, loopback), one fresh database per row.
+  std::unique_ptr<testing::PostgresServer> postgres;
+  {
+    absl::StatusOr<std::unique_ptr<testing::PostgresServer>> started =
+        testing::PostgresServer::Start();
+    if (started.ok()) {
+      postgres = *std::move(started);
+    } else {
+      std::fprintf(stderr, "tracker_bench: no PostgreSQL rows: %s\n",
+                   std::string(started.status().message()).c_str());
+      ok = false;
+    }
   }
 
-  std::vector<Row> rows;
-  bool ok = true;
   for (int batch : {100, 1000}) {
     Row row;
     if (!SubmitScenario(tracker, dir, batch, submit_total, &row)) ok = false;
@@ -793,9 +813,21 @@ int Main(int argc, char** argv) {
   std::vector<DispatchRow> dispatch;
   for (const Config& c : configs) {
     if (c.store == "tmpfs" && shm_dir.empty()) continue;
+    if (c.store == "pg" && postgres == nullptr) continue;
+    std::string database;
+    const std::string name = absl::StrCat("dispatch", c.agents, "_", c.backlog);
+    if (c.store == "pg") {
+      if (!postgres->CreateDatabase(name).ok()) {
+        ok = false;
+        continue;
+      }
+      database = absl::StrCat("postgresql://", testing::PostgresServer::kUser, "@127.0.0.1:",
+                              postgres->port(), "/", name);
+    } else {
+      database = Database(c.store == "tmpfs" ? shm_dir : dir, name);
+    }
     DispatchRow row;
-    if (!DispatchScenario(tracker, c.store == "tmpfs" ? shm_dir : dir, c.store, c.agents,
-                          c.backlog, drain, samples, &row)) {
+    if (!DispatchScenario(tracker, database, c.store, c.agents, c.backlog, drain, samples, &row)) {
       ok = false;
     }
     std::fprintf(stderr, "tracker_bench: dispatch, %s, %d agents, %lld queued: done\n",
@@ -805,7 +837,10 @@ int Main(int argc, char** argv) {
   if (!shm_dir.empty()) {
     for (const char* suffix : {"", "-wal", "-shm"}) {
       for (const Config& c : configs) {
-        unlink(absl::StrCat(Database(shm_dir, absl::StrCat("dispatch", c.agents)), suffix).c_str());
+        const std::string name = absl::StrCat("dispatch", c.agents, "_", c.backlog);
+        for (const char* leader : {"", ".leader"}) {
+          unlink(absl::StrCat(Database(shm_dir, name), suffix, leader).c_str());
+        }
       }
     }
     rmdir(shm_dir.c_str());
@@ -836,7 +871,8 @@ int Main(int argc, char** argv) {
   std::printf(
       "dispatch: offer -> result stored -> ack, every board busy, `queued` trials waiting "
       "throughout; the database\nfsync'd (synchronous=FULL, group commit) on disk, or on tmpfs "
-      "(/dev/shm: the same without the disk's cost).\nCPU share: of all %u CPUs over the run "
+      "(/dev/shm: the same without the disk's cost), or\nPostgreSQL 15 on this machine (pg: "
+      "fsync on, over loopback TCP).\nCPU share: of all %u CPUs over the run "
       "(bench = the load generator: simulated agents and client).\np50/p99 offer: SubmitTrials "
       "returning -> the offer at an agent, one trial at a time, boards idle (%d samples;\nan "
       "offer that beats the response counts as 0 ms).\n",

@@ -17,7 +17,7 @@ for row in "submit, batches of 100 " "submit, batches of 1000 "; do
   fi
 done
 # Dispatch rows: store, agents, queued, dispatches, per s, CPU per dispatch, shares, latencies.
-for row in "disk +10 +100 +500 " "disk +20 +1000 +500 " "tmpfs +10 +100 +500 "; do
+for row in "disk +10 +100 +500 " "disk +20 +1000 +500 " "tmpfs +10 +100 +500 " "pg +10 +100 +500 "; do
   if ! grep -qE "^$row+[0-9]+ +[0-9.]+ us +[0-9]+% +[0-9]+% +[0-9.]+ ms +[0-9.]+ ms" "$out"; then
     echo "FAIL: no dispatch row '$row' with figures in the table" >&2
     exit 1
