@@ -22,10 +22,12 @@ class FlakyStore final : public Store {
  public:
   explicit FlakyStore(Store* real) : real_(real) {}  // borrowed; outlives this
 
-  // Every write returns `failure` while it is not OK; OkStatus() heals the store.
-  void SetWriteFailure(absl::Status failure) {
+  // Every write returns `failure` while it is not OK; OkStatus() heals the store. With
+  // `after_commit` the write is stored first (as when the answer to COMMIT is lost).
+  void SetWriteFailure(absl::Status failure, bool after_commit = false) {
     absl::MutexLock lock(&mu_);
     failure_ = std::move(failure);
+    after_commit_ = after_commit;
   }
   // While held, a write waits (as behind a slow disk) until released.
   void HoldWrites(bool hold) {
@@ -47,8 +49,13 @@ class FlakyStore final : public Store {
     return real_->FindSubmission(client_id, request_id);
   }
   absl::Status Apply(const WriteBatch& batch) override {
-    if (absl::Status f = Failure(); !f.ok()) return f;
-    return real_->Apply(batch);
+    absl::Status f = Failure();
+    if (f.ok()) return real_->Apply(batch);
+    if (AfterCommit()) {
+      absl::Status stored = real_->Apply(batch);
+      if (!stored.ok()) return stored;
+    }
+    return f;
   }
   absl::StatusOr<int64_t> LastSeq() override { return real_->LastSeq(); }
   absl::StatusOr<std::optional<StoredJob>> GetJob(const std::string& job_id) override {
@@ -70,6 +77,10 @@ class FlakyStore final : public Store {
   }
 
  private:
+  bool AfterCommit() {
+    absl::MutexLock lock(&mu_);
+    return after_commit_;
+  }
   absl::Status Failure() {
     absl::MutexLock lock(&mu_);
     writes_++;
@@ -85,6 +96,7 @@ class FlakyStore final : public Store {
   int64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t writes_ ABSL_GUARDED_BY(mu_) = 0;
   bool held_ ABSL_GUARDED_BY(mu_) = false;
+  bool after_commit_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace benchfarm::tracker

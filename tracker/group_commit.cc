@@ -158,6 +158,9 @@ void GroupCommit::Run() {
       pending_jobs_.clear();
       pending_boards_.clear();
       upto = last_;
+      // After a failure the batch may have been committed already (the answer to COMMIT lost):
+      // sent again, what is stored is not an error.
+      batch.replay = !stats_.problem.empty();
     }
     const absl::Status status = store_->Apply(batch);
     std::vector<Done> decided;

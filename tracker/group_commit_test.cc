@@ -109,6 +109,29 @@ TEST_F(GroupCommitTest, AFailingStoreKeepsChangesAnswersUnavailableAndCatchesUp)
   EXPECT_GE(commit.Stats().failures, 1);
 }
 
+// The store committed a batch but its answer was lost (a connection dropped during COMMIT): the
+// batch is sent again as a replay, and stored once rather than failing for ever (AlreadyExists).
+TEST_F(GroupCommitTest, ABatchWhoseCommitAnswerWasLostIsReplayedAndStoredOnce) {
+  GroupCommitOptions options;
+  options.retry = absl::Milliseconds(20);
+  GroupCommit commit(flaky_.get(), options);
+  flaky_->SetWriteFailure(absl::UnavailableError("connection lost during COMMIT"),
+                          /*after_commit=*/true);
+  std::vector<WriteBatch::JobWrite> jobs = {
+      WriteBatch::JobWrite::Of(1, true, Job("a", v1::QUEUED)),
+      WriteBatch::JobWrite::Of(2, true, Job("b", v1::QUEUED))};
+  GroupCommit::Ticket submitted = commit.PutSubmission("c", "r1", jobs);
+  EXPECT_TRUE(absl::IsUnavailable(commit.Wait(submitted)));
+  EXPECT_EQ(StoredState("a"), v1::QUEUED);  // it was stored all the same
+  GroupCommit::Ticket done = commit.PutJob(0, false, Job("a", v1::DONE));
+  flaky_->SetWriteFailure(absl::OkStatus());
+  for (int i = 0; i < 1000 && commit.failing(); ++i) absl::SleepFor(absl::Milliseconds(5));
+  ASSERT_FALSE(commit.failing()) << commit.Stats().problem;
+  EXPECT_TRUE(commit.Wait(done).ok());
+  EXPECT_EQ(StoredState("a"), v1::DONE);
+  EXPECT_EQ(StoredState("b"), v1::QUEUED);
+}
+
 TEST_F(GroupCommitTest, PendingChangesAreStoredWhenItStops) {
   {
     GroupCommit commit(flaky_.get(), {});

@@ -111,6 +111,19 @@ constexpr Statement kInsertJob = MakeStatement(
     "INSERT INTO jobs (job_id, client_id, state, board_kind, op, priority, data, seq) "
     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     kTextOid, kTextOid, kInt4Oid, kTextOid, kTextOid, kInt4Oid, kByteaOid, kInt8Oid);
+// WriteBatch::replay: an existing submission is kept, an existing job replaced.
+constexpr Statement kInsertSubmissionReplay =
+    MakeStatement("insert_submission_replay",
+                  "INSERT INTO submissions (client_id, request_id, job_ids) VALUES ($1, $2, $3) "
+                  "ON CONFLICT (client_id, request_id) DO NOTHING",
+                  kTextOid, kTextOid, kByteaOid);
+constexpr Statement kInsertJobReplay = MakeStatement(
+    "insert_job_replay",
+    "INSERT INTO jobs (job_id, client_id, state, board_kind, op, priority, data, seq) "
+    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (job_id) DO UPDATE SET "
+    "client_id = EXCLUDED.client_id, state = EXCLUDED.state, board_kind = EXCLUDED.board_kind, "
+    "op = EXCLUDED.op, priority = EXCLUDED.priority, data = EXCLUDED.data",
+    kTextOid, kTextOid, kInt4Oid, kTextOid, kTextOid, kInt4Oid, kByteaOid, kInt8Oid);
 constexpr Statement kUpdateJob = MakeStatement(
     "update_job",
     "UPDATE jobs SET client_id = $2, state = $3, board_kind = $4, op = $5, priority = $6, "
@@ -707,7 +720,7 @@ absl::Status PgStore::Apply(const WriteBatch& batch) {
     for (const std::string& id : submission.job_ids) ids.add_job_ids(id);
     ids.SerializeToString(&submission_data[i]);
     Connection::Command& command = commands.emplace_back();
-    command.statement = &kInsertSubmission;
+    command.statement = batch.replay ? &kInsertSubmissionReplay : &kInsertSubmission;
     command.params.Bytes(submission.client_id)
         .Bytes(submission.request_id)
         .Bytes(submission_data[i]);
@@ -717,7 +730,8 @@ absl::Status PgStore::Apply(const WriteBatch& batch) {
   for (const WriteBatch::JobWrite& write : batch.jobs) {
     if (!write.insert) updates.push_back(commands.size());
     Connection::Command& command = commands.emplace_back();
-    command.statement = write.insert ? &kInsertJob : &kUpdateJob;
+    command.statement =
+        !write.insert ? &kUpdateJob : batch.replay ? &kInsertJobReplay : &kInsertJob;
     command.params.Bytes(write.job_id)
         .Bytes(write.client_id)
         .Int4(write.state)

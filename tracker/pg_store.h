@@ -29,8 +29,8 @@
 // that finds the connection it had from an earlier call dead is made once more on a fresh one
 // when that is safe — a read, or a write whose COMMIT was not yet sent (nothing can have been
 // committed) — so a server restarted between calls costs no error. A write whose connection is
-// lost during COMMIT may have been committed and is Unavailable: the tracker retries such a
-// batch, and a retried insert then fails with AlreadyExists.
+// lost during COMMIT may have been committed and is Unavailable: the tracker's group commit sends
+// such a batch again as a replay (WriteBatch::replay), which stores it once.
 //
 // Errors, beyond the Store contract (every message starts "postgres store HOST:PORT/DB: " and
 // carries PostgreSQL's own message):

@@ -294,6 +294,14 @@ absl::Status SqliteStore::PrepareStatements() {
       {kInsertOperator, "INSERT INTO operators (name, version, data) VALUES (?1, ?2, ?3)"},
       {kLoadOperators, "SELECT name, data FROM operators ORDER BY seq"},
       // AUTOINCREMENT's high-water mark: a number once given is never given again.
+      {kInsertSubmissionReplay,
+       "INSERT INTO submissions (client_id, request_id, job_ids) VALUES (?1, ?2, ?3) "
+       "ON CONFLICT (client_id, request_id) DO NOTHING"},
+      {kInsertJobReplay,
+       "INSERT INTO jobs (job_id, client_id, state, board_kind, op, priority, data, seq) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (job_id) DO UPDATE SET "
+       "client_id = excluded.client_id, state = excluded.state, board_kind = excluded.board_kind, "
+       "op = excluded.op, priority = excluded.priority, data = excluded.data"},
       {kLastSeq,
        "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'jobs'), 0), "
        "coalesce((SELECT max(seq) FROM jobs), 0))"},
@@ -453,11 +461,13 @@ absl::StatusOr<std::optional<std::vector<std::string>>> SqliteStore::FindSubmiss
   return std::vector<std::string>(ids.job_ids().begin(), ids.job_ids().end());
 }
 
-absl::Status SqliteStore::WriteSubmission(const WriteBatch::Submission& submission) {
+absl::Status SqliteStore::WriteSubmission(const WriteBatch::Submission& submission,
+                                          bool replay) {
   v1::SubmitTrialsResponse ids;
   for (const std::string& id : submission.job_ids) ids.add_job_ids(id);
   const std::string ids_data = ids.SerializeAsString();
-  sqlite3_stmt* statement = statements_[kInsertSubmission].get();
+  sqlite3_stmt* statement =
+      statements_[replay ? kInsertSubmissionReplay : kInsertSubmission].get();
   StatementUse use(statement);
   RETURN_IF_ERROR(BindText(statement, 1, submission.client_id));
   RETURN_IF_ERROR(BindText(statement, 2, submission.request_id));
@@ -472,7 +482,7 @@ absl::Status SqliteStore::WriteSubmission(const WriteBatch::Submission& submissi
   return absl::OkStatus();
 }
 
-absl::Status SqliteStore::WriteJob(const WriteBatch::JobWrite& write) {
+absl::Status SqliteStore::WriteJob(const WriteBatch::JobWrite& write, bool replay) {
   if (write.job_id.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("sqlite store ", path_, ": Apply: a job has no job_id"));
@@ -481,7 +491,8 @@ absl::Status SqliteStore::WriteJob(const WriteBatch::JobWrite& write) {
     return absl::InvalidArgumentError(absl::StrCat(
         "sqlite store ", path_, ": Apply: job ", write.job_id, " to insert has no seq"));
   }
-  sqlite3_stmt* statement = statements_[write.insert ? kInsertJob : kUpdateJob].get();
+  sqlite3_stmt* statement =
+      statements_[!write.insert ? kUpdateJob : replay ? kInsertJobReplay : kInsertJob].get();
   StatementUse use(statement);
   RETURN_IF_ERROR(BindJob(statement, write));
   if (write.insert) RETURN_IF_ERROR(BindInt(statement, 8, write.seq));
@@ -522,9 +533,11 @@ absl::Status SqliteStore::Apply(const WriteBatch& batch) {
   return InTransaction([&]() -> absl::Status {
     std::string data;  // reused: one allocation for the whole batch
     for (const WriteBatch::Submission& submission : batch.submissions) {
-      RETURN_IF_ERROR(WriteSubmission(submission));
+      RETURN_IF_ERROR(WriteSubmission(submission, batch.replay));
     }
-    for (const WriteBatch::JobWrite& write : batch.jobs) RETURN_IF_ERROR(WriteJob(write));
+    for (const WriteBatch::JobWrite& write : batch.jobs) {
+      RETURN_IF_ERROR(WriteJob(write, batch.replay));
+    }
     for (const v1::Board& board : batch.boards) RETURN_IF_ERROR(WriteBoard(board, &data));
     return absl::OkStatus();
   });

@@ -125,6 +125,8 @@ class SqliteStore final : public Store {
     kInsertOperator,
     kLoadOperators,
     kLastSeq,
+    kInsertSubmissionReplay,  // WriteBatch::replay: an existing row is kept
+    kInsertJobReplay,         // WriteBatch::replay: an existing row is replaced
     kStatementCount,
   };
 
@@ -160,9 +162,10 @@ class SqliteStore final : public Store {
   absl::Status Error(absl::StatusCode code, const char* what, int rc) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Apply's parts, inside its transaction.
-  absl::Status WriteSubmission(const WriteBatch::Submission& submission)
+  absl::Status WriteSubmission(const WriteBatch::Submission& submission, bool replay)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status WriteJob(const WriteBatch::JobWrite& write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteJob(const WriteBatch::JobWrite& write, bool replay)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteBoard(const v1::Board& board, std::string* data)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Error(const char* what, int rc) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

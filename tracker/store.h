@@ -79,6 +79,11 @@ struct WriteBatch {
   std::vector<Submission> submissions;
   std::vector<JobWrite> jobs;
   std::vector<v1::Board> boards;  // inserted or replaced, by board_id
+  // The batch may already be stored, wholly or in part: it is sent again after a failure that
+  // may have come after its commit (a connection lost during COMMIT). Then a submission already
+  // stored is kept and a job to insert that is already stored is replaced — neither is
+  // AlreadyExists — so applying it twice stores it once.
+  bool replay = false;
 
   bool empty() const { return submissions.empty() && jobs.empty() && boards.empty(); }
   size_t size() const { return submissions.size() + jobs.size() + boards.size(); }
@@ -94,8 +99,9 @@ class Store {
       const std::string& client_id, const std::string& request_id) = 0;
 
   // Applies every write of the batch in one transaction: all of them or none. A submission or a
-  // job to insert that is already stored is AlreadyExists, a job to update that is not stored is
-  // NotFound (nothing is written then); an empty batch is OK and writes nothing.
+  // job to insert that is already stored is AlreadyExists (unless batch.replay), a job to update
+  // that is not stored is NotFound (nothing is written then); an empty batch is OK and writes
+  // nothing.
   virtual absl::Status Apply(const WriteBatch& batch) = 0;
 
   // The highest job sequence number ever given (0 for none): new jobs take the next ones.

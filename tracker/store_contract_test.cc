@@ -165,6 +165,33 @@ TEST_P(StoreContractTest, SubmissionRoundTrip) {
   EXPECT_FALSE(missing->has_value());
 }
 
+// A batch sent again because the answer to its COMMIT was lost (WriteBatch::replay) is stored
+// once: the submission kept, the jobs in their latest state; without replay it is AlreadyExists.
+TEST_P(StoreContractTest, AReplayedBatchIsStoredOnce) {
+  WriteBatch batch;
+  batch.submissions.push_back({"alice", "req-1", {"a", "b"}});
+  batch.jobs.push_back(WriteBatch::JobWrite::Of(1, true, MakeJob("a", "alice", "m3", "matmul")));
+  batch.jobs.push_back(WriteBatch::JobWrite::Of(2, true, MakeJob("b", "alice", "m3", "matmul")));
+  ASSERT_TRUE(store().Apply(batch).ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(store().Apply(batch)));
+  // Sent again with a newer state of "b" merged in (as the group commit does) and a new job.
+  batch.jobs[1] = WriteBatch::JobWrite::Of(
+      2, true, MakeJob("b", "alice", "m3", "matmul", v1::RUNNING));
+  batch.jobs.push_back(WriteBatch::JobWrite::Of(3, true, MakeJob("c", "alice", "m3", "matmul")));
+  batch.replay = true;
+  absl::Status replayed = store().Apply(batch);
+  ASSERT_TRUE(replayed.ok()) << replayed;
+  auto found = store().FindSubmission("alice", "req-1");
+  ASSERT_TRUE(found.ok() && found->has_value());
+  EXPECT_THAT(**found, ElementsAre("a", "b"));
+  JobFilter all;
+  auto jobs = store().ListJobs(all);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_THAT(JobIds(*jobs), ElementsAre("a", "b", "c"));
+  EXPECT_EQ((*jobs)[1].job.state(), v1::RUNNING);
+  EXPECT_EQ(store().LastSeq().value(), 3);
+}
+
 TEST_P(StoreContractTest, EmptySubmissionIsStoredAndFound) {
   absl::StatusOr<std::vector<int64_t>> seqs = store().InsertSubmission("alice", "empty", {});
   ASSERT_TRUE(seqs.ok()) << seqs.status();
