@@ -67,19 +67,17 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-void SetDeadline(grpc::ClientContext* context, const TrackerClient& tracker) {
-  context->set_deadline(absl::ToChronoTime(absl::Now() + tracker.timeout));
-}
-
-// One unary call with the client's deadline, its failure as FromGrpc describes it.
+// One unary call with the client's deadline (CallTracker), its failure as FromGrpc describes it.
 template <typename Request, typename Response>
 absl::Status Call(const TrackerClient& tracker,
                   grpc::Status (v1::Tracker::StubInterface::*method)(grpc::ClientContext*,
                                                                      const Request&, Response*),
                   const Request& request, Response* response, absl::string_view what) {
-  grpc::ClientContext context;
-  SetDeadline(&context, tracker);
-  return FromGrpc((tracker.stub->*method)(&context, request, response), tracker, what);
+  return FromGrpc(CallTracker(tracker,
+                              [&](grpc::ClientContext* context) {
+                                return (tracker.stub->*method)(context, request, response);
+                              }),
+                  tracker, what);
 }
 
 absl::Status JsonOut(const google::protobuf::Message& message, std::ostream& out) {
@@ -167,6 +165,24 @@ class CollectErrors : public google::protobuf::io::ErrorCollector {
 };
 
 }  // namespace
+
+grpc::Status CallTracker(const TrackerClient& tracker,
+                         const std::function<grpc::Status(grpc::ClientContext*)>& call) {
+  const absl::Time deadline = absl::Now() + tracker.timeout;
+  absl::Duration backoff = absl::Milliseconds(100);
+  for (;;) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(deadline));
+    grpc::Status status = call(&context);
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) {
+      tracker.reached->store(true);
+      return status;
+    }
+    if (!tracker.reached->load() || absl::Now() + backoff >= deadline) return status;
+    absl::SleepFor(backoff);  // the tracker restarts, or a standby takes over
+    backoff = std::min(backoff * 2, absl::Seconds(2));
+  }
+}
 
 absl::Status FromGrpc(const grpc::Status& status, const TrackerClient& tracker,
                       absl::string_view what) {

@@ -23,6 +23,10 @@
 #include <utility>
 #include <vector>
 
+#include <atomic>
+#include <functional>
+#include <memory>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -38,7 +42,17 @@ struct TrackerClient {
   v1::Tracker::StubInterface* stub = nullptr;  // borrowed; outlives the calls
   std::string address;                         // "host:port", named in error messages
   absl::Duration timeout = absl::Seconds(30);  // deadline of each unary call
+  // Set by the first call that reached the tracker (see CallTracker).
+  std::shared_ptr<std::atomic<bool>> reached = std::make_shared<std::atomic<bool>>(false);
 };
+
+// Makes one unary call (`call` with a fresh context and the client's deadline). Once a call of
+// this client has reached the tracker, an UNAVAILABLE answer — the tracker restarting, or a
+// standby taking over (several addresses: TrackerChannel) — is tried again with backoff until the
+// client's timeout; every tracker call may be (submissions carry their request id). A tracker
+// never reached fails at once: a wrong address is said without waiting.
+grpc::Status CallTracker(const TrackerClient& tracker,
+                         const std::function<grpc::Status(grpc::ClientContext*)>& call);
 
 // grpc::Status -> absl::Status (same code), with the messages described above. `what` names
 // the call ("ListBoards").

@@ -84,19 +84,14 @@ std::string PointLine(const TunePoint& p) {
                       v1::ErrorCode_Name(p.error), QualityFields(p));
 }
 
-grpc::ClientContext* WithDeadline(grpc::ClientContext* context, absl::Duration timeout) {
-  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  return context;
-}
-
 // The job if it has finished (DONE or cancelled); nullopt while it runs.
 absl::StatusOr<std::optional<v1::Job>> FinishedJob(const TrackerClient& tracker,
                                                    const std::string& job_id) {
   v1::GetJobRequest req;
   req.set_job_id(job_id);
   v1::Job job;
-  grpc::ClientContext context;
-  grpc::Status s = tracker.stub->GetJob(WithDeadline(&context, tracker.timeout), req, &job);
+  grpc::Status s = CallTracker(
+      tracker, [&](grpc::ClientContext* context) { return tracker.stub->GetJob(context, req, &job); });
   if (!s.ok()) return FromGrpc(s, tracker, "GetJob");
   if (job.state() != v1::DONE && job.state() != v1::CANCELLED_STATE) return std::nullopt;
   return job;
@@ -654,8 +649,9 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
     for (const v1::Trial& t : req.trials()) absl::StrAppend(&material, "\n", Deterministic(t));
     req.set_request_id(absl::StrCat(client.empty() ? run_name : client, "-", device::HashBytes(material)));
     v1::SubmitTrialsResponse resp;
-    grpc::ClientContext context;
-    grpc::Status s = tracker.stub->SubmitTrials(WithDeadline(&context, tracker.timeout), req, &resp);
+    grpc::Status s = CallTracker(tracker, [&](grpc::ClientContext* context) {
+      return tracker.stub->SubmitTrials(context, req, &resp);
+    });
     if (!s.ok()) return FromGrpc(s, tracker, "SubmitTrials");
     for (int i = 0; i < resp.job_ids_size() && i < static_cast<int>(batch.size()); ++i) {
       if (absl::Status w = state.AddPending(batch[i], resp.job_ids(i)); !w.ok()) return w;
@@ -738,8 +734,9 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
       req.set_request_id(absl::StrCat(client.empty() ? run_name : client, "-recheck-", key));
       if (state.recheck(key).done.size() + state.recheck(key).pending.size() < first.size()) {
         v1::SubmitTrialsResponse resp;
-        grpc::ClientContext context;
-        grpc::Status s = tracker.stub->SubmitTrials(WithDeadline(&context, tracker.timeout), req, &resp);
+        grpc::Status s = CallTracker(tracker, [&](grpc::ClientContext* context) {
+          return tracker.stub->SubmitTrials(context, req, &resp);
+        });
         if (!s.ok()) return FromGrpc(s, tracker, "SubmitTrials (recheck)");
         for (int i = 0; i < resp.job_ids_size() && i < static_cast<int>(first.size()); ++i) {
           if (state.recheck(key).done.count(first[i].index) > 0) continue;
