@@ -777,6 +777,40 @@ class ClientLocalTest(unittest.TestCase):
             self.assertEqual(cm.exception.code, grpc.StatusCode.UNAVAILABLE)
             self.assertIn("cannot reach tracker at 127.0.0.1:", str(cm.exception))
 
+    def test_unavailable_is_retried_once_the_tracker_was_reached(self):
+        class Unavailable(grpc.RpcError):
+            def code(self):
+                return grpc.StatusCode.UNAVAILABLE
+
+            def details(self):
+                return "Socket closed"
+
+        class Stub:  # answers, then is unavailable twice (a standby taking over), then answers
+            def __init__(self, failures):
+                self.failures, self.calls = failures, 0
+
+            def QueueSummary(self, request, timeout):
+                self.calls += 1
+                if 1 < self.calls <= 1 + self.failures:
+                    raise Unavailable()
+                return pb.QueueSummaryResponse()
+
+        farm = benchfarm.Client("127.0.0.1:%d" % _free_port(), insecure=True, timeout=5)
+        self.addCleanup(farm.close)
+        farm._stub = Stub(failures=2)
+        farm._call("QueueSummary", pb.QueueSummaryRequest())
+        farm._call("QueueSummary", pb.QueueSummaryRequest())
+        self.assertEqual(farm._stub.calls, 4)
+        # Never reached: the first UNAVAILABLE is the answer.
+        fresh = benchfarm.Client("127.0.0.1:%d" % _free_port(), insecure=True, timeout=5)
+        self.addCleanup(fresh.close)
+        fresh._stub = Stub(failures=2)
+        fresh._stub.calls = 1
+        with self.assertRaises(benchfarm.TrackerError) as cm:
+            fresh._call("QueueSummary", pb.QueueSummaryRequest())
+        self.assertEqual(cm.exception.code, grpc.StatusCode.UNAVAILABLE)
+        self.assertEqual(fresh._stub.calls, 2)
+
     def test_address_from_environment(self):
         with _Environ(BENCHFARM_TRACKER="farm.example:7171", BENCHFARM_INSECURE="1"):
             self.assertEqual(benchfarm.Client().address, "farm.example:7171")

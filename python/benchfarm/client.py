@@ -369,6 +369,7 @@ class Client:
             insecure = (_env("BENCHFARM_INSECURE") or "0") != "0"
         self.insecure = bool(insecure)
         self.timeout = timeout
+        self._reached = False  # a call has reached the tracker (see _call)
         options = [
             ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
@@ -458,10 +459,27 @@ class Client:
         return TrackerError(code, message, rpc, self.address)
 
     def _call(self, rpc, request, timeout=None):
-        try:
-            return getattr(self._stub, rpc)(request, timeout=self.timeout if timeout is None else timeout)
-        except grpc.RpcError as err:
-            raise self._error(rpc, err) from None
+        """One unary call. Once a call of this client has reached the tracker, an UNAVAILABLE
+        answer (the tracker restarting, or a standby taking over) is tried again with backoff
+        until the timeout: every call may be (submissions carry their request id). A tracker
+        never reached fails at once, as farmctl does."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        backoff = 0.1
+        while True:
+            try:
+                response = getattr(self._stub, rpc)(
+                    request, timeout=max(0.001, deadline - time.monotonic()))
+                self._reached = True
+                return response
+            except grpc.RpcError as err:
+                code = err.code() if hasattr(err, "code") else None
+                if code != grpc.StatusCode.UNAVAILABLE:
+                    self._reached = True
+                elif self._reached and time.monotonic() + backoff < deadline:
+                    time.sleep(backoff)
+                    backoff = min(backoff * 2, 2.0)
+                    continue
+                raise self._error(rpc, err) from None
 
     # ---- jobs ----
 
