@@ -1,4 +1,4 @@
-// What the /metrics tests of the tracker and the agent share: raw HTTP against 127.0.0.1 — a
+// What tests share for loopback networking: a free port, and raw HTTP against 127.0.0.1 — a
 // GET, stalled connections (idle, or half a request), and the exposition parsed into samples.
 #ifndef BENCHFARM_TESTS_HTTP_PROBE_H_
 #define BENCHFARM_TESTS_HTTP_PROBE_H_
@@ -7,9 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
 namespace benchfarm::testing {
+
+// A port on 127.0.0.1 that nothing listens on right now. Internal naming the failure if the
+// kernel gives none.
+absl::StatusOr<int> FreePort();
 
 // A TCP connection to 127.0.0.1:port (-1 on failure) with send/receive timeouts.
 int Connect(int port, absl::Duration timeout = absl::Seconds(10));

@@ -31,6 +31,7 @@
 #include "absl/time/clock.h"
 #include "device/run_command.h"
 #include "gtest/gtest.h"
+#include "tests/http_probe.h"
 
 namespace benchfarm::testing {
 namespace {
@@ -45,25 +46,6 @@ bool Executable(const std::string& path) { return access(path.c_str(), X_OK) == 
 
 std::string Trimmed(const char* message) {
   return std::string(absl::StripAsciiWhitespace(message != nullptr ? message : ""));
-}
-
-// A loopback port nothing listens on right now.
-absl::StatusOr<int> FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", ErrnoText(errno)));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof(address);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    const int error = errno;
-    close(fd);
-    return absl::InternalError(absl::StrCat("binding a loopback port: ", ErrnoText(error)));
-  }
-  close(fd);
-  return ntohs(address.sin_port);
 }
 
 // The pids whose parent is `pid` (from /proc/*/stat).

@@ -8,11 +8,7 @@
 //
 // The tracker is the real //tracker:tracker binary, a child process in its own process group
 // (tests/tracker_process.h), found in the test's runfiles.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -34,6 +30,7 @@
 #include "base/process_exit.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/benchfarm.grpc.pb.h"
+#include "tests/http_probe.h"
 #include "tests/postgres_server.h"
 #include "tests/tracker_process.h"
 
@@ -283,22 +280,6 @@ class FakeAgent {
   std::map<std::string, v1::JobResult> unacked_ ABSL_GUARDED_BY(mu_);
 };
 
-// A loopback port nobody listens on now.
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a = {};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 // After the kill: the same tracker restarted, or a standby already running takes over.
 enum class AfterKill { kRestart, kStandby };
 
@@ -325,8 +306,8 @@ void RunKillScenario(AfterKill after, std::string database = "") {
     return std::vector<std::string>{"--database=" + database, "--config=" + config,
                                     "--listen=" + listen, "--metrics=off", "--insecure"};
   };
-  const int port_a = after == AfterKill::kStandby ? FreePort() : 0;
-  const int port_b = after == AfterKill::kStandby ? FreePort() : 0;
+  const int port_a = after == AfterKill::kStandby ? testing::FreePort().value() : 0;
+  const int port_b = after == AfterKill::kStandby ? testing::FreePort().value() : 0;
   absl::StatusOr<std::string> started = tracker.Start(flags(absl::StrCat("127.0.0.1:", port_a)));
   ASSERT_TRUE(started.ok()) << started.status();
   std::string address = *started;
@@ -533,8 +514,8 @@ TEST(TrackerFailover, ALeaderThatLosesItsDatabaseSessionStopsAndTheStandbyServes
                                     "--metrics=off", "--insecure"};
   };
   testing::TrackerProcess leader, standby;
-  ASSERT_TRUE(leader.Start(flags(FreePort())).ok());
-  ASSERT_TRUE(standby.Launch(flags(FreePort())).ok());
+  ASSERT_TRUE(leader.Start(flags(testing::FreePort().value())).ok());
+  ASSERT_TRUE(standby.Launch(flags(testing::FreePort().value())).ok());
   absl::SleepFor(absl::Milliseconds(500));  // the standby is waiting on the lock
   // The session holding the advisory lock: the leader's.
   absl::StatusOr<std::string> terminated = (*server)->Query(

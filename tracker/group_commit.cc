@@ -102,11 +102,6 @@ absl::Status GroupCommit::Wait(Ticket ticket) {
   return result;
 }
 
-bool GroupCommit::Durable(Ticket ticket) const {
-  absl::MutexLock lock(&mu_);
-  return ticket <= durable_;
-}
-
 GroupCommit::Ticket GroupCommit::durable() const {
   absl::MutexLock lock(&mu_);
   return durable_;

@@ -78,7 +78,6 @@ class GroupCommit {
   // The blocking form.
   absl::Status Wait(Ticket ticket);
 
-  bool Durable(Ticket ticket) const;
   Ticket durable() const;  // every change up to this ticket is stored
   Ticket last() const;  // the newest ticket given
   bool failing() const;

@@ -1080,7 +1080,7 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
       OccupyBoard(record, job->job.job_id());
       // Stored with the next batch, not waited for: lost in a crash, the offer is as if not
       // made (the job re-queues after the lease; a result the agent spooled answers it).
-      (void)SaveJob(*job, /*insert=*/false);
+      (void)SaveJob(*job);
       Notify(job->job);
       Offer offer;
       offer.agent_id = agent_id;
@@ -1261,7 +1261,7 @@ GroupCommit::Ticket JobQueue::EndAttemptWithoutResult(LiveJob* job, v1::ErrorCod
     counters_.requeues++;
     Enqueue(job);
     Notify(job->job);
-    return SaveJob(*job, /*insert=*/false);
+    return SaveJob(*job);
   }
   v1::Result result;
   result.set_error_code(v1::BOARD_LOST);
@@ -1365,17 +1365,18 @@ GroupCommit::Ticket JobQueue::SaveBoard(const BoardRecord& record) {
   return commit_.PutBoard(record.board);
 }
 
-GroupCommit::Ticket JobQueue::SaveJob(const LiveJob& job, bool insert) {
-  return commit_.PutJob(job.seq, insert, job.job);
+GroupCommit::Ticket JobQueue::SaveJob(const LiveJob& job) {
+  return commit_.PutJob(job.seq, /*insert=*/false, job.job);
 }
 
 void JobQueue::ForgetStored() {
+  const GroupCommit::Ticket durable = commit_.durable();
   for (auto it = finishing_.begin(); it != finishing_.end();) {
     auto here = it++;
-    if (commit_.Durable(here->second.ticket)) finishing_.erase(here);
+    if (here->second.ticket <= durable) finishing_.erase(here);
   }
   for (auto it = submitted_.begin(); it != submitted_.end();) {
-    if (commit_.Durable(it->second.ticket)) {
+    if (it->second.ticket <= durable) {
       ++forgotten_submissions_;
       it = submitted_.erase(it);
     } else {

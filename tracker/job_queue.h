@@ -333,9 +333,10 @@ class JobQueue {
   // The job is live / no longer live: its client's load.
   void AddLoad(LiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RemoveLoad(const LiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Hands the change to the commit thread; the ticket to wait for it.
+  // Hands the change to the commit thread; the ticket to wait for it. (New jobs go with their
+  // submission: GroupCommit::PutSubmission.)
   GroupCommit::Ticket SaveBoard(const BoardRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  GroupCommit::Ticket SaveJob(const LiveJob& job, bool insert) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  GroupCommit::Ticket SaveJob(const LiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job as it is now: live, finished but not yet known stored, or from the store.
   absl::StatusOr<std::optional<v1::Job>> FindJobLocked(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -49,7 +49,7 @@ absl::StatusOr<bool> FileLeadership::TryAcquire() {
 absl::StatusOr<bool> Leadership::Acquire(absl::FunctionRef<bool()> stop, absl::Duration poll) {
   for (;;) {
     absl::StatusOr<bool> led = TryAcquire();
-    if (!led.ok() || *led) return led;
+    if (led.ok() ? *led : !absl::IsUnavailable(led.status())) return led;
     if (stop()) return false;
     absl::SleepFor(poll);
   }

@@ -37,7 +37,9 @@ class Leadership {
 
   // Leads now if no other tracker does: true, or false (another leads). Errors name the lock.
   virtual absl::StatusOr<bool> TryAcquire() = 0;
-  // Waits, trying every `poll`, until this process leads (true) or `stop()` (false).
+  // Waits, trying every `poll`, until this process leads (true) or `stop()` (false). A lock that
+  // cannot be reached now (Unavailable: the database is down) is tried again like a held one;
+  // other errors end the wait.
   absl::StatusOr<bool> Acquire(absl::FunctionRef<bool()> stop, absl::Duration poll);
   // While leading: false once leadership may have passed to another tracker (its connection to
   // the database is gone). Blocks for at most a round trip.

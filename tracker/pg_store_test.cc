@@ -28,6 +28,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/benchfarm.pb.h"
+#include "tests/http_probe.h"
 #include "tests/postgres_server.h"
 #include "tracker/store_test_util.h"
 
@@ -55,19 +56,6 @@ std::string QueryOrDie(PostgresServer& server, const std::string& dbname, const 
   absl::StatusOr<std::string> value = server.Query(dbname, sql);
   EXPECT_TRUE(value.ok()) << value.status();
   return value.value_or("error: " + value.status().ToString());
-}
-
-// A loopback port nothing listens on.
-int UnusedPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
-  close(fd);
-  return ntohs(address.sin_port);
 }
 
 // Tests on the binary's shared server (which they do not stop), each on databases of its own.
@@ -144,7 +132,7 @@ TEST(PgStore, OpenRejectsBadArguments) {
 }
 
 TEST(PgStore, OpenWithoutAServerIsUnavailableNamingTheStoreAndTheCause) {
-  const int port = UnusedPort();
+  const int port = benchfarm::testing::FreePort().value();
   auto store = PgStore::Open(absl::StrCat("host=127.0.0.1 port=", port, " dbname=farm user=x"));
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kUnavailable) << store.status();

@@ -170,12 +170,7 @@ int main(int argc, char** argv) {
     } else {
       spdlog::warn("standby: {}; trying again", std::string(leading.status().message()));
     }
-    for (;;) {
-      leading = leadership->Acquire([] { return g_stop != 0; }, absl::Milliseconds(100));
-      if (leading.ok() || !absl::IsUnavailable(leading.status())) break;
-      if (g_stop) break;
-      absl::SleepFor(absl::Seconds(1));  // the database is unreachable: keep waiting
-    }
+    leading = leadership->Acquire([] { return g_stop != 0; }, absl::Milliseconds(100));
     if (!leading.ok()) return Fail(std::string(leading.status().message()));
     if (!*leading) {
       spdlog::info("stopping (standby)");
