@@ -37,7 +37,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -731,6 +733,7 @@ int Main(int argc, char** argv) {
   bool quick = false;
   bool flood = false;
   std::string tracker_flag;
+  std::string only;  // STORE:AGENTS:QUEUED: that one dispatch row (profiling, A/B runs)
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
@@ -740,8 +743,12 @@ int Main(int argc, char** argv) {
       tracker_flag = argv[++i];
     } else if (std::strncmp(argv[i], "--tracker=", 10) == 0) {
       tracker_flag = argv[i] + 10;
+    } else if (std::strncmp(argv[i], "--only=", 7) == 0) {
+      only = argv[i] + 7;
     } else {
-      std::fprintf(stderr, "usage: tracker_bench [--quick] [--flood] [--tracker PATH]\n");
+      std::fprintf(stderr,
+                   "usage: tracker_bench [--quick] [--flood] [--tracker PATH] "
+                   "[--only=STORE:AGENTS:QUEUED]\n");
       return 2;
     }
   }
@@ -789,10 +796,22 @@ int Main(int argc, char** argv) {
                {"disk", 1000, 100000}, {"disk", 1000, 1000000}, {"tmpfs", 100, 1000},
                {"tmpfs", 1000, 1000},  {"pg", 100, 1000},        {"pg", 1000, 1000}};
   }
+  if (!only.empty()) {
+    std::vector<std::string> parts = absl::StrSplit(only, ':');
+    Config c;
+    if (parts.size() != 3 || !absl::SimpleAtoi(parts[1], &c.agents) ||
+        !absl::SimpleAtoi(parts[2], &c.backlog) || c.agents <= 0 || c.backlog < 0) {
+      std::fprintf(stderr, "tracker_bench: --only wants STORE:AGENTS:QUEUED, not %s\n",
+                   only.c_str());
+      return 2;
+    }
+    c.store = parts[0];
+    configs = {c};
+  }
   // "pg": a PostgreSQL 15 server of the bench's own (tests/postgres_server.h: initdb in /tmp,
   // fsync on, loopback), one fresh database per row.
   std::unique_ptr<testing::PostgresServer> postgres;
-  {
+  if (std::any_of(configs.begin(), configs.end(), [](const Config& c) { return c.store == "pg"; })) {
     absl::StatusOr<std::unique_ptr<testing::PostgresServer>> started =
         testing::PostgresServer::Start();
     if (started.ok()) {
@@ -805,6 +824,7 @@ int Main(int argc, char** argv) {
   }
 
   for (int batch : {100, 1000}) {
+    if (!only.empty()) break;
     Row row;
     if (!SubmitScenario(tracker, dir, batch, submit_total, &row)) ok = false;
     std::fprintf(stderr, "tracker_bench: %s: done\n", row.name.c_str());

@@ -1019,6 +1019,40 @@ void JobQueue::Touch(const std::string& agent_id, const std::string& job_id, int
   Touch(agent_id, {h});
 }
 
+std::vector<std::string> JobQueue::AgentsToPump(std::string* cursor, size_t max_agents) {
+  max_agents = std::max<size_t>(1, max_agents);
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> agents;
+  const absl::Time now = clock_->Now();
+  auto has_room = [&](const BoardRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const v1::Board& board = record.board;
+    if (board.state() == v1::QUARANTINED) {
+      return !board.held() && now >= record.next_health_check && record.health_job_id.empty();
+    }
+    if (board.state() != v1::IDLE && board.state() != v1::BUSY) return false;
+    auto kind = queues_.find(board.kind());
+    return static_cast<int>(record.running.size()) < std::max(1, board.slots()) &&
+           kind != queues_.end() && !kind->second.empty();
+  };
+  if (cursor->empty()) {
+    for (const auto& [agent_id, cancels] : pending_cancels_) {
+      if (!cancels.empty()) agents.push_back(agent_id);
+    }
+  }
+  // No offers while the store fails (TakeOffers); cancellations still go.
+  auto it = commit_.failing() ? boards_.end() : boards_.upper_bound(*cursor);
+  for (size_t found = 0; it != boards_.end() && found < max_agents; ++it) {
+    const std::string& agent = it->second.board.agent_id();
+    if ((agents.empty() || agents.back() != agent) && has_room(it->second)) {
+      agents.push_back(agent);
+      ++found;
+    }
+  }
+  // Stopped early, the loop has looked at least at one board (max_agents > 0).
+  *cursor = it == boards_.end() ? "" : std::prev(it)->first;
+  return agents;
+}
+
 std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
   absl::MutexLock lock(&mu_);
   std::vector<Offer> offers;

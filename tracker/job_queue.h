@@ -227,6 +227,13 @@ class JobQueue {
   // boards take turns, one job each per round), marked RUNNING and leased. None while the store
   // is failing.
   std::vector<Offer> TakeOffers(const std::string& agent_id);
+  // The agents TakeOffers or TakeCancels could give something now: a board with a free slot and
+  // jobs queued for its kind, a quarantined board whose health check is due, or cancellations to
+  // deliver (an agent may be named twice; disconnected ones are not filtered out), so a periodic
+  // look at the farm does not pump every agent. In chunks, lock released between them: from
+  // the board after `*cursor` ("" = the start, with the agents owed cancellations), until
+  // `max_agents` are found; `*cursor` is left at the last board looked at, "" at the end.
+  std::vector<std::string> AgentsToPump(std::string* cursor, size_t max_agents);
   // Records a result. Exactly once: a result for a job that is not running this attempt (e.g.
   // sent again after a reconnect) is accepted and ignored. A malformed result (see Results) is
   // InvalidArgument naming the field, after its attempt has ended as an infrastructure failure

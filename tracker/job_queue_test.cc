@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -834,6 +835,58 @@ TEST_F(JobQueueTest, CancelQueuedAndRunning) {
   // A late result for the cancelled job is ignored.
   ASSERT_TRUE(queue_->ReportResult("a", Ok(o)).ok());
   EXPECT_EQ(queue_->GetJob(o.job_id())->state(), v1::CANCELLED_STATE);
+}
+
+// The dispatcher's periodic look at the farm pumps only these agents.
+TEST_F(JobQueueTest, OnlyAgentsWithSomethingToTakeAreNamedForAPump) {
+  auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
+  };
+  auto all_chunks = [this, &sorted](size_t max_agents) {
+    std::vector<std::string> agents;
+    std::string cursor;
+    int chunks = 0;
+    do {
+      std::vector<std::string> chunk = queue_->AgentsToPump(&cursor, max_agents);
+      EXPECT_LE(chunk.size(), max_agents + (chunks == 0 ? 1 : 0));  // + the cancel on the first
+      agents.insert(agents.end(), chunk.begin(), chunk.end());
+      ++chunks;
+    } while (!cursor.empty() && chunks < 100);
+    EXPECT_LT(chunks, 100);
+    return sorted(agents);
+  };
+  Submit({MakeTrial(), MakeTrial(), MakeTrial(), MakeTrial()});
+  // "sick": quarantined after two infrastructure failures, its health check due.
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("sick", {"b-sick"})).ok());
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(queue_->ReportResult("sick", Failed(TakeOne("sick"), v1::SESSION_ERROR)).ok());
+  }
+  // "busy": its one slot taken, then that job cancelled (a cancellation to deliver).
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("busy", {"b-busy"})).ok());
+  v1::JobOffer running = TakeOne("busy");
+  // "full": its one slot taken. "idle": a free board, jobs queued. "stm": a free board of a kind
+  // nothing is queued for.
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("full", {"b-full"})).ok());
+  TakeOne("full");
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("idle", {"b-idle"})).ok());
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("stm", {"b-stm"}, "stm32")).ok());
+  ASSERT_TRUE(queue_->Cancel(running.job_id()).ok());
+
+  const std::vector<std::string> want = {"busy", "idle", "sick"};
+  std::string cursor;
+  EXPECT_EQ(sorted(queue_->AgentsToPump(&cursor, 100)), want);
+  EXPECT_EQ(cursor, "");
+  EXPECT_EQ(all_chunks(1), want);
+  EXPECT_EQ(all_chunks(2), want);
+
+  // Once they have taken what there was, nobody is named.
+  EXPECT_TRUE(TakeOne("sick").health_check());
+  TakeOne("idle");
+  EXPECT_EQ(queue_->TakeCancels("busy"), std::vector<std::string>{running.job_id()});
+  TakeOne("busy");  // its slot free again, the last queued job
+  EXPECT_EQ(all_chunks(1), std::vector<std::string>{});
 }
 
 TEST_F(JobQueueTest, RestartKeepsQueuedAndRunningJobs) {

@@ -771,15 +771,21 @@ void TrackerService::DispatchLoop() {
 }
 
 void TrackerService::DispatchOnce(bool all, const std::vector<std::string>& agents) {
-  // Streams cannot be deleted while mu_ is held (OnDone detaches under it first).
-  absl::MutexLock lock(&mu_);
-  if (all) {
-    for (auto& [agent, stream] : streams_) stream->Pump();
-    return;
-  }
-  for (const std::string& agent : agents) {
-    if (auto it = streams_.find(agent); it != streams_.end()) it->second->Pump();
-  }
+  // Streams cannot be deleted while mu_ is held (OnDone detaches under it first). Pumping an
+  // agent twice is harmless: the second finds nothing more.
+  auto pump = [this](const std::vector<std::string>& agents) {
+    absl::MutexLock lock(&mu_);
+    for (const std::string& agent : agents) {
+      if (auto it = streams_.find(agent); it != streams_.end()) it->second->Pump();
+    }
+  };
+  pump(agents);
+  if (!all) return;
+  // Chunks: the first offers go out before the whole farm has been looked at.
+  std::string cursor;
+  do {
+    pump(queue_->AgentsToPump(&cursor, 64));
+  } while (!cursor.empty());
 }
 
 grpc::ServerUnaryReactor* TrackerService::SubmitTrials(grpc::CallbackServerContext* context,

@@ -146,7 +146,8 @@ class TrackerService final : public v1::Tracker::CallbackService,
 
  private:
   void DispatchLoop();
-  // Offers work to the boards of these agents (all: every connected agent).
+  // Offers work to (and sends cancellations to) these agents (all: every agent that has some:
+  // JobQueue::AgentsToPump).
   void DispatchOnce(bool all, const std::vector<std::string>& agents);
 
   JobQueue* const queue_;
