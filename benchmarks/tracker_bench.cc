@@ -14,10 +14,13 @@
 //     RSS before the flood, with it and after the watchers end, and how many never-reading
 //     streams the tracker cut off (RESOURCE_EXHAUSTED).
 //
-//   tracker_bench [--quick] [--flood] [--tracker PATH]
+//   tracker_bench [--quick] [--flood] [--tracker PATH] [--only=STORE:AGENTS:QUEUED]
+//                 [--drain=DISPATCHES]
 //
 // The tracker is found with --tracker, else in the runfiles ($RUNFILES_DIR, $TEST_SRCDIR or
-// argv[0].runfiles). --quick uses tiny sizes (the smoke test).
+// argv[0].runfiles). --quick uses tiny sizes (the smoke test). --only runs one dispatch row
+// (e.g. disk:1000:1000) and --drain sets its dispatches: for profiling and A/B runs, with
+// --tracker naming a wrapper script (perf record, valgrind --tool=callgrind).
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -734,6 +737,7 @@ int Main(int argc, char** argv) {
   bool flood = false;
   std::string tracker_flag;
   std::string only;  // STORE:AGENTS:QUEUED: that one dispatch row (profiling, A/B runs)
+  int64_t drain_flag = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
@@ -745,10 +749,12 @@ int Main(int argc, char** argv) {
       tracker_flag = argv[i] + 10;
     } else if (std::strncmp(argv[i], "--only=", 7) == 0) {
       only = argv[i] + 7;
+    } else if (std::strncmp(argv[i], "--drain=", 8) == 0 &&
+               absl::SimpleAtoi(argv[i] + 8, &drain_flag) && drain_flag > 0) {
     } else {
       std::fprintf(stderr,
                    "usage: tracker_bench [--quick] [--flood] [--tracker PATH] "
-                   "[--only=STORE:AGENTS:QUEUED]\n");
+                   "[--only=STORE:AGENTS:QUEUED] [--drain=DISPATCHES]\n");
       return 2;
     }
   }
@@ -773,7 +779,7 @@ int Main(int argc, char** argv) {
   std::vector<Row> rows;
   bool ok = true;
   const int submit_total = quick ? 2000 : 50000;
-  const int64_t drain = quick ? 500 : 50000;
+  const int64_t drain = drain_flag > 0 ? drain_flag : quick ? 500 : 50000;
   const int samples = quick ? 20 : 200;
   // The database on the tmpfs /dev/shm: what durability (an fsync per group commit) costs.
   std::string shm_dir;

@@ -966,7 +966,7 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
   for (auto it = running_.begin(); it != running_.end();) {
     auto live = jobs_.find(*it);
     if (live == jobs_.end() || live->second.job.state() != v1::RUNNING) {
-      it = running_.erase(it);
+      running_.erase(it++);
       continue;
     }
     const std::string& id = *it++;
@@ -980,6 +980,8 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
       lost.push_back(&job);
     }
   }
+  std::sort(lost.begin(), lost.end(),
+            [](const LiveJob* a, const LiveJob* b) { return a->seq < b->seq; });  // as submitted
   for (LiveJob* job : lost) {
     // Ended in memory whatever the store says (a failed write is counted and logged).
     (void)EndAttemptWithoutResult(job, v1::BOARD_LOST,
@@ -1260,12 +1262,14 @@ int JobQueue::ExpireLeases() {
   for (auto it = running_.begin(); it != running_.end();) {
     auto live = jobs_.find(*it);
     if (live == jobs_.end() || live->second.job.state() != v1::RUNNING) {
-      it = running_.erase(it);
+      running_.erase(it++);
       continue;
     }
     if (now >= live->second.lease_deadline) expired.push_back(&live->second);
     ++it;
   }
+  std::sort(expired.begin(), expired.end(),
+            [](const LiveJob* a, const LiveJob* b) { return a->seq < b->seq; });  // as submitted
   for (LiveJob* job : expired) {
     counters_.lease_expiries++;
     NoteBoardOutcome(job->job.board_id(), true, "a lease expired (the agent or board went silent)");

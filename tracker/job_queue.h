@@ -84,6 +84,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -362,8 +364,8 @@ class JobQueue {
   // kind -> priority (highest first) -> level
   std::map<std::string, std::map<int, Level, std::greater<int>>> queues_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, BoardRecord> boards_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::set<std::string>> agent_boards_ ABSL_GUARDED_BY(mu_);
-  std::set<std::string> connected_agents_ ABSL_GUARDED_BY(mu_);
+  absl::node_hash_map<std::string, std::set<std::string>> agent_boards_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> connected_agents_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<std::string>> pending_cancels_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> kinds_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, ClientLoad> load_by_client_ ABSL_GUARDED_BY(mu_);
@@ -391,7 +393,7 @@ class JobQueue {
   int64_t forgotten_submissions_ ABSL_GUARDED_BY(mu_) = 0;  // dropped from submitted_ so far
   // Ids of jobs that went RUNNING (ExpireLeases and RegisterAgent look at these, not at every
   // live job); entries of jobs no longer running are dropped as they are met.
-  std::set<std::string> running_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> running_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace benchfarm::tracker

@@ -126,9 +126,10 @@ constexpr Statement kInsertJobReplay = MakeStatement(
     kTextOid, kTextOid, kInt4Oid, kTextOid, kTextOid, kInt4Oid, kByteaOid, kInt8Oid);
 constexpr Statement kUpdateJob = MakeStatement(
     "update_job",
-    "UPDATE jobs SET client_id = $2, state = $3, board_kind = $4, op = $5, priority = $6, "
-    "data = $7 WHERE job_id = $1",
-    kTextOid, kTextOid, kInt4Oid, kTextOid, kTextOid, kInt4Oid, kByteaOid);
+    // Client, kind, op and priority are set once, on insert ($2, $4-$6 bound, unused); $8: the
+    // job's seq when the caller knows it (0: any), which must then match.
+    "UPDATE jobs SET state = $3, data = $7 WHERE job_id = $1 AND ($8 = 0 OR seq = $8)",
+    kTextOid, kTextOid, kInt4Oid, kTextOid, kTextOid, kInt4Oid, kByteaOid, kInt8Oid);
 constexpr Statement kRaiseLastSeq = MakeStatement(
     "raise_last_seq", "UPDATE benchfarm_meta SET last_seq = GREATEST(last_seq, $1)", kInt8Oid);
 constexpr Statement kLastSeq = MakeStatement(
@@ -739,10 +740,8 @@ absl::Status PgStore::Apply(const WriteBatch& batch) {
         .Bytes(write.op)
         .Int4(write.priority)
         .Bytes(write.data);
-    if (write.insert) {
-      command.params.Int8(write.seq);
-      max_seq = std::max(max_seq, write.seq);
-    }
+    command.params.Int8(write.seq);
+    if (write.insert) max_seq = std::max(max_seq, write.seq);
   }
   for (size_t i = 0; i < batch.boards.size(); ++i) {
     Connection::Command& command = commands.emplace_back();

@@ -282,9 +282,11 @@ absl::Status SqliteStore::PrepareStatements() {
       {kInsertJob,
        "INSERT INTO jobs (job_id, client_id, state, board_kind, op, priority, data, seq) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
-      {kUpdateJob,
-       "UPDATE jobs SET client_id = ?2, state = ?3, board_kind = ?4, op = ?5, priority = ?6, "
-       "data = ?7 WHERE job_id = ?1"},
+      // A job's client, kind, op and priority never change after it is inserted: an update
+      // leaves those columns (and the indexes on them) alone (?2, ?4-?6 are bound, unused).
+      {kUpdateJob, "UPDATE jobs SET state = ?3, data = ?7 WHERE job_id = ?1"},
+      // The tracker knows its jobs' seq: the row found by rowid, not through the job_id index.
+      {kUpdateJobBySeq, "UPDATE jobs SET state = ?3, data = ?7 WHERE seq = ?8 AND job_id = ?1"},
       {kGetJob, "SELECT seq, data FROM jobs WHERE job_id = ?1"},
       {kLoadUnfinished, unfinished},
       {kUpsertBoard,
@@ -491,11 +493,12 @@ absl::Status SqliteStore::WriteJob(const WriteBatch::JobWrite& write, bool repla
     return absl::InvalidArgumentError(absl::StrCat(
         "sqlite store ", path_, ": Apply: job ", write.job_id, " to insert has no seq"));
   }
-  sqlite3_stmt* statement =
-      statements_[!write.insert ? kUpdateJob : replay ? kInsertJobReplay : kInsertJob].get();
+  const StatementId id = write.insert ? (replay ? kInsertJobReplay : kInsertJob)
+                                      : (write.seq > 0 ? kUpdateJobBySeq : kUpdateJob);
+  sqlite3_stmt* statement = statements_[id].get();
   StatementUse use(statement);
   RETURN_IF_ERROR(BindJob(statement, write));
-  if (write.insert) RETURN_IF_ERROR(BindInt(statement, 8, write.seq));
+  if (id != kUpdateJob) RETURN_IF_ERROR(BindInt(statement, 8, write.seq));
   const int rc = sqlite3_step(statement);
   if (write.insert && IsConstraintViolation(rc)) {
     return absl::AlreadyExistsError(absl::StrCat("sqlite store ", path_, ": job ", write.job_id,

@@ -118,6 +118,7 @@ class SqliteStore final : public Store {
     kInsertSubmission,
     kInsertJob,
     kUpdateJob,
+    kUpdateJobBySeq,
     kGetJob,
     kLoadUnfinished,
     kUpsertBoard,
@@ -154,7 +155,8 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<StoredJob>> ReadJobs(sqlite3_stmt* statement, const char* what)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Binds the indexed columns and the data of `job` to parameters ?1..?7 of kInsertJob/kUpdateJob
-  // (job_id, client_id, state, board_kind, op, priority, data); kInsertJob's ?8 is the seq.
+  // (job_id, client_id, state, board_kind, op, priority, data); ?8 of the inserts and of
+  // kUpdateJobBySeq is the seq.
   absl::Status BindJob(sqlite3_stmt* statement, const WriteBatch::JobWrite& job)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -65,7 +65,9 @@ struct WriteBatch {
   };
   // A job as the store keeps it: the columns it is found by and the serialized v1::Job.
   struct JobWrite {
-    int64_t seq = 0;      // given by the caller for an insert (> 0); ignored for an update
+    // Given by the caller for an insert (> 0). For an update, 0 or the stored job's seq (then
+    // it must match: a job_id with another seq is NotFound; SQLite finds the row by it).
+    int64_t seq = 0;
     bool insert = false;  // a new job (else: replaces the stored one)
     std::string job_id;   // Job.job_id
     std::string client_id;
@@ -112,7 +114,9 @@ class Store {
   absl::StatusOr<std::vector<int64_t>> InsertSubmission(const std::string& client_id,
                                                         const std::string& request_id,
                                                         const std::vector<v1::Job>& jobs);
-  // Replaces a stored job (matched by job_id; NotFound if absent).
+  // Replaces a stored job (matched by job_id; NotFound if absent): its state and everything it
+  // holds. Its client, board kind, op and priority are those it was inserted with (they never
+  // change: the store does not rewrite them, nor their indexes).
   absl::Status UpdateJob(const v1::Job& job);
   absl::Status UpsertBoard(const v1::Board& board);
 

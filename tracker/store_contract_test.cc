@@ -403,10 +403,10 @@ TEST_P(StoreContractTest, AFailureDeepInALargeBatchWritesNothing) {
   EXPECT_EQ(*last, 1);
 }
 
-TEST_P(StoreContractTest, UpdateJobReplacesTheJobAndItsIndexedFields) {
+TEST_P(StoreContractTest, UpdateJobReplacesTheJobAndItsState) {
   ASSERT_TRUE(
       store().InsertSubmission("alice", "req-1", {MakeJob("a", "alice", "m3", "matmul")}).ok());
-  v1::Job job = MakeJob("a", "alice", "m4", "conv2d", v1::DONE, 7);
+  v1::Job job = MakeJob("a", "alice", "m3", "matmul", v1::DONE);
   job.mutable_result()->add_costs_s(1.5e-3);
   job.mutable_result()->set_board_id("board-1");
   job.add_attempts()->set_agent_id("agent-1");
@@ -418,13 +418,14 @@ TEST_P(StoreContractTest, UpdateJobReplacesTheJobAndItsIndexedFields) {
   EXPECT_TRUE(MessageDifferencer::Equals((*got)->job, job)) << (*got)->job.DebugString();
 
   JobFilter filter;
-  filter.board_kind = "m4";
-  filter.op = "conv2d";
+  filter.client_id = "alice";
+  filter.board_kind = "m3";
+  filter.op = "matmul";
   filter.state = v1::DONE;
   auto listed = store().ListJobs(filter);
   ASSERT_TRUE(listed.ok()) << listed.status();
   EXPECT_THAT(JobIds(*listed), ElementsAre("a"));
-  filter.board_kind = "m3";
+  filter.state = v1::QUEUED;
   listed = store().ListJobs(filter);
   ASSERT_TRUE(listed.ok()) << listed.status();
   EXPECT_THAT(JobIds(*listed), IsEmpty());
@@ -437,6 +438,31 @@ TEST_P(StoreContractTest, UpdateOfAnUnknownJobIsNotFound) {
   auto ghost = store().GetJob("ghost");
   ASSERT_TRUE(ghost.ok());
   EXPECT_FALSE(ghost->has_value());
+}
+
+TEST_P(StoreContractTest, AnUpdateNamingASeqMustMatchTheStoredJob) {
+  ASSERT_TRUE(store()
+                  .InsertSubmission("alice", "req-1",
+                                    {MakeJob("a", "alice", "m3", "matmul"),
+                                     MakeJob("b", "alice", "m3", "matmul")})
+                  .ok());
+  WriteBatch good;
+  good.jobs.push_back(WriteBatch::JobWrite::Of(2, false, MakeJob("b", "alice", "m3", "matmul",
+                                                                 v1::RUNNING)));
+  ASSERT_TRUE(store().Apply(good).ok());
+  // "a" with b's seq: nothing is written, neither a nor b.
+  WriteBatch crossed;
+  crossed.jobs.push_back(
+      WriteBatch::JobWrite::Of(2, false, MakeJob("a", "alice", "m3", "matmul", v1::DONE)));
+  absl::Status status = store().Apply(crossed);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
+  auto a = store().GetJob("a");
+  auto b = store().GetJob("b");
+  ASSERT_TRUE(a.ok() && a->has_value() && b.ok() && b->has_value());
+  EXPECT_EQ((*a)->job.state(), v1::QUEUED);
+  EXPECT_EQ((*a)->seq, 1);
+  EXPECT_EQ((*b)->job.state(), v1::RUNNING);
+  EXPECT_EQ((*b)->seq, 2);
 }
 
 TEST_P(StoreContractTest, LastSeqCountsEveryNumberGivenAndNeverGoesBack) {
