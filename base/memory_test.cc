@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -18,6 +19,15 @@ int64_t ResidentBytes() {
   int64_t size = 0, resident = 0;
   statm >> size >> resident;
   return resident * 4096;
+}
+
+// Set by the BUILD target: the malloc this test binary is linked with.
+#ifndef BENCHFARM_EXPECTED_ALLOCATOR
+#error "BENCHFARM_EXPECTED_ALLOCATOR: the allocator the test binary runs on"
+#endif
+
+TEST(MemoryTest, KnowsWhichMallocItRunsOn) {
+  EXPECT_STREQ(HeapAllocator(), BENCHFARM_EXPECTED_ALLOCATOR);
 }
 
 // 128 MiB in 1 KiB blocks, all freed but the last one: the free memory sits below a live block,
@@ -41,7 +51,7 @@ TEST(MemoryTest, FreedSmallBlocksBelowALiveOneAreHeldUntilReleased) {
   EXPECT_EQ(ResidentBytes() / (1 << 20), resident_held / (1 << 20));
   EXPECT_TRUE(ReleaseFreeHeapOver(64 << 20));
   const int64_t resident_after = ResidentBytes();
-  std::printf("free heap %lld MiB; resident %lld -> %lld MiB\n",
+  std::printf("%s: free heap %lld MiB; resident %lld -> %lld MiB\n", HeapAllocator(),
               static_cast<long long>(held >> 20), static_cast<long long>(resident_held >> 20),
               static_cast<long long>(resident_after >> 20));
   EXPECT_LT(resident_after, resident_held - (100 << 20));

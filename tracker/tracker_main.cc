@@ -34,6 +34,7 @@
 #include "absl/synchronization/notification.h"
 #include "base/clock.h"
 #include "base/logging.h"
+#include "base/memory.h"
 #include "google/protobuf/text_format.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -212,9 +213,10 @@ int main(int argc, char** argv) {
     store = *std::move(opened);
   }
 
-  spdlog::info("database {}; lease {} s, heartbeat {} s, retry budget {}, quarantine after {}",
-               database_name, config.lease_seconds(), config.heartbeat_seconds(),
-               config.retry_budget(), config.quarantine_threshold());
+  spdlog::info(
+      "database {}; lease {} s, heartbeat {} s, retry budget {}, quarantine after {}; malloc: {}",
+      database_name, config.lease_seconds(), config.heartbeat_seconds(), config.retry_budget(),
+      config.quarantine_threshold(), benchfarm::base::HeapAllocator());
 
   benchfarm::base::RealClock clock;
   benchfarm::tracker::JobQueueOptions options;
