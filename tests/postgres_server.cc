@@ -261,6 +261,13 @@ void PostgresServer::Kill() {
   }
 }
 
+void PostgresServer::Freeze(bool frozen) {
+  if (process_ == nullptr) return;
+  const int signal = frozen ? SIGSTOP : SIGCONT;
+  process_->Signal(signal);
+  for (pid_t child : ChildrenOf(process_->pid())) kill(child, signal);
+}
+
 absl::Status PostgresServer::Stop() {
   if (process_ == nullptr) return absl::OkStatus();
   process_->Signal(SIGINT);  // fast shutdown

@@ -76,6 +76,10 @@ class PostgresServer {
   // A crash: SIGKILL to the server's process group (postmaster and backends at once), reaped.
   void Kill();
 
+  // A hung server: SIGSTOP (true) or SIGCONT (false) to the postmaster and its children. Stopped,
+  // it still accepts TCP connections (the kernel does) but answers nothing.
+  void Freeze(bool frozen);
+
   // Fast shutdown (SIGINT: active transactions are rolled back, connections closed), SIGKILL
   // after stop_timeout. Returns an error if it had to be killed. No-op if it is not running.
   absl::Status Stop();

@@ -3,9 +3,11 @@
 // Debian installs libpq's headers in /usr/include/postgresql, which Bazel cannot name as an
 // include directory (//third_party:pq); libpq-fe.h's own includes are relative to it.
 #include <postgresql/libpq-fe.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -345,7 +347,8 @@ class PgStore::Connection {
       : prefix_(std::move(prefix)),
         conninfo_(std::move(conninfo)),
         connect_timeout_(absl::StrCat(options.connect_timeout_seconds)),
-        application_name_(options.application_name) {}
+        application_name_(options.application_name),
+        answer_timeout_ms_(options.answer_timeout_seconds * 1000) {}
 
   ~Connection() { Drop(); }
 
@@ -368,6 +371,13 @@ class PgStore::Connection {
       return absl::UnavailableError(absl::StrCat(
           prefix_, what,
           ever_connected_ ? ": connection lost; reconnecting: " : ": cannot connect: ", message));
+    }
+    // Nonblocking: every wait for the server goes through Await, which gives up on a server that
+    // stays silent (stopped, hung, a cut network that still looks connected).
+    if (PQsetnonblocking(conn, 1) != 0) {
+      std::string message = OneLine(PQerrorMessage(conn));
+      PQfinish(conn);
+      return absl::UnavailableError(absl::StrCat(prefix_, what, ": ", message));
     }
     conn_ = conn;
     ever_connected_ = true;
@@ -413,7 +423,8 @@ class PgStore::Connection {
   // statement's result.
   absl::StatusOr<Result> Exec(const char* sql, absl::string_view what) {
     RETURN_IF_ERROR(Ready(what));
-    Result result(PQexec(conn_, sql));
+    if (PQsendQuery(conn_, sql) != 1) return Failure(nullptr, what);
+    ASSIGN_OR_RETURN(Result result, LastResult(what));
     const ExecStatusType status = PQresultStatus(result.get());
     if (result == nullptr || (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)) {
       return Failure(result.get(), what);
@@ -432,10 +443,7 @@ class PgStore::Connection {
   // reported (the first error is the one that matters, and nothing was committed).
   void Rollback() {
     if (conn_ == nullptr || PQtransactionStatus(conn_) == PQTRANS_IDLE) return;
-    Result result(PQexec(conn_, "ROLLBACK"));
-    if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
-      Failure(result.get(), "ROLLBACK").IgnoreError();
-    }
+    (void)Exec("ROLLBACK", "ROLLBACK");
   }
 
   // Runs a prepared statement (preparing it first on this connection) with binary parameters and
@@ -444,8 +452,11 @@ class PgStore::Connection {
                                  absl::string_view what) {
     RETURN_IF_ERROR(Ready(what));
     RETURN_IF_ERROR(Prepare(statement, what));
-    Result result(PQexecPrepared(conn_, statement.name, params.size(), params.values(),
-                                 params.lengths(), params.formats(), /*resultFormat=*/1));
+    if (PQsendQueryPrepared(conn_, statement.name, params.size(), params.values(),
+                            params.lengths(), params.formats(), /*resultFormat=*/1) != 1) {
+      return Failure(nullptr, what);
+    }
+    ASSIGN_OR_RETURN(Result result, LastResult(what));
     const ExecStatusType status = PQresultStatus(result.get());
     if (result == nullptr || (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)) {
       return Failure(result.get(), what);
@@ -522,6 +533,7 @@ class PgStore::Connection {
         Drop();  // the pipeline's state is unknown: start afresh
         return status;
       }
+      if (absl::Status flushed = Flush(what); !flushed.ok()) return flushed;
       if (!ReadChunk(sent, describe, what, affected, &status)) return status;
       start = end;
     }
@@ -546,8 +558,18 @@ class PgStore::Connection {
       Drop();
       return false;
     };
+    auto next = [&](Result* result) {
+      absl::StatusOr<Result> got = Next(what);
+      if (!got.ok()) {
+        if (status->ok()) *status = got.status();
+        return false;  // dropped
+      }
+      *result = std::move(*got);
+      return true;
+    };
     for (size_t index : sent) {
-      Result result(PQgetResult(conn_));
+      Result result;
+      if (!next(&result)) return false;
       if (result == nullptr) return lost(nullptr);
       const ExecStatusType state = PQresultStatus(result.get());
       if (state == PGRES_COMMAND_OK) {
@@ -565,19 +587,79 @@ class PgStore::Connection {
         }
       }
       // Each command's results end with a null result.
-      Result end(PQgetResult(conn_));
+      Result end;
+      if (!next(&end)) return false;
       if (end != nullptr) return lost(end.get());
     }
-    Result sync(PQgetResult(conn_));
+    Result sync;
+    if (!next(&sync)) return false;
     if (PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC) return lost(sync.get());
     return true;
+  }
+
+  // Dropped for a server that stays silent: Unavailable, naming how long it was waited for.
+  absl::Status Silent(absl::string_view what) {
+    Drop();
+    return absl::UnavailableError(
+        absl::StrCat(prefix_, what, ": the server sent nothing for ", answer_timeout_ms_ / 1000,
+                     " s (stopped or unreachable); connection dropped"));
+  }
+
+  // Waits until the connection's socket is ready for `events`; false after answer_timeout of
+  // silence.
+  bool Await(short events) {
+    pollfd fd{PQsocket(conn_), events, 0};
+    for (;;) {
+      const int ready = poll(&fd, 1, answer_timeout_ms_);
+      if (ready > 0) return true;
+      if (ready == 0) return false;
+      if (errno != EINTR) return true;  // let libpq see and report the socket's error
+    }
+  }
+
+  // Sends what libpq has buffered, reading meanwhile (the server may answer before it has read
+  // everything). Unavailable (connection dropped) when the server stays silent or the connection
+  // fails.
+  absl::Status Flush(absl::string_view what) {
+    for (;;) {
+      const int flushed = PQflush(conn_);
+      if (flushed == 0) return absl::OkStatus();
+      if (flushed < 0) return Failure(nullptr, what);
+      if (!Await(POLLIN | POLLOUT)) return Silent(what);
+      if (PQconsumeInput(conn_) != 1) return Failure(nullptr, what);
+    }
+  }
+
+  // The next result (PQgetResult, null at the end of a command's results), waiting at most
+  // answer_timeout for each piece of the server's answer.
+  absl::StatusOr<Result> Next(absl::string_view what) {
+    RETURN_IF_ERROR(Flush(what));
+    while (PQisBusy(conn_)) {
+      if (!Await(POLLIN)) return Silent(what);
+      if (PQconsumeInput(conn_) != 1) break;  // PQgetResult reports the failure
+    }
+    return Result(PQgetResult(conn_));
+  }
+
+  // The last result of a command sent outside pipeline mode (as PQexec returns it).
+  absl::StatusOr<Result> LastResult(absl::string_view what) {
+    Result last;
+    for (;;) {
+      ASSIGN_OR_RETURN(Result result, Next(what));
+      if (result == nullptr) return last;
+      last = std::move(result);
+      if (PQstatus(conn_) == CONNECTION_BAD) return last;
+    }
   }
 
   // Prepares `statement` on this connection unless it was.
   absl::Status Prepare(const Statement& statement, absl::string_view what) {
     if (prepared_.contains(&statement)) return absl::OkStatus();
-    Result result(
-        PQprepare(conn_, statement.name, statement.sql, statement.params, statement.types.data()));
+    if (PQsendPrepare(conn_, statement.name, statement.sql, statement.params,
+                      statement.types.data()) != 1) {
+      return Failure(nullptr, absl::StrCat(what, ": preparing \"", statement.sql, "\""));
+    }
+    ASSIGN_OR_RETURN(Result result, LastResult(what));
     if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
       return Failure(result.get(), absl::StrCat(what, ": preparing \"", statement.sql, "\""));
     }
@@ -589,6 +671,7 @@ class PgStore::Connection {
   const std::string conninfo_;
   const std::string connect_timeout_;
   const std::string application_name_;
+  const int answer_timeout_ms_;
   PGconn* conn_ = nullptr;  // null: not connected
   bool ever_connected_ = false;
   absl::flat_hash_set<const Statement*> prepared_;
@@ -626,6 +709,11 @@ absl::StatusOr<std::unique_ptr<PgStore>> PgStore::Open(const std::string& connin
     return absl::InvalidArgumentError(absl::StrCat(prefix,
                                                    "connect_timeout_seconds must be positive (",
                                                    options.connect_timeout_seconds, ")"));
+  }
+  if (options.answer_timeout_seconds <= 0 || options.answer_timeout_seconds > 86400) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        prefix, "answer_timeout_seconds must be in 1..86400 (", options.answer_timeout_seconds,
+        ")"));
   }
   auto store =
       absl::WrapUnique(new PgStore(name, std::make_unique<Connection>(prefix, conninfo, options),

@@ -42,8 +42,11 @@
 //     job_id or a sequence number of the batch; InvalidArgument for an empty job_id / board_id,
 //     an insert without a sequence number, or text PostgreSQL refuses (SQLSTATE class 22: e.g. a
 //     NUL byte, which TEXT cannot hold).
-//   Unavailable for a lost connection, and for the server refusing work it may accept later
-//     (shutting down, too many connections, out of disk: SQLSTATE classes 08, 53, 57P).
+//   Unavailable for a lost connection, for a server that sends nothing for answer_timeout
+//     within a call (stopped, hung, or cut off behind a connection that still looks alive: the
+//     connection is dropped, the next call connects afresh), and for the server refusing work it
+//     may accept later (shutting down, too many connections, out of disk: SQLSTATE classes 08,
+//     53, 57P).
 //   Internal for any other SQL failure, and for stored rows that no longer parse as their proto.
 //
 // Thread-safety: every method may be called from any thread.
@@ -73,6 +76,10 @@ struct PgStoreOptions {
   // The application_name the server shows for the store's connections (pg_stat_activity), unless
   // the conninfo sets it.
   std::string application_name = "benchfarm-tracker";
+  // How long the store waits for any sign of the server within a call (a result, or room to
+  // send) before it drops the connection as Unavailable: a stopped or hung server, or a network
+  // cut that leaves the connection looking alive. > 0.
+  int answer_timeout_seconds = 30;
 };
 
 class PgStore final : public Store {

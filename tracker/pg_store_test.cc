@@ -37,6 +37,7 @@ namespace {
 
 using ::benchfarm::testing::PostgresServer;
 using ::testing::AllOf;
+using ::testing::AnyOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -395,6 +396,42 @@ TEST_F(ServerGoesAwayTest, AKilledServerMakesEveryCallUnavailableAndTheStoreHeal
   auto b = store_->GetJob("b");
   ASSERT_TRUE(b.ok() && b->has_value()) << b.status();
   EXPECT_EQ((*b)->seq, 2);
+}
+
+// A hung server (stopped, not dead: its kernel still accepts and acknowledges) makes calls
+// Unavailable after the answer timeout instead of blocking the tracker's commit thread for ever;
+// the store carries on once the server resumes.
+TEST_F(ServerGoesAwayTest, AStoppedServerMakesCallsUnavailableAndTheStoreHealsWhenItResumes) {
+  PgStoreOptions options;
+  options.answer_timeout_seconds = 1;
+  options.connect_timeout_seconds = 2;
+  absl::StatusOr<std::unique_ptr<PgStore>> opened = PgStore::Open(conninfo_, options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  PgStore& store = **opened;
+  WriteSomething(store);
+  ASSERT_TRUE(store.LoadBoards().ok());  // the reading connection is open too
+
+  server_->Freeze(true);
+  const absl::Time start = absl::Now();
+  absl::Status write = store.UpsertBoard(Board("board-2", 1));
+  absl::Status read = store.GetJob("a").status();
+  server_->Freeze(false);
+  std::cout << "stopped server: " << absl::FormatDuration(absl::Now() - start) << "; " << write
+            << "; " << read << std::endl;
+  for (const absl::Status& status : {write, read}) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+    EXPECT_THAT(status.message(),
+                HasSubstr(absl::StrCat("postgres store 127.0.0.1:", server_->port(), "/farm")));
+  }
+  // Which message depends on the retry on a fresh connection: silence on the old one, or a
+  // connection that could not be made in time.
+  EXPECT_THAT(write.message(), AnyOf(HasSubstr("sent nothing for 1 s"), HasSubstr("timeout")));
+
+  CheckSomething(store);  // connects afresh
+  EXPECT_TRUE(store.UpsertBoard(Board("board-2", 1)).ok());
+  auto boards = store.LoadBoards();
+  ASSERT_TRUE(boards.ok()) << boards.status();
+  EXPECT_EQ(boards->size(), 2u);
 }
 
 // The server is killed while a store commits submission after submission: every acknowledged
