@@ -282,5 +282,13 @@ int main(int argc, char** argv) {
   // given, before the server and the service they use go away.
   queue.Flush();
   watchdog.join();
-  return 0;
+  // Everything is stored and answered, and nothing runs that could change it: exit without
+  // freeing the queue one object at a time (a million queued jobs took ~6 s, which systemd waits
+  // out). The database needs no closing: every commit is already durable (an unclosed SQLite
+  // WAL is replayed on the next open, as after a crash); locks and connections end with the
+  // process.
+  spdlog::info("stopped");
+  spdlog::shutdown();
+  std::fflush(nullptr);
+  std::_Exit(0);
 }
