@@ -4,6 +4,7 @@ measure trials while faults are injected on a schedule, then every trial is acco
 
     ./farm chaos [--trials N] [--minutes M]          # the long run (README "Chaos")
     bazel test //tests:chaos_test                    # the short one: --short
+    bazel test //tests:chaos_standby_test            # the short one with --standby
 
 The farm. The tracker (SQLite database on a small tmpfs of its own, lease shortened) and the
 agent (--boards host-process boards) run under a supervisor with systemd's Restart=always
@@ -19,7 +20,11 @@ number of times a board measured it.
 
 The faults, one at a time, each followed by a wait until the farm has recovered:
   agent-kill    kill -9 the agent; the supervisor starts it again
-  tracker-kill  kill -9 the tracker; the supervisor starts it again (same port and database)
+  tracker-kill  kill -9 the tracker; the supervisor starts it again (same port and database).
+                With --standby, two trackers share the database (the second waits for its
+                leader lock) and the agent and client are given both addresses: the serving one
+                is killed, the fault clears when the standby serves, and the killed one,
+                restarted, becomes the standby
   agent-stop    SIGSTOP the agent for lease + --stop-extra seconds, then SIGCONT
   board-kill    kill -9 the process of a busy board (the agent restarts boards itself)
   disk-full     fill the database's tmpfs until ENOSPC, hold --disk-full-seconds, free it
@@ -44,8 +49,8 @@ The accounting, at the end, from the tracker's API (ListResults, GetJob) and the
   measured > once    trials whose output check ran more than once (reported; target <= 1 %)
   stuck              not DONE when nothing finished for --stall-seconds after the faults
                      ended                                                       must be 0
-Exit status 1 on any lost, doubled, unmeasured or stuck trial (or a farm that never started),
-0 otherwise.
+Exit status 1 on any lost, doubled, unmeasured or stuck trial, a fault that never cleared (a
+daemon not restarted, no standby taking over), or a farm that never started; 0 otherwise.
 """
 
 import argparse
@@ -109,6 +114,7 @@ class Supervisor:
         self.err_path = os.path.join(log_dir, name + ".err")
         self.restart_sec = restart_sec
         self.starts = []     # (time, stdout offset) of every start
+        self.err_offsets = []  # stderr offset of every start
         self.exits = []      # (time, returncode) of every exit
         self._proc = None
         self._stopping = False
@@ -124,6 +130,8 @@ class Supervisor:
                 if self._stopping:
                     return
                 offset = os.path.getsize(self.out_path) if os.path.exists(self.out_path) else 0
+                self.err_offsets.append(
+                    os.path.getsize(self.err_path) if os.path.exists(self.err_path) else 0)
                 with open(self.out_path, "ab") as out, open(self.err_path, "ab") as err:
                     self._proc = subprocess.Popen(self.argv, stdout=out, stderr=err,
                                                   stdin=subprocess.DEVNULL,
@@ -158,11 +166,29 @@ class Supervisor:
                     return None
                 self._cv.wait(min(left, 0.5))
 
+    def wait_err(self, pattern, timeout):
+        """Waits for a line matching pattern in the process's stderr (its log) since its last
+        start; returns it, or None after timeout seconds."""
+        with self._cv:
+            offset = os.path.getsize(self.err_path) if os.path.exists(self.err_path) else 0
+            if self.starts:
+                offset = self.err_offsets[-1]
+        deadline = time.time() + timeout
+        while True:
+            with open(self.err_path, "rb") as f:
+                f.seek(offset)
+                for line in f.read().decode(errors="replace").splitlines():
+                    if re.search(pattern, line):
+                        return line
+            if time.time() >= deadline:
+                return None
+            time.sleep(0.1)
+
     def wait_line(self, pattern, since_start, timeout):
         """Waits for a stdout line matching pattern written by the process started at
-        starts[since_start]; returns it, or None after timeout seconds."""
+        starts[since_start]; returns it, or None after timeout seconds (0: looks once)."""
         deadline = time.time() + timeout
-        while time.time() < deadline:
+        while True:
             with self._cv:
                 offset = self.starts[since_start][1] if len(self.starts) > since_start else None
             if offset is not None:
@@ -171,8 +197,9 @@ class Supervisor:
                     for line in f.read().decode(errors="replace").splitlines():
                         if re.search(pattern, line):
                             return line
+            if time.time() >= deadline:
+                return None
             time.sleep(0.1)
-        return None
 
     def stop(self, timeout=30):
         """SIGTERM (after SIGCONT, in case it is stopped), SIGKILL after timeout; no restart.
@@ -255,10 +282,10 @@ class Farm:
         self.link_faults = os.path.join(self.work, "link-faults")
         self.tmpfs = False
         self.tmpfs_note = ""
-        self.tracker = None
+        self.trackers = []  # with --standby: two, sharing the database; one serves
         self.agent = None
         self.client = None
-        self.port = None
+        self.ports = []
 
     def pki_sh(self, *argv, stdout=None):
         subprocess.run(["bash", self.args.pki_sh] + list(argv), check=True, stdout=stdout)
@@ -286,25 +313,30 @@ class Farm:
         a = self.args
         os.makedirs(self.work, exist_ok=True)
         self.mount_db_disk()
-        self.port = free_port()
-        with open(os.path.join(self.work, "tracker.textproto"), "w") as f:
-            f.write('listen_address: "127.0.0.1:%d"\n' % self.port)
-            f.write('database_path: "%s/tracker.db"\n' % self.db_dir)
-            f.write("lease_seconds: %d\nheartbeat_seconds: %d\n" % (a.lease, a.heartbeat))
-            f.write('security { state_dir: "%s" }\n' % self.pki)
-        self.tracker = Supervisor("tracker", [a.tracker_bin, "--config",
-                                              os.path.join(self.work, "tracker.textproto"),
-                                              "--metrics", "off"],
-                                  self.work, a.restart_sec)
-        self.tracker.start()
-        if not self.tracker.wait_line(r"listening on", 0, 60):
-            raise RuntimeError("the tracker did not start (see %s)" % self.tracker.err_path)
+        for name in ["tracker", "tracker-standby"][:2 if a.standby else 1]:
+            port = free_port()
+            config = os.path.join(self.work, name + ".textproto")
+            with open(config, "w") as f:
+                f.write('listen_address: "127.0.0.1:%d"\n' % port)
+                f.write('database_path: "%s/tracker.db"\n' % self.db_dir)
+                f.write("lease_seconds: %d\nheartbeat_seconds: %d\n" % (a.lease, a.heartbeat))
+                f.write('security { state_dir: "%s" }\n' % self.pki)
+            tracker = Supervisor(name, [a.tracker_bin, "--config", config, "--metrics", "off"],
+                                 self.work, a.restart_sec)
+            self.ports.append(port)
+            self.trackers.append(tracker)
+            tracker.start()
+            # The first serves; a standby waits for the database's leader lock, not listening.
+            if not (tracker.wait_line(r"listening on", 0, 60) if len(self.trackers) == 1
+                    else tracker.wait_err(r"standby: ", 60)):
+                raise RuntimeError("the %s did not start (see %s)" % (name, tracker.err_path))
+        address = ",".join("127.0.0.1:%d" % port for port in self.ports)
         token = os.path.join(self.pki, "chaos.token")
         with open(token, "w") as f:
             self.pki_sh("token", self.pki, "chaos", stdout=f)
         self.pki_sh("agent", self.pki, "chaos-agent", "hp-*", stdout=subprocess.DEVNULL)
         with open(os.path.join(self.work, "agent.textproto"), "w") as f:
-            f.write('agent_id: "chaos-agent"\ntracker_address: "127.0.0.1:%d"\n' % self.port)
+            f.write('agent_id: "chaos-agent"\ntracker_address: "%s"\n' % address)
             f.write('credentials { ca_cert: "%s/ca.pem" cert: "%s/agents/chaos-agent.pem" '
                     'key: "%s/agents/chaos-agent.key" }\n' % (self.pki, self.pki, self.pki))
             for d in ("scratch", "cache", "spool"):
@@ -324,19 +356,29 @@ class Farm:
         self.agent.start()
         if not self.agent.wait_line(r"serving %d boards" % len(self.boards), 0, 120):
             raise RuntimeError("the agent did not start (see %s)" % self.agent.err_path)
-        self.client = benchfarm.Client("127.0.0.1:%d" % self.port, ca=os.path.join(self.pki, "ca.pem"),
+        self.client = benchfarm.Client(address, ca=os.path.join(self.pki, "ca.pem"),
                                        token_file=token, timeout=10)
         op = retry(lambda: self.client.add_op(a.op_dir), "AddOperator", 60)
-        log("farm up: tracker 127.0.0.1:%d (lease %d s, heartbeat %d s), agent with %d host-process "
-            "boards, operator %s version %s" % (self.port, a.lease, a.heartbeat, len(self.boards),
+        log("farm up: tracker %s%s (lease %d s, heartbeat %d s), agent with %d host-process "
+            "boards, operator %s version %s" % (address, " (the second a standby)" if a.standby
+                                                else "", a.lease, a.heartbeat, len(self.boards),
                                                 op.name, op.version))
+
+    def serving_tracker(self):
+        """The tracker whose current process is listening (serving), or None."""
+        for tracker in self.trackers:
+            with tracker._cv:
+                current = len(tracker.starts) - 1 if tracker._proc is not None else None
+            if current is not None and tracker.wait_line(r"listening on", current, 0):
+                return tracker
+        return None
 
     def link_fault_file(self, board):
         return os.path.join(self.link_faults, board + ".fault")
 
     def stop(self):
         codes = {}
-        for daemon in (self.agent, self.tracker):
+        for daemon in [self.agent] + self.trackers:
             if daemon is not None:
                 codes[daemon.name] = daemon.stop()
         if self.client is not None:
@@ -538,6 +580,32 @@ def kill_daemon(farm, daemon, fault):
         pid, (fault.t1 or fault.t0) - fault.t0) if fault.t1 else "kill -9 %d; not restarted" % pid
 
 
+def kill_tracker(farm, fault):
+    """kill -9 the serving tracker. Alone, it is back when the supervisor has started it again;
+    with a standby, when the standby serves (the killed one, restarted, becomes the standby)."""
+    serving = farm.serving_tracker()
+    if serving is None:
+        fault.skipped = "no tracker serving"
+        return
+    others = [t for t in farm.trackers if t is not serving]
+    if not others:
+        kill_daemon(farm, serving, fault)
+        return
+    standby = others[0]
+    with standby._cv:
+        current = len(standby.starts) - 1
+    pid = serving.pid
+    fault.t0 = time.time()
+    os.kill(pid, signal.SIGKILL)
+    if standby.wait_line(r"listening on", current, 60):
+        fault.t1 = time.time()
+        fault.detail = "kill -9 %s (pid %d); %s serving %.1f s later" % (
+            serving.name, pid, standby.name, fault.t1 - fault.t0)
+    else:
+        fault.detail = "kill -9 %s (pid %d); %s did not take over within 60 s" % (
+            serving.name, pid, standby.name)
+
+
 def stop_agent(farm, fault):
     pid = farm.agent.pid
     if pid is None:
@@ -629,7 +697,7 @@ def inject(farm, monitor, fault):
     if fault.name == "agent-kill":
         kill_daemon(farm, farm.agent, fault)
     elif fault.name == "tracker-kill":
-        kill_daemon(farm, farm.tracker, fault)
+        kill_tracker(farm, fault)
     elif fault.name == "agent-stop":
         stop_agent(farm, fault)
     elif fault.name == "board-kill":
@@ -843,14 +911,15 @@ def report(args, farm, ledger, monitor, faults, by_id, missing, codes, leftover,
     if never_acked:
         w("%-44s %10d" % ("  measured but never acknowledged", len(never_acked)))
     w("%-44s %10s" % ("supervisor restarts (tracker / agent)", "%d / %d" % (
-        len(farm.tracker.starts) - 1, len(farm.agent.starts) - 1)))
-    crashed = [(d.name, rel(t), rc) for d in (farm.tracker, farm.agent) for t, rc in d.exits
+        sum(len(t.starts) - 1 for t in farm.trackers), len(farm.agent.starts) - 1)))
+    crashed = [(d.name, rel(t), rc) for d in farm.trackers + [farm.agent] for t, rc in d.exits
                if rc not in (-signal.SIGKILL, 0) or (rc == 0 and t < farm.stop_time)]
     if crashed:
         w("%-44s %10d  %s" % ("  exits the harness did not cause", len(crashed), ", ".join(
             "%s at %.0fs (%s)" % c for c in crashed)))
-    w("%-44s %10s" % ("exit codes at the end (tracker / agent)", "%s / %s" % (
-        codes.get("tracker"), codes.get("agent"))))
+    names = [t.name for t in farm.trackers] + ["agent"]
+    w("%-44s %10s" % ("exit codes at the end (%s)" % " / ".join(names), " / ".join(
+        str(codes.get(n)) for n in names)))
     w("%-44s %10d" % ("board processes left after the agent stopped", sum(map(len, leftover.values()))))
     w("")
     w("%-13s %8s %8s %11s  %s" % ("fault", "at (s)", "held (s)", "recover (s)", "what"))
@@ -895,6 +964,9 @@ def report(args, farm, ledger, monitor, faults, by_id, missing, codes, leftover,
                        ("stuck", stuck)):
         if rows:
             failures.append("%d %s" % (len(rows), what))
+    uncleared = [f.name for f in faults if f.t0 and not f.t1]
+    if uncleared:  # e.g. no standby took over, or the supervisor could not restart a daemon
+        failures.append("%d fault(s) did not clear: %s" % (len(uncleared), ", ".join(uncleared)))
     w("")
     if failures:
         w("chaos: FAIL: %s (measured more than once: %d, %.2f %%; logs in %s)" % (
@@ -915,6 +987,9 @@ def main():
                    "minute, lease 4 s")
     p.add_argument("--faults", default=",".join(ALL_FAULTS),
                    help="comma-separated, from: " + ", ".join(ALL_FAULTS))
+    p.add_argument("--standby", action="store_true",
+                   help="two trackers on the database, one serving, one standby; tracker-kill "
+                   "kills the serving one (the agent and client are given both addresses)")
     p.add_argument("--boards", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--lease", type=int, default=10)
