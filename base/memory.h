@@ -19,8 +19,8 @@ const char* HeapAllocator();
 int64_t FreeHeapBytes();
 
 // Returns the free pages to the system (glibc: malloc_trim(0) over every arena; tcmalloc:
-// ReleaseFreeMemory); true if any memory was returned. Costs a walk of the free lists: call it from a periodic task, not per
-// request.
+// ReleaseFreeMemory); true if any memory was returned. Costs a walk of the allocator's free
+// memory: call it from a periodic task, not per request.
 bool ReleaseFreeHeap();
 
 // ReleaseFreeHeap when FreeHeapBytes() exceeds `threshold`; true if it released.

@@ -805,9 +805,11 @@ int Main(int argc, char** argv) {
   if (!only.empty()) {
     std::vector<std::string> parts = absl::StrSplit(only, ':');
     Config c;
-    if (parts.size() != 3 || !absl::SimpleAtoi(parts[1], &c.agents) ||
+    if (parts.size() != 3 || (parts[0] != "disk" && parts[0] != "tmpfs" && parts[0] != "pg") ||
+        !absl::SimpleAtoi(parts[1], &c.agents) ||
         !absl::SimpleAtoi(parts[2], &c.backlog) || c.agents <= 0 || c.backlog < 0) {
-      std::fprintf(stderr, "tracker_bench: --only wants STORE:AGENTS:QUEUED, not %s\n",
+      std::fprintf(stderr,
+                   "tracker_bench: --only wants STORE:AGENTS:QUEUED (disk, tmpfs or pg), not %s\n",
                    only.c_str());
       return 2;
     }

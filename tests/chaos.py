@@ -166,33 +166,14 @@ class Supervisor:
                     return None
                 self._cv.wait(min(left, 0.5))
 
-    def wait_err(self, pattern, timeout):
-        """Waits for a line matching pattern in the process's stderr (its log) since its last
-        start; returns it, or None after timeout seconds."""
-        with self._cv:
-            offset = os.path.getsize(self.err_path) if os.path.exists(self.err_path) else 0
-            if self.starts:
-                offset = self.err_offsets[-1]
+    @staticmethod
+    def scan(path, offset, pattern, timeout):
+        """Waits for a line matching pattern in the file at path from byte offset on (a file not
+        there yet reads as empty); returns it, or None after timeout seconds (0: looks once)."""
         deadline = time.time() + timeout
         while True:
-            with open(self.err_path, "rb") as f:
-                f.seek(offset)
-                for line in f.read().decode(errors="replace").splitlines():
-                    if re.search(pattern, line):
-                        return line
-            if time.time() >= deadline:
-                return None
-            time.sleep(0.1)
-
-    def wait_line(self, pattern, since_start, timeout):
-        """Waits for a stdout line matching pattern written by the process started at
-        starts[since_start]; returns it, or None after timeout seconds (0: looks once)."""
-        deadline = time.time() + timeout
-        while True:
-            with self._cv:
-                offset = self.starts[since_start][1] if len(self.starts) > since_start else None
-            if offset is not None:
-                with open(self.out_path, "rb") as f:
+            if os.path.exists(path):
+                with open(path, "rb") as f:
                     f.seek(offset)
                     for line in f.read().decode(errors="replace").splitlines():
                         if re.search(pattern, line):
@@ -200,6 +181,33 @@ class Supervisor:
             if time.time() >= deadline:
                 return None
             time.sleep(0.1)
+
+    def out_size(self):
+        return os.path.getsize(self.out_path) if os.path.exists(self.out_path) else 0
+
+    def wait_err(self, pattern, timeout):
+        """Waits for a line matching pattern in the process's stderr (its log) since its last
+        start; returns it, or None after timeout seconds."""
+        deadline = time.time() + timeout
+        with self._cv:
+            while not self.err_offsets and time.time() < deadline:
+                self._cv.wait(0.5)
+            if not self.err_offsets:
+                return None
+            offset = self.err_offsets[-1]
+        return self.scan(self.err_path, offset, pattern, max(0, deadline - time.time()))
+
+    def wait_line(self, pattern, since_start, timeout):
+        """Waits for a stdout line matching pattern written by the process started at
+        starts[since_start]; returns it, or None after timeout seconds (0: looks once)."""
+        deadline = time.time() + timeout
+        with self._cv:
+            while len(self.starts) <= since_start and time.time() < deadline:
+                self._cv.wait(0.5)
+            if len(self.starts) <= since_start:
+                return None
+            offset = self.starts[since_start][1]
+        return self.scan(self.out_path, offset, pattern, max(0, deadline - time.time()))
 
     def stop(self, timeout=30):
         """SIGTERM (after SIGCONT, in case it is stopped), SIGKILL after timeout; no restart.
@@ -592,12 +600,14 @@ def kill_tracker(farm, fault):
         kill_daemon(farm, serving, fault)
         return
     standby = others[0]
-    with standby._cv:
-        current = len(standby.starts) - 1
     pid = serving.pid
+    if pid is None or standby.pid is None:
+        fault.skipped = "%s not running" % (serving.name if pid is None else standby.name)
+        return
+    since = standby.out_size()  # the standby's "listening on" must come after the kill
     fault.t0 = time.time()
     os.kill(pid, signal.SIGKILL)
-    if standby.wait_line(r"listening on", current, 60):
+    if Supervisor.scan(standby.out_path, since, r"listening on", 60):
         fault.t1 = time.time()
         fault.detail = "kill -9 %s (pid %d); %s serving %.1f s later" % (
             serving.name, pid, standby.name, fault.t1 - fault.t0)

@@ -52,7 +52,7 @@ void InProcessTracker::Stop() {
   service_->Stop();
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   server_->Wait();
-  queue_->Flush();  // answers still waiting for the store use the server and the service
+  (void)queue_->Flush();  // answers still waiting for the store use the server and the service
   server_.reset();
   service_.reset();
   metrics_.reset();

@@ -1021,20 +1021,28 @@ void JobQueue::Touch(const std::string& agent_id, const std::string& job_id, int
   Touch(agent_id, {h});
 }
 
+bool JobQueue::HealthCheckDue(const BoardRecord& record, absl::Time now) {
+  return record.board.state() == v1::QUARANTINED && !record.board.held() &&
+         now >= record.next_health_check && record.health_job_id.empty();
+}
+
+bool JobQueue::HasFreeSlot(const BoardRecord& record) {
+  const v1::Board& board = record.board;
+  return (board.state() == v1::IDLE || board.state() == v1::BUSY) &&
+         static_cast<int>(record.running.size()) < std::max(1, board.slots());
+}
+
 std::vector<std::string> JobQueue::AgentsToPump(std::string* cursor, size_t max_agents) {
   max_agents = std::max<size_t>(1, max_agents);
   absl::MutexLock lock(&mu_);
   std::vector<std::string> agents;
   const absl::Time now = clock_->Now();
+  // As TakeOffers decides (pins and labels aside: a board that cannot take the kind's jobs is
+  // pumped for nothing, which costs a lookup).
   auto has_room = [&](const BoardRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const v1::Board& board = record.board;
-    if (board.state() == v1::QUARANTINED) {
-      return !board.held() && now >= record.next_health_check && record.health_job_id.empty();
-    }
-    if (board.state() != v1::IDLE && board.state() != v1::BUSY) return false;
-    auto kind = queues_.find(board.kind());
-    return static_cast<int>(record.running.size()) < std::max(1, board.slots()) &&
-           kind != queues_.end() && !kind->second.empty();
+    if (HealthCheckDue(record, now)) return true;
+    auto kind = queues_.find(record.board.kind());
+    return HasFreeSlot(record) && kind != queues_.end() && !kind->second.empty();
   };
   if (cursor->empty()) {
     for (const auto& [agent_id, cancels] : pending_cancels_) {
@@ -1067,8 +1075,7 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
     BoardRecord& record = boards_[board_id];
     v1::Board& board = record.board;
     if (board.agent_id() != agent_id) continue;
-    if (board.state() == v1::QUARANTINED && !board.held() && now >= record.next_health_check &&
-        record.health_job_id.empty()) {
+    if (HealthCheckDue(record, now)) {
       Offer offer;
       offer.agent_id = agent_id;
       record.health_job_id = absl::StrCat(kHealthJobPrefix, board_id, "-", next_health_++);
@@ -1097,8 +1104,7 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
     progress = false;
     for (BoardRecord* record : candidates) {
       v1::Board& board = record->board;
-      if (static_cast<int>(record->running.size()) >= std::max(1, board.slots())) continue;
-      if (board.state() != v1::IDLE && board.state() != v1::BUSY) continue;
+      if (!HasFreeSlot(*record)) continue;
       LiveJob* job = PickFor(board, durable);
       if (job == nullptr) continue;
       progress = true;

@@ -195,9 +195,10 @@ class JobQueue {
   absl::StatusOr<Accepted> SubmitAsync(const std::string& client_id,
                                        const std::string& request_id,
                                        const std::vector<v1::Trial>& trials);
-  // Returns once every change made so far is stored (or the store failed it), with every answer
-  // waiting for them given: call before destroying what those answers use (server, service).
-  void Flush() { (void)commit_.Wait(commit_.last()); }
+  // Returns once every change made so far is stored (or the store failed it: Unavailable naming
+  // the cause, at once while it is failing), with every answer waiting for them given: call
+  // before destroying what those answers use (server, service).
+  absl::Status Flush() { return commit_.Wait(commit_.last()); }
   // done(OK) once the change of `ticket` is stored; done(Unavailable) if the store is failing.
   void WhenDurable(GroupCommit::Ticket ticket, GroupCommit::Done done) {
     commit_.WhenDurable(ticket, std::move(done));
@@ -303,6 +304,10 @@ class JobQueue {
     absl::Time health_deadline;
   };
 
+  // A quarantined board (not held by an admin) whose health check is due and not yet offered.
+  static bool HealthCheckDue(const BoardRecord& record, absl::Time now);
+  // An IDLE or BUSY board running fewer jobs than its slots.
+  static bool HasFreeSlot(const BoardRecord& record);
   // Checks the trial (see Validation) and resolves its operator version in place.
   absl::Status ValidateTrial(v1::Trial* trial, int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckPin(const v1::Trial& trial, int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);

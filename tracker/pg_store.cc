@@ -359,11 +359,24 @@ class PgStore::Connection {
   // Connects if there is no connection. Unavailable (naming `what`) if that fails.
   absl::Status Ready(absl::string_view what) {
     if (conn_ != nullptr) return absl::OkStatus();
-    // Defaults first: the conninfo, expanded in place of dbname, overrides them.
-    const char* keywords[] = {"connect_timeout", "fallback_application_name", "client_encoding",
-                              "dbname", nullptr};
-    const char* values[] = {connect_timeout_.c_str(), application_name_.c_str(), "UTF8",
-                            conninfo_.c_str(), nullptr};
+    // Defaults first: the conninfo, expanded in place of dbname, overrides them. Keepalives find a
+    // dead peer on this side; on the server's, a session left in a transaction by a client that
+    // went away (a network cut mid-write) ends within a minute, releasing its locks.
+    const char* keywords[] = {"connect_timeout",   "fallback_application_name",
+                              "client_encoding",   "keepalives",
+                              "keepalives_idle",   "keepalives_interval",
+                              "keepalives_count",  "options",
+                              "dbname",            nullptr};
+    const char* values[] = {connect_timeout_.c_str(),
+                            application_name_.c_str(),
+                            "UTF8",
+                            "1",
+                            "10",
+                            "5",
+                            "3",
+                            "-c idle_in_transaction_session_timeout=60s",
+                            conninfo_.c_str(),
+                            nullptr};
     PGconn* conn = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
     if (conn == nullptr || PQstatus(conn) != CONNECTION_OK) {
       std::string message = conn != nullptr ? OneLine(PQerrorMessage(conn)) : "out of memory";
@@ -423,7 +436,7 @@ class PgStore::Connection {
   // statement's result.
   absl::StatusOr<Result> Exec(const char* sql, absl::string_view what) {
     RETURN_IF_ERROR(Ready(what));
-    if (PQsendQuery(conn_, sql) != 1) return Failure(nullptr, what);
+    if (PQsendQuery(conn_, sql) != 1) return Broken(what);
     ASSIGN_OR_RETURN(Result result, LastResult(what));
     const ExecStatusType status = PQresultStatus(result.get());
     if (result == nullptr || (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)) {
@@ -454,7 +467,7 @@ class PgStore::Connection {
     RETURN_IF_ERROR(Prepare(statement, what));
     if (PQsendQueryPrepared(conn_, statement.name, params.size(), params.values(),
                             params.lengths(), params.formats(), /*resultFormat=*/1) != 1) {
-      return Failure(nullptr, what);
+      return Broken(what);
     }
     ASSIGN_OR_RETURN(Result result, LastResult(what));
     const ExecStatusType status = PQresultStatus(result.get());
@@ -528,11 +541,7 @@ class PgStore::Connection {
                                       command.params.formats(), 1) == 1;
         sent.push_back(i);
       }
-      if (!send_ok || PQpipelineSync(conn_) != 1) {
-        status = Failure(nullptr, what);
-        Drop();  // the pipeline's state is unknown: start afresh
-        return status;
-      }
+      if (!send_ok || PQpipelineSync(conn_) != 1) return Broken(what);  // start afresh
       if (absl::Status flushed = Flush(what); !flushed.ok()) return flushed;
       if (!ReadChunk(sent, describe, what, affected, &status)) return status;
       start = end;
@@ -605,15 +614,29 @@ class PgStore::Connection {
                      " s (stopped or unreachable); connection dropped"));
   }
 
-  // Waits until the connection's socket is ready for `events`; false after answer_timeout of
-  // silence.
-  bool Await(short events) {
+  // Dropped after a failure that leaves the connection in an unknown state: the cause.
+  absl::Status Broken(absl::string_view what) {
+    const absl::Status failure = Failure(nullptr, what);
+    Drop();
+    return failure;
+  }
+
+  // Waits until the connection's socket is ready for `events`: OK; Unavailable (connection
+  // dropped) after answer_timeout of silence or when poll fails.
+  absl::Status Await(short events, absl::string_view what) {
     pollfd fd{PQsocket(conn_), events, 0};
+    const absl::Time deadline = absl::Now() + absl::Milliseconds(answer_timeout_ms_);
     for (;;) {
-      const int ready = poll(&fd, 1, answer_timeout_ms_);
-      if (ready > 0) return true;
-      if (ready == 0) return false;
-      if (errno != EINTR) return true;  // let libpq see and report the socket's error
+      const int left = static_cast<int>(
+          std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now())));
+      const int ready = poll(&fd, 1, left);
+      if (ready > 0) return absl::OkStatus();
+      if (ready == 0) return Silent(what);
+      if (errno != EINTR) {
+        const std::string error = std::strerror(errno);
+        Drop();
+        return absl::UnavailableError(absl::StrCat(prefix_, what, ": poll: ", error));
+      }
     }
   }
 
@@ -624,19 +647,19 @@ class PgStore::Connection {
     for (;;) {
       const int flushed = PQflush(conn_);
       if (flushed == 0) return absl::OkStatus();
-      if (flushed < 0) return Failure(nullptr, what);
-      if (!Await(POLLIN | POLLOUT)) return Silent(what);
-      if (PQconsumeInput(conn_) != 1) return Failure(nullptr, what);
+      if (flushed < 0) return Broken(what);
+      RETURN_IF_ERROR(Await(POLLIN | POLLOUT, what));
+      if (PQconsumeInput(conn_) != 1) return Broken(what);
     }
   }
 
   // The next result (PQgetResult, null at the end of a command's results), waiting at most
-  // answer_timeout for each piece of the server's answer.
+  // answer_timeout for each piece of the server's answer. On any error the connection is dropped.
   absl::StatusOr<Result> Next(absl::string_view what) {
     RETURN_IF_ERROR(Flush(what));
     while (PQisBusy(conn_)) {
-      if (!Await(POLLIN)) return Silent(what);
-      if (PQconsumeInput(conn_) != 1) break;  // PQgetResult reports the failure
+      RETURN_IF_ERROR(Await(POLLIN, what));
+      if (PQconsumeInput(conn_) != 1) return Broken(what);
     }
     return Result(PQgetResult(conn_));
   }
@@ -657,7 +680,7 @@ class PgStore::Connection {
     if (prepared_.contains(&statement)) return absl::OkStatus();
     if (PQsendPrepare(conn_, statement.name, statement.sql, statement.params,
                       statement.types.data()) != 1) {
-      return Failure(nullptr, absl::StrCat(what, ": preparing \"", statement.sql, "\""));
+      return Broken(absl::StrCat(what, ": preparing \"", statement.sql, "\""));
     }
     ASSIGN_OR_RETURN(Result result, LastResult(what));
     if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {

@@ -770,9 +770,12 @@ void TrackerService::DispatchLoop() {
   }
 }
 
+// Agents pumped per look at the farm's boards (the queue's lock is released between chunks).
+constexpr size_t kPumpChunk = 64;
+
 void TrackerService::DispatchOnce(bool all, const std::vector<std::string>& agents) {
   // Streams cannot be deleted while mu_ is held (OnDone detaches under it first). Pumping an
-  // agent twice is harmless: the second finds nothing more.
+  // agent twice is harmless.
   auto pump = [this](const std::vector<std::string>& agents) {
     absl::MutexLock lock(&mu_);
     for (const std::string& agent : agents) {
@@ -784,7 +787,7 @@ void TrackerService::DispatchOnce(bool all, const std::vector<std::string>& agen
   // Chunks: the first offers go out before the whole farm has been looked at.
   std::string cursor;
   do {
-    pump(queue_->AgentsToPump(&cursor, 64));
+    pump(queue_->AgentsToPump(&cursor, kPumpChunk));
   } while (!cursor.empty());
 }
 

@@ -299,7 +299,7 @@ class ServiceTest : public ::testing::Test {
   void TearDown() override {
     if (service_) service_->Stop();
     if (server_) server_->Shutdown(In(absl::Seconds(1)));
-    if (queue_) queue_->Flush();  // answers waiting for the store use the server and service
+    if (queue_) (void)queue_->Flush();  // answers waiting for the store use the server and service
   }
 
   std::unique_ptr<FakeAgent> Agent(const v1::Register& registration) {

@@ -181,18 +181,21 @@ int main(int argc, char** argv) {
   }
   metrics.SetLeader(true);
   // A leader whose leadership may have passed on (its connection to the database is gone) stops
-  // at once: another tracker may serve already, and two must never write.
-  std::thread watchdog([&leadership] {
+  // at once: another tracker may serve already, and two must never write. The watchdog is never
+  // joined (a check may wait on a stopped database server) and the leadership never freed: it is
+  // held until the process ends, however main ends.
+  benchfarm::tracker::Leadership* const held = leadership.release();
+  std::thread([held] {
     while (!g_stop) {
-      if (!leadership->StillLeading()) {
+      if (!held->StillLeading()) {
         spdlog::critical("lost the database's leadership ({}): stopping now so that a standby "
                          "serves alone",
-                         leadership->Lock());
+                         held->Lock());
         std::_Exit(3);
       }
       absl::SleepFor(absl::Seconds(1));
     }
-  });
+  }).detach();
 
   absl::StatusOr<benchfarm::tracker::ServerSecurity> security =
       benchfarm::tracker::SetUpServerSecurity(config, argv[0]);
@@ -280,15 +283,25 @@ int main(int argc, char** argv) {
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   // What the last calls changed is stored, and their answers (run by the commit thread) are
   // given, before the server and the service they use go away.
-  queue.Flush();
-  watchdog.join();
-  // Everything is stored and answered, and nothing runs that could change it: exit without
-  // freeing the queue one object at a time (a million queued jobs took ~6 s, which systemd waits
-  // out). The database needs no closing: every commit is already durable (an unclosed SQLite
-  // WAL is replayed on the next open, as after a crash); locks and connections end with the
-  // process.
+  // A failing store is tried again (every store_probe) for a while before giving up on what it
+  // holds.
+  const absl::Time flush_deadline = absl::Now() + absl::Seconds(10);
+  absl::Status flushed;
+  while (!(flushed = queue.Flush()).ok() && absl::Now() < flush_deadline) {
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  int code = 0;
+  if (!flushed.ok()) {
+    spdlog::error("stopping with changes not stored: {}", std::string(flushed.message()));
+    code = 1;
+  }
+  // Everything is stored and answered (or cannot be), and nothing runs that could change it:
+  // exit without freeing the queue one object at a time (a million queued jobs took ~6 s, which
+  // systemd waits out). The database needs no closing: every commit is already durable (an
+  // unclosed SQLite WAL is replayed on the next open, as after a crash; keep the -wal file with
+  // the database when copying it); locks and connections end with the process.
   spdlog::info("stopped");
-  spdlog::shutdown();
+  spdlog::default_logger()->flush();
   std::fflush(nullptr);
-  std::_Exit(0);
+  std::_Exit(code);
 }
