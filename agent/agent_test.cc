@@ -479,10 +479,16 @@ TEST_F(LeaseAgentTest, ARecordedButUnstoredResultOutlivesTheLeaseAndIsStoredOnce
   const std::string id = (*ids)[0];
   ASSERT_TRUE(WaitBoardBusy(0.2)) << "no board process got busy";
   tracker_->FailStoreWrites(absl::InternalError("database or disk is full"));
+  // Until the tracker has recorded the result (sent is not enough: a lease that ran out before
+  // the tracker read it would rightly end the attempt).
   absl::Time until = absl::Now() + absl::Seconds(60);
-  while (absl::Now() < until && agent_->counters().results_sent < 1) {
+  for (;;) {
+    absl::StatusOr<v1::Job> job = tracker_->GetJob(id);
+    ASSERT_TRUE(job.ok()) << job.status();
+    if (job->state() == v1::DONE || absl::Now() >= until) break;
     absl::SleepFor(absl::Milliseconds(20));
   }
+  ASSERT_GE(agent_->counters().results_sent, 1);
   ASSERT_EQ(agent_->spooled(), 1u);
   // Leases run out many times over: the recorded result keeps the job from running again.
   for (int i = 0; i < 3; ++i) {
