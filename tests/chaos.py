@@ -148,6 +148,11 @@ class Supervisor:
                     return
                 self._cv.wait(self.restart_sec)  # RestartSec (stop() cuts it short)
 
+    def running_start(self):
+        """The index in starts of the process running now, or None."""
+        with self._cv:
+            return len(self.starts) - 1 if self._proc is not None else None
+
     @property
     def pid(self):
         with self._cv:
@@ -375,8 +380,7 @@ class Farm:
     def serving_tracker(self):
         """The tracker whose current process is listening (serving), or None."""
         for tracker in self.trackers:
-            with tracker._cv:
-                current = len(tracker.starts) - 1 if tracker._proc is not None else None
+            current = tracker.running_start()
             if current is not None and tracker.wait_line(r"listening on", current, 0):
                 return tracker
         return None

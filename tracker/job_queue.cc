@@ -963,25 +963,17 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
   // Running jobs on this agent's boards that it no longer holds lost their attempt.
   absl::Time now = clock_->Now();
   std::vector<LiveJob*> lost;
-  for (auto it = running_.begin(); it != running_.end();) {
-    auto live = jobs_.find(*it);
-    if (live == jobs_.end() || live->second.job.state() != v1::RUNNING) {
-      running_.erase(it++);
-      continue;
-    }
-    const std::string& id = *it++;
-    LiveJob& job = live->second;
-    if (mine.count(job.job.board_id()) == 0) continue;
-    if (holds(id, job.job.attempts_size())) {
-      job.agent_id = reg.agent_id();
-      job.lease_deadline = now + options_.lease;
-      OccupyBoard(&boards_[job.job.board_id()], id);
+  for (LiveJob* job : RunningJobs()) {
+    const std::string& id = job->job.job_id();
+    if (mine.count(job->job.board_id()) == 0) continue;
+    if (holds(id, job->job.attempts_size())) {
+      job->agent_id = reg.agent_id();
+      job->lease_deadline = now + options_.lease;
+      OccupyBoard(&boards_[job->job.board_id()], id);
     } else {
-      lost.push_back(&job);
+      lost.push_back(job);
     }
   }
-  std::sort(lost.begin(), lost.end(),
-            [](const LiveJob* a, const LiveJob* b) { return a->seq < b->seq; });  // as submitted
   for (LiveJob* job : lost) {
     // Ended in memory whatever the store says (a failed write is counted and logged).
     (void)EndAttemptWithoutResult(job, v1::BOARD_LOST,
@@ -1260,22 +1252,30 @@ std::vector<std::string> JobQueue::TakeCancels(const std::string& agent_id) {
   return out;
 }
 
-int JobQueue::ExpireLeases() {
-  absl::MutexLock lock(&mu_);
-  ForgetStored();
-  absl::Time now = clock_->Now();
-  std::vector<LiveJob*> expired;
+std::vector<JobQueue::LiveJob*> JobQueue::RunningJobs() {
+  std::vector<LiveJob*> running;
   for (auto it = running_.begin(); it != running_.end();) {
     auto live = jobs_.find(*it);
     if (live == jobs_.end() || live->second.job.state() != v1::RUNNING) {
       running_.erase(it++);
       continue;
     }
-    if (now >= live->second.lease_deadline) expired.push_back(&live->second);
+    running.push_back(&live->second);
     ++it;
   }
-  std::sort(expired.begin(), expired.end(),
-            [](const LiveJob* a, const LiveJob* b) { return a->seq < b->seq; });  // as submitted
+  std::sort(running.begin(), running.end(),
+            [](const LiveJob* a, const LiveJob* b) { return a->seq < b->seq; });
+  return running;
+}
+
+int JobQueue::ExpireLeases() {
+  absl::MutexLock lock(&mu_);
+  ForgetStored();
+  absl::Time now = clock_->Now();
+  std::vector<LiveJob*> expired;
+  for (LiveJob* job : RunningJobs()) {
+    if (now >= job->lease_deadline) expired.push_back(job);
+  }
   for (LiveJob* job : expired) {
     counters_.lease_expiries++;
     NoteBoardOutcome(job->job.board_id(), true, "a lease expired (the agent or board went silent)");

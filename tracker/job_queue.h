@@ -304,6 +304,9 @@ class JobQueue {
     absl::Time health_deadline;
   };
 
+  // The RUNNING jobs, in submission (seq) order; ids in running_ of jobs no longer running are
+  // dropped on the way.
+  std::vector<LiveJob*> RunningJobs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A quarantined board (not held by an admin) whose health check is due and not yet offered.
   static bool HealthCheckDue(const BoardRecord& record, absl::Time now);
   // An IDLE or BUSY board running fewer jobs than its slots.
