@@ -260,6 +260,7 @@ absl::Status JobQueue::Recover() {
     record.board = std::move(board);
     kinds_.insert(record.board.kind());
     agent_boards_[record.board.agent_id()].insert(record.board.board_id());
+    Reindex(&record);
   }
   ASSIGN_OR_RETURN(std::vector<StoredJob> jobs, store_->LoadUnfinishedJobs());
   ASSIGN_OR_RETURN(last_seq_, store_->LastSeq());
@@ -281,6 +282,7 @@ absl::Status JobQueue::Recover() {
         board->second.running.insert(live.job.job_id());
         board->second.board.set_current_job_id(*board->second.running.begin());
         board->second.board.set_running_jobs(static_cast<int>(board->second.running.size()));
+        Reindex(&board->second);
       }
     } else {
       Enqueue(&live);
@@ -910,6 +912,7 @@ absl::StatusOr<v1::Board> JobQueue::SetQuarantineLocked(const std::string& board
     const bool online = connected_agents_.count(board.agent_id()) > 0;
     board.set_state(!online ? v1::OFFLINE : record.running.empty() ? v1::IDLE : v1::BUSY);
   }
+  Reindex(&record);
   *ticket = SaveBoard(record);
   return board;
 }
@@ -955,6 +958,7 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
     board.clear_current_job_id();
     board.set_running_jobs(0);
     if (board.state() != v1::QUARANTINED) board.set_state(v1::IDLE);
+    Reindex(&record);
     kinds_.insert(b.kind());
     mine.insert(b.board_id());
     // Stored with the next batch; a failing store does not keep the agent out.
@@ -989,6 +993,7 @@ void JobQueue::DisconnectAgent(const std::string& agent_id) {
     auto it = boards_.find(id);
     if (it == boards_.end() || it->second.board.agent_id() != agent_id) continue;
     if (it->second.board.state() != v1::QUARANTINED) it->second.board.set_state(v1::OFFLINE);
+    Reindex(&it->second);
   }
 }
 
@@ -1013,9 +1018,13 @@ void JobQueue::Touch(const std::string& agent_id, const std::string& job_id, int
   Touch(agent_id, {h});
 }
 
-bool JobQueue::HealthCheckDue(const BoardRecord& record, absl::Time now) {
+bool JobQueue::AwaitsHealthCheck(const BoardRecord& record) {
   return record.board.state() == v1::QUARANTINED && !record.board.held() &&
-         now >= record.next_health_check && record.health_job_id.empty();
+         record.health_job_id.empty();
+}
+
+bool JobQueue::HealthCheckDue(const BoardRecord& record, absl::Time now) {
+  return AwaitsHealthCheck(record) && now >= record.next_health_check;
 }
 
 bool JobQueue::HasFreeSlot(const BoardRecord& record) {
@@ -1024,34 +1033,48 @@ bool JobQueue::HasFreeSlot(const BoardRecord& record) {
          static_cast<int>(record.running.size()) < std::max(1, board.slots());
 }
 
-std::vector<std::string> JobQueue::AgentsToPump(std::string* cursor, size_t max_agents) {
+std::vector<std::string> JobQueue::AgentsToPump(PumpCursor* cursor, size_t max_agents) {
   max_agents = std::max<size_t>(1, max_agents);
   absl::MutexLock lock(&mu_);
   std::vector<std::string> agents;
-  const absl::Time now = clock_->Now();
-  // As TakeOffers decides (pins and labels aside: a board that cannot take the kind's jobs is
-  // pumped for nothing, which costs a lookup).
-  auto has_room = [&](const BoardRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (HealthCheckDue(record, now)) return true;
-    auto kind = queues_.find(record.board.kind());
-    return HasFreeSlot(record) && kind != queues_.end() && !kind->second.empty();
-  };
-  if (cursor->empty()) {
-    for (const auto& [agent_id, cancels] : pending_cancels_) {
-      if (!cancels.empty()) agents.push_back(agent_id);
-    }
-  }
-  // No offers while the store fails (TakeOffers); cancellations still go.
-  auto it = commit_.failing() ? boards_.end() : boards_.upper_bound(*cursor);
-  for (size_t found = 0; it != boards_.end() && found < max_agents; ++it) {
-    const std::string& agent = it->second.board.agent_id();
-    if ((agents.empty() || agents.back() != agent) && has_room(it->second)) {
+  size_t found = 0;
+  auto name = [&](const std::string& agent) {
+    if (agents.empty() || agents.back() != agent) {
       agents.push_back(agent);
       ++found;
     }
+  };
+  if (!cursor->more) {
+    for (const auto& [agent_id, cancels] : pending_cancels_) {
+      if (!cancels.empty()) agents.push_back(agent_id);
+    }
+    const absl::Time now = clock_->Now();
+    for (const std::string& id : awaiting_health_) {
+      const BoardRecord& record = boards_[id];
+      if (now >= record.next_health_check) name(record.board.agent_id());
+    }
+    cursor->more = true;
+    cursor->kind.clear();
+    cursor->board_id.clear();
   }
-  // Stopped early, the loop has looked at least at one board (max_agents > 0).
-  *cursor = it == boards_.end() ? "" : std::prev(it)->first;
+  // Free boards of the kinds with jobs queued (as TakeOffers decides, pins and labels aside: a
+  // board that cannot take the kind's jobs is pumped for nothing, which costs a lookup). No
+  // offers while the store fails (TakeOffers); cancellations still go.
+  auto kind = commit_.failing() ? queues_.end() : queues_.lower_bound(cursor->kind);
+  for (; kind != queues_.end() && found < max_agents; ++kind) {
+    if (kind->second.empty()) continue;
+    auto free = free_by_kind_.find(kind->first);
+    if (free == free_by_kind_.end()) continue;
+    auto board = kind->first == cursor->kind ? free->second.upper_bound(cursor->board_id)
+                                             : free->second.begin();
+    for (; board != free->second.end() && found < max_agents; ++board) {
+      name(boards_[*board].board.agent_id());
+      cursor->kind = kind->first;
+      cursor->board_id = *board;
+    }
+  }
+  // Stopped by max_agents, there may be more (a call that finds nothing ends it).
+  cursor->more = found >= max_agents;
   return agents;
 }
 
@@ -1084,6 +1107,7 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
       offer.offer.set_health_check(true);
       *offer.offer.mutable_lease_deadline() = ToProto(record.health_deadline);
       board.set_state(v1::HEALTH_CHECK);
+      Reindex(&record);
       offers.push_back(std::move(offer));
       (void)SaveBoard(record);
       continue;
@@ -1172,6 +1196,7 @@ absl::Status JobQueue::ReportResultLocked(const std::string& agent_id, const v1:
                                             report.result().message())).substr(0, kMaxQuarantineReasonBytes));
         record.next_health_check = clock_->Now() + options_.health_check_backoff;
       }
+      Reindex(&record);
       *ticket = SaveBoard(record);
       if (!problem.empty()) {
         return absl::InvalidArgumentError(absl::StrCat("health check ", report.job_id(),
@@ -1281,13 +1306,17 @@ int JobQueue::ExpireLeases() {
     NoteBoardOutcome(job->job.board_id(), true, "a lease expired (the agent or board went silent)");
     (void)EndAttemptWithoutResult(job, v1::BOARD_LOST, "the lease expired");
   }
-  for (auto& [board_id, record] : boards_) {
-    if (!record.health_job_id.empty() && now >= record.health_deadline) {
-      record.health_job_id.clear();
-      record.board.set_state(v1::QUARANTINED);
-      record.next_health_check = now + options_.health_check_backoff;
-      counters_.lease_expiries++;
-    }
+  std::vector<BoardRecord*> silent;  // health checks whose lease ended
+  for (const std::string& board_id : checking_health_) {
+    BoardRecord& record = boards_[board_id];
+    if (now >= record.health_deadline) silent.push_back(&record);
+  }
+  for (BoardRecord* record : silent) {
+    record->health_job_id.clear();
+    record->board.set_state(v1::QUARANTINED);
+    record->next_health_check = now + options_.health_check_backoff;
+    counters_.lease_expiries++;
+    Reindex(record);
   }
   return static_cast<int>(expired.size());
 }
@@ -1351,6 +1380,7 @@ void JobQueue::NoteBoardOutcome(const std::string& board_id, bool infra_error,
     record.board.set_state(v1::QUARANTINED);
     record.board.set_quarantine_reason(std::string(why.substr(0, kMaxQuarantineReasonBytes)));
     record.next_health_check = clock_->Now();
+    Reindex(&record);
   }
   (void)SaveBoard(record);
 }
@@ -1361,6 +1391,7 @@ void JobQueue::OccupyBoard(BoardRecord* record, const std::string& job_id) {
   board.set_current_job_id(*record->running.begin());
   board.set_running_jobs(static_cast<int>(record->running.size()));
   if (board.state() == v1::IDLE || board.state() == v1::OFFLINE) board.set_state(v1::BUSY);
+  Reindex(record);
 }
 
 void JobQueue::FreeBoard(const std::string& board_id, const std::string& job_id) {
@@ -1378,6 +1409,64 @@ void JobQueue::FreeBoard(const std::string& board_id, const std::string& job_id)
   if (board.state() == v1::BUSY && record.running.empty()) {
     board.set_state(connected_agents_.count(board.agent_id()) ? v1::IDLE : v1::OFFLINE);
   }
+  Reindex(&record);
+}
+
+void JobQueue::Reindex(BoardRecord* record) {
+  const std::string& id = record->board.board_id();
+  const bool free = HasFreeSlot(*record);
+  if (!record->free_kind.empty() && (!free || record->free_kind != record->board.kind())) {
+    auto kind = free_by_kind_.find(record->free_kind);
+    kind->second.erase(id);
+    if (kind->second.empty()) free_by_kind_.erase(kind);
+    record->free_kind.clear();
+  }
+  if (free && record->free_kind.empty()) {
+    free_by_kind_[record->board.kind()].insert(id);
+    record->free_kind = record->board.kind();
+  }
+  if (AwaitsHealthCheck(*record)) {
+    awaiting_health_.insert(id);
+  } else {
+    awaiting_health_.erase(id);
+  }
+  if (!record->health_job_id.empty()) {
+    checking_health_.insert(id);
+  } else {
+    checking_health_.erase(id);
+  }
+}
+
+absl::Status JobQueue::CheckIndexes() {
+  absl::MutexLock lock(&mu_);
+  size_t free = 0, awaiting = 0, checking = 0;
+  for (const auto& [id, record] : boards_) {
+    const bool want_free = HasFreeSlot(record);
+    auto kind = free_by_kind_.find(record.board.kind());
+    const bool is_free = kind != free_by_kind_.end() && kind->second.count(id) > 0;
+    if (want_free != is_free || want_free != !record.free_kind.empty()) {
+      return absl::InternalError(absl::StrCat("board ", id, " (", v1::BoardState_Name(record.board.state()),
+                                              ", ", record.running.size(), " of ",
+                                              record.board.slots(), " slots) is ",
+                                              is_free ? "" : "not ", "indexed as free"));
+    }
+    if (AwaitsHealthCheck(record) != (awaiting_health_.count(id) > 0)) {
+      return absl::InternalError(absl::StrCat("board ", id, ": awaiting_health_ is wrong"));
+    }
+    if (record.health_job_id.empty() == (checking_health_.count(id) > 0)) {
+      return absl::InternalError(absl::StrCat("board ", id, ": checking_health_ is wrong"));
+    }
+    free += want_free;
+    awaiting += AwaitsHealthCheck(record);
+    checking += !record.health_job_id.empty();
+  }
+  size_t indexed_free = 0;
+  for (const auto& [kind, ids] : free_by_kind_) indexed_free += ids.size();
+  if (indexed_free != free || awaiting_health_.size() != awaiting ||
+      checking_health_.size() != checking) {
+    return absl::InternalError("an index names a board that is not there");
+  }
+  return absl::OkStatus();
 }
 
 void JobQueue::AddLoad(LiveJob* job) {

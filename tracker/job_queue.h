@@ -233,10 +233,19 @@ class JobQueue {
   // The agents TakeOffers or TakeCancels could give something now: a board with a free slot and
   // jobs queued for its kind, a quarantined board whose health check is due, or cancellations to
   // deliver (an agent may be named twice; disconnected ones are not filtered out), so a periodic
-  // look at the farm does not pump every agent. In chunks, lock released between them: from
-  // the board after `*cursor` ("" = the start, with the agents owed cancellations), until
-  // `max_agents` are found; `*cursor` is left at the last board looked at, "" at the end.
-  std::vector<std::string> AgentsToPump(std::string* cursor, size_t max_agents);
+  // look at the farm does not pump every agent. Boards are found through indexes (free boards by
+  // kind, quarantined boards), so a look costs what it finds, not the farm's size. In chunks,
+  // lock released between them: from where `*cursor` says (a default cursor: the start, with the
+  // agents owed cancellations and the health checks due), until `max_agents` are found;
+  // `cursor->more` says whether to call again.
+  struct PumpCursor {
+    bool more = false;     // in: false = from the start; out: false = nothing left
+    std::string kind;      // the last board named ("" none yet)
+    std::string board_id;
+  };
+  std::vector<std::string> AgentsToPump(PumpCursor* cursor, size_t max_agents);
+  // For tests: OK when the board indexes agree with the boards (else which board and how not).
+  absl::Status CheckIndexes();
   // Records a result. Exactly once: a result for a job that is not running this attempt (e.g.
   // sent again after a reconnect) is accepted and ignored. A malformed result (see Results) is
   // InvalidArgument naming the field, after its attempt has ended as an infrastructure failure
@@ -302,6 +311,8 @@ class JobQueue {
     absl::Time next_health_check;
     std::string health_job_id;
     absl::Time health_deadline;
+    // Where Reindex filed it: in free_by_kind_[free_kind] when free_kind is not empty.
+    std::string free_kind;
   };
 
   // The RUNNING jobs, in submission (seq) order; ids in running_ of jobs no longer running are
@@ -311,6 +322,13 @@ class JobQueue {
   static bool HealthCheckDue(const BoardRecord& record, absl::Time now);
   // An IDLE or BUSY board running fewer jobs than its slots.
   static bool HasFreeSlot(const BoardRecord& record);
+  // A quarantined board (not held by an admin) with no health check outstanding: its check is
+  // due at next_health_check.
+  static bool AwaitsHealthCheck(const BoardRecord& record);
+  // Files the board in the indexes (free_by_kind_, awaiting_health_, checking_health_) as its
+  // state is now: called after every change of a board's state, slots, jobs, kind or health
+  // check.
+  void Reindex(BoardRecord* record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Checks the trial (see Validation) and resolves its operator version in place.
   absl::Status ValidateTrial(v1::Trial* trial, int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckPin(const v1::Trial& trial, int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -372,6 +390,11 @@ class JobQueue {
   // kind -> priority (highest first) -> level
   std::map<std::string, std::map<int, Level, std::greater<int>>> queues_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, BoardRecord> boards_ ABSL_GUARDED_BY(mu_);
+  // Board indexes (Reindex): kind -> boards with a free slot; quarantined boards awaiting a
+  // health check (AwaitsHealthCheck); boards running one (health_job_id set).
+  std::map<std::string, std::set<std::string>> free_by_kind_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> awaiting_health_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> checking_health_ ABSL_GUARDED_BY(mu_);
   absl::node_hash_map<std::string, std::set<std::string>> agent_boards_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> connected_agents_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<std::string>> pending_cancels_ ABSL_GUARDED_BY(mu_);

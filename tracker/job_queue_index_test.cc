@@ -57,7 +57,16 @@ class JobQueueIndexTest : public ::testing::Test {
     Restart();
   }
 
+  void TearDown() override {
+    if (queue_ != nullptr) {
+      EXPECT_TRUE(queue_->CheckIndexes().ok()) << queue_->CheckIndexes();
+    }
+  }
+
   void Restart() {
+    if (queue_ != nullptr) {
+      EXPECT_TRUE(queue_->CheckIndexes().ok()) << queue_->CheckIndexes();
+    }
     queue_.reset();
     store_.reset();
     auto store = SqliteStore::Open(path_);

@@ -12,6 +12,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -81,7 +82,17 @@ class JobQueueTest : public ::testing::Test {
     Restart();
   }
 
+  // Every test ends (and every restart begins) with the board indexes agreeing with the boards.
+  void TearDown() override {
+    if (queue_ != nullptr) {
+      EXPECT_TRUE(queue_->CheckIndexes().ok()) << queue_->CheckIndexes();
+    }
+  }
+
   void Restart(JobQueueOptions options = Defaults()) {
+    if (queue_ != nullptr) {
+      EXPECT_TRUE(queue_->CheckIndexes().ok()) << queue_->CheckIndexes();
+    }
     queue_.reset();
     store_.reset();
     auto store = SqliteStore::Open(path_);
@@ -846,14 +857,14 @@ TEST_F(JobQueueTest, OnlyAgentsWithSomethingToTakeAreNamedForAPump) {
   };
   auto all_chunks = [this, &sorted](size_t max_agents) {
     std::vector<std::string> agents;
-    std::string cursor;
+    JobQueue::PumpCursor cursor;
     int chunks = 0;
     do {
       std::vector<std::string> chunk = queue_->AgentsToPump(&cursor, max_agents);
       EXPECT_LE(chunk.size(), max_agents + (chunks == 0 ? 1 : 0));  // + the cancel on the first
       agents.insert(agents.end(), chunk.begin(), chunk.end());
       ++chunks;
-    } while (!cursor.empty() && chunks < 100);
+    } while (cursor.more && chunks < 100);
     EXPECT_LT(chunks, 100);
     return sorted(agents);
   };
@@ -875,9 +886,9 @@ TEST_F(JobQueueTest, OnlyAgentsWithSomethingToTakeAreNamedForAPump) {
   ASSERT_TRUE(queue_->Cancel(running.job_id()).ok());
 
   const std::vector<std::string> want = {"busy", "idle", "sick"};
-  std::string cursor;
+  JobQueue::PumpCursor cursor;
   EXPECT_EQ(sorted(queue_->AgentsToPump(&cursor, 100)), want);
-  EXPECT_EQ(cursor, "");
+  EXPECT_FALSE(cursor.more);
   EXPECT_EQ(all_chunks(1), want);
   EXPECT_EQ(all_chunks(2), want);
 
@@ -887,6 +898,54 @@ TEST_F(JobQueueTest, OnlyAgentsWithSomethingToTakeAreNamedForAPump) {
   EXPECT_EQ(queue_->TakeCancels("busy"), std::vector<std::string>{running.job_id()});
   TakeOne("busy");  // its slot free again, the last queued job
   EXPECT_EQ(all_chunks(1), std::vector<std::string>{});
+}
+
+// The look at the farm reads the free-board index: only free boards of kinds with jobs queued
+// are named, slots counted, a board filed again under its new kind when it re-registers as one,
+// and the index follows every change (CheckIndexes after each step; TearDown checks it too).
+TEST_F(JobQueueTest, AFarmLookNamesFreeBoardsOfKindsWithWorkThroughTheIndex) {
+  auto look = [this](size_t max_agents) {
+    std::set<std::string> agents;
+    JobQueue::PumpCursor cursor;
+    int chunks = 0;
+    do {
+      for (std::string& a : queue_->AgentsToPump(&cursor, max_agents)) agents.insert(a);
+    } while (cursor.more && ++chunks < 100);
+    EXPECT_LT(chunks, 100);
+    EXPECT_TRUE(queue_->CheckIndexes().ok()) << queue_->CheckIndexes();
+    return agents;
+  };
+  using Names = std::set<std::string>;
+  v1::Register two_slots = MakeAgent("h2", {"b-h2"});
+  two_slots.mutable_boards(0)->set_slots(2);
+  ASSERT_TRUE(queue_->RegisterAgent(two_slots).ok());
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("h1", {"b-h1"})).ok());
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("s1", {"b-s1"}, "stm32")).ok());
+  EXPECT_EQ(look(1), Names{});  // nothing queued
+  Submit({MakeTrial(), MakeTrial(), MakeTrial(), MakeTrial(), MakeTrial()});
+  EXPECT_EQ(look(1), (Names{"h1", "h2"}));  // not s1: nothing of its kind waits
+  EXPECT_EQ(look(64), (Names{"h1", "h2"}));
+  // h2 has two slots: one taken, it is still free; both taken, it is not.
+  ASSERT_EQ(queue_->TakeOffers("h1").size(), 1u);
+  EXPECT_EQ(look(1), (Names{"h2"}));
+  std::vector<Offer> h2 = queue_->TakeOffers("h2");
+  ASSERT_EQ(h2.size(), 2u);
+  EXPECT_EQ(look(1), Names{});
+  // A result frees a slot.
+  ASSERT_TRUE(queue_->ReportResult("h2", Ok(h2[0].offer)).ok());
+  EXPECT_EQ(look(1), (Names{"h2"}));
+  // Gone, then back as a board of the other kind.
+  queue_->DisconnectAgent("h2");
+  EXPECT_EQ(look(1), Names{});
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("h2", {"b-h2"}, "stm32")).ok());
+  EXPECT_EQ(look(1), Names{});  // its kind has nothing queued
+  Submit({MakeTrial("stm32")});
+  EXPECT_EQ(look(1), (Names{"h2", "s1"}));
+  // Held by an admin: out of the index; released: back.
+  ASSERT_TRUE(queue_->SetQuarantine("b-s1", true, "rewiring").ok());
+  EXPECT_EQ(look(1), (Names{"h2"}));
+  ASSERT_TRUE(queue_->SetQuarantine("b-s1", false, "").ok());
+  EXPECT_EQ(look(1), (Names{"h2", "s1"}));
 }
 
 TEST_F(JobQueueTest, RestartKeepsQueuedAndRunningJobs) {
