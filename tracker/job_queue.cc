@@ -260,6 +260,7 @@ absl::Status JobQueue::Recover() {
     record.board = std::move(board);
     kinds_.insert(record.board.kind());
     agent_boards_[record.board.agent_id()].insert(record.board.board_id());
+    CountMemory(record.board, 1);
     Reindex(&record);
   }
   ASSIGN_OR_RETURN(std::vector<StoredJob> jobs, store_->LoadUnfinishedJobs());
@@ -400,14 +401,9 @@ absl::Status JobQueue::ValidateTrial(v1::Trial* trial, int i) const {
   const int64_t bytes = catalog::ArgumentBytes(shapes);
   int64_t largest = 0;
   bool all_known = false;
-  for (const auto& [id, record] : boards_) {
-    if (record.board.kind() != t.board_kind()) continue;
-    if (record.board.memory_bytes() <= 0) {
-      all_known = false;
-      break;
-    }
-    all_known = true;
-    largest = std::max(largest, record.board.memory_bytes());
+  if (auto memory = memory_by_kind_.find(t.board_kind()); memory != memory_by_kind_.end()) {
+    all_known = memory->second.unknown == 0 && !memory->second.known.empty();
+    if (all_known) largest = *memory->second.known.rbegin();
   }
   if (all_known && bytes > largest) {
     return Invalid(i, "args",
@@ -847,6 +843,7 @@ std::vector<std::string> JobQueue::WaitingReasons(const std::string& kind) const
             for (const auto& [bid, record] : boards_) consider(bid, record);
           }
           if (can_run) continue;
+          std::sort(states.begin(), states.end());
           std::string what = absl::StrCat("board ", board_id);
           if (board_id.empty()) {
             std::vector<std::string> parts;
@@ -876,6 +873,9 @@ std::vector<v1::Board> JobQueue::Boards(const std::string& kind) {
   for (const auto& [id, record] : boards_) {
     if (kind.empty() || record.board.kind() == kind) out.push_back(record.board);
   }
+  std::sort(out.begin(), out.end(), [](const v1::Board& a, const v1::Board& b) {
+    return a.board_id() < b.board_id();
+  });
   return out;
 }
 
@@ -944,8 +944,10 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
   }
   connected_agents_.insert(reg.agent_id());
   for (const v1::BoardRegistration& b : reg.boards()) {
-    BoardRecord& record = boards_[b.board_id()];
+    auto [it, added] = boards_.try_emplace(b.board_id());
+    BoardRecord& record = it->second;
     v1::Board& board = record.board;
+    if (!added) CountMemory(board, -1);
     board.set_board_id(b.board_id());
     board.set_kind(b.kind());
     *board.mutable_labels() = b.labels();
@@ -954,6 +956,7 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
     board.set_flashes(std::max(board.flashes(), b.flashes()));
     board.set_slots(std::max(1, b.slots()));
     board.set_memory_bytes(std::max<int64_t>(0, b.memory_bytes()));
+    CountMemory(board, 1);
     record.running.clear();
     board.clear_current_job_id();
     board.set_running_jobs(0);
@@ -1176,34 +1179,42 @@ absl::Status JobQueue::ReportResultLocked(const std::string& agent_id, const v1:
                                           bool* superseded, GroupCommit::Ticket* ticket) {
   if (superseded != nullptr) *superseded = false;
   // A health check? (Their ids, and only theirs, start so: TakeOffers.)
-  for (auto& [board_id, record] : boards_) {
-    if (!absl::StartsWith(report.job_id(), kHealthJobPrefix)) break;
-    if (!record.health_job_id.empty() && record.health_job_id == report.job_id()) {
-      record.health_job_id.clear();
-      // A malformed result fails the check.
-      const std::string problem = ResultProblem(report.result(), kMaxCosts);
-      if (problem.empty() && report.result().error_code() == v1::NO_ERROR) {
-        record.board.set_state(v1::IDLE);
-        record.recent_infra.clear();
-        record.board.set_consecutive_infra_failures(0);
-        record.board.clear_quarantine_reason();
-      } else {
-        record.board.set_state(v1::QUARANTINED);
-        record.board.set_quarantine_reason(absl::StrCat(
-            "health check failed: ",
-            !problem.empty() ? problem
-                             : absl::StrCat(v1::ErrorCode_Name(report.result().error_code()), ": ",
-                                            report.result().message())).substr(0, kMaxQuarantineReasonBytes));
-        record.next_health_check = clock_->Now() + options_.health_check_backoff;
+  BoardRecord* checked = nullptr;
+  if (absl::StartsWith(report.job_id(), kHealthJobPrefix)) {
+    for (const std::string& board_id : checking_health_) {
+      BoardRecord& record = boards_[board_id];
+      if (record.health_job_id == report.job_id()) {
+        checked = &record;
+        break;
       }
-      Reindex(&record);
-      *ticket = SaveBoard(record);
-      if (!problem.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat("health check ", report.job_id(),
-                                                       ": result refused: ", problem));
-      }
-      return absl::OkStatus();
     }
+  }
+  if (checked != nullptr) {
+    BoardRecord& record = *checked;
+    record.health_job_id.clear();
+    // A malformed result fails the check.
+    const std::string problem = ResultProblem(report.result(), kMaxCosts);
+    if (problem.empty() && report.result().error_code() == v1::NO_ERROR) {
+      record.board.set_state(v1::IDLE);
+      record.recent_infra.clear();
+      record.board.set_consecutive_infra_failures(0);
+      record.board.clear_quarantine_reason();
+    } else {
+      record.board.set_state(v1::QUARANTINED);
+      record.board.set_quarantine_reason(absl::StrCat(
+          "health check failed: ",
+          !problem.empty() ? problem
+                           : absl::StrCat(v1::ErrorCode_Name(report.result().error_code()), ": ",
+                                          report.result().message())).substr(0, kMaxQuarantineReasonBytes));
+      record.next_health_check = clock_->Now() + options_.health_check_backoff;
+    }
+    Reindex(&record);
+    *ticket = SaveBoard(record);
+    if (!problem.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("health check ", report.job_id(),
+                                                     ": result refused: ", problem));
+    }
+    return absl::OkStatus();
   }
   auto it = jobs_.find(report.job_id());
   if (it == jobs_.end() || it->second.job.state() != v1::RUNNING ||
@@ -1437,6 +1448,17 @@ void JobQueue::Reindex(BoardRecord* record) {
   }
 }
 
+void JobQueue::CountMemory(const v1::Board& board, int sign) {
+  KindMemory& memory = memory_by_kind_[board.kind()];
+  if (board.memory_bytes() <= 0) {
+    memory.unknown += sign;
+  } else if (sign > 0) {
+    memory.known.insert(board.memory_bytes());
+  } else if (auto it = memory.known.find(board.memory_bytes()); it != memory.known.end()) {
+    memory.known.erase(it);
+  }
+}
+
 absl::Status JobQueue::CheckIndexes() {
   absl::MutexLock lock(&mu_);
   size_t free = 0, awaiting = 0, checking = 0;
@@ -1459,6 +1481,21 @@ absl::Status JobQueue::CheckIndexes() {
     free += want_free;
     awaiting += AwaitsHealthCheck(record);
     checking += !record.health_job_id.empty();
+  }
+  std::map<std::string, KindMemory> memory;
+  for (const auto& [id, record] : boards_) {
+    KindMemory& m = memory[record.board.kind()];
+    if (record.board.memory_bytes() <= 0) {
+      ++m.unknown;
+    } else {
+      m.known.insert(record.board.memory_bytes());
+    }
+  }
+  for (const auto& [kind, m] : memory_by_kind_) {
+    const KindMemory& want = memory[kind];
+    if (m.unknown != want.unknown || m.known != want.known) {
+      return absl::InternalError(absl::StrCat("memory_by_kind_[", kind, "] is wrong"));
+    }
   }
   size_t indexed_free = 0;
   for (const auto& [kind, ids] : free_by_kind_) indexed_free += ids.size();

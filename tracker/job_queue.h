@@ -329,6 +329,9 @@ class JobQueue {
   // state is now: called after every change of a board's state, slots, jobs, kind or health
   // check.
   void Reindex(BoardRecord* record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds the board's memory to its kind's (sign 1) or takes it away (-1): around every change
+  // of a board's kind or memory.
+  void CountMemory(const v1::Board& board, int sign) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Checks the trial (see Validation) and resolves its operator version in place.
   absl::Status ValidateTrial(v1::Trial* trial, int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckPin(const v1::Trial& trial, int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -389,12 +392,19 @@ class JobQueue {
   absl::flat_hash_map<int64_t, std::string> job_by_seq_ ABSL_GUARDED_BY(mu_);
   // kind -> priority (highest first) -> level
   std::map<std::string, std::map<int, Level, std::greater<int>>> queues_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, BoardRecord> boards_ ABSL_GUARDED_BY(mu_);
+  absl::node_hash_map<std::string, BoardRecord> boards_ ABSL_GUARDED_BY(mu_);
   // Board indexes (Reindex): kind -> boards with a free slot; quarantined boards awaiting a
   // health check (AwaitsHealthCheck); boards running one (health_job_id set).
   std::map<std::string, std::set<std::string>> free_by_kind_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> awaiting_health_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> checking_health_ ABSL_GUARDED_BY(mu_);
+  // What one trial may allocate on the boards of each kind (BoardRegistration.memory_bytes):
+  // boards that do not say, and what the others say (CountMemory).
+  struct KindMemory {
+    int64_t unknown = 0;
+    std::multiset<int64_t> known;
+  };
+  std::map<std::string, KindMemory> memory_by_kind_ ABSL_GUARDED_BY(mu_);
   absl::node_hash_map<std::string, std::set<std::string>> agent_boards_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> connected_agents_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<std::string>> pending_cancels_ ABSL_GUARDED_BY(mu_);

@@ -948,6 +948,45 @@ TEST_F(JobQueueTest, AFarmLookNamesFreeBoardsOfKindsWithWorkThroughTheIndex) {
   EXPECT_EQ(look(1), (Names{"h2", "s1"}));
 }
 
+// The size check reads each kind's boards' memory from an index kept as boards register again
+// (with more or less memory, or as another kind) and across a restart.
+TEST_F(JobQueueTest, TheLargestBoardOfAKindFollowsRegistrationsAndRestarts) {
+  v1::Trial big = MakeTrial();  // three 256x256 float32 arguments: 786,432 bytes
+  for (int a = 0; a < 3; ++a) {
+    big.mutable_args(a)->set_shape(0, 256);
+    big.mutable_args(a)->set_shape(1, 256);
+  }
+  auto agent = [](const std::string& id, const std::string& board, int64_t memory,
+                  const std::string& kind = "host") {
+    v1::Register r = MakeAgent(id, {board}, kind);
+    r.mutable_boards(0)->set_memory_bytes(memory);
+    return r;
+  };
+  auto submit = [&](const std::string& request) {
+    return queue_->Submit("c1", request, {big}).status();
+  };
+  ASSERT_TRUE(queue_->RegisterAgent(agent("a", "b1", 64 << 10)).ok());
+  ASSERT_TRUE(queue_->RegisterAgent(agent("b", "b2", 1 << 20)).ok());
+  EXPECT_TRUE(submit("r1").ok());  // b2 holds it
+  ASSERT_TRUE(queue_->RegisterAgent(agent("b", "b2", 512 << 10)).ok());  // b2 now says less
+  absl::Status refused = submit("r2");
+  EXPECT_TRUE(absl::IsInvalidArgument(refused));
+  EXPECT_NE(refused.message().find("the largest board of kind host holds 524288"),
+            absl::string_view::npos) << refused;
+  ASSERT_TRUE(queue_->RegisterAgent(agent("c", "b3", 2 << 20, "stm32")).ok());  // another kind
+  EXPECT_TRUE(absl::IsInvalidArgument(submit("r3")));
+  ASSERT_TRUE(queue_->RegisterAgent(agent("c", "b3", 2 << 20)).ok());  // b3 becomes a host board
+  EXPECT_TRUE(submit("r4").ok());
+  Restart();
+  EXPECT_TRUE(submit("r5").ok());  // b3 stored with its kind and memory
+  ASSERT_TRUE(queue_->RegisterAgent(agent("d", "b4", 0)).ok());  // says nothing: no size check
+  for (int a = 0; a < 3; ++a) {  // 12 MiB: more than any board says it holds
+    big.mutable_args(a)->set_shape(0, 1024);
+    big.mutable_args(a)->set_shape(1, 1024);
+  }
+  EXPECT_TRUE(submit("r6").ok()) << submit("r6");
+}
+
 TEST_F(JobQueueTest, RestartKeepsQueuedAndRunningJobs) {
   auto ids = Submit({MakeTrial(), MakeTrial(), MakeTrial()});
   ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1", "b2"})).ok());

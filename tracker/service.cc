@@ -136,7 +136,6 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
     switch (m.msg_case()) {
       case v1::AgentMessage::kResult: {
         const v1::JobResult& result = m.result();
-        queue->Touch(agent, result.job_id(), result.attempt());
         bool superseded = false;
         GroupCommit::Ticket ticket = 0;
         absl::Status s = queue->ReportResult(agent, result, &superseded, &ticket);
@@ -171,7 +170,9 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
           service_->Poke();
           return ToGrpc(s);
         }
-        // Not stored (the database is failing): the agent keeps the result and sends it again.
+        // Not stored (the database is failing): the agent keeps the result and sends it again;
+        // meanwhile its attempt stays leased (a recorded result ends the attempt instead).
+        queue->Touch(agent, result.job_id(), result.attempt());
         Send(ResultRetry(result.job_id(), result.attempt(), s));
         return grpc::Status::OK;
       }

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/benchfarm.grpc.pb.h"
@@ -157,7 +158,7 @@ class TrackerService final : public v1::Tracker::CallbackService,
   // Lock order: mu_, then the queue's lock, then a stream's. JobQueue listeners (which run under
   // the queue's lock) only take poke_mu_.
   absl::Mutex mu_;
-  std::map<std::string, AgentStream*> streams_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, AgentStream*> streams_ ABSL_GUARDED_BY(mu_);
   absl::Mutex poke_mu_;
   bool poked_ ABSL_GUARDED_BY(poke_mu_) = false;      // every agent
   std::vector<std::string> poked_agents_ ABSL_GUARDED_BY(poke_mu_);  // these agents
