@@ -1305,8 +1305,9 @@ std::vector<JobQueue::LiveJob*> JobQueue::RunningJobs() {
 }
 
 int JobQueue::ExpireLeases() {
+  std::vector<v1::Job> garbage;  // freed after the lock is released (declared before it)
   absl::MutexLock lock(&mu_);
-  ForgetStored();
+  ForgetStored(&garbage);
   absl::Time now = clock_->Now();
   std::vector<LiveJob*> expired;
   for (LiveJob* job : RunningJobs()) {
@@ -1539,11 +1540,14 @@ GroupCommit::Ticket JobQueue::SaveJob(const LiveJob& job) {
   return commit_.PutJob(job.seq, /*insert=*/false, job.job);
 }
 
-void JobQueue::ForgetStored() {
+void JobQueue::ForgetStored(std::vector<v1::Job>* garbage) {
   const GroupCommit::Ticket durable = commit_.durable();
   for (auto it = finishing_.begin(); it != finishing_.end();) {
     auto here = it++;
-    if (here->second.ticket <= durable) finishing_.erase(here);
+    if (here->second.ticket <= durable) {
+      garbage->push_back(std::move(here->second.job));
+      finishing_.erase(here);
+    }
   }
   for (auto it = submitted_.begin(); it != submitted_.end();) {
     if (it->second.ticket <= durable) {

@@ -378,8 +378,10 @@ class JobQueue {
   // The job as it is now: live, finished but not yet known stored, or from the store.
   absl::StatusOr<std::optional<v1::Job>> FindJobLocked(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Forgets finished jobs and submissions whose changes are stored.
-  void ForgetStored() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets finished jobs and submissions whose changes are stored. The jobs are moved to
+  // `garbage`, for the caller to free once it has released the lock (freeing thousands of jobs
+  // takes milliseconds no dispatch should wait for).
+  void ForgetStored(std::vector<v1::Job>* garbage) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store* const store_;
   const base::Clock* const clock_;
