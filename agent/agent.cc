@@ -442,6 +442,22 @@ void Agent::ConnectionLoop() {
   }
 }
 
+void Agent::OnResultAck(const v1::ResultAck& ack) {
+  if (ack.superseded()) {
+    // Kept to answer the job's next attempt (OnOffer), if it comes here soon.
+    absl::MutexLock lock(&mu_);
+    superseded_[ack.job_id()] = absl::Now() + kKeepSuperseded;
+  } else {
+    spool_->Remove(ack.job_id(), ack.attempt());
+  }
+  metrics_.SetSpooled(static_cast<int64_t>(spool_->size()));
+  absl::MutexLock lock(&mu_);
+  results_acked_++;
+  if (retries_.erase(ack.job_id()) > 0 && retries_.empty()) {
+    spdlog::info("agent {}: the tracker stores results again", options_.config.agent_id());
+  }
+}
+
 bool Agent::RunStream(grpc::ClientContext* context) {
   // Wait for the tracker rather than fail at once while the channel reconnects: a waiting call
   // keeps gRPC polling the connection under way. Without it a TLS handshake to a restarted tracker
@@ -453,6 +469,7 @@ bool Agent::RunStream(grpc::ClientContext* context) {
   v1::AgentMessage reg;
   v1::Register* r = reg.mutable_register_();
   r->set_agent_id(options_.config.agent_id());
+  r->set_batched_acks(true);  // acknowledgements ride on offers (TrackerMessage.acks)
   for (const auto& w : workers_) {
     v1::BoardRegistration* b = r->add_boards();
     b->set_board_id(w->id());
@@ -485,6 +502,8 @@ bool Agent::RunStream(grpc::ClientContext* context) {
   bool registered = false;
   v1::TrackerMessage m;
   while (ok && stream->Read(&m)) {
+    // Before the message's own content: a superseded result is noted before an offer of its job.
+    for (const v1::ResultAck& ack : m.acks()) OnResultAck(ack);
     switch (m.msg_case()) {
       case v1::TrackerMessage::kRegistered: {
         registered = true;
@@ -508,23 +527,9 @@ bool Agent::RunStream(grpc::ClientContext* context) {
       case v1::TrackerMessage::kCancel:
         for (auto& w : workers_) w->Cancel(m.cancel().job_id());
         break;
-      case v1::TrackerMessage::kResultAck: {
-        const v1::ResultAck& ack = m.result_ack();
-        if (ack.superseded()) {
-          // Kept to answer the job's next attempt (OnOffer), if it comes here soon.
-          absl::MutexLock lock(&mu_);
-          superseded_[ack.job_id()] = absl::Now() + kKeepSuperseded;
-        } else {
-          spool_->Remove(ack.job_id(), ack.attempt());
-        }
-        metrics_.SetSpooled(static_cast<int64_t>(spool_->size()));
-        absl::MutexLock lock(&mu_);
-        results_acked_++;
-        if (retries_.erase(m.result_ack().job_id()) > 0 && retries_.empty()) {
-          spdlog::info("agent {}: the tracker stores results again", options_.config.agent_id());
-        }
+      case v1::TrackerMessage::kResultAck:
+        OnResultAck(m.result_ack());
         break;
-      }
       case v1::TrackerMessage::kResultRetry:
         OnRetry(m.result_retry());
         break;

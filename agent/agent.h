@@ -92,6 +92,8 @@ class Agent {
   void RetryLoop();
   void OnOffer(const v1::JobOffer& offer);
   void OnRetry(const v1::ResultRetry& retry);
+  // The tracker stored the result (or did not need it): it leaves the spool.
+  void OnResultAck(const v1::ResultAck& ack);
   // Every attempt held: on the boards and in the spool (the latest attempt of each job), not the
   // superseded results.
   std::vector<v1::HeldAttempt> Held() const;

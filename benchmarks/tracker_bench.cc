@@ -15,12 +15,14 @@
 //     streams the tracker cut off (RESOURCE_EXHAUSTED).
 //
 //   tracker_bench [--quick] [--flood] [--tracker PATH] [--only=STORE:AGENTS:QUEUED]
-//                 [--drain=DISPATCHES]
+//                 [--drain=DISPATCHES] [--unbatched-acks]
 //
 // The tracker is found with --tracker, else in the runfiles ($RUNFILES_DIR, $TEST_SRCDIR or
 // argv[0].runfiles). --quick uses tiny sizes (the smoke test). --only runs one dispatch row
 // (e.g. disk:1000:1000) and --drain sets its dispatches: for profiling and A/B runs, with
-// --tracker naming a wrapper script (perf record, valgrind --tool=callgrind).
+// --tracker naming a wrapper script (perf record, valgrind --tool=callgrind). The simulated agents
+// take acknowledgements with their next offer (Register.batched_acks, as benchfarm's agent
+// does); --unbatched-acks has them sent alone, for A/B runs.
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -56,6 +58,9 @@ namespace benchfarm {
 namespace {
 
 bool g_tracker_hung = false;  // set when a tracker did not stop cleanly on SIGTERM
+// The simulated agents register with batched_acks, as benchfarm's agent does (--unbatched-acks:
+// acknowledgements as messages of their own, for A/B runs).
+bool g_batched_acks = true;
 
 using Steady = std::chrono::steady_clock;
 
@@ -138,6 +143,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
     stub_->async()->Connect(&context_, this);
     v1::AgentMessage hello;
     hello.mutable_register_()->set_agent_id(id_);
+    hello.mutable_register_()->set_batched_acks(g_batched_acks);
     v1::BoardRegistration* r = hello.mutable_register_()->add_boards();
     r->set_board_id(id_ + "-board");
     r->set_kind("host");
@@ -170,6 +176,10 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
 
   void OnReadDone(bool ok) override {
     if (!ok) return;
+    if (in_.acks_size() > 0) {
+      absl::MutexLock lock(&board_->mu);
+      board_->acked += in_.acks_size();
+    }
     if (in_.has_registered()) {
       absl::MutexLock lock(&board_->mu);
       ++board_->registered;
@@ -743,6 +753,8 @@ int Main(int argc, char** argv) {
       quick = true;
     } else if (std::strcmp(argv[i], "--flood") == 0) {
       flood = true;
+    } else if (std::strcmp(argv[i], "--unbatched-acks") == 0) {
+      g_batched_acks = false;
     } else if (std::strcmp(argv[i], "--tracker") == 0 && i + 1 < argc) {
       tracker_flag = argv[++i];
     } else if (std::strncmp(argv[i], "--tracker=", 10) == 0) {
@@ -754,7 +766,7 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: tracker_bench [--quick] [--flood] [--tracker PATH] "
-                   "[--only=STORE:AGENTS:QUEUED] [--drain=DISPATCHES]\n");
+                   "[--only=STORE:AGENTS:QUEUED] [--drain=DISPATCHES] [--unbatched-acks]\n");
       return 2;
     }
   }

@@ -124,6 +124,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
         // Only now may Pump send offers: none can overtake the registered reply.
         absl::MutexLock lock(&mu_);
         agent_id_ = m.register_().agent_id();
+        batched_acks_ = m.register_().batched_acks();
       }
       service_->Poke(m.register_().agent_id());
       return grpc::Status::OK;
@@ -139,17 +140,19 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
         GroupCommit::Ticket ticket = 0;
         absl::Status s = queue->ReportResult(agent, result, &superseded, &ticket);
         if (s.ok()) {
-          // The board is free now: its next job goes out at once, from this thread (no
-          // dispatcher wake-up); the result is acknowledged once it is stored.
-          Pump();
           v1::TrackerMessage ack;
           ack.mutable_result_ack()->set_job_id(result.job_id());
           ack.mutable_result_ack()->set_attempt(result.attempt());
           ack.mutable_result_ack()->set_superseded(superseded);
           {
             absl::MutexLock lock(&mu_);
-            ++awaiting_store_;  // keeps the stream open (and this reactor alive) until answered
+            // Keeps the stream open (and this reactor alive) until answered; with batched acks,
+            // the offers sent meanwhile wait to carry the acknowledgement (WriteNextLocked).
+            ++awaiting_store_;
           }
+          // The board is free now: its next job is taken at once, from this thread (no
+          // dispatcher wake-up); the result is acknowledged once it is stored.
+          Pump();
           queue->WhenDurable(ticket, [this, ack = std::move(ack)](absl::Status stored) mutable {
             if (stored.ok()) {
               Answer(std::move(ack));
@@ -202,7 +205,13 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   void Answer(v1::TrackerMessage m) {
     absl::MutexLock lock(&mu_);
     --awaiting_store_;
-    if (!write_failed_ && !(closing_ && !final_status_.ok())) outbox_.push_back(std::move(m));
+    if (!write_failed_ && !(closing_ && !final_status_.ok())) {
+      if (batched_acks_ && m.has_result_ack()) {
+        acks_.push_back(std::move(*m.mutable_result_ack()));
+      } else {
+        outbox_.push_back(std::move(m));
+      }
+    }
     WriteNextLocked();
   }
   // Tells the agent to send a result again later: it could not be stored.
@@ -219,19 +228,34 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   }
 
   // Starts the next write, or — once the stream is closing and nothing more can or need be
-  // written — finishes it (exactly once; gRPC then calls OnDone).
+  // written — finishes it (exactly once; gRPC then calls OnDone). With batched acks, the
+  // acknowledgements ready ride on the next message, and an offer waits while results are
+  // being stored until one of their acknowledgements can ride on it (one message where there
+  // were two; they are stored within a group commit).
   void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (writing_) return;
-    if (write_failed_ || (closing_ && !final_status_.ok())) outbox_.clear();
-    if (outbox_.empty()) {
+    if (write_failed_ || (closing_ && !final_status_.ok())) {
+      outbox_.clear();
+      acks_.clear();
+    }
+    if (outbox_.empty() && acks_.empty()) {
       if (closing_ && !finished_ && awaiting_store_ == 0) {
         finished_ = true;
         Finish(final_status_);
       }
       return;
     }
-    current_ = std::move(outbox_.front());
-    outbox_.pop_front();
+    if (!outbox_.empty() && outbox_.front().has_offer() && acks_.empty() && awaiting_store_ > 0) {
+      return;  // Answer brings the acknowledgement
+    }
+    if (outbox_.empty()) {
+      current_.Clear();
+    } else {
+      current_ = std::move(outbox_.front());
+      outbox_.pop_front();
+    }
+    for (v1::ResultAck& ack : acks_) *current_.add_acks() = std::move(ack);
+    acks_.clear();
     writing_ = true;
     StartWrite(&current_);
   }
@@ -249,7 +273,9 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   v1::AgentMessage in_;
   absl::Mutex mu_;
   std::string agent_id_ ABSL_GUARDED_BY(mu_);
+  bool batched_acks_ ABSL_GUARDED_BY(mu_) = false;  // the agent reads TrackerMessage.acks
   std::deque<v1::TrackerMessage> outbox_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::ResultAck> acks_ ABSL_GUARDED_BY(mu_);  // to ride on the next message
   v1::TrackerMessage current_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;

@@ -163,6 +163,11 @@ class FakeAgent {
     return m->cancel().job_id();
   }
 
+  // The next message whatever it is; nullopt if the stream ended first.
+  std::optional<v1::TrackerMessage> NextMessage() {
+    return Next([](const v1::TrackerMessage&) { return true; });
+  }
+
   bool AwaitAck(const std::string& job_id) {
     return Next([&](const v1::TrackerMessage& t) {
              return t.has_result_ack() && t.result_ack().job_id() == job_id;
@@ -456,6 +461,43 @@ TEST_F(ServiceTest, AgentGetsOffersAndResultsAreAcknowledged) {
   EXPECT_TRUE(agent->Close().ok());
   // The stream ended: the board goes offline once the server has run OnDone.
   EXPECT_TRUE(WaitFor([&] { return ListedBoard("b1").state() == v1::OFFLINE; }));
+}
+
+// An agent that registers with batched_acks gets a result's acknowledgement with the offer of
+// the board's next job, in one message; with nothing to offer, the acknowledgement comes alone.
+// (The agents of the other tests do not ask: they get ResultAck messages.)
+TEST_F(ServiceTest, BatchedAcksRideOnTheNextOffer) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  std::vector<std::string> ids = Submit(3, "r1");
+  ASSERT_EQ(ids.size(), 3u);
+  v1::Register registration = Registration("agent-1", {Board("b1")});
+  registration.set_batched_acks(true);
+  auto agent = Agent(registration);
+  std::optional<v1::TrackerMessage> m = agent->NextMessage();
+  ASSERT_TRUE(m.has_value());
+  ASSERT_TRUE(m->has_offer()) << m->DebugString();
+  EXPECT_EQ(m->offer().job_id(), ids[0]);
+  EXPECT_EQ(m->acks_size(), 0);
+  for (int i = 1; i < 3; ++i) {
+    ASSERT_TRUE(agent->SendResult(m->offer().job_id(), m->offer().attempt(), v1::NO_ERROR));
+    m = agent->NextMessage();
+    ASSERT_TRUE(m.has_value());
+    ASSERT_TRUE(m->has_offer()) << m->DebugString();
+    EXPECT_EQ(m->offer().job_id(), ids[i]);
+    ASSERT_EQ(m->acks_size(), 1) << m->DebugString();
+    EXPECT_EQ(m->acks(0).job_id(), ids[i - 1]);
+    EXPECT_EQ(m->acks(0).attempt(), 1);
+    EXPECT_FALSE(m->acks(0).superseded());
+    EXPECT_EQ(Get(ids[i - 1]).state(), v1::DONE);  // acknowledged once stored
+  }
+  ASSERT_TRUE(agent->SendResult(ids[2], 1, v1::NO_ERROR));
+  m = agent->NextMessage();
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->msg_case(), v1::TrackerMessage::MSG_NOT_SET) << m->DebugString();
+  ASSERT_EQ(m->acks_size(), 1) << m->DebugString();
+  EXPECT_EQ(m->acks(0).job_id(), ids[2]);
+  EXPECT_EQ(Get(ids[2]).state(), v1::DONE);
+  EXPECT_TRUE(agent->Close().ok());
 }
 
 TEST_F(ServiceTest, WatchFollowsJobsToTheEnd) {
