@@ -245,7 +245,8 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
       }
       return;
     }
-    if (!outbox_.empty() && outbox_.front().has_offer() && acks_.empty() && awaiting_store_ > 0) {
+    if (batched_acks_ && !outbox_.empty() && outbox_.front().has_offer() && acks_.empty() &&
+        awaiting_store_ > 0) {
       return;  // Answer brings the acknowledgement
     }
     if (outbox_.empty()) {

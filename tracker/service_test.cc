@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -25,12 +26,14 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
@@ -498,6 +501,50 @@ TEST_F(ServiceTest, BatchedAcksRideOnTheNextOffer) {
   EXPECT_EQ(m->acks(0).job_id(), ids[2]);
   EXPECT_EQ(Get(ids[2]).state(), v1::DONE);
   EXPECT_TRUE(agent->Close().ok());
+}
+
+// Only an agent that asked for batched acks has its offers wait for a result to be stored: while
+// the database is locked by another connection (the tracker's commit waits), an agent that did
+// not ask gets its board's next job at once, and one that did gets it with the acknowledgement
+// once the lock is gone.
+TEST_F(ServiceTest, OnlyBatchingAgentsOffersWaitForTheStore) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  std::vector<std::string> ids = Submit(4, "r1");
+  ASSERT_EQ(ids.size(), 4u);
+  auto plain = Agent(Registration("plain", {Board("p1")}));
+  std::optional<v1::JobOffer> first = plain->NextOffer();
+  ASSERT_TRUE(first.has_value());
+  v1::Register registration = Registration("batching", {Board("b1")});
+  registration.set_batched_acks(true);
+  auto batching = Agent(registration);
+  std::optional<v1::TrackerMessage> m = batching->NextMessage();
+  ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
+  const v1::JobOffer batched_first = m->offer();
+
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
+  sqlite3* lock = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &lock), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(lock, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  absl::Notification released;
+  std::thread unlocker([&] {  // well within the store's 5 s busy timeout
+    absl::SleepFor(absl::Seconds(3));
+    sqlite3_exec(lock, "COMMIT", nullptr, nullptr, nullptr);
+    sqlite3_close(lock);
+    released.Notify();
+  });
+  ASSERT_TRUE(plain->SendResult(first->job_id(), first->attempt(), v1::NO_ERROR));
+  std::optional<v1::JobOffer> second = plain->NextOffer();
+  EXPECT_TRUE(second.has_value());
+  EXPECT_FALSE(released.HasBeenNotified()) << "the plain agent's offer waited for the store";
+  ASSERT_TRUE(batching->SendResult(batched_first.job_id(), batched_first.attempt(), v1::NO_ERROR));
+  m = batching->NextMessage();
+  EXPECT_TRUE(released.HasBeenNotified());  // not before the result was stored
+  ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
+  ASSERT_EQ(m->acks_size(), 1);
+  EXPECT_EQ(m->acks(0).job_id(), batched_first.job_id());
+  unlocker.join();
+  EXPECT_TRUE(plain->AwaitAck(first->job_id()));
 }
 
 TEST_F(ServiceTest, WatchFollowsJobsToTheEnd) {
