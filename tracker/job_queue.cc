@@ -1450,20 +1450,15 @@ void JobQueue::Reindex(BoardRecord* record) {
 }
 
 void JobQueue::CountMemory(const v1::Board& board, int sign) {
-  KindMemory& memory = memory_by_kind_[board.kind()];
-  if (board.memory_bytes() <= 0) {
-    memory.unknown += sign;
-  } else if (sign > 0) {
-    memory.known.insert(board.memory_bytes());
-  } else if (auto it = memory.known.find(board.memory_bytes()); it != memory.known.end()) {
-    memory.known.erase(it);
-  }
+  memory_by_kind_[board.kind()].Count(board.memory_bytes(), sign);
 }
 
 absl::Status JobQueue::CheckIndexes() {
   absl::MutexLock lock(&mu_);
   size_t free = 0, awaiting = 0, checking = 0;
+  std::map<std::string, KindMemory> memory;
   for (const auto& [id, record] : boards_) {
+    memory[record.board.kind()].Count(record.board.memory_bytes(), 1);
     const bool want_free = HasFreeSlot(record);
     auto kind = free_by_kind_.find(record.board.kind());
     const bool is_free = kind != free_by_kind_.end() && kind->second.count(id) > 0;
@@ -1482,15 +1477,6 @@ absl::Status JobQueue::CheckIndexes() {
     free += want_free;
     awaiting += AwaitsHealthCheck(record);
     checking += !record.health_job_id.empty();
-  }
-  std::map<std::string, KindMemory> memory;
-  for (const auto& [id, record] : boards_) {
-    KindMemory& m = memory[record.board.kind()];
-    if (record.board.memory_bytes() <= 0) {
-      ++m.unknown;
-    } else {
-      m.known.insert(record.board.memory_bytes());
-    }
   }
   for (const auto& [kind, m] : memory_by_kind_) {
     const KindMemory& want = memory[kind];

@@ -405,6 +405,16 @@ class JobQueue {
   struct KindMemory {
     int64_t unknown = 0;
     std::multiset<int64_t> known;
+    // Adds a board that says `bytes` (<= 0: does not say) with sign 1, takes it away with -1.
+    void Count(int64_t bytes, int sign) {
+      if (bytes <= 0) {
+        unknown += sign;
+      } else if (sign > 0) {
+        known.insert(bytes);
+      } else if (auto it = known.find(bytes); it != known.end()) {
+        known.erase(it);
+      }
+    }
   };
   std::map<std::string, KindMemory> memory_by_kind_ ABSL_GUARDED_BY(mu_);
   absl::node_hash_map<std::string, std::set<std::string>> agent_boards_ ABSL_GUARDED_BY(mu_);
