@@ -14,9 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -29,6 +27,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "base/files.h"
 #include "device/run_command.h"
 #include "gtest/gtest.h"
 #include "tests/http_probe.h"
@@ -56,8 +55,9 @@ std::vector<pid_t> ChildrenOf(pid_t pid) {
   while (dirent* entry = readdir(proc)) {
     pid_t candidate = 0;
     if (!absl::SimpleAtoi(entry->d_name, &candidate)) continue;
-    std::ifstream in(absl::StrCat("/proc/", candidate, "/stat"));
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // Not a stream iterator: reading a process that exits after the open throws (ESRCH).
+    const std::string stat =
+        base::ReadFile(absl::StrCat("/proc/", candidate, "/stat")).value_or("");
     // "pid (comm) state ppid ...": comm may hold spaces and parentheses; the last ')' ends it.
     const size_t close = stat.rfind(')');
     if (close == std::string::npos) continue;
@@ -74,8 +74,7 @@ std::vector<pid_t> ChildrenOf(pid_t pid) {
 
 // Whether `pid` has ended (gone, or a zombie waiting for its new parent to reap it).
 bool Ended(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string stat = base::ReadFile(absl::StrCat("/proc/", pid, "/stat")).value_or("");
   const size_t close = stat.rfind(')');
   return close == std::string::npos || stat.size() < close + 3 || stat[close + 2] == 'Z' ||
          stat[close + 2] == 'X';
@@ -289,8 +288,7 @@ absl::Status PostgresServer::Restart() {
 }
 
 std::string PostgresServer::LogTail(size_t bytes) const {
-  std::ifstream in(log_path_, std::ios::binary);
-  std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string log = base::ReadFile(log_path_).value_or("");
   if (log.size() > bytes) log = "..." + log.substr(log.size() - bytes);
   return log;
 }
