@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -288,6 +289,13 @@ std::string Database(const std::string& dir, const std::string& name) {
   return absl::StrCat(dir, "/", name, ".db");
 }
 
+// Removes a SQLite database the bench made, with its WAL, shared memory and leadership files.
+void RemoveDatabase(const std::string& database) {
+  for (const char* suffix : {"", "-wal", "-shm", ".leader"}) {
+    unlink(absl::StrCat(database, suffix).c_str());
+  }
+}
+
 // Submission throughput: `threads` clients submit `total` trials in batches of `batch`. One
 // agent registers the kind and leaves, so the trials stay queued (no dispatch work).
 bool SubmitScenario(const std::string& tracker_path, const std::string& dir, int batch, int total,
@@ -370,12 +378,19 @@ struct DispatchRow {
   double kib_per_agent = -1, kib_per_queued = -1;
 };
 
+// The tracker's CPU time per dispatch in microseconds (-1: nothing dispatched).
+double CpuPerDispatchUs(const DispatchRow& row) {
+  return row.trials > 0 ? row.tracker_cpu_s * 1e6 / static_cast<double>(row.trials) : -1;
+}
+
 // Dispatch on a fresh tracker with its database in `db_dir`: `agents` simulated agents, one
 // board each. Latency: `samples` single trials, one at a time, boards idle, each from
-// SubmitTrials returning to its offer arriving. Throughput: with every board holding an
-// unanswered offer, `drain + backlog` more trials are queued; then the agents answer, and the run
-// lasts until `drain` of them are acknowledged (offer -> result stored -> ack; `backlog` stay
-// queued throughout). The tracker's and this process's CPU time over the run, and the tracker's
+// SubmitTrials returning to its offer arriving. Throughput: with the agents not answering yet,
+// one trial per board (its offer) and `drain + backlog` more are submitted; then the agents
+// answer, and the run lasts until `drain` results are acknowledged (offer -> result stored ->
+// ack). Every board is busy throughout and `backlog` trials are still queued at the end (the
+// trials held as offers are counted: without them, with more agents than `backlog`, the queue
+// ran dry before the end and the last dispatches had no next trial to offer). The tracker's and this process's CPU time over the run, and the tracker's
 // memory per agent and per queued trial (RSS growth) come with it.
 bool DispatchScenario(const std::string& tracker_path, const std::string& database,
                       const std::string& store, int agents, int64_t backlog, int64_t drain,
@@ -462,7 +477,7 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   // The backlog: every board holds an offer it does not answer yet; the rest queue.
   for (auto& sim : sims) sim->Pause();
   const double rss_before_backlog = RssMiB(pid);
-  const int64_t total = drain + backlog;
+  const int64_t total = agents + drain + backlog;
   for (int64_t submitted = 0, r = 0; ok && submitted < total; ++r) {
     const int n = static_cast<int>(std::min<int64_t>(10000, total - submitted));
     // Clients of 90,000 trials each: under the per-client cap (max_queued_per_client).
@@ -748,6 +763,9 @@ int Main(int argc, char** argv) {
   std::string tracker_flag;
   std::string only;  // STORE:AGENTS:QUEUED: that one dispatch row (profiling, A/B runs)
   int64_t drain_flag = 0;
+  // Rounds over the dispatch rows; each row printed is its median round (of an even number, the
+  // upper middle one).
+  int repeat = 1;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
@@ -763,10 +781,13 @@ int Main(int argc, char** argv) {
       only = argv[i] + 7;
     } else if (std::strncmp(argv[i], "--drain=", 8) == 0 &&
                absl::SimpleAtoi(argv[i] + 8, &drain_flag) && drain_flag > 0) {
+    } else if (std::strncmp(argv[i], "--repeat=", 9) == 0 &&
+               absl::SimpleAtoi(argv[i] + 9, &repeat) && repeat >= 1 && repeat <= 99) {
     } else {
       std::fprintf(stderr,
                    "usage: tracker_bench [--quick] [--flood] [--tracker PATH] "
-                   "[--only=STORE:AGENTS:QUEUED] [--drain=DISPATCHES] [--unbatched-acks]\n");
+                   "[--only=STORE:AGENTS:QUEUED] [--drain=DISPATCHES] [--repeat=N] "
+                   "[--unbatched-acks]\n");
       return 2;
     }
   }
@@ -785,6 +806,14 @@ int Main(int argc, char** argv) {
     return 1;
   }
   std::string dir = buffer.data();
+  // Its databases (GBs with a million trials) go with it when the bench ends.
+  struct RemoveDir {
+    std::string dir;
+    ~RemoveDir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  } remove_dir{dir};
 
   if (flood) return FloodMain(tracker, dir, quick);
 
@@ -850,41 +879,48 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "tracker_bench: %s: done\n", row.name.c_str());
     rows.push_back(row);
   }
-  std::vector<DispatchRow> dispatch;
-  for (const Config& c : configs) {
-    if (c.store == "tmpfs" && shm_dir.empty()) continue;
-    if (c.store == "pg" && postgres == nullptr) continue;
-    std::string database;
-    const std::string name = absl::StrCat("dispatch", c.agents, "_", c.backlog);
-    if (c.store == "pg") {
-      if (!postgres->CreateDatabase(name).ok()) {
-        ok = false;
-        continue;
-      }
-      database = absl::StrCat("postgresql://", testing::PostgresServer::kUser, "@127.0.0.1:",
-                              postgres->port(), "/", name);
-    } else {
-      database = Database(c.store == "tmpfs" ? shm_dir : dir, name);
-    }
-    DispatchRow row;
-    if (!DispatchScenario(tracker, database, c.store, c.agents, c.backlog, drain, samples, &row)) {
-      ok = false;
-    }
-    std::fprintf(stderr, "tracker_bench: dispatch, %s, %d agents, %lld queued: done\n",
-                 c.store.c_str(), c.agents, static_cast<long long>(c.backlog));
-    dispatch.push_back(row);
-  }
-  if (!shm_dir.empty()) {
-    for (const char* suffix : {"", "-wal", "-shm"}) {
-      for (const Config& c : configs) {
-        const std::string name = absl::StrCat("dispatch", c.agents, "_", c.backlog);
-        for (const char* leader : {"", ".leader"}) {
-          unlink(absl::StrCat(Database(shm_dir, name), suffix, leader).c_str());
+  // rounds[i]: config i's runs. Rounds go over every row in turn, so a drift of this machine's
+  // speed (a VM's neighbours) spreads over all rows instead of landing on one.
+  std::vector<std::vector<DispatchRow>> rounds(configs.size());
+  for (int round = 0; round < repeat; ++round) {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const Config& c = configs[i];
+      if (c.store == "tmpfs" && shm_dir.empty()) continue;
+      if (c.store == "pg" && postgres == nullptr) continue;
+      std::string database;
+      const std::string name = absl::StrCat("dispatch", c.agents, "_", c.backlog, "_", round);
+      if (c.store == "pg") {
+        if (!postgres->CreateDatabase(name).ok()) {
+          ok = false;
+          continue;
         }
+        database = absl::StrCat("postgresql://", testing::PostgresServer::kUser, "@127.0.0.1:",
+                                postgres->port(), "/", name);
+      } else {
+        database = Database(c.store == "tmpfs" ? shm_dir : dir, name);
       }
+      DispatchRow row;
+      if (!DispatchScenario(tracker, database, c.store, c.agents, c.backlog, drain, samples,
+                            &row)) {
+        ok = false;
+      }
+      std::fprintf(stderr, "tracker_bench: dispatch, %s, %d agents, %lld queued, round %d/%d: done\n",
+                   c.store.c_str(), c.agents, static_cast<long long>(c.backlog), round + 1, repeat);
+      rounds[i].push_back(row);
+      if (c.store != "pg") RemoveDatabase(database);  // a million trials take GBs (or memory)
     }
-    rmdir(shm_dir.c_str());
   }
+  std::vector<DispatchRow> dispatch;  // each config's median round (by CPU per dispatch)
+  std::vector<std::pair<double, double>> cpu_range;  // and its rounds' least and most
+  for (std::vector<DispatchRow>& runs : rounds) {
+    if (runs.empty()) continue;
+    std::sort(runs.begin(), runs.end(), [](const DispatchRow& a, const DispatchRow& b) {
+      return CpuPerDispatchUs(a) < CpuPerDispatchUs(b);
+    });
+    dispatch.push_back(runs[runs.size() / 2]);
+    cpu_range.emplace_back(CpuPerDispatchUs(runs.front()), CpuPerDispatchUs(runs.back()));
+  }
+  if (!shm_dir.empty()) rmdir(shm_dir.c_str());
 
   const unsigned cpus = std::thread::hardware_concurrency();
   std::printf("tracker_bench: %u CPUs, tracker %s\n", cpus, tracker.c_str());
@@ -893,20 +929,22 @@ int Main(int argc, char** argv) {
     std::printf("%-26s %8lld %9.2f %11.0f\n", r.name.c_str(), static_cast<long long>(r.trials),
                 r.seconds, r.seconds > 0 ? static_cast<double>(r.trials) / r.seconds : 0.0);
   }
-  std::printf("\n%-6s %7s %8s %10s %9s %12s %9s %9s %9s %9s %10s %10s\n", "store", "agents",
-              "queued", "dispatches", "per s", "tracker CPU", "tracker", "bench", "p50", "p99",
-              "KiB/agent", "KiB/trial");
-  std::printf("%-6s %7s %8s %10s %9s %12s %9s %9s %9s %9s %10s %10s\n", "", "", "", "", "",
-              "per dispatch", "CPU share", "CPU share", "offer", "offer", "", "queued");
-  for (const DispatchRow& r : dispatch) {
+  std::printf("\n%-6s %7s %8s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n", "store",
+              "agents", "queued", "dispatches", "per s", "tracker CPU", "tracker", "bench", "p50",
+              "p99", "KiB/agent", "KiB/trial", "CPU, rounds");
+  std::printf("%-6s %7s %8s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n", "", "", "", "", "",
+              "per dispatch", "CPU share", "CPU share", "offer", "offer", "", "queued",
+              "least-most");
+  for (size_t i = 0; i < dispatch.size(); ++i) {
+    const DispatchRow& r = dispatch[i];
     const double share = r.seconds > 0 ? 100.0 / (r.seconds * cpus) : 0;
     std::printf("%-6s %7d %8lld %10lld %9.0f %9.1f us %8.0f%% %8.0f%% %6.2f ms %6.2f ms %10.1f "
-                "%10.2f\n",
+                "%10.2f %6.1f-%.1f us\n",
                 r.store.c_str(), r.agents, static_cast<long long>(r.backlog),
                 static_cast<long long>(r.trials), r.seconds > 0 ? r.trials / r.seconds : 0.0,
-                r.trials > 0 ? r.tracker_cpu_s * 1e6 / static_cast<double>(r.trials) : -1,
-                r.tracker_cpu_s * share, r.bench_cpu_s * share, r.p50_ms, r.p99_ms,
-                r.kib_per_agent, r.kib_per_queued);
+                CpuPerDispatchUs(r), r.tracker_cpu_s * share, r.bench_cpu_s * share, r.p50_ms,
+                r.p99_ms, r.kib_per_agent, r.kib_per_queued, cpu_range[i].first,
+                cpu_range[i].second);
   }
   std::printf(
       "dispatch: offer -> result stored -> ack, every board busy, `queued` trials waiting "
@@ -915,8 +953,9 @@ int Main(int argc, char** argv) {
       "fsync on, over loopback TCP).\nCPU share: of all %u CPUs over the run "
       "(bench = the load generator: simulated agents and client).\np50/p99 offer: SubmitTrials "
       "returning -> the offer at an agent, one trial at a time, boards idle (%d samples;\nan "
-      "offer that beats the response counts as 0 ms).\n",
-      cpus, samples);
+      "offer that beats the response counts as 0 ms).\nRounds: %d over all rows in turn; each "
+      "row is its median round by tracker CPU per dispatch (--repeat=N).\n",
+      cpus, samples, repeat);
   if (!ok || g_tracker_hung) {
     std::fprintf(stderr, "tracker_bench: FAILED (see above)\n");
     return 1;
