@@ -151,5 +151,83 @@ TEST_F(GroupCommitTest, AnAlreadyDurableTicketIsAnsweredAtOnce) {
   EXPECT_TRUE(called);
 }
 
+// ---- deferred changes (an offer: its result usually replaces it before it is due) ----------
+
+TEST_F(GroupCommitTest, ADeferredChangeReplacedByANewerOneIsNeverWritten) {
+  GroupCommitOptions options;
+  options.defer = absl::Hours(1);
+  GroupCommit commit(flaky_.get(), options);
+  ASSERT_TRUE(commit.Wait(commit.PutJob(1, true, Job("a", v1::QUEUED))).ok());
+  commit.PutJobDeferred(1, Job("a", v1::RUNNING));
+  EXPECT_EQ(commit.Stats().pending, 1);
+  ASSERT_TRUE(commit.Wait(commit.PutJob(1, false, Job("a", v1::DONE))).ok());
+  EXPECT_EQ(StoredState("a"), v1::DONE);
+  CommitStats stats = commit.Stats();
+  EXPECT_EQ(stats.superseded, 1);
+  EXPECT_EQ(stats.writes, 2);  // the insert and DONE; RUNNING never
+  EXPECT_EQ(stats.pending, 0);
+  EXPECT_EQ(flaky_->writes(), 2);
+}
+
+TEST_F(GroupCommitTest, ADeferredChangeIsWrittenWhenDueWithNothingElseHappening) {
+  GroupCommitOptions options;
+  options.defer = absl::Milliseconds(100);
+  GroupCommit commit(flaky_.get(), options);
+  ASSERT_TRUE(commit.Wait(commit.PutJob(1, true, Job("a", v1::QUEUED))).ok());
+  const absl::Time put = absl::Now();
+  commit.PutJobDeferred(1, Job("a", v1::RUNNING));  // the commit thread sleeps without a deadline
+  EXPECT_EQ(StoredState("a"), v1::QUEUED);
+  while (StoredState("a") != v1::RUNNING && absl::Now() - put < absl::Seconds(20)) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(StoredState("a"), v1::RUNNING);
+  EXPECT_GE(absl::Now() - put, absl::Milliseconds(100));  // not before it was due
+  EXPECT_EQ(commit.Stats().superseded, 0);
+}
+
+TEST_F(GroupCommitTest, UndeferWritesEveryDeferredChangeAndItsTicketCoversThem) {
+  GroupCommitOptions options;
+  options.defer = absl::Hours(1);
+  GroupCommit commit(flaky_.get(), options);
+  ASSERT_TRUE(commit.Wait(commit.PutJob(1, true, Job("a", v1::QUEUED))).ok());
+  ASSERT_TRUE(commit.Wait(commit.PutJob(2, true, Job("b", v1::QUEUED))).ok());
+  commit.PutJobDeferred(1, Job("a", v1::RUNNING));
+  commit.PutJobDeferred(2, Job("b", v1::RUNNING));
+  commit.PutJobDeferred(2, Job("b", v1::RUNNING));  // deferred again: still one change
+  const GroupCommit::Ticket all = commit.Undefer();
+  EXPECT_GT(all, commit.durable());
+  ASSERT_TRUE(commit.Wait(all).ok());
+  EXPECT_EQ(StoredState("a"), v1::RUNNING);
+  EXPECT_EQ(StoredState("b"), v1::RUNNING);
+  EXPECT_EQ(commit.Stats().writes, 4);
+  EXPECT_EQ(commit.Undefer(), all);  // nothing deferred: nothing new to wait for
+}
+
+TEST_F(GroupCommitTest, ADeferredChangeOfAJobWaitingToBeWrittenGoesWithIt) {
+  GroupCommitOptions options;
+  options.defer = absl::Hours(1);
+  GroupCommit commit(flaky_.get(), options);
+  flaky_->HoldWrites(true);  // the first commit waits on a "slow disk"
+  commit.PutJob(1, true, Job("a", v1::QUEUED));
+  while (flaky_->writes() < 1) absl::SleepFor(absl::Milliseconds(1));
+  const GroupCommit::Ticket b = commit.PutJob(2, true, Job("b", v1::QUEUED));
+  commit.PutJobDeferred(2, Job("b", v1::RUNNING));  // b's insert is pending: merged into it
+  flaky_->HoldWrites(false);
+  ASSERT_TRUE(commit.Wait(b).ok());
+  EXPECT_EQ(StoredState("b"), v1::RUNNING);
+  EXPECT_EQ(commit.Stats().pending, 0);
+}
+
+TEST_F(GroupCommitTest, DeferredChangesAreStoredWhenItStops) {
+  {
+    GroupCommitOptions options;
+    options.defer = absl::Hours(1);
+    GroupCommit commit(flaky_.get(), options);
+    ASSERT_TRUE(commit.Wait(commit.PutJob(1, true, Job("a", v1::QUEUED))).ok());
+    commit.PutJobDeferred(1, Job("a", v1::RUNNING));
+  }
+  EXPECT_EQ(StoredState("a"), v1::RUNNING);
+}
+
 }  // namespace
 }  // namespace benchfarm::tracker

@@ -244,7 +244,7 @@ JobQueue::JobQueue(Store* store, const base::Clock* clock, JobQueueOptions optio
       clock_(clock),
       options_(std::move(options)),
       catalog_(store),
-      commit_(store, GroupCommitOptions{options_.store_probe}) {
+      commit_(store, GroupCommitOptions{options_.store_probe, options_.defer_offer_writes}) {
   for (const std::string& kind : options_.known_kinds) kinds_.insert(kind);
 }
 
@@ -770,8 +770,9 @@ absl::StatusOr<v1::Job> JobQueue::Cancel(const std::string& job_id) {
 }
 
 absl::StatusOr<std::vector<StoredJob>> JobQueue::List(const JobFilter& filter) {
-  // What was changed before this call is in the store (unless it is failing: then as stored).
-  (void)commit_.Wait(commit_.last());
+  // What was changed before this call is in the store (unless it is failing: then as stored),
+  // deferred changes too.
+  (void)commit_.Wait(commit_.Undefer());
   return store_->ListJobs(filter);
 }
 
@@ -1139,9 +1140,10 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
       attempt->set_agent_id(agent_id);
       *attempt->mutable_started_at() = ToProto(now);
       OccupyBoard(record, job->job.job_id());
-      // Stored with the next batch, not waited for: lost in a crash, the offer is as if not
-      // made (the job re-queues after the lease; a result the agent spooled answers it).
-      (void)SaveJob(*job);
+      // Deferred, not waited for: usually its result replaces it before it is written. Lost in a
+      // crash, the offer is as if not made (the job re-queues; the agent's measurement of it is
+      // acknowledged as superseded).
+      commit_.PutJobDeferred(job->seq, job->job);
       Notify(job->job);
       Offer offer;
       offer.agent_id = agent_id;
@@ -1565,6 +1567,7 @@ QueueStats JobQueue::Stats() {
   stats.store_problem = commits.problem;
   stats.store_commits = commits.commits;
   stats.store_writes = commits.writes;
+  stats.store_writes_saved = commits.superseded;
   // From the counters and the queues' sizes: the cost does not grow with the backlog.
   const int64_t running = static_cast<int64_t>(jobs_.size()) - queued_jobs_;
   if (queued_jobs_ > 0) stats.jobs_by_state[v1::QUEUED] = queued_jobs_;

@@ -146,6 +146,10 @@ struct JobQueueOptions {
   double unstable_threshold = 0.03;
   // While the store is failing: how often the pending changes are tried again.
   absl::Duration store_probe = absl::Seconds(1);
+  // A job's change to RUNNING (its offer) is stored only after this, unless a newer change
+  // (its result, usually) replaced it first: then only that one is written (GroupCommit's
+  // deferred changes). Lost in a crash, an offer is as if it had not been made.
+  absl::Duration defer_offer_writes = absl::Seconds(2);
 };
 
 // What one free board should run now.
@@ -166,6 +170,7 @@ struct QueueStats {
   int64_t store_failures = 0;    // transactions the store refused
   int64_t store_commits = 0;     // transactions stored (each holds one or more changes)
   int64_t store_writes = 0;      // changes they held
+  int64_t store_writes_saved = 0;  // deferred changes (offers) replaced before being written
   std::string store_problem;     // why the store is failing now; empty while it works
   std::map<v1::BoardState, int64_t> boards_by_state;
   std::map<std::string, int64_t> trials_by_client;
@@ -198,7 +203,7 @@ class JobQueue {
   // Returns once every change made so far is stored (or the store failed it: Unavailable naming
   // the cause, at once while it is failing), with every answer waiting for them given: call
   // before destroying what those answers use (server, service).
-  absl::Status Flush() { return commit_.Wait(commit_.last()); }
+  absl::Status Flush() { return commit_.Wait(commit_.Undefer()); }
   // done(OK) once the change of `ticket` is stored; done(Unavailable) if the store is failing.
   void WhenDurable(GroupCommit::Ticket ticket, GroupCommit::Done done) {
     commit_.WhenDurable(ticket, std::move(done));

@@ -385,6 +385,55 @@ TEST_F(JobQueueTest, ReRegisteringMatchesHeldJobsByAttempt) {
   EXPECT_EQ(other->attempts(0).error_code(), v1::BOARD_LOST);
 }
 
+// An offer's change to RUNNING is deferred: a result before it is due replaces it (one write
+// for the two), a read of the store sees it (List), and a restart stores it.
+TEST_F(JobQueueTest, AnOffersWriteIsDeferredReplacedByItsResultAndSeenByReads) {
+  JobQueueOptions options = Defaults();
+  options.defer_offer_writes = absl::Hours(1);
+  Restart(options);
+  auto ids = Submit({MakeTrial(), MakeTrial()});
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  v1::JobOffer first = TakeOne("a");
+  auto stored = store_->GetJob(first.job_id());
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_EQ((*stored)->job.state(), v1::QUEUED);  // not written yet
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(first)).ok());
+  stored = store_->GetJob(first.job_id());
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_EQ((*stored)->job.state(), v1::DONE);
+  EXPECT_EQ(queue_->Stats().store_writes_saved, 1);
+
+  v1::JobOffer second = TakeOne("a");
+  JobFilter running;
+  running.state = v1::RUNNING;
+  auto listed = queue_->List(running);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].job.job_id(), second.job_id());
+  EXPECT_EQ((*listed)[0].job.attempts_size(), 1);
+  EXPECT_EQ(queue_->Stats().store_writes_saved, 1);  // written for the read, not replaced
+}
+
+TEST_F(JobQueueTest, AnOfferDeferredAtARestartIsStoredAndStillRunsAfterIt) {
+  JobQueueOptions options = Defaults();
+  options.defer_offer_writes = absl::Hours(1);
+  Restart(options);
+  auto ids = Submit({MakeTrial()});
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  v1::JobOffer o = TakeOne("a");
+  Restart(options);  // the queue stops cleanly: what it deferred is written
+  auto stored = store_->GetJob(o.job_id());
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_EQ((*stored)->job.state(), v1::RUNNING);
+  v1::Register again = MakeAgent("a", {"b1"});
+  *again.add_held() = Held(o.job_id(), 1);  // the agent is still measuring it
+  ASSERT_TRUE(queue_->RegisterAgent(again).ok());
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(o)).ok());
+  auto job = queue_->GetJob(o.job_id());
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state(), v1::DONE);
+}
+
 TEST_F(JobQueueTest, AFailingStoreRefusesWorkKeepsResultsRetryableAndRecovers) {
   FlakyStore flaky(store_.get());
   JobQueueOptions options = Defaults();

@@ -132,6 +132,12 @@ Metrics::Metrics(MetricsOptions options)
                               "times before its commit counts once)")
                         .Register(*registry_)
                         .Add({})),
+      store_writes_saved_(prometheus::BuildCounter()
+                              .Name("benchfarm_tracker_store_writes_saved_total")
+                              .Help("Offers (a job's change to RUNNING) never written: their "
+                                    "result replaced them while they were deferred")
+                              .Register(*registry_)
+                              .Add({})),
       store_up_(prometheus::BuildGauge()
                     .Name("benchfarm_tracker_store_up")
                     .Help("1 while database writes work; 0 while they fail and the tracker "
@@ -203,6 +209,8 @@ void Metrics::Update(const QueueStats& stats) {
   store_failures_.Increment(static_cast<double>(stats.store_failures - last_.store_failures));
   store_commits_.Increment(static_cast<double>(stats.store_commits - last_.store_commits));
   store_writes_.Increment(static_cast<double>(stats.store_writes - last_.store_writes));
+  store_writes_saved_.Increment(
+      static_cast<double>(stats.store_writes_saved - last_.store_writes_saved));
   store_up_.Set(stats.store_problem.empty() ? 1 : 0);
   unstable_results_.Increment(static_cast<double>(stats.unstable_results - last_.unstable_results));
   finished_.Add({{"result", "done"}}).Increment(static_cast<double>(stats.jobs_done - last_.jobs_done));

@@ -18,6 +18,8 @@
 //                                                         while it waits as a standby
 //   benchfarm_tracker_store_commits_total                 counter: database transactions committed
 //   benchfarm_tracker_store_writes_total                  counter: changes they held
+//   benchfarm_tracker_store_writes_saved_total            counter: offers never written, their
+//                                                         result having replaced them first
 //   benchfarm_tracker_store_up                            gauge: 1 while database writes work, 0
 //                                                         while they fail (no new work is offered)
 //
@@ -131,6 +133,7 @@ class Metrics {
   prometheus::Gauge& leader_;
   prometheus::Counter& store_commits_;
   prometheus::Counter& store_writes_;
+  prometheus::Counter& store_writes_saved_;
   prometheus::Gauge& store_up_;
 
   absl::Mutex mu_;

@@ -101,12 +101,14 @@ TEST(MetricsStore, CommitsWritesAndFailuresAreCounted) {
   metrics.Update(stats);
   stats.store_commits = 12;
   stats.store_writes = 300;
+  stats.store_writes_saved = 90;
   stats.store_failures = 1;
   stats.store_problem = "disk full";
   metrics.Update(stats);
   std::map<std::string, double> samples = ParseSamples(HttpGet(metrics.port(), "/metrics"));
   EXPECT_EQ(samples["benchfarm_tracker_store_commits_total"], 12);
   EXPECT_EQ(samples["benchfarm_tracker_store_writes_total"], 300);
+  EXPECT_EQ(samples["benchfarm_tracker_store_writes_saved_total"], 90);
   EXPECT_EQ(samples["benchfarm_tracker_store_failures_total"], 1);
   EXPECT_EQ(samples["benchfarm_tracker_store_up"], 0);
 }
