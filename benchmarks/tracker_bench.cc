@@ -29,12 +29,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -390,8 +390,9 @@ double CpuPerDispatchUs(const DispatchRow& row) {
 // answer, and the run lasts until `drain` results are acknowledged (offer -> result stored ->
 // ack). Every board is busy throughout and `backlog` trials are still queued at the end (the
 // trials held as offers are counted: without them, with more agents than `backlog`, the queue
-// ran dry before the end and the last dispatches had no next trial to offer). The tracker's and this process's CPU time over the run, and the tracker's
-// memory per agent and per queued trial (RSS growth) come with it.
+// ran dry before the end and the last dispatches had no next trial to offer). The tracker's and
+// this process's CPU time over the run, and the tracker's memory per agent and per queued trial
+// (RSS growth) come with it.
 bool DispatchScenario(const std::string& tracker_path, const std::string& database,
                       const std::string& store, int agents, int64_t backlog, int64_t drain,
                       int samples, DispatchRow* row) {

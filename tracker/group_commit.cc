@@ -39,7 +39,7 @@ GroupCommit::Ticket GroupCommit::PutJob(int64_t seq, bool insert, const v1::Job&
   absl::MutexLock lock(&mu_);
   if (auto deferred = deferred_.find(write.job_id); deferred != deferred_.end()) {
     deferred_.erase(deferred);  // replaced: never written
-    stats_.superseded++;
+    stats_.writes_saved++;
   }
   AddJobLocked(std::move(write));
   return ++last_;

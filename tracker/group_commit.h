@@ -59,7 +59,7 @@ struct CommitStats {
   int64_t writes = 0;     // changes they held (after coalescing)
   int64_t failures = 0;   // transactions the store refused
   int64_t pending = 0;    // changes waiting now (deferred ones too)
-  int64_t superseded = 0;  // deferred changes replaced by a newer one before they were written
+  int64_t writes_saved = 0;  // deferred changes replaced by a newer one, so never written
   std::string problem;    // why the store is failing now; empty while it works
 };
 

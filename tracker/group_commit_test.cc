@@ -163,7 +163,7 @@ TEST_F(GroupCommitTest, ADeferredChangeReplacedByANewerOneIsNeverWritten) {
   ASSERT_TRUE(commit.Wait(commit.PutJob(1, false, Job("a", v1::DONE))).ok());
   EXPECT_EQ(StoredState("a"), v1::DONE);
   CommitStats stats = commit.Stats();
-  EXPECT_EQ(stats.superseded, 1);
+  EXPECT_EQ(stats.writes_saved, 1);
   EXPECT_EQ(stats.writes, 2);  // the insert and DONE; RUNNING never
   EXPECT_EQ(stats.pending, 0);
   EXPECT_EQ(flaky_->writes(), 2);
@@ -182,7 +182,7 @@ TEST_F(GroupCommitTest, ADeferredChangeIsWrittenWhenDueWithNothingElseHappening)
   }
   EXPECT_EQ(StoredState("a"), v1::RUNNING);
   EXPECT_GE(absl::Now() - put, absl::Milliseconds(100));  // not before it was due
-  EXPECT_EQ(commit.Stats().superseded, 0);
+  EXPECT_EQ(commit.Stats().writes_saved, 0);
 }
 
 TEST_F(GroupCommitTest, UndeferWritesEveryDeferredChangeAndItsTicketCoversThem) {
