@@ -130,13 +130,14 @@ struct Board {
   int registered ABSL_GUARDED_BY(mu) = 0;
 };
 
-// One simulated agent: one stream, one board; answers every offer at once (or, paused, holds it
-// until resumed). On gRPC's callback API: no thread of its own, so 10,000 of them cost the load
-// generator little.
+// One simulated agent: one stream, `boards` boards; answers every offer at once (or, paused,
+// holds it until resumed). On gRPC's callback API: no thread of its own, so 10,000 of them cost
+// the load generator little.
 class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::TrackerMessage> {
  public:
-  SimAgent(std::shared_ptr<grpc::Channel> channel, std::string id, Board* board)
-      : stub_(v1::TrackerAgent::NewStub(channel)), id_(std::move(id)), board_(board) {}
+  SimAgent(std::shared_ptr<grpc::Channel> channel, std::string id, Board* board, int boards = 1)
+      : stub_(v1::TrackerAgent::NewStub(channel)), id_(std::move(id)), board_(board),
+        boards_(boards) {}
   ~SimAgent() override { Stop(); }
 
   void Start() {
@@ -145,9 +146,11 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
     v1::AgentMessage hello;
     hello.mutable_register_()->set_agent_id(id_);
     hello.mutable_register_()->set_batched_acks(g_batched_acks);
-    v1::BoardRegistration* r = hello.mutable_register_()->add_boards();
-    r->set_board_id(id_ + "-board");
-    r->set_kind("host");
+    for (int b = 0; b < boards_; ++b) {
+      v1::BoardRegistration* r = hello.mutable_register_()->add_boards();
+      r->set_board_id(b == 0 ? id_ + "-board" : absl::StrCat(id_, "-board", b));
+      r->set_kind("host");
+    }
     Send(std::move(hello));
     StartRead(&in_);
     StartCall();
@@ -237,6 +240,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
   std::unique_ptr<v1::TrackerAgent::Stub> stub_;
   const std::string id_;
   Board* const board_;
+  const int boards_;
   grpc::ClientContext context_;
   v1::TrackerMessage in_;
   bool started_ = false;
@@ -369,6 +373,7 @@ double RssMiB(pid_t pid);
 struct DispatchRow {
   std::string store;  // where the database is: "disk" or "tmpfs"
   int agents = 0;
+  int boards = 1;  // per agent
   int64_t backlog = 0;  // trials still queued when the run ends
   int64_t trials = 0;   // dispatched in the run
   double seconds = 0;
@@ -383,21 +388,22 @@ double CpuPerDispatchUs(const DispatchRow& row) {
   return row.trials > 0 ? row.tracker_cpu_s * 1e6 / static_cast<double>(row.trials) : -1;
 }
 
-// Dispatch on a fresh tracker with its database in `db_dir`: `agents` simulated agents, one
-// board each. Latency: `samples` single trials, one at a time, boards idle, each from
+// Dispatch on a fresh tracker with its database in `db_dir`: `agents` simulated agents, `boards`
+// boards each (one stream per agent, whatever its boards). Latency: `samples` single trials, one at a time, boards idle, each from
 // SubmitTrials returning to its offer arriving. Throughput: with the agents not answering yet,
 // one trial per board (its offer) and `drain + backlog` more are submitted; then the agents
 // answer, and the run lasts until `drain` results are acknowledged (offer -> result stored ->
 // ack). Every board is busy throughout and `backlog` trials are still queued at the end (the
-// trials held as offers are counted: without them, with more agents than `backlog`, the queue
+// trials held as offers are counted: without them, with more boards than `backlog`, the queue
 // ran dry before the end and the last dispatches had no next trial to offer). The tracker's and
 // this process's CPU time over the run, and the tracker's memory per agent and per queued trial
 // (RSS growth) come with it.
 bool DispatchScenario(const std::string& tracker_path, const std::string& database,
-                      const std::string& store, int agents, int64_t backlog, int64_t drain,
-                      int samples, DispatchRow* row) {
+                      const std::string& store, int agents, int boards, int64_t backlog,
+                      int64_t drain, int samples, DispatchRow* row) {
   row->store = store;
   row->agents = agents;
+  row->boards = boards;
   row->backlog = backlog;
   ScenarioTracker tracker(tracker_path);
   std::string address = tracker.Start(database);
@@ -410,7 +416,8 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   std::vector<std::unique_ptr<SimAgent>> sims;
   for (int i = 0; i < agents; ++i) {
     if (i % kStreamsPerChannel == 0) channels.push_back(NewChannel(address, i));
-    sims.push_back(std::make_unique<SimAgent>(channels.back(), absl::StrCat("agent-", i), &board));
+    sims.push_back(
+        std::make_unique<SimAgent>(channels.back(), absl::StrCat("agent-", i), &board, boards));
     sims.back()->Start();
   }
   bool ok = true;
@@ -478,7 +485,7 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   // The backlog: every board holds an offer it does not answer yet; the rest queue.
   for (auto& sim : sims) sim->Pause();
   const double rss_before_backlog = RssMiB(pid);
-  const int64_t total = agents + drain + backlog;
+  const int64_t total = static_cast<int64_t>(agents) * boards + drain + backlog;
   for (int64_t submitted = 0, r = 0; ok && submitted < total; ++r) {
     const int n = static_cast<int>(std::min<int64_t>(10000, total - submitted));
     // Clients of 90,000 trials each: under the per-client cap (max_queued_per_client).
@@ -509,6 +516,28 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   row->tracker_cpu_s = CpuSeconds(pid) - tracker_cpu0;
   row->bench_cpu_s = SelfCpuSeconds() - bench_cpu0;
   row->trials = drain;
+  // Every board of every agent had work: paused again, each ends up holding an offer (with at
+  // least one queued trial per board left, whatever results were still in flight).
+  const int64_t farm = static_cast<int64_t>(agents) * boards;
+  if (ok && backlog >= farm) {
+    for (auto& sim : sims) sim->Pause();
+    int64_t busy = 0;
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (busy != farm && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(100));
+      grpc::ClientContext context;
+      context.set_deadline(In(absl::Seconds(10)));
+      v1::ListBoardsResponse listed;
+      if (!stub->ListBoards(&context, v1::ListBoardsRequest(), &listed).ok()) continue;
+      busy = std::count_if(listed.boards().begin(), listed.boards().end(),
+                           [](const v1::Board& b) { return b.running_jobs() > 0; });
+    }
+    if (busy != farm) {
+      std::fprintf(stderr, "tracker_bench: %lld of %lld boards busy at the end\n",
+                   static_cast<long long>(busy), static_cast<long long>(farm));
+      ok = false;
+    }
+  }
   for (auto& sim : sims) sim->Stop();
   return ok;
 }
@@ -762,7 +791,8 @@ int Main(int argc, char** argv) {
   bool quick = false;
   bool flood = false;
   std::string tracker_flag;
-  std::string only;  // STORE:AGENTS:QUEUED: that one dispatch row (profiling, A/B runs)
+  // STORE:AGENTS:QUEUED[:BOARDS_PER_AGENT]: that one dispatch row (profiling, A/B runs)
+  std::string only;
   int64_t drain_flag = 0;
   // Rounds over the dispatch rows; each row printed is its median round (of an even number, the
   // upper middle one).
@@ -787,7 +817,7 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: tracker_bench [--quick] [--flood] [--tracker PATH] "
-                   "[--only=STORE:AGENTS:QUEUED] [--drain=DISPATCHES] [--repeat=N] "
+                   "[--only=STORE:AGENTS:QUEUED[:BOARDS]] [--drain=DISPATCHES] [--repeat=N] "
                    "[--unbatched-acks]\n");
       return 2;
     }
@@ -835,23 +865,31 @@ int Main(int argc, char** argv) {
     std::string store;
     int agents;
     int64_t backlog;
+    int boards = 1;  // per agent
   };
   std::vector<Config> configs;
   if (quick) {
-    configs = {{"disk", 10, 100}, {"disk", 20, 1000}, {"tmpfs", 10, 100}, {"pg", 10, 100}};
+    configs = {{"disk", 10, 100},  {"disk", 20, 1000}, {"disk", 5, 100, 4},
+               {"tmpfs", 10, 100}, {"pg", 10, 100}};
   } else {
-    configs = {{"disk", 100, 1000},   {"disk", 1000, 1000},     {"disk", 10000, 1000},
-               {"disk", 1000, 100000}, {"disk", 1000, 1000000}, {"tmpfs", 100, 1000},
-               {"tmpfs", 1000, 1000},  {"pg", 100, 1000},        {"pg", 1000, 1000}};
+    // 10,000 boards as 10,000 agents and as 1,000 agents of 10: the cost per agent stream (gRPC's)
+    // apart from the cost per board (the tracker's).
+    configs = {{"disk", 100, 1000},    {"disk", 1000, 1000},     {"disk", 10000, 1000},
+               {"disk", 1000, 1000, 10}, {"disk", 1000, 100000}, {"disk", 1000, 1000000},
+               {"tmpfs", 100, 1000},   {"tmpfs", 1000, 1000},    {"pg", 100, 1000},
+               {"pg", 1000, 1000}};
   }
   if (!only.empty()) {
     std::vector<std::string> parts = absl::StrSplit(only, ':');
     Config c;
-    if (parts.size() != 3 || (parts[0] != "disk" && parts[0] != "tmpfs" && parts[0] != "pg") ||
-        !absl::SimpleAtoi(parts[1], &c.agents) ||
-        !absl::SimpleAtoi(parts[2], &c.backlog) || c.agents <= 0 || c.backlog < 0) {
+    if ((parts.size() != 3 && parts.size() != 4) ||
+        (parts[0] != "disk" && parts[0] != "tmpfs" && parts[0] != "pg") ||
+        !absl::SimpleAtoi(parts[1], &c.agents) || !absl::SimpleAtoi(parts[2], &c.backlog) ||
+        (parts.size() == 4 && !absl::SimpleAtoi(parts[3], &c.boards)) || c.agents <= 0 ||
+        c.backlog < 0 || c.boards <= 0) {
       std::fprintf(stderr,
-                   "tracker_bench: --only wants STORE:AGENTS:QUEUED (disk, tmpfs or pg), not %s\n",
+                   "tracker_bench: --only wants STORE:AGENTS:QUEUED[:BOARDS_PER_AGENT] (disk, "
+                   "tmpfs or pg), not %s\n",
                    only.c_str());
       return 2;
     }
@@ -889,7 +927,8 @@ int Main(int argc, char** argv) {
       if (c.store == "tmpfs" && shm_dir.empty()) continue;
       if (c.store == "pg" && postgres == nullptr) continue;
       std::string database;
-      const std::string name = absl::StrCat("dispatch", c.agents, "_", c.backlog, "_", round);
+      const std::string name =
+          absl::StrCat("dispatch", c.agents, "x", c.boards, "_", c.backlog, "_", round);
       if (c.store == "pg") {
         if (!postgres->CreateDatabase(name).ok()) {
           ok = false;
@@ -901,12 +940,15 @@ int Main(int argc, char** argv) {
         database = Database(c.store == "tmpfs" ? shm_dir : dir, name);
       }
       DispatchRow row;
-      if (!DispatchScenario(tracker, database, c.store, c.agents, c.backlog, drain, samples,
-                            &row)) {
+      if (!DispatchScenario(tracker, database, c.store, c.agents, c.boards, c.backlog, drain,
+                            samples, &row)) {
         ok = false;
       }
-      std::fprintf(stderr, "tracker_bench: dispatch, %s, %d agents, %lld queued, round %d/%d: done\n",
-                   c.store.c_str(), c.agents, static_cast<long long>(c.backlog), round + 1, repeat);
+      std::fprintf(stderr,
+                   "tracker_bench: dispatch, %s, %d agents x %d boards, %lld queued, round %d/%d: "
+                   "done\n",
+                   c.store.c_str(), c.agents, c.boards, static_cast<long long>(c.backlog),
+                   round + 1, repeat);
       rounds[i].push_back(row);
       if (c.store != "pg") RemoveDatabase(database);  // a million trials take GBs (or memory)
     }
@@ -930,18 +972,18 @@ int Main(int argc, char** argv) {
     std::printf("%-26s %8lld %9.2f %11.0f\n", r.name.c_str(), static_cast<long long>(r.trials),
                 r.seconds, r.seconds > 0 ? static_cast<double>(r.trials) / r.seconds : 0.0);
   }
-  std::printf("\n%-6s %7s %8s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n", "store",
-              "agents", "queued", "dispatches", "per s", "tracker CPU", "tracker", "bench", "p50",
-              "p99", "KiB/agent", "KiB/trial", "CPU, rounds");
-  std::printf("%-6s %7s %8s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n", "", "", "", "", "",
-              "per dispatch", "CPU share", "CPU share", "offer", "offer", "", "queued",
-              "least-most");
+  std::printf("\n%-6s %7s %6s %8s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n", "store",
+              "agents", "boards", "queued", "dispatches", "per s", "tracker CPU", "tracker",
+              "bench", "p50", "p99", "KiB/agent", "KiB/trial", "CPU, rounds");
+  std::printf("%-6s %7s %6s %8s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n", "", "",
+              "/agent", "", "", "", "per dispatch", "CPU share", "CPU share", "offer", "offer", "",
+              "queued", "least-most");
   for (size_t i = 0; i < dispatch.size(); ++i) {
     const DispatchRow& r = dispatch[i];
     const double share = r.seconds > 0 ? 100.0 / (r.seconds * cpus) : 0;
-    std::printf("%-6s %7d %8lld %10lld %9.0f %9.1f us %8.0f%% %8.0f%% %6.2f ms %6.2f ms %10.1f "
-                "%10.2f %6.1f-%.1f us\n",
-                r.store.c_str(), r.agents, static_cast<long long>(r.backlog),
+    std::printf("%-6s %7d %6d %8lld %10lld %9.0f %9.1f us %8.0f%% %8.0f%% %6.2f ms %6.2f ms "
+                "%10.1f %10.2f %6.1f-%.1f us\n",
+                r.store.c_str(), r.agents, r.boards, static_cast<long long>(r.backlog),
                 static_cast<long long>(r.trials), r.seconds > 0 ? r.trials / r.seconds : 0.0,
                 CpuPerDispatchUs(r), r.tracker_cpu_s * share, r.bench_cpu_s * share, r.p50_ms,
                 r.p99_ms, r.kib_per_agent, r.kib_per_queued, cpu_range[i].first,
