@@ -242,6 +242,25 @@ TEST_F(JobQueueTest, SubmissionIsIdempotentPerRequestId) {
   EXPECT_NE(other_client[0], first[0]);
 }
 
+TEST_F(JobQueueTest, JobIdsAreShortDistinctAndRandom) {
+  std::vector<v1::Trial> trials(500, MakeTrial());
+  std::vector<std::string> ids = Submit(trials, "c1", "ids");
+  ASSERT_EQ(ids.size(), trials.size());
+  std::set<std::string> seen;
+  std::set<char> last_digits;
+  for (const std::string& id : ids) {
+    // "j-" + 13 base-32 digits: 15 characters, kept inside std::string (no allocation per copy).
+    EXPECT_EQ(id.size(), 15u) << id;
+    EXPECT_EQ(id.rfind("j-", 0), 0u) << id;
+    EXPECT_EQ(id.find_first_not_of("0123456789abcdefghijklmnopqrstuv", 2), std::string::npos) << id;
+    EXPECT_LE(id.size(), std::string().capacity()) << "no longer kept inline";
+    seen.insert(id);
+    last_digits.insert(id.back());
+  }
+  EXPECT_EQ(seen.size(), ids.size());
+  EXPECT_GT(last_digits.size(), 16u) << "not random in the low bits";
+}
+
 TEST_F(JobQueueTest, PriorityThenFifo) {
   auto low = Submit({MakeTrial("host", 1), MakeTrial("host", 1)});
   auto high = Submit({MakeTrial("host", 5)});
