@@ -37,6 +37,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -163,6 +164,11 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
     mu_.Await(absl::Condition(&done_));
     started_ = false;
   }
+  // How many of its boards have been offered work.
+  int BoardsOffered() {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int>(offered_boards_.size());
+  }
   // Paused: offers are held, unanswered (their boards stay busy); Resume answers them.
   void Pause() {
     absl::MutexLock lock(&mu_);
@@ -198,6 +204,9 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
         absl::MutexLock lock(&mu_);
         hold = paused_;
         if (hold) held_.push_back(in_.offer());
+        if (static_cast<int>(offered_boards_.size()) < boards_) {
+          offered_boards_.insert(in_.offer().board_id());
+        }
       }
       if (!hold) Answer(in_.offer());
     } else if (in_.has_result_ack()) {
@@ -250,6 +259,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<v1::JobOffer> held_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> offered_boards_ ABSL_GUARDED_BY(mu_);
   bool done_ ABSL_GUARDED_BY(mu_) = false;
 };
 
@@ -516,27 +526,14 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   row->tracker_cpu_s = CpuSeconds(pid) - tracker_cpu0;
   row->bench_cpu_s = SelfCpuSeconds() - bench_cpu0;
   row->trials = drain;
-  // Every board of every agent had work: paused again, each ends up holding an offer (with at
-  // least one queued trial per board left, whatever results were still in flight).
+  // Every board of every agent was offered work.
   const int64_t farm = static_cast<int64_t>(agents) * boards;
-  if (ok && backlog >= farm) {
-    for (auto& sim : sims) sim->Pause();
-    int64_t busy = 0;
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
-    while (busy != farm && absl::Now() < deadline) {
-      absl::SleepFor(absl::Milliseconds(100));
-      grpc::ClientContext context;
-      context.set_deadline(In(absl::Seconds(10)));
-      v1::ListBoardsResponse listed;
-      if (!stub->ListBoards(&context, v1::ListBoardsRequest(), &listed).ok()) continue;
-      busy = std::count_if(listed.boards().begin(), listed.boards().end(),
-                           [](const v1::Board& b) { return b.running_jobs() > 0; });
-    }
-    if (busy != farm) {
-      std::fprintf(stderr, "tracker_bench: %lld of %lld boards busy at the end\n",
-                   static_cast<long long>(busy), static_cast<long long>(farm));
-      ok = false;
-    }
+  int64_t offered = 0;
+  for (auto& sim : sims) offered += sim->BoardsOffered();
+  if (ok && offered != farm) {
+    std::fprintf(stderr, "tracker_bench: %lld of %lld boards were offered work\n",
+                 static_cast<long long>(offered), static_cast<long long>(farm));
+    ok = false;
   }
   for (auto& sim : sims) sim->Stop();
   return ok;
