@@ -399,11 +399,11 @@ double CpuPerDispatchUs(const DispatchRow& row) {
 }
 
 // Dispatch on a fresh tracker with its database in `db_dir`: `agents` simulated agents, `boards`
-// boards each (one stream per agent, whatever its boards). Latency: `samples` single trials, one at a time, boards idle, each from
-// SubmitTrials returning to its offer arriving. Throughput: with the agents not answering yet,
-// one trial per board (its offer) and `drain + backlog` more are submitted; then the agents
-// answer, and the run lasts until `drain` results are acknowledged (offer -> result stored ->
-// ack). Every board is busy throughout and `backlog` trials are still queued at the end (the
+// boards each (one stream per agent, whatever its boards). Latency: `samples` single trials, one
+// at a time, boards idle, each from SubmitTrials returning to its offer arriving. Throughput:
+// with the agents not answering yet, one trial per board (its offer) and `drain + backlog` more
+// are submitted; then the agents answer, and the run lasts until `drain` results are
+// acknowledged (offer -> result stored -> ack). Every board is busy throughout and `backlog` trials are still queued at the end (the
 // trials held as offers are counted: without them, with more boards than `backlog`, the queue
 // ran dry before the end and the last dispatches had no next trial to offer). The tracker's and
 // this process's CPU time over the run, and the tracker's memory per agent and per queued trial
@@ -415,6 +415,7 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   row->agents = agents;
   row->boards = boards;
   row->backlog = backlog;
+  const int64_t farm = static_cast<int64_t>(agents) * boards;  // boards in all
   ScenarioTracker tracker(tracker_path);
   std::string address = tracker.Start(database);
   if (address.empty()) return false;
@@ -495,7 +496,7 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   // The backlog: every board holds an offer it does not answer yet; the rest queue.
   for (auto& sim : sims) sim->Pause();
   const double rss_before_backlog = RssMiB(pid);
-  const int64_t total = static_cast<int64_t>(agents) * boards + drain + backlog;
+  const int64_t total = farm + drain + backlog;
   for (int64_t submitted = 0, r = 0; ok && submitted < total; ++r) {
     const int n = static_cast<int>(std::min<int64_t>(10000, total - submitted));
     // Clients of 90,000 trials each: under the per-client cap (max_queued_per_client).
@@ -527,7 +528,6 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   row->bench_cpu_s = SelfCpuSeconds() - bench_cpu0;
   row->trials = drain;
   // Every board of every agent was offered work.
-  const int64_t farm = static_cast<int64_t>(agents) * boards;
   int64_t offered = 0;
   for (auto& sim : sims) offered += sim->BoardsOffered();
   if (ok && offered != farm) {
