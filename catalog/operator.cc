@@ -34,8 +34,9 @@ bool IsFileName(absl::string_view s) {
 
 // Sizes of the op's dims: `bound` (from a trial's shapes, or the op's defaults) plus the derived
 // ones, each "A - B + 1"-style sums of dims and integers.
-absl::StatusOr<std::map<std::string, int64_t>> WithDerived(const v1::OpTemplate& spec,
-                                                           std::map<std::string, int64_t> dims) {
+// (Looked up by string_view: a trial's checks allocate no key to find one.)
+using DimSizes = std::map<std::string, int64_t, std::less<>>;
+absl::StatusOr<DimSizes> WithDerived(const v1::OpTemplate& spec, DimSizes dims) {
   for (const auto& [name, expr] : spec.derived()) {
     int64_t total = 0;
     int sign = 1;
@@ -47,7 +48,7 @@ absl::StatusOr<std::map<std::string, int64_t>> WithDerived(const v1::OpTemplate&
       } else {
         int64_t v = 0;
         if (!absl::SimpleAtoi(token, &v)) {
-          auto d = dims.find(std::string(token));
+          auto d = dims.find(token);
           if (d == dims.end()) {
             return Invalid(absl::StrCat("derived.", name),
                            absl::StrCat("\"", expr, "\" names no dim \"", token, "\""));
@@ -77,6 +78,24 @@ bool IsCIdentifier(absl::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) {
     return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
   });
+}
+
+bool ValueIs(const google::protobuf::Value& value, absl::string_view text) {
+  switch (value.kind_case()) {
+    case google::protobuf::Value::kNumberValue: {
+      const double d = value.number_value();
+      if (d == static_cast<double>(static_cast<int64_t>(d))) {
+        return absl::AlphaNum(static_cast<int64_t>(d)).Piece() == text;
+      }
+      return absl::AlphaNum(d).Piece() == text;
+    }
+    case google::protobuf::Value::kStringValue:
+      return value.string_value() == text;
+    case google::protobuf::Value::kBoolValue:
+      return text == (value.bool_value() ? "1" : "0");
+    default:
+      return text.empty();
+  }
 }
 
 std::string ValueText(const google::protobuf::Value& value) {
@@ -276,8 +295,22 @@ std::string OperatorVersion(const v1::Operator& op) {
   return device::HashBytes(material);
 }
 
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ResolveKnobs(
-    const v1::OpTemplate& spec, const google::protobuf::Map<std::string, std::string>& knobs) {
+namespace {
+
+// `value` (stripped) is one the knob allows; else the error naming them.
+absl::Status CheckKnobValue(const v1::OpTemplate& spec, const v1::Knob& knob,
+                            absl::string_view value) {
+  for (const google::protobuf::Value& v : knob.values()) {
+    if (ValueIs(v, value)) return absl::OkStatus();
+  }
+  return Invalid("op.template_op.knobs", absl::StrCat(spec.op(), " knob ", knob.name(), " = \"",
+                                                      value, "\" is not one of ", KnobList(knob)));
+}
+
+}  // namespace
+
+absl::Status CheckKnobs(const v1::OpTemplate& spec,
+                        const google::protobuf::Map<std::string, std::string>& knobs) {
   for (const auto& [name, value] : knobs) {
     bool known = false;
     for (const v1::Knob& k : spec.knobs()) known = known || k.name() == name;
@@ -286,26 +319,36 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ResolveKnobs(
                      absl::StrCat(spec.op(), " has no knob \"", name, "\""));
     }
   }
-  std::vector<std::pair<std::string, std::string>> out;
+  if (knobs.empty()) return absl::OkStatus();
   for (const v1::Knob& k : spec.knobs()) {
     auto given = knobs.find(k.name());
-    std::string value = given == knobs.end()
-                            ? ValueText(k.default_())
-                            : std::string(absl::StripAsciiWhitespace(given->second));
-    bool allowed = false;
-    for (const google::protobuf::Value& v : k.values()) allowed = allowed || ValueText(v) == value;
-    if (!allowed) {
-      return Invalid("op.template_op.knobs",
-                     absl::StrCat(spec.op(), " knob ", k.name(), " = \"", value,
-                                  "\" is not one of ", KnobList(k)));
+    if (given != knobs.end()) {
+      RETURN_IF_ERROR(CheckKnobValue(spec, k, absl::StripAsciiWhitespace(given->second)));
     }
-    out.emplace_back(k.name(), value);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ResolveKnobs(
+    const v1::OpTemplate& spec, const google::protobuf::Map<std::string, std::string>& knobs) {
+  RETURN_IF_ERROR(CheckKnobs(spec, knobs));
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(spec.knobs_size());
+  for (const v1::Knob& k : spec.knobs()) {
+    auto given = knobs.find(k.name());
+    if (given != knobs.end()) {
+      out.emplace_back(k.name(), absl::StripAsciiWhitespace(given->second));
+    } else {
+      const std::string value = ValueText(k.default_());
+      RETURN_IF_ERROR(CheckKnobValue(spec, k, value));
+      out.emplace_back(k.name(), value);
+    }
   }
   return out;
 }
 
 absl::StatusOr<std::vector<std::vector<int64_t>>> DefaultShapes(const v1::OpTemplate& spec) {
-  ASSIGN_OR_RETURN(auto dims, WithDerived(spec, {spec.dims().begin(), spec.dims().end()}));
+  ASSIGN_OR_RETURN(DimSizes dims, WithDerived(spec, {spec.dims().begin(), spec.dims().end()}));
   std::vector<std::vector<int64_t>> shapes;
   for (const v1::OpArg& arg : spec.args()) {
     std::vector<int64_t> shape;
@@ -331,22 +374,27 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> TrialShapes(const v1::OpTempla
     return Invalid("args", absl::StrCat(spec.op(), " takes ", spec.args_size(),
                                         " arguments, the trial gives ", trial.args_size()));
   }
+  // (Error texts are built only on the error paths: this runs for every trial submitted.)
   std::vector<std::vector<int64_t>> shapes;
+  shapes.reserve(trial.args_size());
   for (int a = 0; a < trial.args_size(); ++a) {
     const v1::ArgSpec& arg = trial.args(a);
-    const std::string field = absl::StrCat("args[", a, "]");
-    const std::string want = spec.args(a).dtype().empty() ? "float32" : spec.args(a).dtype();
+    const absl::string_view want =
+        spec.args(a).dtype().empty() ? absl::string_view("float32") : spec.args(a).dtype();
     if (!arg.dtype().empty() && arg.dtype() != want) {
-      return Invalid(field + ".dtype", absl::StrCat("\"", arg.dtype(), "\": ", spec.op(), "'s ",
-                                                    spec.args(a).name(), " is ", want));
+      return Invalid(absl::StrCat("args[", a, "].dtype"),
+                     absl::StrCat("\"", arg.dtype(), "\": ", spec.op(), "'s ",
+                                  spec.args(a).name(), " is ", want));
     }
     int64_t elements = 1;
     for (int d = 0; d < arg.shape_size(); ++d) {
       if (arg.shape(d) < 1 || arg.shape(d) > kMaxElements) {
-        return Invalid(absl::StrCat(field, ".shape[", d, "]"), "must be in 1..2^28");
+        return Invalid(absl::StrCat("args[", a, "].shape[", d, "]"), "must be in 1..2^28");
       }
       elements *= arg.shape(d);
-      if (elements > kMaxElements) return Invalid(field + ".shape", "more than 2^28 elements");
+      if (elements > kMaxElements) {
+        return Invalid(absl::StrCat("args[", a, "].shape"), "more than 2^28 elements");
+      }
     }
     shapes.emplace_back(arg.shape().begin(), arg.shape().end());
   }
@@ -362,30 +410,32 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> TrialShapes(const v1::OpTempla
     return shapes;
   }
   // Bind every dim name to one size.
-  std::map<std::string, int64_t> bound;
-  std::map<std::string, std::string> where;
+  DimSizes bound;
   for (int a = 0; a < trial.args_size(); ++a) {
     const v1::OpArg& want = spec.args(a);
-    const std::string field = absl::StrCat("args[", a, "].shape");
     if (static_cast<int>(shapes[a].size()) != want.shape_size()) {
-      return Invalid(field, absl::StrCat(spec.op(), "'s ", want.name(), " has ", want.shape_size(),
-                                         " dims (", absl::StrJoin(want.shape(), ", "), "), the trial ",
-                                         shapes[a].size()));
+      return Invalid(absl::StrCat("args[", a, "].shape"),
+                     absl::StrCat(spec.op(), "'s ", want.name(), " has ", want.shape_size(),
+                                  " dims (", absl::StrJoin(want.shape(), ", "), "), the trial ",
+                                  shapes[a].size()));
     }
     for (int d = 0; d < want.shape_size(); ++d) {
       const std::string& name = want.shape(d);
       if (spec.derived().count(name) != 0) continue;  // checked below
       auto [it, fresh] = bound.emplace(name, shapes[a][d]);
-      if (fresh) {
-        where[name] = absl::StrCat("args[", a, "]");
-      } else if (it->second != shapes[a][d]) {
-        return Invalid(absl::StrCat(field, "[", d, "]"),
-                       absl::StrCat(name, " is ", it->second, " in ", where[name], ", ",
+      if (!fresh && it->second != shapes[a][d]) {
+        int first = 0;  // the argument that bound it
+        while (std::find(spec.args(first).shape().begin(), spec.args(first).shape().end(), name) ==
+               spec.args(first).shape().end()) {
+          ++first;
+        }
+        return Invalid(absl::StrCat("args[", a, "].shape[", d, "]"),
+                       absl::StrCat(name, " is ", it->second, " in args[", first, "], ",
                                     shapes[a][d], " here"));
       }
     }
   }
-  ASSIGN_OR_RETURN(auto dims, WithDerived(spec, bound));
+  ASSIGN_OR_RETURN(DimSizes dims, WithDerived(spec, std::move(bound)));
   for (int a = 0; a < trial.args_size(); ++a) {
     const v1::OpArg& want = spec.args(a);
     for (int d = 0; d < want.shape_size(); ++d) {

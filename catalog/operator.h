@@ -42,6 +42,8 @@ inline constexpr int64_t kMaxElements = int64_t{1} << 28;
 
 // A knob value as text: 8 -> "8", "ikj" -> "ikj".
 std::string ValueText(const google::protobuf::Value& value);
+// ValueText(value) == text, without building the text.
+bool ValueIs(const google::protobuf::Value& value, absl::string_view text);
 
 // Parses a knobs.json document (the built-in table, or a file of the same schema).
 absl::StatusOr<v1::KnobSpace> ParseKnobSpace(absl::string_view json);
@@ -69,6 +71,11 @@ std::string OperatorVersion(const v1::Operator& op);
 // knob or a value the knob does not allow.
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ResolveKnobs(
     const v1::OpTemplate& spec, const google::protobuf::Map<std::string, std::string>& knobs);
+// The same checks of the knobs the trial gives (the tracker's, at submission), building nothing:
+// a knob left out takes its default, which is one of its values (ValidateUserOperator checks a
+// user's operator; a test, the built-ins).
+absl::Status CheckKnobs(const v1::OpTemplate& spec,
+                        const google::protobuf::Map<std::string, std::string>& knobs);
 
 // The op's argument shapes from its default dims (and derived dims).
 absl::StatusOr<std::vector<std::vector<int64_t>>> DefaultShapes(const v1::OpTemplate& spec);

@@ -58,7 +58,8 @@ std::string NewJobId() {
 
 // ---- sizes and results --------------------------------------------------------------------------
 
-// "FIELD: N bytes, at most MAX" if value is longer than max bytes; "" if it fits.
+// "FIELD: N bytes, at most MAX" if value is longer than max bytes; "" if it fits. (In loops, the
+// callers test the size first: a field name is built only for an error.)
 std::string Oversized(absl::string_view field, absl::string_view value, size_t max) {
   if (value.size() <= max) return "";
   return absl::StrCat(field, ": ", value.size(), " bytes, at most ", max);
@@ -74,8 +75,9 @@ std::string LabelsProblem(absl::string_view field,
     if (key.size() > kMaxLabelKeyBytes) {
       return absl::StrCat(field, ": a key of ", key.size(), " bytes, at most ", kMaxLabelKeyBytes);
     }
-    std::string p = Oversized(absl::StrCat(field, "[\"", key, "\"]"), value, kMaxLabelValueBytes);
-    if (!p.empty()) return p;
+    if (value.size() > kMaxLabelValueBytes) {
+      return Oversized(absl::StrCat(field, "[\"", key, "\"]"), value, kMaxLabelValueBytes);
+    }
   }
   return "";
 }
@@ -106,9 +108,10 @@ std::string TrialSizeProblem(const v1::Trial& t) {
       return absl::StrCat("op.template_op.knobs: a name of ", name.size(), " bytes, at most ",
                           kMaxKnobNameBytes);
     }
-    std::string p =
-        Oversized(absl::StrCat("op.template_op.knobs[\"", name, "\"]"), value, kMaxKnobValueBytes);
-    if (!p.empty()) return p;
+    if (value.size() > kMaxKnobValueBytes) {
+      return Oversized(absl::StrCat("op.template_op.knobs[\"", name, "\"]"), value,
+                       kMaxKnobValueBytes);
+    }
   }
   if (tpl.image_pool_size() > kMaxImagePool) {
     return absl::StrCat("op.template_op.image_pool: ", tpl.image_pool_size(), " entries, at most ",
@@ -116,9 +119,10 @@ std::string TrialSizeProblem(const v1::Trial& t) {
   }
   size_t pool_bytes = 0;
   for (int k = 0; k < tpl.image_pool_size(); ++k) {
-    std::string p = Oversized(absl::StrCat("op.template_op.image_pool[", k, "]"), tpl.image_pool(k),
-                              kMaxImagePoolEntryBytes);
-    if (!p.empty()) return p;
+    if (tpl.image_pool(k).size() > kMaxImagePoolEntryBytes) {
+      return Oversized(absl::StrCat("op.template_op.image_pool[", k, "]"), tpl.image_pool(k),
+                       kMaxImagePoolEntryBytes);
+    }
     pool_bytes += tpl.image_pool(k).size();
   }
   if (pool_bytes > kMaxImagePoolBytes) {
@@ -126,9 +130,9 @@ std::string TrialSizeProblem(const v1::Trial& t) {
                         kMaxImagePoolBytes);
   }
   for (int a = 0; a < t.args_size(); ++a) {
-    std::string p =
-        Oversized(absl::StrCat("args[", a, "].dtype"), t.args(a).dtype(), kMaxDtypeBytes);
-    if (!p.empty()) return p;
+    if (t.args(a).dtype().size() > kMaxDtypeBytes) {
+      return Oversized(absl::StrCat("args[", a, "].dtype"), t.args(a).dtype(), kMaxDtypeBytes);
+    }
   }
   return "";
 }
@@ -280,7 +284,6 @@ absl::Status JobQueue::Recover() {
     LiveJob& live = jobs_[stored.job.job_id()];
     live.seq = stored.seq;
     live.job = std::move(stored.job);
-    job_by_seq_[live.seq] = live.job.job_id();
     AddLoad(&live);
     kinds_.insert(live.job.trial().board_kind());
     if (live.job.state() == v1::RUNNING) {
@@ -332,9 +335,9 @@ absl::Status JobQueue::ValidateTrial(v1::Trial* trial, int i) const {
                        absl::StrCat("operator ", tpl.op(), " has no version \"",
                                     tpl.version().substr(0, 64), "\""));
       }
-      absl::StatusOr<std::vector<std::pair<std::string, std::string>>> knobs =
-          catalog::ResolveKnobs(entry->spec(), tpl.knobs());
-      if (!knobs.ok()) return absl::InvalidArgumentError(absl::StrCat("trials[", i, "].", knobs.status().message()));
+      if (absl::Status knobs = catalog::CheckKnobs(entry->spec(), tpl.knobs()); !knobs.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("trials[", i, "].", knobs.message()));
+      }
       absl::StatusOr<std::vector<std::vector<int64_t>>> s = catalog::TrialShapes(entry->spec(), t);
       if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("trials[", i, "].", s.status().message()));
       shapes = *std::move(s);
@@ -486,9 +489,11 @@ void JobQueue::Enqueue(LiveJob* job) {
   Level& level = queues_[t.board_kind()][t.priority()];
   PinQueue& pin = level.by_pin[t.board_id()][LabelsKey(t.labels())];
   if (pin.size == 0) pin.labels = std::map<std::string, std::string>(t.labels().begin(), t.labels().end());
-  std::deque<int64_t>& q = pin.by_client[job->job.client_id()];
+  std::deque<QueuedJob>& q = pin.by_client[job->job.client_id()];
   // Keep submission order even for re-queued jobs.
-  q.insert(std::upper_bound(q.begin(), q.end(), job->seq), job->seq);
+  auto at = std::upper_bound(q.begin(), q.end(), job->seq,
+                             [](int64_t seq, const QueuedJob& queued) { return seq < queued.seq; });
+  q.insert(at, QueuedJob{job->seq, job});
   ++pin.size;
   ++level.size;
   ++queued_jobs_;
@@ -507,8 +512,9 @@ void JobQueue::Dequeue(const LiveJob& job) {
   auto client = pin->second.by_client.find(job.job.client_id());
   if (client == pin->second.by_client.end()) return;
   auto& q = client->second;
-  auto it = std::lower_bound(q.begin(), q.end(), job.seq);
-  if (it == q.end() || *it != job.seq) return;
+  auto it = std::lower_bound(q.begin(), q.end(), job.seq,
+                             [](const QueuedJob& queued, int64_t seq) { return queued.seq < seq; });
+  if (it == q.end() || it->seq != job.seq) return;
   q.erase(it);
   --pin->second.size;
   --level->second.size;
@@ -565,14 +571,14 @@ JobQueue::LiveJob* JobQueue::PickFor(const v1::Board& board, GroupCommit::Ticket
     }
     if (next == nullptr) continue;
     // ...and its first job in submission order among them.
-    int64_t seq = -1;
+    const QueuedJob* first = nullptr;
     for (PinQueue* pin : pins) {
       auto it = pin->by_client.find(*next);
-      if (it != pin->by_client.end() && (seq < 0 || it->second.front() < seq)) {
-        seq = it->second.front();
+      if (it != pin->by_client.end() && (first == nullptr || it->second.front().seq < first->seq)) {
+        first = &it->second.front();
       }
     }
-    LiveJob* job = &jobs_[job_by_seq_[seq]];
+    LiveJob* job = first->job;
     if (job->inserted > durable) return nullptr;  // offered once stored (soon: a commit away)
     level.last_client = *next;
     return job;
@@ -714,7 +720,6 @@ absl::StatusOr<JobQueue::Accepted> JobQueue::SubmitAsync(const std::string& clie
     live.job = std::move(jobs[i]);
     live.trial_bytes = sizes[i];
     live.inserted = accepted.ticket;
-    job_by_seq_[live.seq] = live.job.job_id();
     AddLoad(&live);
     Enqueue(&live);
     Notify(live.job);
@@ -1370,7 +1375,6 @@ GroupCommit::Ticket JobQueue::EndAttemptWithoutResult(LiveJob* job, v1::ErrorCod
 
 GroupCommit::Ticket JobQueue::Finish(LiveJob* job, const v1::Result& result, v1::JobState state) {
   RemoveLoad(*job);
-  job_by_seq_.erase(job->seq);
   const int64_t seq = job->seq;
   v1::Job j = std::move(job->job);  // the live entry goes below
   j.set_state(state);

@@ -293,10 +293,15 @@ class JobQueue {
     int64_t jobs = 0;
     int64_t bytes = 0;
   };
+  // A queued job: its sequence number (the order) and where it lives in jobs_.
+  struct QueuedJob {
+    int64_t seq = 0;
+    LiveJob* job = nullptr;
+  };
   // The queued jobs of one pin (a board id or none, and a label set or none) at one level.
   struct PinQueue {
     std::map<std::string, std::string> labels;  // the pin's labels
-    std::map<std::string, std::deque<int64_t>> by_client;  // client -> job seqs, in order
+    std::map<std::string, std::deque<QueuedJob>> by_client;  // client -> jobs, in seq order
     int64_t size = 0;
   };
   // One priority of one kind. Its jobs are grouped by pin, so a free board looks only at the
@@ -395,8 +400,9 @@ class JobQueue {
   GroupCommit commit_;
 
   absl::Mutex mu_;
-  absl::flat_hash_map<std::string, LiveJob> jobs_ ABSL_GUARDED_BY(mu_);  // QUEUED and RUNNING
-  absl::flat_hash_map<int64_t, std::string> job_by_seq_ ABSL_GUARDED_BY(mu_);
+  // QUEUED and RUNNING. A node map: the queues point into it (QueuedJob), and with a million
+  // queued jobs its slots stay small (a flat map would hold two million LiveJobs' room).
+  absl::node_hash_map<std::string, LiveJob> jobs_ ABSL_GUARDED_BY(mu_);
   // kind -> priority (highest first) -> level
   std::map<std::string, std::map<int, Level, std::greater<int>>> queues_ ABSL_GUARDED_BY(mu_);
   absl::node_hash_map<std::string, BoardRecord> boards_ ABSL_GUARDED_BY(mu_);
