@@ -1,7 +1,8 @@
 // tracker_bench: the tracker daemon's figures on this machine, driven over gRPC like production.
 // Starts //tracker:tracker as a child process (tests/tracker_process.h; a fresh database per
 // scenario) and prints a table:
-//   - submission throughput (trials/s) with SubmitTrials batches of 100 and 1,000;
+//   - submission throughput (trials/s) with SubmitTrials batches of 100 and 1,000, and the
+//     tracker's CPU per trial submitted;
 //   - dispatch throughput (trials/s through offer -> result -> ack) with 100 and 1,000
 //     simulated agents (one board and one stream each, a thread per stream), and the dispatch
 //     latency p50/p99: from SubmitTrials returning to the offer arriving at an agent, measured
@@ -14,12 +15,12 @@
 //     RSS before the flood, with it and after the watchers end, and how many never-reading
 //     streams the tracker cut off (RESOURCE_EXHAUSTED).
 //
-//   tracker_bench [--quick] [--flood] [--tracker PATH] [--only=STORE:AGENTS:QUEUED]
-//                 [--drain=DISPATCHES] [--unbatched-acks]
+//   tracker_bench [--quick] [--flood] [--tracker PATH] [--only=STORE:AGENTS:QUEUED[:BOARDS]]
+//                 [--only=submit:BATCH] [--drain=DISPATCHES] [--repeat=N] [--unbatched-acks]
 //
 // The tracker is found with --tracker, else in the runfiles ($RUNFILES_DIR, $TEST_SRCDIR or
 // argv[0].runfiles). --quick uses tiny sizes (the smoke test). --only runs one dispatch row
-// (e.g. disk:1000:1000) and --drain sets its dispatches: for profiling and A/B runs, with
+// (e.g. disk:1000:1000; or one submission row, e.g. submit:100) and --drain sets its dispatches: for profiling and A/B runs, with
 // --tracker naming a wrapper script (perf record, valgrind --tool=callgrind). The simulated agents
 // take acknowledgements with their next offer (Register.batched_acks, as benchfarm's agent
 // does); --unbatched-acks has them sent alone, for A/B runs.
@@ -43,6 +44,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
@@ -295,6 +297,7 @@ struct Row {
   std::string name;
   int64_t trials = 0;
   double seconds = 0;
+  double tracker_cpu_s = -1;  // the tracker's CPU time over the submissions
   double p50_ms = -1, p99_ms = -1;
   int early = 0;  // offers that arrived before SubmitTrials returned (counted as 0 ms)
 };
@@ -310,8 +313,28 @@ void RemoveDatabase(const std::string& database) {
   }
 }
 
+// CPU seconds (user + system) the process has used: `pid`'s from /proc, or -1.
+double CpuSeconds(pid_t pid) {
+  FILE* f = std::fopen(absl::StrCat("/proc/", pid, "/stat").c_str(), "r");
+  if (f == nullptr) return -1;
+  char buffer[1024];
+  const size_t n = std::fread(buffer, 1, sizeof(buffer) - 1, f);
+  std::fclose(f);
+  buffer[n] = '\0';
+  // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+  const char* p = std::strrchr(buffer, ')');
+  if (p == nullptr) return -1;
+  unsigned long long utime = 0, stime = 0;
+  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+                  &stime) != 2) {
+    return -1;
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 // Submission throughput: `threads` clients submit `total` trials in batches of `batch`. One
-// agent registers the kind and leaves, so the trials stay queued (no dispatch work).
+// agent registers the kind and leaves, so the trials stay queued (no dispatch work). The
+// tracker's CPU per trial: validation, the queue, the store (not counted in the dispatch rows).
 bool SubmitScenario(const std::string& tracker_path, const std::string& dir, int batch, int total,
                     Row* row) {
   ScenarioTracker tracker(tracker_path);
@@ -332,6 +355,7 @@ bool SubmitScenario(const std::string& tracker_path, const std::string& dir, int
   const int batches = std::max(1, total / batch);
   std::atomic<int> next{0};
   std::atomic<bool> failed{false};
+  const double tracker_cpu0 = CpuSeconds(tracker.pid());
   Steady::time_point start = Steady::now();
   std::vector<std::thread> clients;
   for (int t = 0; t < kThreads; ++t) {
@@ -349,26 +373,8 @@ bool SubmitScenario(const std::string& tracker_path, const std::string& dir, int
   row->name = absl::StrCat("submit, batches of ", batch);
   row->trials = static_cast<int64_t>(batches) * batch;
   row->seconds = std::chrono::duration<double>(Steady::now() - start).count();
+  row->tracker_cpu_s = CpuSeconds(tracker.pid()) - tracker_cpu0;
   return !failed;
-}
-
-// CPU seconds (user + system) the process has used: `pid`'s from /proc, or -1.
-double CpuSeconds(pid_t pid) {
-  FILE* f = std::fopen(absl::StrCat("/proc/", pid, "/stat").c_str(), "r");
-  if (f == nullptr) return -1;
-  char buffer[1024];
-  const size_t n = std::fread(buffer, 1, sizeof(buffer) - 1, f);
-  std::fclose(f);
-  buffer[n] = '\0';
-  // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
-  const char* p = std::strrchr(buffer, ')');
-  if (p == nullptr) return -1;
-  unsigned long long utime = 0, stime = 0;
-  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
-                  &stime) != 2) {
-    return -1;
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 double SelfCpuSeconds() {
@@ -788,7 +794,8 @@ int Main(int argc, char** argv) {
   bool quick = false;
   bool flood = false;
   std::string tracker_flag;
-  // STORE:AGENTS:QUEUED[:BOARDS_PER_AGENT]: that one dispatch row (profiling, A/B runs)
+  // STORE:AGENTS:QUEUED[:BOARDS_PER_AGENT]: that one dispatch row; submit:BATCH: that one
+  // submission row (profiling, A/B runs)
   std::string only;
   int64_t drain_flag = 0;
   // Rounds over the dispatch rows; each row printed is its median round (of an even number, the
@@ -814,7 +821,8 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: tracker_bench [--quick] [--flood] [--tracker PATH] "
-                   "[--only=STORE:AGENTS:QUEUED[:BOARDS]] [--drain=DISPATCHES] [--repeat=N] "
+                   "[--only=STORE:AGENTS:QUEUED[:BOARDS] | --only=submit:BATCH] "
+                   "[--drain=DISPATCHES] [--repeat=N] "
                    "[--unbatched-acks]\n");
       return 2;
     }
@@ -876,8 +884,19 @@ int Main(int argc, char** argv) {
                {"tmpfs", 100, 1000},   {"tmpfs", 1000, 1000},    {"pg", 100, 1000},
                {"pg", 1000, 1000}};
   }
-  if (!only.empty()) {
+  std::vector<int> submit_batches = {100, 1000};
+  if (absl::StartsWith(only, "submit:")) {
+    int batch = 0;
+    if (!absl::SimpleAtoi(only.substr(7), &batch) || batch <= 0 || batch > 10000) {
+      std::fprintf(stderr, "tracker_bench: --only=submit:BATCH wants a batch of 1..10000, not %s\n",
+                   only.c_str());
+      return 2;
+    }
+    submit_batches = {batch};
+    configs.clear();
+  } else if (!only.empty()) {
     std::vector<std::string> parts = absl::StrSplit(only, ':');
+    submit_batches.clear();
     Config c;
     if ((parts.size() != 3 && parts.size() != 4) ||
         (parts[0] != "disk" && parts[0] != "tmpfs" && parts[0] != "pg") ||
@@ -908,8 +927,7 @@ int Main(int argc, char** argv) {
     }
   }
 
-  for (int batch : {100, 1000}) {
-    if (!only.empty()) break;
+  for (int batch : submit_batches) {
     Row row;
     if (!SubmitScenario(tracker, dir, batch, submit_total, &row)) ok = false;
     std::fprintf(stderr, "tracker_bench: %s: done\n", row.name.c_str());
@@ -964,17 +982,23 @@ int Main(int argc, char** argv) {
 
   const unsigned cpus = std::thread::hardware_concurrency();
   std::printf("tracker_bench: %u CPUs, tracker %s\n", cpus, tracker.c_str());
-  std::printf("%-26s %8s %9s %11s\n", "submit", "trials", "seconds", "trials/s");
+  std::printf("%-26s %8s %9s %11s %12s\n", "submit", "trials", "seconds", "trials/s",
+              "tracker CPU");
+  std::printf("%-26s %8s %9s %11s %12s\n", "", "", "", "", "per trial");
   for (const Row& r : rows) {
-    std::printf("%-26s %8lld %9.2f %11.0f\n", r.name.c_str(), static_cast<long long>(r.trials),
-                r.seconds, r.seconds > 0 ? static_cast<double>(r.trials) / r.seconds : 0.0);
+    std::printf("%-26s %8lld %9.2f %11.0f %9.1f us\n", r.name.c_str(),
+                static_cast<long long>(r.trials), r.seconds,
+                r.seconds > 0 ? static_cast<double>(r.trials) / r.seconds : 0.0,
+                r.trials > 0 ? r.tracker_cpu_s * 1e6 / static_cast<double>(r.trials) : 0.0);
   }
-  std::printf("\n%-6s %7s %6s %8s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n", "store",
-              "agents", "boards", "queued", "dispatches", "per s", "tracker CPU", "tracker",
-              "bench", "p50", "p99", "KiB/agent", "KiB/trial", "CPU, rounds");
-  std::printf("%-6s %7s %6s %8s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n", "", "",
-              "/agent", "", "", "", "per dispatch", "CPU share", "CPU share", "offer", "offer", "",
-              "queued", "least-most");
+  if (!dispatch.empty()) {
+    std::printf("\n%-6s %7s %6s %8s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n", "store",
+                "agents", "boards", "queued", "dispatches", "per s", "tracker CPU", "tracker",
+                "bench", "p50", "p99", "KiB/agent", "KiB/trial", "CPU, rounds");
+    std::printf("%-6s %7s %6s %8s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n", "", "",
+                "/agent", "", "", "", "per dispatch", "CPU share", "CPU share", "offer", "offer",
+                "", "queued", "least-most");
+  }
   for (size_t i = 0; i < dispatch.size(); ++i) {
     const DispatchRow& r = dispatch[i];
     const double share = r.seconds > 0 ? 100.0 / (r.seconds * cpus) : 0;
@@ -987,6 +1011,8 @@ int Main(int argc, char** argv) {
                 cpu_range[i].second);
   }
   std::printf(
+      "submit: 4 clients at once; the tracker's CPU per trial over the submissions (checks, "
+      "queue, store), which the\ndispatch rows' CPU does not include.\n"
       "dispatch: offer -> result stored -> ack, every board busy, `queued` trials waiting "
       "throughout; the database\nfsync'd (synchronous=FULL, group commit) on disk, or on tmpfs "
       "(/dev/shm: the same without the disk's cost), or\nPostgreSQL 15 on this machine (pg: "

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Smoke test for tracker_bench: a --quick --repeat=2 run exits 0 and prints the table's rows (each
-# its median round, with the rounds' range), and so does a --quick --flood run (its baseline and
-# flood rows).
+# its median round, with the rounds' range), --only=submit:100 prints that row alone, and a
+# --quick --flood run prints its baseline and flood rows.
 # Usage: tracker_bench_smoke_test.sh BINARY
 set -euo pipefail
 bin="$1"
@@ -11,9 +11,10 @@ if ! "$bin" --quick --repeat=2 2>&1 | tee "$out"; then
   echo "FAIL: $bin --quick --repeat=2 exited non-zero" >&2
   exit 1
 fi
+# Submission rows: trials, seconds, trials/s, the tracker's CPU per trial.
 for row in "submit, batches of 100 " "submit, batches of 1000 "; do
-  if ! grep -q "^$row" "$out"; then
-    echo "FAIL: no '$row' row in the table" >&2
+  if ! grep -qE "^$row +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9.]+ us$" "$out"; then
+    echo "FAIL: no '$row' row with figures in the table" >&2
     exit 1
   fi
 done
@@ -28,6 +29,21 @@ for row in "disk +10 +1 +100 +500 " "disk +20 +1 +1000 +500 " "disk +5 +4 +100 +
 done
 if [[ $(grep -c "queued, round 2/2: done" "$out") -ne 5 ]]; then
   echo "FAIL: --repeat=2 did not run every dispatch row twice" >&2
+  exit 1
+fi
+# One submission row alone (A/B runs): that row, no dispatch rows.
+one="$dir/tracker_bench_submit.txt"
+if ! "$bin" --quick --only=submit:100 2>&1 | tee "$one"; then
+  echo "FAIL: $bin --quick --only=submit:100 exited non-zero" >&2
+  exit 1
+fi
+if ! grep -qE "^submit, batches of 100 +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9.]+ us$" "$one" ||
+  grep -q "batches of 1000" "$one" || grep -qE "^(disk|tmpfs|pg) " "$one"; then
+  echo "FAIL: --only=submit:100 did not print that row alone" >&2
+  exit 1
+fi
+if "$bin" --quick --only=submit:0 >/dev/null 2>&1; then
+  echo "FAIL: --only=submit:0 was accepted" >&2
   exit 1
 fi
 flood="$dir/tracker_bench_flood.txt"
