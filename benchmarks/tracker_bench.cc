@@ -20,10 +20,11 @@
 //
 // The tracker is found with --tracker, else in the runfiles ($RUNFILES_DIR, $TEST_SRCDIR or
 // argv[0].runfiles). --quick uses tiny sizes (the smoke test). --only runs one dispatch row
-// (e.g. disk:1000:1000; or one submission row, e.g. submit:100) and --drain sets its dispatches: for profiling and A/B runs, with
-// --tracker naming a wrapper script (perf record, valgrind --tool=callgrind). The simulated agents
-// take acknowledgements with their next offer (Register.batched_acks, as benchfarm's agent
-// does); --unbatched-acks has them sent alone, for A/B runs.
+// (e.g. disk:1000:1000) or one submission row (e.g. submit:100), and --drain sets the dispatch
+// row's dispatches: for profiling and A/B runs, with --tracker naming a wrapper script (perf
+// record, valgrind --tool=callgrind). The simulated agents take acknowledgements with their next
+// offer (Register.batched_acks, as benchfarm's agent does); --unbatched-acks has them sent alone,
+// for A/B runs.
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -409,11 +410,11 @@ double CpuPerDispatchUs(const DispatchRow& row) {
 // at a time, boards idle, each from SubmitTrials returning to its offer arriving. Throughput:
 // with the agents not answering yet, one trial per board (its offer) and `drain + backlog` more
 // are submitted; then the agents answer, and the run lasts until `drain` results are
-// acknowledged (offer -> result stored -> ack). Every board is busy throughout and `backlog` trials are still queued at the end (the
-// trials held as offers are counted: without them, with more boards than `backlog`, the queue
-// ran dry before the end and the last dispatches had no next trial to offer). The tracker's and
-// this process's CPU time over the run, and the tracker's memory per agent and per queued trial
-// (RSS growth) come with it.
+// acknowledged (offer -> result stored -> ack). Every board is busy throughout and `backlog`
+// trials are still queued at the end (the trials held as offers are counted: without them, with
+// more boards than `backlog`, the queue ran dry before the end and the last dispatches had no next
+// trial to offer). The tracker's and this process's CPU time over the run, and the tracker's
+// memory per agent and per queued trial (RSS growth) come with it.
 bool DispatchScenario(const std::string& tracker_path, const std::string& database,
                       const std::string& store, int agents, int boards, int64_t backlog,
                       int64_t drain, int samples, DispatchRow* row) {

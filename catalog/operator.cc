@@ -80,37 +80,36 @@ bool IsCIdentifier(absl::string_view s) {
   });
 }
 
-bool ValueIs(const google::protobuf::Value& value, absl::string_view text) {
+namespace {
+
+// Calls `use` with the value's text (see ValueText), a number's or a bool's formatted on the stack.
+template <typename Use>
+auto WithValueText(const google::protobuf::Value& value, Use use) {
   switch (value.kind_case()) {
     case google::protobuf::Value::kNumberValue: {
       const double d = value.number_value();
       if (d == static_cast<double>(static_cast<int64_t>(d))) {
-        return absl::AlphaNum(static_cast<int64_t>(d)).Piece() == text;
+        return use(absl::AlphaNum(static_cast<int64_t>(d)).Piece());
       }
-      return absl::AlphaNum(d).Piece() == text;
+      return use(absl::AlphaNum(d).Piece());
     }
     case google::protobuf::Value::kStringValue:
-      return value.string_value() == text;
+      return use(absl::string_view(value.string_value()));
     case google::protobuf::Value::kBoolValue:
-      return text == (value.bool_value() ? "1" : "0");
+      return use(absl::string_view(value.bool_value() ? "1" : "0"));
     default:
-      return text.empty();
+      return use(absl::string_view());
   }
 }
 
+}  // namespace
+
+bool ValueIs(const google::protobuf::Value& value, absl::string_view text) {
+  return WithValueText(value, [text](absl::string_view t) { return t == text; });
+}
+
 std::string ValueText(const google::protobuf::Value& value) {
-  if (value.kind_case() == google::protobuf::Value::kNumberValue) {
-    double d = value.number_value();
-    if (d == static_cast<double>(static_cast<int64_t>(d))) {
-      return std::to_string(static_cast<int64_t>(d));
-    }
-    return absl::StrCat(d);
-  }
-  if (value.kind_case() == google::protobuf::Value::kStringValue) return value.string_value();
-  if (value.kind_case() == google::protobuf::Value::kBoolValue) {
-    return value.bool_value() ? "1" : "0";
-  }
-  return "";
+  return WithValueText(value, [](absl::string_view t) { return std::string(t); });
 }
 
 absl::StatusOr<v1::KnobSpace> ParseKnobSpace(absl::string_view json) {
