@@ -15,8 +15,9 @@
 //     RSS before the flood, with it and after the watchers end, and how many never-reading
 //     streams the tracker cut off (RESOURCE_EXHAUSTED).
 //
-//   tracker_bench [--quick] [--flood] [--tracker PATH] [--only=STORE:AGENTS:QUEUED[:BOARDS]]
-//                 [--only=submit:BATCH] [--drain=DISPATCHES] [--repeat=N] [--unbatched-acks]
+//   tracker_bench [--quick] [--flood] [--tracker PATH]
+//                 [--only=STORE:AGENTS:QUEUED[:BOARDS[:CLIENTS]]] [--only=submit:BATCH]
+//                 [--drain=DISPATCHES] [--repeat=N] [--unbatched-acks]
 //
 // The tracker is found with --tracker, else in the runfiles ($RUNFILES_DIR, $TEST_SRCDIR or
 // argv[0].runfiles). --quick uses tiny sizes (the smoke test). --only runs one dispatch row
@@ -268,6 +269,9 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
 
 // One channel (one TCP connection) per this many agent streams.
 constexpr int kStreamsPerChannel = 50;
+// The most trials the bench gives one client: under the tracker's per-client cap
+// (max_queued_per_client, 100,000 by default).
+constexpr int kTrialsPerClient = 90000;
 
 std::shared_ptr<grpc::Channel> NewChannel(const std::string& address, int index) {
   grpc::ChannelArguments args;
@@ -392,6 +396,7 @@ struct DispatchRow {
   int agents = 0;
   int boards = 1;  // per agent
   int64_t backlog = 0;  // trials still queued when the run ends
+  int clients = 0;      // whose trials they are
   int64_t trials = 0;   // dispatched in the run
   double seconds = 0;
   double tracker_cpu_s = -1, bench_cpu_s = -1;
@@ -413,16 +418,28 @@ double CpuPerDispatchUs(const DispatchRow& row) {
 // acknowledged (offer -> result stored -> ack). Every board is busy throughout and `backlog`
 // trials are still queued at the end (the trials held as offers are counted: without them, with
 // more boards than `backlog`, the queue ran dry before the end and the last dispatches had no next
-// trial to offer). The tracker's and this process's CPU time over the run, and the tracker's
-// memory per agent and per queued trial (RSS growth) come with it.
+// trial to offer). The trials are `clients` clients' (0: as few as the per-client cap allows),
+// each submitting its share in turn, so each client's trials are consecutive in the database: the
+// tracker's fair share takes turns between clients, and each client is one place in the jobs
+// table and its indexes that dispatches update. The tracker's and this process's CPU time over
+// the run, and the tracker's memory per agent and per queued trial (RSS growth) come with it.
 bool DispatchScenario(const std::string& tracker_path, const std::string& database,
                       const std::string& store, int agents, int boards, int64_t backlog,
-                      int64_t drain, int samples, DispatchRow* row) {
+                      int clients, int64_t drain, int samples, DispatchRow* row) {
   row->store = store;
   row->agents = agents;
   row->boards = boards;
   row->backlog = backlog;
   const int64_t farm = static_cast<int64_t>(agents) * boards;  // boards in all
+  const int64_t total = farm + drain + backlog;
+  if (clients <= 0) clients = static_cast<int>((total + kTrialsPerClient - 1) / kTrialsPerClient);
+  row->clients = clients;
+  const int64_t share = (total + clients - 1) / clients;  // each client's trials
+  if (share > kTrialsPerClient) {
+    std::fprintf(stderr, "tracker_bench: %lld trials need more than %d clients\n",
+                 static_cast<long long>(total), clients);
+    return false;
+  }
   ScenarioTracker tracker(tracker_path);
   std::string address = tracker.Start(database);
   if (address.empty()) return false;
@@ -503,12 +520,12 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   // The backlog: every board holds an offer it does not answer yet; the rest queue.
   for (auto& sim : sims) sim->Pause();
   const double rss_before_backlog = RssMiB(pid);
-  const int64_t total = farm + drain + backlog;
   for (int64_t submitted = 0, r = 0; ok && submitted < total; ++r) {
-    const int n = static_cast<int>(std::min<int64_t>(10000, total - submitted));
-    // Clients of 90,000 trials each: under the per-client cap (max_queued_per_client).
-    ok = Submit(stub.get(), absl::StrCat("throughput-", submitted / 90000), absl::StrCat("t", r),
-                n, submitted, nullptr);
+    const int64_t client = submitted / share;
+    const int n = static_cast<int>(std::min<int64_t>({10000, total - submitted,
+                                                      (client + 1) * share - submitted}));
+    ok = Submit(stub.get(), absl::StrCat("throughput-", client), absl::StrCat("t", r), n,
+                submitted, nullptr);
     submitted += n;
   }
   absl::SleepFor(absl::Milliseconds(200));
@@ -822,7 +839,7 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: tracker_bench [--quick] [--flood] [--tracker PATH] "
-                   "[--only=STORE:AGENTS:QUEUED[:BOARDS] | --only=submit:BATCH] "
+                   "[--only=STORE:AGENTS:QUEUED[:BOARDS[:CLIENTS]] | --only=submit:BATCH] "
                    "[--drain=DISPATCHES] [--repeat=N] "
                    "[--unbatched-acks]\n");
       return 2;
@@ -871,18 +888,23 @@ int Main(int argc, char** argv) {
     std::string store;
     int agents;
     int64_t backlog;
-    int boards = 1;  // per agent
+    int boards = 1;   // per agent
+    int clients = 0;  // 0: as few as the per-client cap allows
   };
   std::vector<Config> configs;
   if (quick) {
-    configs = {{"disk", 10, 100},  {"disk", 20, 1000}, {"disk", 5, 100, 4},
-               {"tmpfs", 10, 100}, {"pg", 10, 100}};
+    configs = {{"disk", 10, 100},    {"disk", 20, 1000}, {"disk", 20, 1000, 1, 3},
+               {"disk", 5, 100, 4}, {"tmpfs", 10, 100}, {"pg", 10, 100}};
   } else {
     // 10,000 boards as 10,000 agents and as 1,000 agents of 10: the cost per agent stream (gRPC's)
-    // apart from the cost per board (the tracker's).
-    configs = {{"disk", 100, 1000},    {"disk", 1000, 1000},     {"disk", 10000, 1000},
-               {"disk", 1000, 1000, 10}, {"disk", 1000, 100000}, {"disk", 1000, 1000000},
-               {"tmpfs", 100, 1000},   {"tmpfs", 1000, 1000},    {"pg", 100, 1000},
+    // apart from the cost per board (the tracker's). A million queued trials are 12 clients'
+    // (the per-client cap), so the rows from 1,000 to 1,000,000 queued have 12 clients each: the
+    // queue's depth apart from the clients' number.
+    configs = {{"disk", 100, 1000},           {"disk", 1000, 1000},
+               {"disk", 10000, 1000},         {"disk", 1000, 1000, 10},
+               {"disk", 1000, 1000, 1, 12},   {"disk", 1000, 100000, 1, 12},
+               {"disk", 1000, 1000000, 1, 12}, {"tmpfs", 100, 1000},
+               {"tmpfs", 1000, 1000},         {"pg", 100, 1000},
                {"pg", 1000, 1000}};
   }
   std::vector<int> submit_batches = {100, 1000};
@@ -899,14 +921,15 @@ int Main(int argc, char** argv) {
     std::vector<std::string> parts = absl::StrSplit(only, ':');
     submit_batches.clear();
     Config c;
-    if ((parts.size() != 3 && parts.size() != 4) ||
+    if (parts.size() < 3 || parts.size() > 5 ||
         (parts[0] != "disk" && parts[0] != "tmpfs" && parts[0] != "pg") ||
         !absl::SimpleAtoi(parts[1], &c.agents) || !absl::SimpleAtoi(parts[2], &c.backlog) ||
-        (parts.size() == 4 && !absl::SimpleAtoi(parts[3], &c.boards)) || c.agents <= 0 ||
-        c.backlog < 0 || c.boards <= 0) {
+        (parts.size() >= 4 && !absl::SimpleAtoi(parts[3], &c.boards)) ||
+        (parts.size() == 5 && !absl::SimpleAtoi(parts[4], &c.clients)) || c.agents <= 0 ||
+        c.backlog < 0 || c.boards <= 0 || c.clients < 0) {
       std::fprintf(stderr,
-                   "tracker_bench: --only wants STORE:AGENTS:QUEUED[:BOARDS_PER_AGENT] (disk, "
-                   "tmpfs or pg), not %s\n",
+                   "tracker_bench: --only wants STORE:AGENTS:QUEUED[:BOARDS_PER_AGENT[:CLIENTS]] "
+                   "(disk, tmpfs or pg), not %s\n",
                    only.c_str());
       return 2;
     }
@@ -943,8 +966,8 @@ int Main(int argc, char** argv) {
       if (c.store == "tmpfs" && shm_dir.empty()) continue;
       if (c.store == "pg" && postgres == nullptr) continue;
       std::string database;
-      const std::string name =
-          absl::StrCat("dispatch", c.agents, "x", c.boards, "_", c.backlog, "_", round);
+      const std::string name = absl::StrCat("dispatch", c.agents, "x", c.boards, "_", c.backlog,
+                                            "_", c.clients, "_", round);
       if (c.store == "pg") {
         if (!postgres->CreateDatabase(name).ok()) {
           ok = false;
@@ -956,15 +979,15 @@ int Main(int argc, char** argv) {
         database = Database(c.store == "tmpfs" ? shm_dir : dir, name);
       }
       DispatchRow row;
-      if (!DispatchScenario(tracker, database, c.store, c.agents, c.boards, c.backlog, drain,
-                            samples, &row)) {
+      if (!DispatchScenario(tracker, database, c.store, c.agents, c.boards, c.backlog, c.clients,
+                            drain, samples, &row)) {
         ok = false;
       }
       std::fprintf(stderr,
-                   "tracker_bench: dispatch, %s, %d agents x %d boards, %lld queued, round %d/%d: "
-                   "done\n",
+                   "tracker_bench: dispatch, %s, %d agents x %d boards, %lld queued, %d clients, "
+                   "round %d/%d: done\n",
                    c.store.c_str(), c.agents, c.boards, static_cast<long long>(c.backlog),
-                   round + 1, repeat);
+                   row.clients, round + 1, repeat);
       rounds[i].push_back(row);
       if (c.store != "pg") RemoveDatabase(database);  // a million trials take GBs (or memory)
     }
@@ -993,19 +1016,20 @@ int Main(int argc, char** argv) {
                 r.trials > 0 ? r.tracker_cpu_s * 1e6 / static_cast<double>(r.trials) : 0.0);
   }
   if (!dispatch.empty()) {
-    std::printf("\n%-6s %7s %6s %8s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n", "store",
-                "agents", "boards", "queued", "dispatches", "per s", "tracker CPU", "tracker",
-                "bench", "p50", "p99", "KiB/agent", "KiB/trial", "CPU, rounds");
-    std::printf("%-6s %7s %6s %8s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n", "", "",
-                "/agent", "", "", "", "per dispatch", "CPU share", "CPU share", "offer", "offer",
-                "", "queued", "least-most");
+    std::printf("\n%-6s %7s %6s %8s %7s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n",
+                "store", "agents", "boards", "queued", "clients", "dispatches", "per s",
+                "tracker CPU", "tracker", "bench", "p50", "p99", "KiB/agent", "KiB/trial",
+                "CPU, rounds");
+    std::printf("%-6s %7s %6s %8s %7s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n", "", "",
+                "/agent", "", "", "", "", "per dispatch", "CPU share", "CPU share", "offer",
+                "offer", "", "queued", "least-most");
   }
   for (size_t i = 0; i < dispatch.size(); ++i) {
     const DispatchRow& r = dispatch[i];
     const double share = r.seconds > 0 ? 100.0 / (r.seconds * cpus) : 0;
-    std::printf("%-6s %7d %6d %8lld %10lld %9.0f %9.1f us %8.0f%% %8.0f%% %6.2f ms %6.2f ms "
+    std::printf("%-6s %7d %6d %8lld %7d %10lld %9.0f %9.1f us %8.0f%% %8.0f%% %6.2f ms %6.2f ms "
                 "%10.1f %10.2f %6.1f-%.1f us\n",
-                r.store.c_str(), r.agents, r.boards, static_cast<long long>(r.backlog),
+                r.store.c_str(), r.agents, r.boards, static_cast<long long>(r.backlog), r.clients,
                 static_cast<long long>(r.trials), r.seconds > 0 ? r.trials / r.seconds : 0.0,
                 CpuPerDispatchUs(r), r.tracker_cpu_s * share, r.bench_cpu_s * share, r.p50_ms,
                 r.p99_ms, r.kib_per_agent, r.kib_per_queued, cpu_range[i].first,
@@ -1017,7 +1041,9 @@ int Main(int argc, char** argv) {
       "dispatch: offer -> result stored -> ack, every board busy, `queued` trials waiting "
       "throughout; the database\nfsync'd (synchronous=FULL, group commit) on disk, or on tmpfs "
       "(/dev/shm: the same without the disk's cost), or\nPostgreSQL 15 on this machine (pg: "
-      "fsync on, over loopback TCP).\nCPU share: of all %u CPUs over the run "
+      "fsync on, over loopback TCP).\nclients: whose the trials are, one after another in the "
+      "database; the tracker takes turns\nbetween clients, so each is a place in the database "
+      "that dispatches write to.\nCPU share: of all %u CPUs over the run "
       "(bench = the load generator: simulated agents and client).\np50/p99 offer: SubmitTrials "
       "returning -> the offer at an agent, one trial at a time, boards idle (%d samples;\nan "
       "offer that beats the response counts as 0 ms).\nRounds: %d over all rows in turn; each "

@@ -18,16 +18,16 @@ for row in "submit, batches of 100 " "submit, batches of 1000 "; do
     exit 1
   fi
 done
-# Dispatch rows: store, agents, boards per agent, queued, dispatches, per s, CPU per dispatch,
-# shares, latencies.
-for row in "disk +10 +1 +100 +500 " "disk +20 +1 +1000 +500 " "disk +5 +4 +100 +500 " \
-  "tmpfs +10 +1 +100 +500 " "pg +10 +1 +100 +500 "; do
+# Dispatch rows: store, agents, boards per agent, queued, clients, dispatches, per s, CPU per
+# dispatch, shares, latencies. Without a number of clients given, a row's trials are one client's.
+for row in "disk +10 +1 +100 +1 +500 " "disk +20 +1 +1000 +1 +500 " "disk +20 +1 +1000 +3 +500 " \
+  "disk +5 +4 +100 +1 +500 " "tmpfs +10 +1 +100 +1 +500 " "pg +10 +1 +100 +1 +500 "; do
   if ! grep -qE "^$row+[0-9]+ +[0-9.]+ us +[0-9]+% +[0-9]+% +[0-9.]+ ms +[0-9.]+ ms .* [0-9.]+-[0-9.]+ us$" "$out"; then
     echo "FAIL: no dispatch row '$row' with figures and its rounds' range in the table" >&2
     exit 1
   fi
 done
-if [[ $(grep -c "queued, round 2/2: done" "$out") -ne 5 ]]; then
+if [[ $(grep -c "clients, round 2/2: done" "$out") -ne 6 ]]; then
   echo "FAIL: --repeat=2 did not run every dispatch row twice" >&2
   exit 1
 fi
