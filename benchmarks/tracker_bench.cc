@@ -418,10 +418,11 @@ double CpuPerDispatchUs(const DispatchRow& row) {
 // acknowledged (offer -> result stored -> ack). Every board is busy throughout and `backlog`
 // trials are still queued at the end (the trials held as offers are counted: without them, with
 // more boards than `backlog`, the queue ran dry before the end and the last dispatches had no next
-// trial to offer). The trials are `clients` clients' (0: as few as the per-client cap allows),
-// each submitting its share in turn, so each client's trials are consecutive in the database: the
-// tracker's fair share takes turns between clients, and each client is one place in the jobs
-// table and its indexes that dispatches update. The tracker's and this process's CPU time over
+// trial to offer). The trials are `clients` clients' (at least as many as the per-client cap
+// needs; 0: that many), in shares that differ by at most one trial, each submitted in turn, so
+// each client's trials are consecutive in the database: the tracker's fair share takes turns
+// between clients, and each client is one place in the jobs table and its indexes that
+// dispatches update. The tracker's and this process's CPU time over
 // the run, and the tracker's memory per agent and per queued trial (RSS growth) come with it.
 bool DispatchScenario(const std::string& tracker_path, const std::string& database,
                       const std::string& store, int agents, int boards, int64_t backlog,
@@ -432,14 +433,16 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   row->backlog = backlog;
   const int64_t farm = static_cast<int64_t>(agents) * boards;  // boards in all
   const int64_t total = farm + drain + backlog;
-  if (clients <= 0) clients = static_cast<int>((total + kTrialsPerClient - 1) / kTrialsPerClient);
-  row->clients = clients;
-  const int64_t share = (total + clients - 1) / clients;  // each client's trials
-  if (share > kTrialsPerClient) {
-    std::fprintf(stderr, "tracker_bench: %lld trials need more than %d clients\n",
-                 static_cast<long long>(total), clients);
+  clients = static_cast<int>(
+      std::max<int64_t>(clients, (total + kTrialsPerClient - 1) / kTrialsPerClient));
+  if (clients > total) {
+    std::fprintf(stderr, "tracker_bench: %d clients for %lld trials: some would have none\n",
+                 clients, static_cast<long long>(total));
     return false;
   }
+  row->clients = clients;
+  // Client c's trials are [start_of(c), start_of(c + 1)).
+  auto start_of = [total, clients](int64_t c) { return c * total / clients; };
   ScenarioTracker tracker(tracker_path);
   std::string address = tracker.Start(database);
   if (address.empty()) return false;
@@ -521,9 +524,9 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   for (auto& sim : sims) sim->Pause();
   const double rss_before_backlog = RssMiB(pid);
   for (int64_t submitted = 0, r = 0; ok && submitted < total; ++r) {
-    const int64_t client = submitted / share;
-    const int n = static_cast<int>(std::min<int64_t>({10000, total - submitted,
-                                                      (client + 1) * share - submitted}));
+    int64_t client = 0;
+    while (start_of(client + 1) <= submitted) ++client;
+    const int n = static_cast<int>(std::min<int64_t>(10000, start_of(client + 1) - submitted));
     ok = Submit(stub.get(), absl::StrCat("throughput-", client), absl::StrCat("t", r), n,
                 submitted, nullptr);
     submitted += n;

@@ -19,7 +19,8 @@ for row in "submit, batches of 100 " "submit, batches of 1000 "; do
   fi
 done
 # Dispatch rows: store, agents, boards per agent, queued, clients, dispatches, per s, CPU per
-# dispatch, shares, latencies. Without a number of clients given, a row's trials are one client's.
+# dispatch, shares, latencies. Without a number of clients given, a row's trials are as few
+# clients' as the per-client cap allows: one in these small rows.
 for row in "disk +10 +1 +100 +1 +500 " "disk +20 +1 +1000 +1 +500 " "disk +20 +1 +1000 +3 +500 " \
   "disk +5 +4 +100 +1 +500 " "tmpfs +10 +1 +100 +1 +500 " "pg +10 +1 +100 +1 +500 "; do
   if ! grep -qE "^$row+[0-9]+ +[0-9.]+ us +[0-9]+% +[0-9]+% +[0-9.]+ ms +[0-9.]+ ms .* [0-9.]+-[0-9.]+ us$" "$out"; then
@@ -44,6 +45,11 @@ if ! grep -qE "^submit, batches of 100 +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9.]+ us$" "$
 fi
 if "$bin" --quick --only=submit:0 >/dev/null 2>&1; then
   echo "FAIL: --only=submit:0 was accepted" >&2
+  exit 1
+fi
+# More clients than trials: refused, not a row of clients with nothing queued.
+if "$bin" --quick --only=disk:1:0:1:100000 >/dev/null 2>&1; then
+  echo "FAIL: --only=disk:1:0:1:100000 (more clients than trials) was accepted" >&2
   exit 1
 fi
 flood="$dir/tracker_bench_flood.txt"

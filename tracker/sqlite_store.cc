@@ -64,20 +64,6 @@ CREATE TABLE IF NOT EXISTS operators (
 );
 )sql";
 
-// Version 3 indexes the jobs not done (queued, running or cancelled) by seq instead of every job
-// by state. A dispatch changes a job's state twice, QUEUED -> RUNNING -> DONE. With every job
-// indexed by state, each change moved the job's entry from one region of a million-entry index to
-// another, so a transaction wrote index pages in two places per client whose jobs it dispatched
-// (the tracker takes turns between clients, and each client's jobs are consecutive). Here the
-// first change rewrites the entry in place and the second removes it. SQLite uses a partial index
-// only for a query that repeats the index's condition word for word: kNotDone below.
-constexpr char kSchemaV3Sql[] = R"sql(
-DROP INDEX IF EXISTS jobs_state;
-CREATE INDEX IF NOT EXISTS jobs_not_done ON jobs (seq) WHERE state <> 3;
-)sql";
-static_assert(v1::DONE == 3, "kSchemaV3Sql and kNotDone name v1::DONE as 3");
-constexpr char kNotDone[] = "state <> 3";
-
 // Resets a cached statement and drops its bindings when a use of it ends, whatever the path out,
 // so the next use starts clean and no statement keeps a read transaction open. Build any error
 // status before this runs: sqlite3_errmsg belongs to the last call.
@@ -268,44 +254,27 @@ absl::Status SqliteStore::CreateOrCheckSchema() {
                        version, "; this build knows versions up to ", kSchemaVersion, ")"));
     }
     if (version == kSchemaVersion) return absl::OkStatus();
-    if (version == 0) {
-      // A new, empty file gets the schema; a file with someone else's tables is left alone
-      // rather than mixed into.
-      ASSIGN_OR_RETURN(std::string objects, QueryText("SELECT count(*) FROM sqlite_master"));
-      if (objects != "0") {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "sqlite store ", path_, ": holds ", objects,
-            " tables or indexes but no benchfarm schema version (not a benchfarm store)"));
-      }
-      RETURN_IF_ERROR(Exec(kSchemaSql));
+    if (version == 1) {  // a store from before the catalog: add it
+      RETURN_IF_ERROR(Exec(kSchemaV2Sql));
+      return Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
     }
-    // Each version's changes in turn, from the file's version on.
-    if (version <= 1) RETURN_IF_ERROR(Exec(kSchemaV2Sql));  // the catalog
-    if (version <= 2) RETURN_IF_ERROR(Exec(kSchemaV3Sql));  // the index of jobs not done
+    // Version 0: a new, empty file gets the schema; a file with someone else's tables is left
+    // alone rather than mixed into.
+    ASSIGN_OR_RETURN(std::string objects, QueryText("SELECT count(*) FROM sqlite_master"));
+    if (objects != "0") {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "sqlite store ", path_, ": holds ", objects,
+          " tables or indexes but no benchfarm schema version (not a benchfarm store)"));
+    }
+    RETURN_IF_ERROR(Exec(kSchemaSql));
+    RETURN_IF_ERROR(Exec(kSchemaV2Sql));
     return Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
   });
 }
 
-std::string SqliteStore::LoadUnfinishedSql() {
-  return absl::StrCat("SELECT seq, data FROM jobs WHERE ", kNotDone, " AND state IN (", v1::QUEUED,
-                      ", ", v1::RUNNING, ") ORDER BY seq");
-}
-
-std::string SqliteStore::ListJobsSql(int conditions, bool not_done) {
-  // Only the set fields become conditions, so SQLite can pick the matching index; parameter
-  // numbers stay fixed whichever are present.
-  std::string sql = "SELECT seq, data FROM jobs WHERE seq > ?1";
-  if (conditions & JobFilter::kByClient) sql += " AND client_id = ?2";
-  if (conditions & JobFilter::kByBoardKind) sql += " AND board_kind = ?3";
-  if (conditions & JobFilter::kByOp) sql += " AND op = ?4";
-  if (not_done) absl::StrAppend(&sql, " AND ", kNotDone);
-  if (conditions & JobFilter::kByState) sql += " AND state = ?5";
-  sql += " ORDER BY seq LIMIT ?6";
-  return sql;
-}
-
 absl::Status SqliteStore::PrepareStatements() {
-  const std::string unfinished = LoadUnfinishedSql();
+  const std::string unfinished = absl::StrCat("SELECT seq, data FROM jobs WHERE state IN (",
+                                              v1::QUEUED, ", ", v1::RUNNING, ") ORDER BY seq");
   const std::pair<StatementId, std::string> sqls[] = {
       {kFindSubmission, "SELECT job_ids FROM submissions WHERE client_id = ?1 AND request_id = ?2"},
       {kInsertSubmission,
@@ -598,15 +567,20 @@ absl::StatusOr<std::optional<StoredJob>> SqliteStore::GetJob(const std::string& 
 absl::StatusOr<std::vector<StoredJob>> SqliteStore::ListJobs(const JobFilter& filter) {
   if (filter.limit <= 0) return std::vector<StoredJob>();
   const int mask = filter.Conditions();
-  // A state other than DONE is found through the index of jobs not done.
-  const bool not_done = (mask & JobFilter::kByState) && filter.state != v1::DONE;
-  const std::pair<int, bool> key(mask, not_done);
   absl::MutexLock lock(&mu_);
-  Statement& cached = list_statements_[key];
+  Statement& cached = list_statements_[mask];
   if (cached == nullptr) {
-    absl::StatusOr<Statement> prepared = Prepare(ListJobsSql(mask, not_done));
+    // Only the set fields become conditions, so SQLite can pick the matching index; parameter
+    // numbers stay fixed whichever are present.
+    std::string sql = "SELECT seq, data FROM jobs WHERE seq > ?1";
+    if (mask & JobFilter::kByClient) sql += " AND client_id = ?2";
+    if (mask & JobFilter::kByBoardKind) sql += " AND board_kind = ?3";
+    if (mask & JobFilter::kByOp) sql += " AND op = ?4";
+    if (mask & JobFilter::kByState) sql += " AND state = ?5";
+    sql += " ORDER BY seq LIMIT ?6";
+    absl::StatusOr<Statement> prepared = Prepare(sql);
     if (!prepared.ok()) {
-      list_statements_.erase(key);
+      list_statements_.erase(mask);
       return prepared.status();
     }
     cached = *std::move(prepared);

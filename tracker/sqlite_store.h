@@ -2,10 +2,10 @@
 //
 // The file holds four tables: jobs (each v1::Job serialized, beside indexed copies of the fields
 // ListJobs filters on), submissions ((client_id, request_id) -> job ids), boards and operators
-// (the catalog: one row per (name, version)). Its schema version is the database's `PRAGMA
-// user_version` (kSchemaVersion); a file without the schema gets it on Open, and a file of an
-// older version gets each later version's changes in turn: version 2 added the operators table,
-// version 3 replaced the index of jobs by state with one of the jobs not done.
+// (the catalog: one row per (name, version)). A version-1 file (before the catalog) gets the
+// operators table on Open. Its schema
+// version is the database's `PRAGMA user_version` (kSchemaVersion); a file without the schema
+// gets it on Open.
 //
 // Durability: every mutating call (Apply: a batch of writes) is one `BEGIN IMMEDIATE ... COMMIT`
 // transaction, rolled back if any part fails. With synchronous=NORMAL a committed call survives
@@ -71,7 +71,7 @@ struct SqliteStoreOptions {
 class SqliteStore final : public Store {
  public:
   // The schema this build writes and reads (PRAGMA user_version).
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens the database at `path`, creating the file and the schema if missing, and checks it
   // (journal_mode=WAL took effect, PRAGMA quick_check passes, the schema version is known).
@@ -102,12 +102,6 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<v1::Board>> LoadBoards() override;
   absl::Status InsertOperator(const v1::Operator& op) override;
   absl::StatusOr<std::vector<v1::Operator>> LoadOperators() override;
-
-  // The queries LoadUnfinishedJobs and ListJobs run (for the tests of their query plans).
-  // ListJobsSql: for a filter with these JobFilter conditions; `not_done` when it asks for a
-  // state other than DONE, which the index of jobs not done serves.
-  static std::string LoadUnfinishedSql();
-  static std::string ListJobsSql(int conditions, bool not_done);
 
  private:
   struct StatementDeleter {
@@ -185,8 +179,7 @@ class SqliteStore final : public Store {
   sqlite3* db_ ABSL_GUARDED_BY(mu_);  // owned; never null
   std::array<Statement, kStatementCount> statements_ ABSL_GUARDED_BY(mu_);
   // ListJobs statements, prepared on first use, keyed by which filter fields are set (bit mask).
-  // By the filter's conditions and whether the query names the jobs not done (ListJobsSql).
-  absl::flat_hash_map<std::pair<int, bool>, Statement> list_statements_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int, Statement> list_statements_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace benchfarm::tracker

@@ -22,7 +22,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/benchfarm.pb.h"
@@ -62,28 +61,6 @@ std::string RawQuery(const std::string& path, const std::string& sql) {
   return result;
 }
 
-// SQLite's plan for `sql` on its own connection to the file: each step's detail ("SEARCH jobs
-// USING INDEX ..."), joined with "; ".
-std::string QueryPlan(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  std::vector<std::string> steps;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    steps.push_back(absl::StrCat("error: open: ", sqlite3_errmsg(db)));
-  } else {
-    sqlite3_stmt* statement = nullptr;
-    int rc = sqlite3_prepare_v2(db, ("EXPLAIN QUERY PLAN " + sql).c_str(), -1, &statement,
-                                nullptr);
-    while (rc == SQLITE_OK && sqlite3_step(statement) == SQLITE_ROW) {
-      const unsigned char* detail = sqlite3_column_text(statement, 3);
-      steps.push_back(detail != nullptr ? reinterpret_cast<const char*>(detail) : "");
-    }
-    if (rc != SQLITE_OK) steps.push_back(absl::StrCat("error: ", sqlite3_errmsg(db)));
-    sqlite3_finalize(statement);
-  }
-  sqlite3_close_v2(db);
-  return absl::StrJoin(steps, "; ");
-}
-
 void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -109,13 +86,12 @@ TEST(SqliteStore, OpenCreatesAWalDatabaseWithTheSchemaVersion) {
   EXPECT_EQ(store->path(), path);
   // Asked on a second connection: WAL is a property of the file, not of the store's connection.
   EXPECT_EQ(RawQuery(path, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "2");
   EXPECT_EQ(RawQuery(path,
                      "SELECT count(*) FROM sqlite_master WHERE name IN "
-                     "('jobs', 'submissions', 'boards', 'operators', 'jobs_client_seq', "
-                     "'jobs_not_done', 'jobs_board_kind')"),
-            "7");
-  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM sqlite_master WHERE name = 'jobs_state'"), "0");
+                     "('jobs', 'submissions', 'boards', 'jobs_client_seq', "
+                     "'jobs_state', 'jobs_board_kind')"),
+            "6");
 }
 
 TEST(SqliteStore, SynchronousFullOpensAndStores) {
@@ -149,73 +125,12 @@ TEST(SqliteStore, VersionOneStoreGetsTheCatalogOnOpen) {
   ASSERT_EQ(RawQuery(path, "PRAGMA user_version=1"), "");
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "2");
   EXPECT_EQ(store->LoadBoards()->size(), 1u);
   v1::Operator op;
   op.set_name("gemv");
   op.set_version("1");
   EXPECT_TRUE(store->InsertOperator(op).ok());
-}
-
-// A version-2 file (jobs indexed by state) gets the index of jobs not done on Open, over the jobs
-// it holds, and loses the old index.
-TEST(SqliteStore, VersionTwoStoreGetsTheIndexOfJobsNotDoneOnOpen) {
-  const std::string path = TestDir() + "/v2.db";
-  {
-    auto store = OpenOrDie(path);
-    ASSERT_NE(store, nullptr);
-    ASSERT_TRUE(store
-                    ->InsertSubmission("c", "r",
-                                       {MakeJob("queued", "c", "m3", "matmul"),
-                                        MakeJob("running", "c", "m3", "matmul", v1::RUNNING),
-                                        MakeJob("done", "c", "m3", "matmul", v1::DONE),
-                                        MakeJob("cancelled", "c", "m3", "matmul",
-                                                v1::CANCELLED_STATE)})
-                    .ok());
-  }
-  // What a version-2 tracker left.
-  ASSERT_EQ(RawQuery(path, "DROP INDEX jobs_not_done"), "");
-  ASSERT_EQ(RawQuery(path, "CREATE INDEX jobs_state ON jobs (state)"), "");
-  ASSERT_EQ(RawQuery(path, "PRAGMA user_version=2"), "");
-  auto store = OpenOrDie(path);
-  ASSERT_NE(store, nullptr);
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
-  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM sqlite_master WHERE name = 'jobs_state'"), "0");
-  // The new index holds the jobs that were there: every job but the done one.
-  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM jobs INDEXED BY jobs_not_done WHERE state <> 3 "
-                           "AND seq > 0"),
-            "3");
-  absl::StatusOr<std::vector<StoredJob>> unfinished = store->LoadUnfinishedJobs();
-  ASSERT_TRUE(unfinished.ok()) << unfinished.status();
-  EXPECT_THAT(JobIds(*unfinished), ::testing::ElementsAre("queued", "running"));
-  for (v1::JobState state : {v1::QUEUED, v1::RUNNING, v1::DONE, v1::CANCELLED_STATE}) {
-    JobFilter filter;
-    filter.state = state;
-    filter.limit = 10;
-    absl::StatusOr<std::vector<StoredJob>> listed = store->ListJobs(filter);
-    ASSERT_TRUE(listed.ok()) << listed.status();
-    ASSERT_EQ(listed->size(), 1u) << v1::JobState_Name(state);
-    EXPECT_EQ(listed->front().job.state(), state);
-  }
-  EXPECT_EQ(RawQuery(path, "PRAGMA integrity_check"), "ok");
-}
-
-// Recovery and listings by a state other than DONE are searches of the index of jobs not done,
-// not scans of every job ever run: SQLite uses a partial index only for a query that repeats its
-// condition, so an edit of either query could silently lose it.
-TEST(SqliteStore, QueriesOfJobsNotDoneUseTheirIndex) {
-  const std::string path = TestDir() + "/store.db";
-  { ASSERT_NE(OpenOrDie(path), nullptr); }
-  EXPECT_THAT(QueryPlan(path, SqliteStore::LoadUnfinishedSql()),
-              HasSubstr("USING INDEX jobs_not_done"));
-  EXPECT_THAT(QueryPlan(path, SqliteStore::ListJobsSql(JobFilter::kByState, true)),
-              HasSubstr("USING INDEX jobs_not_done"));
-  // A listing of done jobs goes through the table in seq order: most jobs are done.
-  EXPECT_THAT(QueryPlan(path, SqliteStore::ListJobsSql(JobFilter::kByState, false)),
-              ::testing::Not(HasSubstr("jobs_not_done")));
-  // A client's jobs still go through the client's index.
-  EXPECT_THAT(QueryPlan(path, SqliteStore::ListJobsSql(JobFilter::kByClient, false)),
-              HasSubstr("USING INDEX jobs_client_seq"));
 }
 
 // ---- the process is killed --------------------------------------------------------------------
@@ -414,7 +329,7 @@ TEST(SqliteStore, TruncatedFileFailsOpen) {
 TEST(SqliteStore, NewerSchemaVersionFailsOpen) {
   const std::string path = TestDir() + "/store.db";
   { ASSERT_NE(OpenOrDie(path), nullptr); }
-  ASSERT_EQ(RawQuery(path, "PRAGMA user_version=4"), "");
+  ASSERT_EQ(RawQuery(path, "PRAGMA user_version=3"), "");
   auto store = SqliteStore::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition) << store.status();
