@@ -422,8 +422,8 @@ double CpuPerDispatchUs(const DispatchRow& row) {
 // needs; 0: that many), in shares that differ by at most one trial, each submitted in turn, so
 // each client's trials are consecutive in the database: the tracker's fair share takes turns
 // between clients, and each client is one place in the jobs table and its indexes that
-// dispatches update. The tracker's and this process's CPU time over
-// the run, and the tracker's memory per agent and per queued trial (RSS growth) come with it.
+// dispatches update. The tracker's and this process's CPU time over the run, and the tracker's
+// memory per agent and per queued trial (RSS growth) come with it.
 bool DispatchScenario(const std::string& tracker_path, const std::string& database,
                       const std::string& store, int agents, int boards, int64_t backlog,
                       int clients, int64_t drain, int samples, DispatchRow* row) {
@@ -441,8 +441,6 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
     return false;
   }
   row->clients = clients;
-  // Client c's trials are [start_of(c), start_of(c + 1)).
-  auto start_of = [total, clients](int64_t c) { return c * total / clients; };
   ScenarioTracker tracker(tracker_path);
   std::string address = tracker.Start(database);
   if (address.empty()) return false;
@@ -523,13 +521,14 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   // The backlog: every board holds an offer it does not answer yet; the rest queue.
   for (auto& sim : sims) sim->Pause();
   const double rss_before_backlog = RssMiB(pid);
-  for (int64_t submitted = 0, r = 0; ok && submitted < total; ++r) {
-    int64_t client = 0;
-    while (start_of(client + 1) <= submitted) ++client;
-    const int n = static_cast<int>(std::min<int64_t>(10000, start_of(client + 1) - submitted));
-    ok = Submit(stub.get(), absl::StrCat("throughput-", client), absl::StrCat("t", r), n,
-                submitted, nullptr);
-    submitted += n;
+  int64_t submitted = 0;  // client c's trials end at (c + 1) * total / clients
+  for (int64_t c = 0, r = 0; ok && c < clients; ++c) {
+    for (const int64_t end = (c + 1) * total / clients; ok && submitted < end; ++r) {
+      const int n = static_cast<int>(std::min<int64_t>(10000, end - submitted));
+      ok = Submit(stub.get(), absl::StrCat("throughput-", c), absl::StrCat("t", r), n, submitted,
+                  nullptr);
+      submitted += n;
+    }
   }
   absl::SleepFor(absl::Milliseconds(200));
   row->kib_per_queued = (RssMiB(pid) - rss_before_backlog) * 1024 / static_cast<double>(total);
