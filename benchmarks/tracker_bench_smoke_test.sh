@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Smoke test for tracker_bench: a --quick --repeat=2 run exits 0 and prints the table's rows (each
 # its median round, with the rounds' range), --only=submit:100 prints that row alone, and a
-# --quick --flood run prints its baseline and flood rows.
+# --quick --flood run prints its baseline and flood rows, the flood's with the dashboard's walks.
 # Usage: tracker_bench_smoke_test.sh BINARY
 set -euo pipefail
 bin="$1"
@@ -58,9 +58,14 @@ if ! "$bin" --quick --flood 2>&1 | tee "$flood"; then
   exit 1
 fi
 for row in "baseline " "flood "; do
-  if ! grep -qE "^$row +[0-9.]+ +[0-9]+ " "$flood"; then
+  if ! grep -qE "^$row +[0-9.]+ +[0-9]+ +[0-9.]+ ms +[0-9.]+ ms +[0-9]+ " "$flood"; then
     echo "FAIL: no '$row' row with figures in the --flood table" >&2
     exit 1
   fi
 done
+# The dashboard walked the table while the flood's trials ran (a failed walk fails the run).
+if ! awk '$1 == "flood" && $8 > 0 { found = 1 } END { exit !found }' "$flood"; then
+  echo "FAIL: the flood row shows no dashboard walks" >&2
+  exit 1
+fi
 echo "PASS: tracker_bench tables printed"

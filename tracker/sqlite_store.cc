@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -147,9 +149,15 @@ void SqliteStore::StatementDeleter::operator()(sqlite3_stmt* statement) const {
 SqliteStore::SqliteStore(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
 
 SqliteStore::~SqliteStore() {
+  // Statements first: sqlite3_close_v2 would otherwise keep a connection alive as a zombie. The
+  // reader closes first, so the writer is the last connection and checkpoints the WAL.
+  {
+    absl::MutexLock lock(&read_mu_);
+    list_statements_.clear();
+    for (Statement& statement : read_statements_) statement.reset();
+    sqlite3_close_v2(reader_);  // null (Open failed before it) is a no-op
+  }
   absl::MutexLock lock(&mu_);
-  // Statements first: sqlite3_close_v2 would otherwise keep the connection alive as a zombie.
-  list_statements_.clear();
   for (Statement& statement : statements_) statement.reset();
   sqlite3_close_v2(db_);
 }
@@ -160,6 +168,11 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
   if (options.busy_timeout_ms < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "sqlite store ", path, ": busy_timeout_ms is negative (", options.busy_timeout_ms, ")"));
+  }
+  if (options.wal_truncate_pages <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("sqlite store ", path,
+                                                   ": wal_truncate_pages is not positive (",
+                                                   options.wal_truncate_pages, ")"));
   }
   sqlite3* db = nullptr;
   // NOMUTEX: mu_ already serializes every use of the connection.
@@ -187,12 +200,49 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
     if (status.ok()) status = store->CreateOrCheckSchema();
     if (status.ok()) status = store->PrepareStatements();
   }
+  if (status.ok()) status = store->OpenReader(options);
   if (!status.ok()) return WithLocationHint(std::move(status), path);
   return store;
 }
 
+absl::Status SqliteStore::OpenReader(const SqliteStoreOptions& options) {
+  absl::MutexLock lock(&read_mu_);
+  // NOMUTEX: read_mu_ serializes every use of the connection.
+  const int rc = sqlite3_open_v2(path_.c_str(), &reader_,
+                                 SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
+                                 nullptr);
+  if (rc != SQLITE_OK) {
+    if (reader_ == nullptr) {
+      return absl::InternalError(absl::StrCat("sqlite store ", path_,
+                                              ": cannot open a reader: ", sqlite3_errstr(rc)));
+    }
+    return ErrorOn(reader_, OpenErrorCode(rc), "opening a reader", rc);
+  }
+  sqlite3_busy_timeout(reader_, options.busy_timeout_ms);
+  const std::string unfinished = absl::StrCat("SELECT seq, data FROM jobs WHERE state IN (",
+                                              v1::QUEUED, ", ", v1::RUNNING, ") ORDER BY seq");
+  const std::pair<StatementId, std::string> sqls[] = {
+      {kFindSubmission, "SELECT job_ids FROM submissions WHERE client_id = ?1 AND request_id = ?2"},
+      {kGetJob, "SELECT seq, data FROM jobs WHERE job_id = ?1"},
+      {kLoadUnfinished, unfinished},
+      {kLoadBoards, "SELECT board_id, data FROM boards ORDER BY board_id"},
+      {kLoadOperators, "SELECT name, data FROM operators ORDER BY seq"},
+      {kMaxSeq, "SELECT coalesce(max(seq), 0) FROM jobs"},
+  };
+  static_assert(std::size(sqls) == kStatementCount - kFirstRead);
+  for (const auto& [id, sql] : sqls) {
+    ASSIGN_OR_RETURN(read_statements_[id - kFirstRead], PrepareOn(reader_, sql));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SqliteStore::Configure(const SqliteStoreOptions& options) {
-  sqlite3_busy_timeout(db_, options.busy_timeout_ms);
+  busy_timeout_ms_ = options.busy_timeout_ms;
+  sqlite3_busy_timeout(db_, busy_timeout_ms_);
+  wal_truncate_pages_ = options.wal_truncate_pages;
+  truncate_at_ = wal_truncate_pages_;
+  // Replaces SQLite's autocheckpoint hook (OnWalCommit does its work too).
+  sqlite3_wal_hook(db_, &SqliteStore::OnWalCommit, this);
 
   // SQLite quietly falls back to read-only when the file is not writable; every later write
   // would fail, so refuse now.
@@ -273,10 +323,7 @@ absl::Status SqliteStore::CreateOrCheckSchema() {
 }
 
 absl::Status SqliteStore::PrepareStatements() {
-  const std::string unfinished = absl::StrCat("SELECT seq, data FROM jobs WHERE state IN (",
-                                              v1::QUEUED, ", ", v1::RUNNING, ") ORDER BY seq");
   const std::pair<StatementId, std::string> sqls[] = {
-      {kFindSubmission, "SELECT job_ids FROM submissions WHERE client_id = ?1 AND request_id = ?2"},
       {kInsertSubmission,
        "INSERT INTO submissions (client_id, request_id, job_ids) VALUES (?1, ?2, ?3)"},
       {kInsertJob,
@@ -287,14 +334,10 @@ absl::Status SqliteStore::PrepareStatements() {
       {kUpdateJob, "UPDATE jobs SET state = ?3, data = ?7 WHERE job_id = ?1"},
       // The tracker knows its jobs' seq: the row found by rowid, not through the job_id index.
       {kUpdateJobBySeq, "UPDATE jobs SET state = ?3, data = ?7 WHERE seq = ?8 AND job_id = ?1"},
-      {kGetJob, "SELECT seq, data FROM jobs WHERE job_id = ?1"},
-      {kLoadUnfinished, unfinished},
       {kUpsertBoard,
        "INSERT INTO boards (board_id, data) VALUES (?1, ?2) "
        "ON CONFLICT (board_id) DO UPDATE SET data = excluded.data"},
-      {kLoadBoards, "SELECT board_id, data FROM boards ORDER BY board_id"},
       {kInsertOperator, "INSERT INTO operators (name, version, data) VALUES (?1, ?2, ?3)"},
-      {kLoadOperators, "SELECT name, data FROM operators ORDER BY seq"},
       // AUTOINCREMENT's high-water mark: a number once given is never given again.
       {kInsertSubmissionReplay,
        "INSERT INTO submissions (client_id, request_id, job_ids) VALUES (?1, ?2, ?3) "
@@ -314,15 +357,17 @@ absl::Status SqliteStore::PrepareStatements() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<SqliteStore::Statement> SqliteStore::Prepare(const std::string& sql) {
+absl::StatusOr<SqliteStore::Statement> SqliteStore::PrepareOn(sqlite3* db,
+                                                              const std::string& sql) const {
   sqlite3_stmt* statement = nullptr;
   // PERSISTENT: these statements live as long as the store, so SQLite keeps them out of its
   // short-lived lookaside memory.
-  const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size() + 1),
+  const int rc = sqlite3_prepare_v3(db, sql.c_str(), static_cast<int>(sql.size() + 1),
                                     SQLITE_PREPARE_PERSISTENT, &statement, nullptr);
   Statement owned(statement);
   if (rc != SQLITE_OK) {
-    return Error(absl::StrCat("preparing \"", sql, "\"").c_str(), rc);
+    return ErrorOn(db, absl::StatusCode::kInternal,
+                   absl::StrCat("preparing \"", sql, "\"").c_str(), rc);
   }
   return owned;
 }
@@ -346,13 +391,50 @@ absl::StatusOr<std::string> SqliteStore::QueryText(const char* sql) {
   return std::string(text != nullptr ? reinterpret_cast<const char*>(text) : "");
 }
 
+int SqliteStore::OnWalCommit(void* store, sqlite3* db, const char* name, int pages) {
+  // Called inside the writer's COMMIT, so with mu_ held (the analysis cannot see it).
+  static_cast<SqliteStore*>(store)->wal_pages_ = pages;
+  constexpr int kAutoCheckpointPages = 1000;  // SQLite's default (SQLITE_DEFAULT_WAL_AUTOCHECKPOINT)
+  if (pages >= kAutoCheckpointPages) {
+    sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+  }
+  return SQLITE_OK;
+}
+
+void SqliteStore::MaybeTruncateWal() {
+  if (wal_pages_ < truncate_at_) return;
+  ++wal_stats_.oversized;
+  absl::MutexLock read_lock(&read_mu_);  // no read of this store's is in a snapshot meanwhile
+  sqlite3_busy_timeout(db_, kTruncateBusyMs);
+  const int rc = sqlite3_wal_checkpoint_v2(db_, "main", SQLITE_CHECKPOINT_TRUNCATE, nullptr,
+                                           nullptr);
+  sqlite3_busy_timeout(db_, busy_timeout_ms_);
+  if (rc == SQLITE_OK) {
+    ++wal_stats_.truncated;
+    wal_pages_ = 0;
+    truncate_at_ = wal_truncate_pages_;
+  } else {
+    // Another process's reader (or a failing disk, which the next commit reports): try again
+    // once as many pages more have been written, not on every commit.
+    truncate_at_ = static_cast<int64_t>(wal_pages_) + wal_truncate_pages_;
+  }
+}
+
+SqliteStore::WalStats SqliteStore::wal_stats() const {
+  absl::MutexLock lock(&mu_);
+  return wal_stats_;
+}
+
 template <typename Body>
 absl::Status SqliteStore::InTransaction(Body body) {
   RETURN_IF_ERROR(StepDone(statements_[kBegin].get(), "BEGIN IMMEDIATE"));
   absl::Status status = body();
   if (status.ok()) {
     status = StepDone(statements_[kCommit].get(), "COMMIT");
-    if (status.ok()) return status;
+    if (status.ok()) {
+      MaybeTruncateWal();
+      return status;
+    }
   }
   // Some errors (SQLITE_FULL, I/O errors) have already rolled the transaction back.
   if (sqlite3_get_autocommit(db_) == 0) {
@@ -369,13 +451,14 @@ absl::Status SqliteStore::StepDone(sqlite3_stmt* statement, const char* what) {
   return absl::OkStatus();
 }
 
-absl::Status SqliteStore::Error(absl::StatusCode code, const char* what, int rc) const {
-  const char* message = sqlite3_errmsg(db_);
+absl::Status SqliteStore::ErrorOn(sqlite3* db, absl::StatusCode code, const char* what,
+                                  int rc) const {
+  const char* message = sqlite3_errmsg(db);
   const char* generic = sqlite3_errstr(rc);
   std::string text = absl::StrCat("sqlite store ", path_, ": ", what, ": ", message);
   if (std::strcmp(message, generic) != 0) absl::StrAppend(&text, " (", generic, ")");
   const int primary = rc & 0xff;
-  const int system_errno = sqlite3_system_errno(db_);
+  const int system_errno = sqlite3_system_errno(db);
   if ((primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN || primary == SQLITE_FULL) &&
       system_errno != 0) {
     absl::StrAppend(&text, ": ", std::generic_category().message(system_errno));
@@ -440,20 +523,20 @@ absl::StatusOr<std::vector<StoredJob>> SqliteStore::ReadJobs(sqlite3_stmt* state
                                               stored.seq, " does not parse as a v1.Job"));
     }
   }
-  if (rc != SQLITE_DONE) return Error(what, rc);
+  if (rc != SQLITE_DONE) return ReadError(what, rc);
   return jobs;
 }
 
 absl::StatusOr<std::optional<std::vector<std::string>>> SqliteStore::FindSubmission(
     const std::string& client_id, const std::string& request_id) {
-  absl::MutexLock lock(&mu_);
-  sqlite3_stmt* statement = statements_[kFindSubmission].get();
+  absl::MutexLock lock(&read_mu_);
+  sqlite3_stmt* statement = ReadStatement(kFindSubmission);
   StatementUse use(statement);
   RETURN_IF_ERROR(BindText(statement, 1, client_id));
   RETURN_IF_ERROR(BindText(statement, 2, request_id));
   const int rc = sqlite3_step(statement);
   if (rc == SQLITE_DONE) return std::nullopt;
-  if (rc != SQLITE_ROW) return Error("FindSubmission", rc);
+  if (rc != SQLITE_ROW) return ReadError("FindSubmission", rc);
   const std::string_view data = ColumnBytes(statement, 0);
   v1::SubmitTrialsResponse ids;
   if (!ids.ParseFromArray(data.data(), static_cast<int>(data.size()))) {
@@ -556,53 +639,83 @@ absl::StatusOr<int64_t> SqliteStore::LastSeq() {
 }
 
 absl::StatusOr<std::optional<StoredJob>> SqliteStore::GetJob(const std::string& job_id) {
-  absl::MutexLock lock(&mu_);
-  sqlite3_stmt* statement = statements_[kGetJob].get();
+  absl::MutexLock lock(&read_mu_);
+  sqlite3_stmt* statement = ReadStatement(kGetJob);
   RETURN_IF_ERROR(BindText(statement, 1, job_id));
   ASSIGN_OR_RETURN(std::vector<StoredJob> jobs, ReadJobs(statement, "GetJob"));
   if (jobs.empty()) return std::nullopt;
   return std::move(jobs.front());
 }
 
-absl::StatusOr<std::vector<StoredJob>> SqliteStore::ListJobs(const JobFilter& filter) {
-  if (filter.limit <= 0) return std::vector<StoredJob>();
-  const int mask = filter.Conditions();
-  absl::MutexLock lock(&mu_);
+absl::StatusOr<sqlite3_stmt*> SqliteStore::ListStatement(int mask) {
   Statement& cached = list_statements_[mask];
   if (cached == nullptr) {
     // Only the set fields become conditions, so SQLite can pick the matching index; parameter
-    // numbers stay fixed whichever are present.
-    std::string sql = "SELECT seq, data FROM jobs WHERE seq > ?1";
+    // numbers stay fixed whichever are present. ?7 ends the slice.
+    std::string sql = "SELECT seq, data FROM jobs WHERE seq > ?1 AND seq <= ?7";
     if (mask & JobFilter::kByClient) sql += " AND client_id = ?2";
     if (mask & JobFilter::kByBoardKind) sql += " AND board_kind = ?3";
     if (mask & JobFilter::kByOp) sql += " AND op = ?4";
     if (mask & JobFilter::kByState) sql += " AND state = ?5";
     sql += " ORDER BY seq LIMIT ?6";
-    absl::StatusOr<Statement> prepared = Prepare(sql);
+    absl::StatusOr<Statement> prepared = PrepareOn(reader_, sql);
     if (!prepared.ok()) {
       list_statements_.erase(mask);
       return prepared.status();
     }
     cached = *std::move(prepared);
   }
-  sqlite3_stmt* statement = cached.get();
-  RETURN_IF_ERROR(BindInt(statement, 1, filter.after_seq));
-  if (mask & JobFilter::kByClient) RETURN_IF_ERROR(BindText(statement, 2, filter.client_id));
-  if (mask & JobFilter::kByBoardKind) RETURN_IF_ERROR(BindText(statement, 3, filter.board_kind));
-  if (mask & JobFilter::kByOp) RETURN_IF_ERROR(BindText(statement, 4, filter.op));
-  if (mask & JobFilter::kByState) RETURN_IF_ERROR(BindInt(statement, 5, filter.state));
-  RETURN_IF_ERROR(BindInt(statement, 6, filter.limit));
-  return ReadJobs(statement, "ListJobs");
+  return cached.get();
+}
+
+absl::StatusOr<std::vector<StoredJob>> SqliteStore::ListJobs(const JobFilter& filter) {
+  std::vector<StoredJob> jobs;
+  if (filter.limit <= 0) return jobs;
+  const int mask = filter.Conditions();
+  const size_t limit = static_cast<size_t>(filter.limit);
+  int64_t last = -1;  // the highest seq when the listing began: later jobs wait for the next call
+  // Slices of kListSliceSeqs sequence numbers, each a read transaction of its own (see the file
+  // comment). Sequence numbers start at 1.
+  for (int64_t after = std::max<int64_t>(filter.after_seq, 0); jobs.size() < limit;
+       after += kListSliceSeqs) {
+    absl::MutexLock lock(&read_mu_);
+    if (last < 0) {
+      sqlite3_stmt* max_seq = ReadStatement(kMaxSeq);
+      StatementUse use(max_seq);
+      const int rc = sqlite3_step(max_seq);
+      if (rc != SQLITE_ROW) return ReadError("ListJobs", rc);
+      last = sqlite3_column_int64(max_seq, 0);
+    }
+    if (after >= last) break;
+    ASSIGN_OR_RETURN(sqlite3_stmt* statement, ListStatement(mask));
+    RETURN_IF_ERROR(BindInt(statement, 1, after));
+    if (mask & JobFilter::kByClient) RETURN_IF_ERROR(BindText(statement, 2, filter.client_id));
+    if (mask & JobFilter::kByBoardKind) {
+      RETURN_IF_ERROR(BindText(statement, 3, filter.board_kind));
+    }
+    if (mask & JobFilter::kByOp) RETURN_IF_ERROR(BindText(statement, 4, filter.op));
+    if (mask & JobFilter::kByState) RETURN_IF_ERROR(BindInt(statement, 5, filter.state));
+    RETURN_IF_ERROR(BindInt(statement, 6, static_cast<int64_t>(limit - jobs.size())));
+    RETURN_IF_ERROR(BindInt(statement, 7, after + kListSliceSeqs));
+    ASSIGN_OR_RETURN(std::vector<StoredJob> slice, ReadJobs(statement, "ListJobs"));
+    if (jobs.empty()) {
+      jobs = std::move(slice);
+    } else {
+      jobs.insert(jobs.end(), std::make_move_iterator(slice.begin()),
+                  std::make_move_iterator(slice.end()));
+    }
+  }
+  return jobs;
 }
 
 absl::StatusOr<std::vector<StoredJob>> SqliteStore::LoadUnfinishedJobs() {
-  absl::MutexLock lock(&mu_);
-  return ReadJobs(statements_[kLoadUnfinished].get(), "LoadUnfinishedJobs");
+  absl::MutexLock lock(&read_mu_);
+  return ReadJobs(ReadStatement(kLoadUnfinished), "LoadUnfinishedJobs");
 }
 
 absl::StatusOr<std::vector<v1::Board>> SqliteStore::LoadBoards() {
-  absl::MutexLock lock(&mu_);
-  sqlite3_stmt* statement = statements_[kLoadBoards].get();
+  absl::MutexLock lock(&read_mu_);
+  sqlite3_stmt* statement = ReadStatement(kLoadBoards);
   StatementUse use(statement);
   std::vector<v1::Board> boards;
   int rc;
@@ -615,7 +728,7 @@ absl::StatusOr<std::vector<v1::Board>> SqliteStore::LoadBoards() {
           id != nullptr ? reinterpret_cast<const char*>(id) : "", " does not parse as a v1.Board"));
     }
   }
-  if (rc != SQLITE_DONE) return Error("LoadBoards", rc);
+  if (rc != SQLITE_DONE) return ReadError("LoadBoards", rc);
   return boards;
 }
 
@@ -648,8 +761,8 @@ absl::Status SqliteStore::InsertOperator(const v1::Operator& op) {
 }
 
 absl::StatusOr<std::vector<v1::Operator>> SqliteStore::LoadOperators() {
-  absl::MutexLock lock(&mu_);
-  sqlite3_stmt* statement = statements_[kLoadOperators].get();
+  absl::MutexLock lock(&read_mu_);
+  sqlite3_stmt* statement = ReadStatement(kLoadOperators);
   StatementUse use(statement);
   std::vector<v1::Operator> ops;
   int rc;
@@ -662,7 +775,7 @@ absl::StatusOr<std::vector<v1::Operator>> SqliteStore::LoadOperators() {
           name != nullptr ? reinterpret_cast<const char*>(name) : "", " does not parse as a v1.Operator"));
     }
   }
-  if (rc != SQLITE_DONE) return Error("LoadOperators", rc);
+  if (rc != SQLITE_DONE) return ReadError("LoadOperators", rc);
   return ops;
 }
 

@@ -32,9 +32,26 @@
 //   Stored rows that no longer parse as their proto: Internal naming the row.
 //   A lock held by another process beyond busy_timeout_ms: Internal ("database is locked").
 //
-// Thread-safety: every method may be called from any thread; calls are serialized by one mutex
-// (a SQLite connection serves one thread at a time). The store is not shared across fork(): a
-// child process opens its own SqliteStore.
+// Connections: two, one for writes (Apply, InsertOperator, LastSeq, and Open's checks) and a
+// read-only one for reads (FindSubmission, GetJob, ListJobs, the Load calls), each guarded by its
+// own mutex. In WAL mode readers and the writer do not block each other, so a read — a listing
+// that walks much of the table — never waits behind a commit and its fsync, nor holds one up.
+// Reads see every call that returned before them (each read is its own read transaction).
+// ListJobs reads in slices of kListSliceSeqs sequence numbers, each its own read transaction, so
+// no read holds a snapshot (or the reader's mutex) for long, however much of the table a listing
+// walks.
+//
+// The WAL: SQLite checkpoints it into the main file every 1,000 pages written (its default), but
+// such a checkpoint cannot finish while a reader holds an older snapshot, and the WAL only starts
+// over once one has. Readers that never pause (a dashboard listing in a loop) would make it grow
+// without end. So when a commit leaves SqliteStoreOptions::wal_truncate_pages or more in the WAL,
+// the writer pauses this store's reads (the reader's mutex, held for at most one slice), checkpoints
+// the whole WAL and truncates it; readers in other processes get kTruncateBusyMs to finish, and
+// if one holds on, the writer tries again after as many pages more.
+//
+// Thread-safety: every method may be called from any thread; calls on one connection are
+// serialized by its mutex (a SQLite connection serves one thread at a time). The store is not
+// shared across fork(): a child process opens its own SqliteStore.
 
 #ifndef BENCHFARM_TRACKER_SQLITE_STORE_H_
 #define BENCHFARM_TRACKER_SQLITE_STORE_H_
@@ -66,28 +83,43 @@ struct SqliteStoreOptions {
   bool synchronous_full = false;
   // How long a call waits for a lock held by another connection before failing; >= 0.
   int busy_timeout_ms = 5000;
+  // When a commit leaves this many pages in the WAL, the writer checkpoints and truncates it
+  // (see "The WAL" above); > 0. 8,192 pages of 4 KiB: 32 MiB.
+  int wal_truncate_pages = 8192;
 };
 
 class SqliteStore final : public Store {
  public:
   // The schema this build writes and reads (PRAGMA user_version).
   static constexpr int kSchemaVersion = 2;
+  // ListJobs reads this many sequence numbers per read transaction.
+  static constexpr int64_t kListSliceSeqs = 4096;
+  // How long truncating the WAL waits for other processes' readers.
+  static constexpr int kTruncateBusyMs = 100;
 
   // Opens the database at `path`, creating the file and the schema if missing, and checks it
   // (journal_mode=WAL took effect, PRAGMA quick_check passes, the schema version is known).
-  // Errors: see the file comment; InvalidArgument for an empty path or a negative
-  // busy_timeout_ms.
+  // Errors: see the file comment; InvalidArgument for an empty path, a negative busy_timeout_ms
+  // or a wal_truncate_pages that is not positive.
   static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path,
                                                            SqliteStoreOptions options = {});
 
-  // Closes the connection (SQLite checkpoints the WAL into the main file if this is the last
-  // connection). Must not race with calls on the store.
+  // Closes the connections (SQLite checkpoints the WAL into the main file if they are the last
+  // ones). Must not race with calls on the store.
   ~SqliteStore() override;
 
   SqliteStore(const SqliteStore&) = delete;
   SqliteStore& operator=(const SqliteStore&) = delete;
 
   const std::string& path() const { return path_; }
+
+  // How many times a commit found the WAL at wal_truncate_pages or more, and how many of those
+  // truncated it (the others found a reader of another process holding on).
+  struct WalStats {
+    int64_t oversized = 0;
+    int64_t truncated = 0;
+  };
+  WalStats wal_stats() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Store. Reads see every call that returned before them.
   absl::StatusOr<std::optional<std::vector<std::string>>> FindSubmission(
@@ -109,29 +141,36 @@ class SqliteStore final : public Store {
   };
   using Statement = std::unique_ptr<sqlite3_stmt, StatementDeleter>;
 
-  // The fixed statements, prepared once in Open; indexes into statements_.
+  // The fixed statements, prepared once in Open; indexes into statements_ (the writes, kLastSeq
+  // and the transaction's) or read_statements_ (the reads; see kFirstRead).
   enum StatementId {
     kBegin,
     kCommit,
     kRollback,
-    kFindSubmission,
     kInsertSubmission,
     kInsertJob,
     kUpdateJob,
     kUpdateJobBySeq,
-    kGetJob,
-    kLoadUnfinished,
     kUpsertBoard,
-    kLoadBoards,
     kInsertOperator,
-    kLoadOperators,
     kLastSeq,
     kInsertSubmissionReplay,  // WriteBatch::replay: an existing row is kept
     kInsertJobReplay,         // WriteBatch::replay: an existing row is replaced
+    // From here on, the read-only connection's.
+    kFindSubmission,
+    kFirstRead = kFindSubmission,
+    kGetJob,
+    kLoadUnfinished,
+    kLoadBoards,
+    kLoadOperators,
+    kMaxSeq,  // ListJobs: where the table ends
     kStatementCount,
   };
 
   SqliteStore(std::string path, sqlite3* db);
+
+  // Open's last step: the read-only connection, once the file has its schema.
+  absl::Status OpenReader(const SqliteStoreOptions& options) ABSL_LOCKS_EXCLUDED(read_mu_);
 
   // Open's steps after sqlite3_open_v2, on a store that owns the connection.
   absl::Status Configure(const SqliteStoreOptions& options) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -143,26 +182,49 @@ class SqliteStore final : public Store {
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs a statement whose first row's first column is returned as text.
   absl::StatusOr<std::string> QueryText(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<Statement> Prepare(const std::string& sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<Statement> Prepare(const std::string& sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return PrepareOn(db_, sql);
+  }
+  // The same on either connection (the caller holds its mutex).
+  absl::StatusOr<Statement> PrepareOn(sqlite3* db, const std::string& sql) const;
 
-  // Runs `body` between BEGIN IMMEDIATE and COMMIT; rolls back if body or COMMIT fails.
+  // Runs `body` between BEGIN IMMEDIATE and COMMIT; rolls back if body or COMMIT fails. After a
+  // commit, truncates the WAL if it has grown to wal_truncate_pages.
   template <typename Body>
   absl::Status InTransaction(Body body) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // SQLite's WAL hook (sqlite3_wal_hook), called by each commit with the pages in the WAL: notes
+  // them and, from 1,000 on, checkpoints as SQLite's own hook would (PASSIVE).
+  static int OnWalCommit(void* store, sqlite3* db, const char* name, int pages);
+  // The truncation described in the file comment, when wal_pages_ has reached truncate_at_.
+  void MaybeTruncateWal() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) ABSL_LOCKS_EXCLUDED(read_mu_);
   // Steps a statement that returns no rows (INSERT/UPDATE/BEGIN...) and resets it.
   absl::Status StepDone(sqlite3_stmt* statement, const char* what)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Reads (seq, data) rows of a jobs query; resets the statement.
+  // ListJobs's statement for the filter fields set in `mask`, prepared on first use.
+  absl::StatusOr<sqlite3_stmt*> ListStatement(int mask) ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_);
+  // Reads (seq, data) rows of a jobs query on the read-only connection; resets the statement.
   absl::StatusOr<std::vector<StoredJob>> ReadJobs(sqlite3_stmt* statement, const char* what)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_);
   // Binds the indexed columns and the data of `job` to parameters ?1..?7 of kInsertJob/kUpdateJob
   // (job_id, client_id, state, board_kind, op, priority, data); ?8 of the inserts and of
   // kUpdateJobBySeq is the seq.
   absl::Status BindJob(sqlite3_stmt* statement, const WriteBatch::JobWrite& job)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // A status with `code`, naming the path, `what` and SQLite's message for `rc`.
+  // A status with `code`, naming the path, `what` and SQLite's message for `rc` on `db` (either
+  // connection; the caller holds its mutex).
+  absl::Status ErrorOn(sqlite3* db, absl::StatusCode code, const char* what, int rc) const;
   absl::Status Error(absl::StatusCode code, const char* what, int rc) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return ErrorOn(db_, code, what, rc);
+  }
+  // The same for the read-only connection, Internal.
+  absl::Status ReadError(const char* what, int rc) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_) {
+    return ErrorOn(reader_, absl::StatusCode::kInternal, what, rc);
+  }
+  sqlite3_stmt* ReadStatement(StatementId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_) {
+    return read_statements_[id - kFirstRead].get();
+  }
   // Apply's parts, inside its transaction.
   absl::Status WriteSubmission(const WriteBatch::Submission& submission, bool replay)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -175,11 +237,21 @@ class SqliteStore final : public Store {
   }
 
   const std::string path_;
+  // The writer.
   mutable absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);  // owned; never null
-  std::array<Statement, kStatementCount> statements_ ABSL_GUARDED_BY(mu_);
+  std::array<Statement, kFirstRead> statements_ ABSL_GUARDED_BY(mu_);
+  int busy_timeout_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  int wal_truncate_pages_ ABSL_GUARDED_BY(mu_) = 0;
+  int wal_pages_ ABSL_GUARDED_BY(mu_) = 0;      // in the WAL after the last commit
+  int64_t truncate_at_ ABSL_GUARDED_BY(mu_) = 0;  // wal_truncate_pages_, or more after a failure
+  WalStats wal_stats_ ABSL_GUARDED_BY(mu_);
+  // The reader (opened read-only).
+  mutable absl::Mutex read_mu_;
+  sqlite3* reader_ ABSL_GUARDED_BY(read_mu_) = nullptr;  // owned; set by Open
+  std::array<Statement, kStatementCount - kFirstRead> read_statements_ ABSL_GUARDED_BY(read_mu_);
   // ListJobs statements, prepared on first use, keyed by which filter fields are set (bit mask).
-  absl::flat_hash_map<int, Statement> list_statements_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int, Statement> list_statements_ ABSL_GUARDED_BY(read_mu_);
 };
 
 }  // namespace benchfarm::tracker

@@ -1,5 +1,6 @@
 // SqliteStore beyond the Store contract (store_contract_test runs that on every backend): the
-// file itself — WAL, schema versions, a process killed mid-write, files that cannot serve.
+// file itself — WAL, schema versions, reads beside a waiting write, a process killed mid-write,
+// files that cannot serve.
 
 #include "tracker/sqlite_store.h"
 
@@ -10,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -18,10 +21,13 @@
 #include <iostream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/benchfarm.pb.h"
@@ -111,6 +117,146 @@ TEST(SqliteStore, OpenRejectsBadArguments) {
   options.busy_timeout_ms = -1;
   EXPECT_EQ(SqliteStore::Open(TestDir() + "/store.db", options).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Reads have a connection of their own: while a write waits for the file's write lock (here
+// held by another process's connection; in the tracker, a commit in its fsync), every read
+// answers at once and sees what was stored before.
+TEST(SqliteStore, ReadsDoNotWaitBehindAWrite) {
+  const std::string path = TestDir() + "/store.db";
+  SqliteStoreOptions options;
+  options.busy_timeout_ms = 4000;
+  auto store = OpenOrDie(path, options);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->InsertSubmission("c", "r1", {MakeJob("j1", "c", "m3", "matmul")}).ok());
+  v1::Board board;
+  board.set_board_id("b1");
+  ASSERT_TRUE(store->UpsertBoard(board).ok());
+
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &other, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  std::atomic<bool> written{false};
+  absl::Status write_status;
+  std::thread writer([&] {
+    write_status =
+        store->InsertSubmission("c", "r2", {MakeJob("j2", "c", "m3", "matmul")}).status();
+    written = true;
+  });
+  absl::SleepFor(absl::Milliseconds(300));  // the write is waiting for the lock by now
+  ASSERT_FALSE(written.load()) << write_status;
+
+  auto job = store->GetJob("j1");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_TRUE(job->has_value());
+  auto listed = store->ListJobs(JobFilter{});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(JobIds(*listed), std::vector<std::string>{"j1"});
+  auto found = store->FindSubmission("c", "r1");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(*found, std::optional<std::vector<std::string>>(std::vector<std::string>{"j1"}));
+  EXPECT_EQ(store->LoadBoards()->size(), 1u);
+  EXPECT_EQ(store->LoadUnfinishedJobs()->size(), 1u);
+  EXPECT_FALSE(written.load()) << "the reads waited for the write: " << write_status;
+
+  ASSERT_EQ(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close_v2(other);
+  writer.join();
+  EXPECT_TRUE(write_status.ok()) << write_status;
+  listed = store->ListJobs(JobFilter{});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(JobIds(*listed), (std::vector<std::string>{"j1", "j2"}));  // seen once returned
+}
+
+int64_t FileSize(const std::string& path) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0 ? static_cast<int64_t>(info.st_size) : -1;
+}
+
+// A reader of another process holding a snapshot keeps every checkpoint from finishing: the WAL
+// grows, the store's attempts to truncate it fail fast (not each commit: once per
+// wal_truncate_pages more), and once the reader lets go the next attempt truncates it.
+TEST(SqliteStore, WalIsTruncatedOnceAnOutsideReaderLetsGo) {
+  const std::string path = TestDir() + "/store.db";
+  SqliteStoreOptions options;
+  options.wal_truncate_pages = 50;
+  auto store = OpenOrDie(path, options);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->InsertSubmission("c", "r", {MakeJob("j1", "c", "m3", "matmul")}).ok());
+
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &other, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN; SELECT count(*) FROM jobs;", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  v1::Job job = MakeJob("j1", "c", "m3", "matmul");
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < 200; ++i) {
+    job.set_board_id(absl::StrCat("b", i));
+    ASSERT_TRUE(store->UpdateJob(job).ok());
+  }
+  // Each commit writes a page or two: the WAL passed 50 pages several times, and each time the
+  // attempt gave up after kTruncateBusyMs (100 ms) rather than the busy timeout (5 s).
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4));
+  const int64_t grown = FileSize(path + "-wal");
+  EXPECT_GT(grown, 200 * 4096);
+  const int64_t pages = (grown - 32) / (4096 + 24);  // the WAL's header, then frames
+  const SqliteStore::WalStats held = store->wal_stats();
+  EXPECT_GE(held.oversized, 2);
+  EXPECT_LE(held.oversized, pages / 50 + 1);  // once per 50 pages, not once per commit
+  EXPECT_EQ(held.truncated, 0);
+
+  ASSERT_EQ(sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close_v2(other);
+  for (int i = 0; i < 60 && store->wal_stats().truncated == 0; ++i) {
+    job.set_board_id(absl::StrCat("b", 1000 + i));
+    ASSERT_TRUE(store->UpdateJob(job).ok());
+  }
+  EXPECT_EQ(store->wal_stats().truncated, 1);
+  EXPECT_EQ(FileSize(path + "-wal"), 0);  // truncated, not only started over
+  auto stored = store->GetJob("j1");
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_EQ((*stored)->job.board_id(), job.board_id());
+}
+
+// Reads that never pause — a dashboard listing in a loop — do not keep the WAL growing: the
+// writer pauses this store's reads between two slices and truncates it each time it reaches
+// wal_truncate_pages.
+TEST(SqliteStore, WalStaysBoundedUnderReadsThatNeverPause) {
+  const std::string path = TestDir() + "/store.db";
+  SqliteStoreOptions options;
+  options.wal_truncate_pages = 200;
+  auto store = OpenOrDie(path, options);
+  ASSERT_NE(store, nullptr);
+  std::vector<v1::Job> jobs;
+  for (int i = 0; i < 20000; ++i) jobs.push_back(MakeJob(absl::StrCat("j", i), "c", "m3", "mm"));
+  ASSERT_TRUE(store->InsertSubmission("c", "r", jobs).ok());
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> walks{0};
+  std::thread dashboard([&] {
+    JobFilter none;
+    none.op = "no-such-op";  // every call walks the whole table
+    while (!stop) {
+      auto listed = store->ListJobs(none);
+      EXPECT_TRUE(listed.ok() && listed->empty()) << listed.status();
+      ++walks;
+    }
+  });
+  int64_t largest = 0;
+  for (int i = 0; i < 3000; ++i) {
+    v1::Job job = jobs[static_cast<size_t>(i * 7 % 20000)];
+    job.set_state(v1::RUNNING);
+    ASSERT_TRUE(store->UpdateJob(job).ok());
+    largest = std::max(largest, FileSize(path + "-wal"));
+  }
+  stop = true;
+  dashboard.join();
+  EXPECT_GT(walks.load(), 0);
+  const SqliteStore::WalStats stats = store->wal_stats();
+  EXPECT_GT(stats.truncated, 0);
+  EXPECT_EQ(stats.truncated, stats.oversized);  // no reader of this store's was in the way
+  // 200 pages and the commit that passed them (a page of 4 KiB and its 24-byte frame header each).
+  EXPECT_LE(largest, 32 + 210 * (4096 + 24));
 }
 
 TEST(SqliteStore, VersionOneStoreGetsTheCatalogOnOpen) {

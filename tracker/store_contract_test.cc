@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -602,6 +603,40 @@ TEST_P(StoreListJobsTest, PagesByAfterSeqAndLimit) {
   JobFilter none;
   none.limit = 0;
   EXPECT_THAT(List(none), IsEmpty());
+}
+
+// Matches thousands of sequence numbers apart (a store may read the table in slices: SqliteStore
+// reads 4,096 sequence numbers per read transaction), with paging through them, and page tokens
+// out of range.
+TEST_P(StoreListJobsTest, FindsMatchesFarApartAndPagesThroughThem) {
+  std::vector<v1::Job> jobs;
+  for (int i = 0; i < 12000; ++i) {
+    // seq 8 + i; "rare" at seqs 8, 4,508, 9,008 and 11,999 (the slices' edges are 4,096 apart).
+    const bool rare = i % 4500 == 0 || i == 11991;
+    jobs.push_back(MakeJob(absl::StrCat("f", i), "carol", "m7", rare ? "rare" : "matmul"));
+  }
+  ASSERT_TRUE(store().InsertSubmission("carol", "many", jobs).ok());
+  JobFilter rare;
+  rare.op = "rare";
+  EXPECT_THAT(List(rare), ElementsAre("f0", "f4500", "f9000", "f11991"));
+  rare.limit = 2;
+  EXPECT_THAT(List(rare), ElementsAre("f0", "f4500"));
+  rare.after_seq = 8 + 4500;
+  EXPECT_THAT(List(rare), ElementsAre("f9000", "f11991"));
+  rare.after_seq = 8 + 11991;
+  EXPECT_THAT(List(rare), IsEmpty());
+  rare.after_seq = -100;  // before the first: from the start
+  EXPECT_THAT(List(rare), ElementsAre("f0", "f4500"));
+  rare.after_seq = std::numeric_limits<int64_t>::max();
+  EXPECT_THAT(List(rare), IsEmpty());
+
+  JobFilter by_kind;  // an index, 12,000 matches: a page is `limit` of them
+  by_kind.board_kind = "m7";
+  by_kind.limit = 5000;
+  std::vector<std::string> listed = List(by_kind);
+  ASSERT_EQ(listed.size(), 5000u);
+  EXPECT_EQ(listed.front(), "f0");
+  EXPECT_EQ(listed.back(), "f4999");
 }
 
 TEST_P(StoreListJobsTest, LoadUnfinishedJobsReturnsQueuedAndRunningInOrder) {
