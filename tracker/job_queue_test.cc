@@ -242,7 +242,7 @@ TEST_F(JobQueueTest, SubmissionIsIdempotentPerRequestId) {
   EXPECT_NE(other_client[0], first[0]);
 }
 
-TEST_F(JobQueueTest, JobIdsAreShortDistinctAndRandom) {
+TEST_F(JobQueueTest, JobIdsAreShortDistinctOrderedAndRandom) {
   std::vector<v1::Trial> trials(500, MakeTrial());
   std::vector<std::string> ids = Submit(trials, "c1", "ids");
   ASSERT_EQ(ids.size(), trials.size());
@@ -259,6 +259,11 @@ TEST_F(JobQueueTest, JobIdsAreShortDistinctAndRandom) {
   }
   EXPECT_EQ(seen.size(), ids.size());
   EXPECT_GT(last_digits.size(), 16u) << "not random in the low bits";
+  // In submission order (the store's index of job ids grows at its end), across submissions too.
+  EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()));
+  std::vector<std::string> more = Submit({MakeTrial()}, "c2", "ids");
+  ASSERT_EQ(more.size(), 1u);
+  EXPECT_LT(ids.back(), more[0]);
 }
 
 TEST_F(JobQueueTest, PriorityThenFifo) {
