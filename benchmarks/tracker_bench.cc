@@ -752,7 +752,13 @@ bool FloodScenario(const std::string& tracker_path, const std::string& dir, bool
   std::thread dashboard;
   if (flood) {
     dashboard = std::thread([&, stub = v1::Tracker::NewStub(NewChannel(address, 3))] {
-      while (!dashboard_stop) ++(WalkJobsTable(stub.get()) < 0 ? failed_walks : walks);
+      while (!dashboard_stop) {
+        if (WalkJobsTable(stub.get()) < 0) {
+          ++failed_walks;
+        } else {
+          ++walks;
+        }
+      }
     });
   }
   Steady::time_point start = Steady::now();

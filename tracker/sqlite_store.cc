@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <iterator>
 #include <string>
@@ -392,9 +392,9 @@ absl::StatusOr<std::string> SqliteStore::QueryText(const char* sql) {
 }
 
 int SqliteStore::OnWalCommit(void* store, sqlite3* db, const char* name, int pages) {
-  // Called inside the writer's COMMIT, so with mu_ held (the analysis cannot see it).
+  // Called inside the writer's COMMIT, so with mu_ held (hence no thread-safety analysis).
   static_cast<SqliteStore*>(store)->wal_pages_ = pages;
-  constexpr int kAutoCheckpointPages = 1000;  // SQLite's default (SQLITE_DEFAULT_WAL_AUTOCHECKPOINT)
+  constexpr int kAutoCheckpointPages = 1000;  // SQLITE_DEFAULT_WAL_AUTOCHECKPOINT
   if (pages >= kAutoCheckpointPages) {
     sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
   }

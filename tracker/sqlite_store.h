@@ -45,9 +45,9 @@
 // such a checkpoint cannot finish while a reader holds an older snapshot, and the WAL only starts
 // over once one has. Readers that never pause (a dashboard listing in a loop) would make it grow
 // without end. So when a commit leaves SqliteStoreOptions::wal_truncate_pages or more in the WAL,
-// the writer pauses this store's reads (the reader's mutex, held for at most one slice), checkpoints
-// the whole WAL and truncates it; readers in other processes get kTruncateBusyMs to finish, and
-// if one holds on, the writer tries again after as many pages more.
+// the writer pauses this store's reads (it takes the reader's mutex, which ListJobs holds for one
+// slice at a time), checkpoints the whole WAL and truncates it; readers in other processes get
+// kTruncateBusyMs to finish, and if one holds on, the writer tries again after as many pages more.
 //
 // Thread-safety: every method may be called from any thread; calls on one connection are
 // serialized by its mutex (a SQLite connection serves one thread at a time). The store is not
@@ -194,7 +194,8 @@ class SqliteStore final : public Store {
   absl::Status InTransaction(Body body) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // SQLite's WAL hook (sqlite3_wal_hook), called by each commit with the pages in the WAL: notes
   // them and, from 1,000 on, checkpoints as SQLite's own hook would (PASSIVE).
-  static int OnWalCommit(void* store, sqlite3* db, const char* name, int pages);
+  static int OnWalCommit(void* store, sqlite3* db, const char* name, int pages)
+      ABSL_NO_THREAD_SAFETY_ANALYSIS;
   // The truncation described in the file comment, when wal_pages_ has reached truncate_at_.
   void MaybeTruncateWal() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) ABSL_LOCKS_EXCLUDED(read_mu_);
   // Steps a statement that returns no rows (INSERT/UPDATE/BEGIN...) and resets it.
