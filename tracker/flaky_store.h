@@ -58,6 +58,7 @@ class FlakyStore final : public Store {
     return f;
   }
   absl::StatusOr<int64_t> LastSeq() override { return real_->LastSeq(); }
+  StoreUpkeep Upkeep() const override { return real_->Upkeep(); }
   absl::StatusOr<std::optional<StoredJob>> GetJob(const std::string& job_id) override {
     return real_->GetJob(job_id);
   }

@@ -1586,6 +1586,7 @@ QueueStats JobQueue::Stats() {
   stats.store_commits = commits.commits;
   stats.store_writes = commits.writes;
   stats.store_writes_saved = commits.writes_saved;
+  stats.store_upkeep = store_->Upkeep();
   // From the counters and the queues' sizes: the cost does not grow with the backlog.
   const int64_t running = static_cast<int64_t>(jobs_.size()) - queued_jobs_;
   if (queued_jobs_ > 0) stats.jobs_by_state[v1::QUEUED] = queued_jobs_;

@@ -172,6 +172,7 @@ struct QueueStats {
   int64_t store_writes = 0;      // changes they held
   int64_t store_writes_saved = 0;  // deferred changes (offers) replaced before being written
   std::string store_problem;     // why the store is failing now; empty while it works
+  StoreUpkeep store_upkeep;      // the store's own housekeeping (Store::Upkeep)
   std::map<v1::BoardState, int64_t> boards_by_state;
   std::map<std::string, int64_t> trials_by_client;
 };

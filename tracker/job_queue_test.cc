@@ -458,6 +458,26 @@ TEST_F(JobQueueTest, AnOfferDeferredAtARestartIsStoredAndStillRunsAfterIt) {
   EXPECT_EQ(job->state(), v1::DONE);
 }
 
+// /metrics shows the store's own upkeep: Stats carries SqliteStore's WAL truncations (here at a
+// WAL of 20 pages, which a few submissions fill).
+TEST_F(JobQueueTest, StatsCarryTheStoresWalTruncations) {
+  queue_.reset();
+  store_.reset();
+  SqliteStoreOptions small;
+  small.wal_truncate_pages = 20;
+  auto store = SqliteStore::Open(path_, small);
+  ASSERT_TRUE(store.ok()) << store.status();
+  store_ = std::move(*store);
+  queue_ = std::make_unique<JobQueue>(store_.get(), &clock_, Defaults());
+  ASSERT_TRUE(queue_->Recover().ok());
+  EXPECT_EQ(queue_->Stats().store_upkeep.wal_truncations, 0);
+  for (int i = 0; i < 20 && queue_->Stats().store_upkeep.wal_truncations == 0; ++i) {
+    Submit(std::vector<v1::Trial>(50, MakeTrial()));
+  }
+  EXPECT_GE(queue_->Stats().store_upkeep.wal_truncations, 1);
+  EXPECT_EQ(queue_->Stats().store_upkeep.wal_truncations_blocked, 0);
+}
+
 TEST_F(JobQueueTest, AFailingStoreRefusesWorkKeepsResultsRetryableAndRecovers) {
   FlakyStore flaky(store_.get());
   JobQueueOptions options = Defaults();

@@ -144,10 +144,18 @@ Metrics::Metrics(MetricsOptions options)
                           "offers no new work")
                     .Register(*registry_)
                     .Add({})),
+      wal_truncations_(prometheus::BuildCounter()
+                           .Name("benchfarm_tracker_store_wal_truncations_total")
+                           .Help("SQLite's write-ahead log found at its size limit after a commit "
+                                 "(readers kept checkpoints from finishing): truncated, or "
+                                 "blocked by another process holding a read transaction on the "
+                                 "database")
+                           .Register(*registry_)),
       client_label_(options_.max_clients),
       kind_label_(options_.max_board_kinds) {
   for (v1::JobState s : {v1::QUEUED, v1::RUNNING}) jobs_.Add({{"state", StateName(s)}});
   for (const char* r : {"done", "cancelled"}) finished_.Add({{"result", r}});
+  for (const char* r : {"truncated", "blocked"}) wal_truncations_.Add({{"result", r}});
   store_up_.Set(1);
 }
 
@@ -212,6 +220,12 @@ void Metrics::Update(const QueueStats& stats) {
   store_writes_saved_.Increment(
       static_cast<double>(stats.store_writes_saved - last_.store_writes_saved));
   store_up_.Set(stats.store_problem.empty() ? 1 : 0);
+  wal_truncations_.Add({{"result", "truncated"}})
+      .Increment(static_cast<double>(stats.store_upkeep.wal_truncations -
+                                     last_.store_upkeep.wal_truncations));
+  wal_truncations_.Add({{"result", "blocked"}})
+      .Increment(static_cast<double>(stats.store_upkeep.wal_truncations_blocked -
+                                     last_.store_upkeep.wal_truncations_blocked));
   unstable_results_.Increment(static_cast<double>(stats.unstable_results - last_.unstable_results));
   finished_.Add({{"result", "done"}}).Increment(static_cast<double>(stats.jobs_done - last_.jobs_done));
   finished_.Add({{"result", "cancelled"}})

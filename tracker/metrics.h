@@ -22,6 +22,10 @@
 //                                                         result having replaced them first
 //   benchfarm_tracker_store_up                            gauge: 1 while database writes work, 0
 //                                                         while they fail (no new work is offered)
+//   benchfarm_tracker_store_wal_truncations_total{result} counter: SQLite's WAL found at 32 MiB
+//                                                         or more after a commit and truncated, or
+//                                                         held off by another process's reader
+//                                                         (blocked)
 //
 // Label values that clients or agents choose are capped (MetricsOptions): the first
 // max_clients client ids get their own trials_submitted_total series and the first
@@ -135,6 +139,7 @@ class Metrics {
   prometheus::Counter& store_writes_;
   prometheus::Counter& store_writes_saved_;
   prometheus::Gauge& store_up_;
+  prometheus::Family<prometheus::Counter>& wal_truncations_;
 
   absl::Mutex mu_;
   QueueStats last_ ABSL_GUARDED_BY(mu_);

@@ -92,7 +92,7 @@ TEST(MetricsServer, ServeFailsOnAnAddressInUse) {
 }
 
 // The store's counters follow the queue's: what grew since the last update is added.
-TEST(MetricsStore, CommitsWritesAndFailuresAreCounted) {
+TEST(MetricsStore, CommitsWritesFailuresAndWalTruncationsAreCounted) {
   Metrics metrics;
   ASSERT_TRUE(metrics.Serve("127.0.0.1:0").ok());
   QueueStats stats;
@@ -104,6 +104,8 @@ TEST(MetricsStore, CommitsWritesAndFailuresAreCounted) {
   stats.store_writes_saved = 90;
   stats.store_failures = 1;
   stats.store_problem = "disk full";
+  stats.store_upkeep.wal_truncations = 3;
+  stats.store_upkeep.wal_truncations_blocked = 2;
   metrics.Update(stats);
   std::map<std::string, double> samples = ParseSamples(HttpGet(metrics.port(), "/metrics"));
   EXPECT_EQ(samples["benchfarm_tracker_store_commits_total"], 12);
@@ -111,6 +113,8 @@ TEST(MetricsStore, CommitsWritesAndFailuresAreCounted) {
   EXPECT_EQ(samples["benchfarm_tracker_store_writes_saved_total"], 90);
   EXPECT_EQ(samples["benchfarm_tracker_store_failures_total"], 1);
   EXPECT_EQ(samples["benchfarm_tracker_store_up"], 0);
+  EXPECT_EQ(samples["benchfarm_tracker_store_wal_truncations_total{result=\"truncated\"}"], 3);
+  EXPECT_EQ(samples["benchfarm_tracker_store_wal_truncations_total{result=\"blocked\"}"], 2);
 }
 
 // ---- label cardinality ------------------------------------------------------------------------

@@ -403,26 +403,28 @@ int SqliteStore::OnWalCommit(void* store, sqlite3* db, const char* name, int pag
 
 void SqliteStore::MaybeTruncateWal() {
   if (wal_pages_ < truncate_at_) return;
-  ++wal_stats_.oversized;
   absl::MutexLock read_lock(&read_mu_);  // no read of this store's is in a snapshot meanwhile
   sqlite3_busy_timeout(db_, kTruncateBusyMs);
   const int rc = sqlite3_wal_checkpoint_v2(db_, "main", SQLITE_CHECKPOINT_TRUNCATE, nullptr,
                                            nullptr);
   sqlite3_busy_timeout(db_, busy_timeout_ms_);
   if (rc == SQLITE_OK) {
-    ++wal_stats_.truncated;
+    wal_truncations_.fetch_add(1, std::memory_order_relaxed);
     wal_pages_ = 0;
     truncate_at_ = wal_truncate_pages_;
   } else {
     // Another process's reader (or a failing disk, which the next commit reports): try again
     // once as many pages more have been written, not on every commit.
+    wal_truncations_blocked_.fetch_add(1, std::memory_order_relaxed);
     truncate_at_ = static_cast<int64_t>(wal_pages_) + wal_truncate_pages_;
   }
 }
 
-SqliteStore::WalStats SqliteStore::wal_stats() const {
-  absl::MutexLock lock(&mu_);
-  return wal_stats_;
+StoreUpkeep SqliteStore::Upkeep() const {
+  StoreUpkeep upkeep;
+  upkeep.wal_truncations = wal_truncations_.load(std::memory_order_relaxed);
+  upkeep.wal_truncations_blocked = wal_truncations_blocked_.load(std::memory_order_relaxed);
+  return upkeep;
 }
 
 template <typename Body>

@@ -57,6 +57,7 @@
 #define BENCHFARM_TRACKER_SQLITE_STORE_H_
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -113,13 +114,6 @@ class SqliteStore final : public Store {
 
   const std::string& path() const { return path_; }
 
-  // How many times a commit found the WAL at wal_truncate_pages or more, and how many of those
-  // truncated it (the others found a reader of another process holding on).
-  struct WalStats {
-    int64_t oversized = 0;
-    int64_t truncated = 0;
-  };
-  WalStats wal_stats() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Store. Reads see every call that returned before them.
   absl::StatusOr<std::optional<std::vector<std::string>>> FindSubmission(
@@ -134,6 +128,9 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<v1::Board>> LoadBoards() override;
   absl::Status InsertOperator(const v1::Operator& op) override;
   absl::StatusOr<std::vector<v1::Operator>> LoadOperators() override;
+  // The WAL truncations (see "The WAL" above): those done, and those a reader of another process
+  // held off.
+  StoreUpkeep Upkeep() const override;
 
  private:
   struct StatementDeleter {
@@ -246,7 +243,8 @@ class SqliteStore final : public Store {
   int wal_truncate_pages_ ABSL_GUARDED_BY(mu_) = 0;
   int wal_pages_ ABSL_GUARDED_BY(mu_) = 0;      // in the WAL after the last commit
   int64_t truncate_at_ ABSL_GUARDED_BY(mu_) = 0;  // wal_truncate_pages_, or more after a failure
-  WalStats wal_stats_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int64_t> wal_truncations_{0};
+  std::atomic<int64_t> wal_truncations_blocked_{0};
   // The reader (opened read-only).
   mutable absl::Mutex read_mu_;
   sqlite3* reader_ ABSL_GUARDED_BY(read_mu_) = nullptr;  // owned; set by Open

@@ -200,18 +200,19 @@ TEST(SqliteStore, WalIsTruncatedOnceAnOutsideReaderLetsGo) {
   const int64_t grown = FileSize(path + "-wal");
   EXPECT_GT(grown, 200 * 4096);
   const int64_t pages = (grown - 32) / (4096 + 24);  // the WAL's header, then frames
-  const SqliteStore::WalStats held = store->wal_stats();
-  EXPECT_GE(held.oversized, 2);
-  EXPECT_LE(held.oversized, pages / 50 + 1);  // once per 50 pages, not once per commit
-  EXPECT_EQ(held.truncated, 0);
+  const StoreUpkeep held = store->Upkeep();
+  EXPECT_GE(held.wal_truncations_blocked, 2);
+  EXPECT_LE(held.wal_truncations_blocked, pages / 50 + 1);  // once per 50 pages, not per commit
+  EXPECT_EQ(held.wal_truncations, 0);
 
   ASSERT_EQ(sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close_v2(other);
-  for (int i = 0; i < 60 && store->wal_stats().truncated == 0; ++i) {
+  for (int i = 0; i < 60 && store->Upkeep().wal_truncations == 0; ++i) {
     job.set_board_id(absl::StrCat("b", 1000 + i));
     ASSERT_TRUE(store->UpdateJob(job).ok());
   }
-  EXPECT_EQ(store->wal_stats().truncated, 1);
+  EXPECT_EQ(store->Upkeep().wal_truncations, 1);
+  EXPECT_EQ(store->Upkeep().wal_truncations_blocked, held.wal_truncations_blocked);
   EXPECT_EQ(FileSize(path + "-wal"), 0);  // truncated, not only started over
   auto stored = store->GetJob("j1");
   ASSERT_TRUE(stored.ok() && stored->has_value());
@@ -252,9 +253,9 @@ TEST(SqliteStore, WalStaysBoundedUnderReadsThatNeverPause) {
   stop = true;
   dashboard.join();
   EXPECT_GT(walks.load(), 0);
-  const SqliteStore::WalStats stats = store->wal_stats();
-  EXPECT_GT(stats.truncated, 0);
-  EXPECT_EQ(stats.truncated, stats.oversized);  // no reader of this store's was in the way
+  const StoreUpkeep upkeep = store->Upkeep();
+  EXPECT_GT(upkeep.wal_truncations, 0);
+  EXPECT_EQ(upkeep.wal_truncations_blocked, 0);  // no reader of this store's was in the way
   // 200 pages and the commit that passed them (a page of 4 KiB and its 24-byte frame header each).
   EXPECT_LE(largest, 32 + 210 * (4096 + 24));
 }

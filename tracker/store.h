@@ -91,9 +91,19 @@ struct WriteBatch {
   size_t size() const { return submissions.size() + jobs.size() + boards.size(); }
 };
 
+// What a store did on its own to stay healthy, for /metrics; zero where a backend has nothing of
+// the kind.
+struct StoreUpkeep {
+  int64_t wal_truncations = 0;          // SQLite: the WAL checkpointed whole and truncated
+  int64_t wal_truncations_blocked = 0;  // SQLite: attempts another process's reader held off
+};
+
 class Store {
  public:
   virtual ~Store() = default;
+
+  // Counters of StoreUpkeep; cheap and lock-free (read on every /metrics scrape).
+  virtual StoreUpkeep Upkeep() const { return {}; }
 
   // The jobs of an earlier submission with this (client_id, request_id), in submission order,
   // or nullopt if there was none.
