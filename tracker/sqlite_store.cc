@@ -282,6 +282,17 @@ absl::Status SqliteStore::Configure(const SqliteStoreOptions& options) {
   RETURN_IF_ERROR(
       Exec(options.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
   RETURN_IF_ERROR(Exec("PRAGMA foreign_keys=ON"));
+  // When the WAL starts over after a checkpoint, SQLite cuts a file that grew past this back to
+  // it (without a limit the file keeps its largest size: after an outside reader held it for a
+  // while, hundreds of MiB).
+  ASSIGN_OR_RETURN(std::string page_size_text, QueryText("PRAGMA page_size"));
+  int64_t page_size = 0;
+  if (!absl::SimpleAtoi(page_size_text, &page_size) || page_size <= 0) {
+    return absl::InternalError(absl::StrCat("sqlite store ", path_, ": PRAGMA page_size returned '",
+                                            page_size_text, "'"));
+  }
+  RETURN_IF_ERROR(Exec(
+      absl::StrCat("PRAGMA journal_size_limit=", page_size * wal_truncate_pages_).c_str()));
 
   for (auto [id, sql] : {std::pair{kBegin, "BEGIN IMMEDIATE"}, std::pair{kCommit, "COMMIT"},
                          std::pair{kRollback, "ROLLBACK"}}) {
@@ -402,6 +413,10 @@ int SqliteStore::OnWalCommit(void* store, sqlite3* db, const char* name, int pag
 }
 
 void SqliteStore::MaybeTruncateWal() {
+  // The WAL started over (a checkpoint finished once the reader holding it let go): the limit
+  // raised after a blocked attempt no longer applies.
+  if (wal_pages_ < last_wal_pages_) truncate_at_ = wal_truncate_pages_;
+  last_wal_pages_ = wal_pages_;
   if (wal_pages_ < truncate_at_) return;
   absl::MutexLock read_lock(&read_mu_);  // no read of this store's is in a snapshot meanwhile
   sqlite3_busy_timeout(db_, kTruncateBusyMs);
@@ -411,6 +426,7 @@ void SqliteStore::MaybeTruncateWal() {
   if (rc == SQLITE_OK) {
     wal_truncations_.fetch_add(1, std::memory_order_relaxed);
     wal_pages_ = 0;
+    last_wal_pages_ = 0;
     truncate_at_ = wal_truncate_pages_;
   } else {
     // Another process's reader (or a failing disk, which the next commit reports): try again

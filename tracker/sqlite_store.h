@@ -47,7 +47,9 @@
 // without end. So when a commit leaves SqliteStoreOptions::wal_truncate_pages or more in the WAL,
 // the writer pauses this store's reads (it takes the reader's mutex, which ListJobs holds for one
 // slice at a time), checkpoints the whole WAL and truncates it; readers in other processes get
-// kTruncateBusyMs to finish, and if one holds on, the writer tries again after as many pages more.
+// kTruncateBusyMs to finish, and if one holds on, the writer tries again after as many pages more
+// (or as soon as the WAL reaches wal_truncate_pages again once it has started over). When the WAL
+// starts over, SQLite also cuts its file back to wal_truncate_pages (journal_size_limit).
 //
 // Thread-safety: every method may be called from any thread; calls on one connection are
 // serialized by its mutex (a SQLite connection serves one thread at a time). The store is not
@@ -241,7 +243,8 @@ class SqliteStore final : public Store {
   std::array<Statement, kFirstRead> statements_ ABSL_GUARDED_BY(mu_);
   int busy_timeout_ms_ ABSL_GUARDED_BY(mu_) = 0;
   int wal_truncate_pages_ ABSL_GUARDED_BY(mu_) = 0;
-  int wal_pages_ ABSL_GUARDED_BY(mu_) = 0;      // in the WAL after the last commit
+  int wal_pages_ ABSL_GUARDED_BY(mu_) = 0;       // in the WAL after the last commit
+  int last_wal_pages_ ABSL_GUARDED_BY(mu_) = 0;  // wal_pages_ at the MaybeTruncateWal before
   int64_t truncate_at_ ABSL_GUARDED_BY(mu_) = 0;  // wal_truncate_pages_, or more after a failure
   std::atomic<int64_t> wal_truncations_{0};
   std::atomic<int64_t> wal_truncations_blocked_{0};

@@ -174,12 +174,15 @@ int64_t FileSize(const std::string& path) {
 }
 
 // A reader of another process holding a snapshot keeps every checkpoint from finishing: the WAL
-// grows, the store's attempts to truncate it fail fast (not each commit: once per
-// wal_truncate_pages more), and once the reader lets go the next attempt truncates it.
+// grows past SQLite's own checkpoint point (1,000 pages), the store's attempts to truncate it fail
+// fast (not each commit: once per wal_truncate_pages more), and once the reader lets go SQLite's
+// next checkpoint lets the WAL start over, cut back to wal_truncate_pages, and the store
+// truncates it when it reaches that again.
 TEST(SqliteStore, WalIsTruncatedOnceAnOutsideReaderLetsGo) {
+  constexpr int64_t kFrame = 4096 + 24;  // a page and its frame header; the WAL's header is 32
   const std::string path = TestDir() + "/store.db";
   SqliteStoreOptions options;
-  options.wal_truncate_pages = 50;
+  options.wal_truncate_pages = 200;
   auto store = OpenOrDie(path, options);
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->InsertSubmission("c", "r", {MakeJob("j1", "c", "m3", "matmul")}).ok());
@@ -189,31 +192,33 @@ TEST(SqliteStore, WalIsTruncatedOnceAnOutsideReaderLetsGo) {
   ASSERT_EQ(sqlite3_exec(other, "BEGIN; SELECT count(*) FROM jobs;", nullptr, nullptr, nullptr),
             SQLITE_OK);
   v1::Job job = MakeJob("j1", "c", "m3", "matmul");
+  int n = 0;
   const absl::Time start = absl::Now();
-  for (int i = 0; i < 200; ++i) {
-    job.set_board_id(absl::StrCat("b", i));
+  while (FileSize(path + "-wal") < 32 + 1200 * kFrame && n < 5000) {
+    job.set_board_id(absl::StrCat("b", ++n));
     ASSERT_TRUE(store->UpdateJob(job).ok());
   }
-  // Each commit writes a page or two: the WAL passed 50 pages several times, and each time the
-  // attempt gave up after kTruncateBusyMs (100 ms) rather than the busy timeout (5 s).
+  // Each attempt gave up after kTruncateBusyMs (100 ms) rather than the busy timeout (5 s).
   EXPECT_LT(absl::Now() - start, absl::Seconds(4));
-  const int64_t grown = FileSize(path + "-wal");
-  EXPECT_GT(grown, 200 * 4096);
-  const int64_t pages = (grown - 32) / (4096 + 24);  // the WAL's header, then frames
+  const int64_t pages = (FileSize(path + "-wal") - 32) / kFrame;
+  EXPECT_GE(pages, 1200);
   const StoreUpkeep held = store->Upkeep();
-  EXPECT_GE(held.wal_truncations_blocked, 2);
-  EXPECT_LE(held.wal_truncations_blocked, pages / 50 + 1);  // once per 50 pages, not per commit
+  EXPECT_GE(held.wal_truncations_blocked, 5);
+  EXPECT_LE(held.wal_truncations_blocked, pages / 200 + 1);  // once per 200 pages, not per commit
   EXPECT_EQ(held.wal_truncations, 0);
 
   ASSERT_EQ(sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close_v2(other);
-  for (int i = 0; i < 60 && store->Upkeep().wal_truncations == 0; ++i) {
-    job.set_board_id(absl::StrCat("b", 1000 + i));
+  int64_t largest = 0;
+  for (int i = 0; i < 1000 && store->Upkeep().wal_truncations == 0; ++i) {
+    job.set_board_id(absl::StrCat("b", ++n));
     ASSERT_TRUE(store->UpdateJob(job).ok());
+    if (i > 0) largest = std::max(largest, FileSize(path + "-wal"));  // after the first commit
   }
   EXPECT_EQ(store->Upkeep().wal_truncations, 1);
   EXPECT_EQ(store->Upkeep().wal_truncations_blocked, held.wal_truncations_blocked);
   EXPECT_EQ(FileSize(path + "-wal"), 0);  // truncated, not only started over
+  EXPECT_LE(largest, 32 + 210 * kFrame);  // cut back when it started over
   auto stored = store->GetJob("j1");
   ASSERT_TRUE(stored.ok() && stored->has_value());
   EXPECT_EQ((*stored)->job.board_id(), job.board_id());
