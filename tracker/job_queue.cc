@@ -700,21 +700,19 @@ absl::StatusOr<JobQueue::Accepted> JobQueue::SubmitAsync(const std::string& clie
   }
   std::vector<v1::Job> jobs(trials.size());
   std::vector<std::string> ids;
+  // The submission and its jobs go to the store together (one transaction).
+  std::vector<WriteBatch::JobWrite> writes;
+  writes.reserve(jobs.size());
   google::protobuf::Timestamp now = ToProto(clock_->Now());
   for (size_t i = 0; i < trials.size(); ++i) {
-    jobs[i].set_job_id(NewJobId(last_seq_ + 1 + static_cast<int64_t>(i)));
+    const int64_t seq = last_seq_ + 1 + static_cast<int64_t>(i);  // given below, in this order
+    jobs[i].set_job_id(NewJobId(seq));
     jobs[i].set_client_id(client_id);
     *jobs[i].mutable_trial() = std::move(checked[i]);
     jobs[i].set_state(v1::QUEUED);
     *jobs[i].mutable_submitted_at() = now;
     ids.push_back(jobs[i].job_id());
-  }
-  // The submission and its jobs go to the store together (one transaction).
-  std::vector<WriteBatch::JobWrite> writes;
-  writes.reserve(jobs.size());
-  for (const v1::Job& job : jobs) {
-    writes.push_back(WriteBatch::JobWrite::Of(last_seq_ + 1 + static_cast<int64_t>(writes.size()),
-                                              /*insert=*/true, job));
+    writes.push_back(WriteBatch::JobWrite::Of(seq, /*insert=*/true, jobs[i]));
   }
   Accepted accepted;
   accepted.ticket = commit_.PutSubmission(client_id, request_id, std::move(writes));

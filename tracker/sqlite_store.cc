@@ -404,7 +404,11 @@ absl::StatusOr<std::string> SqliteStore::QueryText(const char* sql) {
 
 int SqliteStore::OnWalCommit(void* store, sqlite3* db, const char* name, int pages) {
   // Called inside the writer's COMMIT, so with mu_ held (hence no thread-safety analysis).
-  static_cast<SqliteStore*>(store)->wal_pages_ = pages;
+  auto* self = static_cast<SqliteStore*>(store);
+  // Fewer pages than after the commit before: the WAL started over (a checkpoint finished once
+  // the reader holding it let go), so a limit raised after a blocked attempt no longer applies.
+  if (pages < self->wal_pages_) self->truncate_at_ = self->wal_truncate_pages_;
+  self->wal_pages_ = pages;
   constexpr int kAutoCheckpointPages = 1000;  // SQLITE_DEFAULT_WAL_AUTOCHECKPOINT
   if (pages >= kAutoCheckpointPages) {
     sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
@@ -413,10 +417,6 @@ int SqliteStore::OnWalCommit(void* store, sqlite3* db, const char* name, int pag
 }
 
 void SqliteStore::MaybeTruncateWal() {
-  // The WAL started over (a checkpoint finished once the reader holding it let go): the limit
-  // raised after a blocked attempt no longer applies.
-  if (wal_pages_ < last_wal_pages_) truncate_at_ = wal_truncate_pages_;
-  last_wal_pages_ = wal_pages_;
   if (wal_pages_ < truncate_at_) return;
   absl::MutexLock read_lock(&read_mu_);  // no read of this store's is in a snapshot meanwhile
   sqlite3_busy_timeout(db_, kTruncateBusyMs);
@@ -426,7 +426,6 @@ void SqliteStore::MaybeTruncateWal() {
   if (rc == SQLITE_OK) {
     wal_truncations_.fetch_add(1, std::memory_order_relaxed);
     wal_pages_ = 0;
-    last_wal_pages_ = 0;
     truncate_at_ = wal_truncate_pages_;
   } else {
     // Another process's reader (or a failing disk, which the next commit reports): try again
