@@ -99,9 +99,10 @@ class ScenarioTracker {
 
   pid_t pid() const { return process_.pid(); }
 
-  // Starts it on a fresh database; returns HOST:PORT, or "" after saying why not.
-  std::string Start(const std::string& database) {
-    if (database.find("://") == std::string::npos) unlink(database.c_str());  // not a URI
+  // Starts it on a fresh database (or, `fresh` false, on what an earlier tracker left there);
+  // returns HOST:PORT, or "" after saying why not.
+  std::string Start(const std::string& database, bool fresh = true) {
+    if (fresh && database.find("://") == std::string::npos) unlink(database.c_str());  // not a URI
     absl::StatusOr<std::string> address = process_.Start(
         {"--database=" + database, "--listen=127.0.0.1:0", "--metrics=off", "--log_level=warn",
          "--insecure"});
@@ -147,7 +148,10 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
         boards_(boards) {}
   ~SimAgent() override { Stop(); }
 
-  void Start() {
+  // Connects and registers. `held`: offers an earlier connection of this agent took and did
+  // not answer (a tracker restart came between): it registers holding them, as benchfarm's
+  // agent does, and then sends their results.
+  void Start(const std::vector<v1::JobOffer>& held = {}) {
     context_.set_deadline(In(absl::Minutes(30)));
     stub_->async()->Connect(&context_, this);
     v1::AgentMessage hello;
@@ -158,7 +162,13 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
       r->set_board_id(b == 0 ? id_ + "-board" : absl::StrCat(id_, "-board", b));
       r->set_kind("host");
     }
+    for (const v1::JobOffer& offer : held) {
+      v1::HeldAttempt* h = hello.mutable_register_()->add_held();
+      h->set_job_id(offer.job_id());
+      h->set_attempt(offer.attempt());
+    }
     Send(std::move(hello));
+    for (const v1::JobOffer& offer : held) Answer(offer);
     StartRead(&in_);
     StartCall();
     started_ = true;
@@ -174,6 +184,11 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
   int BoardsOffered() {
     absl::MutexLock lock(&mu_);
     return static_cast<int>(offered_boards_.size());
+  }
+  // The offers held while paused, unanswered (for a restart: they go to the next connection).
+  std::vector<v1::JobOffer> TakeHeld() {
+    absl::MutexLock lock(&mu_);
+    return std::move(held_);
   }
   // Paused: offers are held, unanswered (their boards stay busy); Resume answers them.
   void Pause() {
@@ -861,9 +876,152 @@ int FloodMain(const std::string& tracker, const std::string& dir, bool quick) {
   return 0;
 }
 
+// ---- --restart ----------------------------------------------------------------------------------
+
+struct RestartFigures {
+  int agents = 0;
+  double first_s = -1;        // first start: every agent registered
+  double again_s = -1;        // restart: every agent registered again, holding its trial
+  double results_s = -1;      // restart: every held trial's result acknowledged
+  double tracker_cpu_s = -1;  // the restarted tracker's CPU time until then
+};
+
+// A tracker restarted under a farm at work (an upgrade, a crash, a standby taking over):
+// `agents` simulated agents of one board each connect and register (the baseline: how long
+// until all have), every board is offered one trial and holds it unanswered, the agents' streams
+// end and the tracker stops (SIGTERM), and a new tracker starts on the same database. The agents
+// reconnect holding their trials and send their results. Timed from starting the new tracker:
+// every agent registered again, and every result acknowledged.
+bool RestartScenario(const std::string& tracker_path, const std::string& database, int agents,
+                     RestartFigures* f) {
+  f->agents = agents;
+  Board board;
+  board.record_offers = false;
+  auto await = [&board](int registered, int64_t acked, absl::Duration timeout) {
+    absl::MutexLock lock(&board.mu);
+    auto done = [&board, registered, acked]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) {
+      return board.registered >= registered && board.acked >= acked;
+    };
+    if (board.mu.AwaitWithTimeout(absl::Condition(&done), timeout)) return true;
+    std::fprintf(stderr, "tracker_bench: restart: %d of %d agents registered, %lld of %lld "
+                 "results acknowledged after %s\n", board.registered, registered,
+                 static_cast<long long>(board.acked), static_cast<long long>(acked),
+                 absl::FormatDuration(timeout).c_str());
+    return false;
+  };
+  auto seconds_since = [](Steady::time_point t) {
+    return std::chrono::duration<double>(Steady::now() - t).count();
+  };
+  std::vector<std::vector<v1::JobOffer>> held(agents);
+  {
+    ScenarioTracker tracker(tracker_path);
+    const std::string address = tracker.Start(database);
+    if (address.empty()) return false;
+    std::vector<std::shared_ptr<grpc::Channel>> channels;
+    std::vector<std::unique_ptr<SimAgent>> sims;
+    const Steady::time_point start = Steady::now();
+    for (int i = 0; i < agents; ++i) {
+      if (i % kStreamsPerChannel == 0) channels.push_back(NewChannel(address, i));
+      sims.push_back(
+          std::make_unique<SimAgent>(channels.back(), absl::StrCat("agent-", i), &board));
+      sims.back()->Pause();
+      sims.back()->Start();
+    }
+    if (!await(agents, 0, absl::Seconds(120))) return false;
+    f->first_s = seconds_since(start);
+    auto stub = v1::Tracker::NewStub(NewChannel(address, 1000000));
+    for (int submitted = 0; submitted < agents; submitted += 10000) {
+      if (!Submit(stub.get(), "restart", absl::StrCat("r", submitted),
+                  std::min(10000, agents - submitted), submitted, nullptr)) {
+        return false;
+      }
+    }
+    for (const absl::Time deadline = absl::Now() + absl::Seconds(60);;) {
+      int offered = 0;
+      for (auto& sim : sims) offered += sim->BoardsOffered();
+      if (offered == agents) break;
+      if (absl::Now() > deadline) {
+        std::fprintf(stderr, "tracker_bench: restart: %d of %d boards were offered a trial\n",
+                     offered, agents);
+        return false;
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    for (int i = 0; i < agents; ++i) held[i] = sims[i]->TakeHeld();
+    for (auto& sim : sims) sim->Stop();
+  }  // the tracker stops here (SIGTERM; a clean exit is checked)
+  {
+    absl::MutexLock lock(&board.mu);
+    board.registered = 0;
+    board.acked = 0;
+  }
+  ScenarioTracker tracker(tracker_path);
+  const Steady::time_point start = Steady::now();
+  const std::string address = tracker.Start(database, /*fresh=*/false);
+  if (address.empty()) return false;
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  std::vector<std::unique_ptr<SimAgent>> sims;
+  for (int i = 0; i < agents; ++i) {
+    if (i % kStreamsPerChannel == 0) channels.push_back(NewChannel(address, i));
+    sims.push_back(std::make_unique<SimAgent>(channels.back(), absl::StrCat("agent-", i), &board));
+    sims.back()->Start(held[i]);
+  }
+  bool ok = await(agents, 0, absl::Seconds(300));
+  f->again_s = seconds_since(start);
+  ok = ok && await(agents, agents, absl::Seconds(300));
+  f->results_s = seconds_since(start);
+  f->tracker_cpu_s = CpuSeconds(tracker.pid());
+  // Each agent kept its trial: none was offered again (which a lost attempt would be).
+  int offered = 0;
+  for (auto& sim : sims) offered += sim->BoardsOffered();
+  if (offered > 0) {
+    std::fprintf(stderr, "tracker_bench: restart: %d trials were offered again\n", offered);
+    ok = false;
+  }
+  for (auto& sim : sims) sim->Stop();
+  return ok;
+}
+
+int RestartMain(const std::string& tracker, const std::string& dir, bool quick) {
+  std::vector<int> sizes = quick ? std::vector<int>{20, 50} : std::vector<int>{1000, 10000};
+  std::vector<RestartFigures> figures;
+  bool ok = true;
+  for (int agents : sizes) {
+    RestartFigures f;
+    const std::string database = Database(dir, absl::StrCat("restart", agents));
+    if (!RestartScenario(tracker, database, agents, &f)) ok = false;
+    RemoveDatabase(database);
+    std::fprintf(stderr, "tracker_bench: restart, %d agents: done\n", agents);
+    figures.push_back(f);
+  }
+  std::printf("tracker_bench --restart: %u CPUs, tracker %s\n", std::thread::hardware_concurrency(),
+              tracker.c_str());
+  std::printf("%-8s %14s %16s %16s %14s\n", "agents", "first start", "restart: all", "restart: all",
+              "tracker CPU");
+  std::printf("%-8s %14s %16s %16s %14s\n", "", "registered", "registered", "results acked",
+              "restarted");
+  for (const RestartFigures& f : figures) {
+    std::printf("%-8d %12.2f s %14.2f s %14.2f s %12.2f s\n", f.agents, f.first_s, f.again_s,
+                f.results_s, f.tracker_cpu_s);
+  }
+  std::printf(
+      "Agents of one board each, every board running a trial when the tracker stops (SIGTERM); a "
+      "new tracker starts on the\nsame database and the agents reconnect holding their trials, "
+      "then send their results. first start: from the\nagents connecting to a fresh tracker until "
+      "all are registered (the baseline); restart: from starting the new\ntracker (it recovers "
+      "the running jobs) until all are registered again, and until every result is acknowledged;\n"
+      "tracker CPU: the restarted tracker's, until then.\n");
+  if (!ok || g_tracker_hung) {
+    std::fprintf(stderr, "tracker_bench: FAILED (see above)\n");
+    return 1;
+  }
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   bool quick = false;
   bool flood = false;
+  bool restart = false;
   std::string tracker_flag;
   // STORE:AGENTS:QUEUED[:BOARDS_PER_AGENT]: that one dispatch row; submit:BATCH: that one
   // submission row (profiling, A/B runs)
@@ -877,6 +1035,8 @@ int Main(int argc, char** argv) {
       quick = true;
     } else if (std::strcmp(argv[i], "--flood") == 0) {
       flood = true;
+    } else if (std::strcmp(argv[i], "--restart") == 0) {
+      restart = true;
     } else if (std::strcmp(argv[i], "--unbatched-acks") == 0) {
       g_batched_acks = false;
     } else if (std::strcmp(argv[i], "--tracker") == 0 && i + 1 < argc) {
@@ -891,7 +1051,7 @@ int Main(int argc, char** argv) {
                absl::SimpleAtoi(argv[i] + 9, &repeat) && repeat >= 1 && repeat <= 99) {
     } else {
       std::fprintf(stderr,
-                   "usage: tracker_bench [--quick] [--flood] [--tracker PATH] "
+                   "usage: tracker_bench [--quick] [--flood | --restart] [--tracker PATH] "
                    "[--only=STORE:AGENTS:QUEUED[:BOARDS[:CLIENTS]] | --only=submit:BATCH] "
                    "[--drain=DISPATCHES] [--repeat=N] "
                    "[--unbatched-acks]\n");
@@ -923,6 +1083,7 @@ int Main(int argc, char** argv) {
   } remove_dir{dir};
 
   if (flood) return FloodMain(tracker, dir, quick);
+  if (restart) return RestartMain(tracker, dir, quick);
 
   std::vector<Row> rows;
   bool ok = true;

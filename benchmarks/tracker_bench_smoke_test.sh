@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Smoke test for tracker_bench: a --quick --repeat=2 run exits 0 and prints the table's rows (each
 # its median round, with the rounds' range), --only=submit:100 prints that row alone, and a
-# --quick --flood run prints its baseline and flood rows, the flood's with the dashboard's walks.
+# --quick --flood run prints its baseline and flood rows, the flood's with the dashboard's walks,
+# and a --quick --restart run its rows.
 # Usage: tracker_bench_smoke_test.sh BINARY
 set -euo pipefail
 bin="$1"
@@ -68,4 +69,17 @@ if ! awk '$1 == "flood" && $8 > 0 { found = 1 } END { exit !found }' "$flood"; t
   echo "FAIL: the flood row shows no dashboard walks" >&2
   exit 1
 fi
+# --restart: agents reconnect to a restarted tracker holding their trials (the run fails if a
+# trial is offered again, i.e. an attempt was lost); a row per farm size with its four times.
+restart="$dir/tracker_bench_restart.txt"
+if ! "$bin" --quick --restart 2>&1 | tee "$restart"; then
+  echo "FAIL: $bin --quick --restart exited non-zero" >&2
+  exit 1
+fi
+for agents in 20 50; do
+  if ! grep -qE "^$agents +[0-9.]+ s +[0-9.]+ s +[0-9.]+ s +[0-9.]+ s$" "$restart"; then
+    echo "FAIL: no --restart row for $agents agents with figures" >&2
+    exit 1
+  fi
+done
 echo "PASS: tracker_bench tables printed"

@@ -293,7 +293,7 @@ absl::Status JobQueue::Recover() {
     if (live.job.state() == v1::RUNNING) {
       // Its agent may come back holding it: give it one lease period to do so.
       live.lease_deadline = now + options_.lease;
-      running_.insert(live.job.job_id());
+      NoteRunning(live);
       auto board = boards_.find(live.job.board_id());
       if (board != boards_.end()) {
         live.agent_id = board->second.board.agent_id();
@@ -988,9 +988,10 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
   // Running jobs on this agent's boards that it no longer holds lost their attempt.
   absl::Time now = clock_->Now();
   std::vector<LiveJob*> lost;
-  for (LiveJob* job : RunningJobs()) {
+  std::vector<LiveJob*> running = RunningJobs(&mine);
+  SortBySeq(&running);
+  for (LiveJob* job : running) {
     const std::string& id = job->job.job_id();
-    if (mine.count(job->job.board_id()) == 0) continue;
     if (holds(id, job->job.attempts_size())) {
       job->agent_id = reg.agent_id();
       job->lease_deadline = now + options_.lease;
@@ -1148,8 +1149,8 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
       const std::string& board_id = board.board_id();
       Dequeue(*job);
       job->job.set_state(v1::RUNNING);
-      running_.insert(job->job.job_id());
       job->job.set_board_id(board_id);
+      NoteRunning(*job);
       job->agent_id = agent_id;
       job->lease_deadline = now + options_.lease;
       v1::Attempt* attempt = job->job.add_attempts();
@@ -1307,20 +1308,39 @@ std::vector<std::string> JobQueue::TakeCancels(const std::string& agent_id) {
   return out;
 }
 
-std::vector<JobQueue::LiveJob*> JobQueue::RunningJobs() {
+void JobQueue::NoteRunning(const LiveJob& job) {
+  running_.emplace(job.job.board_id(), job.job.job_id());
+}
+
+std::vector<JobQueue::LiveJob*> JobQueue::RunningJobs(const std::set<std::string>* boards) {
   std::vector<LiveJob*> running;
-  for (auto it = running_.begin(); it != running_.end();) {
-    auto live = jobs_.find(*it);
-    if (live == jobs_.end() || live->second.job.state() != v1::RUNNING) {
-      running_.erase(it++);
-      continue;
+  // Collects running jobs from `it` on: those of `board_id`, or of every board if null. An entry
+  // of a job no longer running there is dropped (which invalidates the other iterators).
+  auto collect = [&](decltype(running_)::iterator it, const std::string* board_id) {
+    while (it != running_.end() && (board_id == nullptr || it->first == *board_id)) {
+      auto live = jobs_.find(it->second);
+      if (live == jobs_.end() || live->second.job.state() != v1::RUNNING ||
+          live->second.job.board_id() != it->first) {
+        it = running_.erase(it);
+        continue;
+      }
+      running.push_back(&live->second);
+      ++it;
     }
-    running.push_back(&live->second);
-    ++it;
+  };
+  if (boards == nullptr) {
+    collect(running_.begin(), nullptr);
+  } else {
+    for (const std::string& board_id : *boards) {
+      collect(running_.lower_bound({board_id, ""}), &board_id);
+    }
   }
-  std::sort(running.begin(), running.end(),
-            [](const LiveJob* a, const LiveJob* b) { return a->seq < b->seq; });
   return running;
+}
+
+void JobQueue::SortBySeq(std::vector<LiveJob*>* jobs) {
+  std::sort(jobs->begin(), jobs->end(),
+            [](const LiveJob* a, const LiveJob* b) { return a->seq < b->seq; });
 }
 
 int JobQueue::ExpireLeases() {
@@ -1332,6 +1352,7 @@ int JobQueue::ExpireLeases() {
   for (LiveJob* job : RunningJobs()) {
     if (now >= job->lease_deadline) expired.push_back(job);
   }
+  SortBySeq(&expired);
   for (LiveJob* job : expired) {
     counters_.lease_expiries++;
     NoteBoardOutcome(job->job.board_id(), true, "a lease expired (the agent or board went silent)");
@@ -1500,6 +1521,12 @@ absl::Status JobQueue::CheckIndexes() {
     const KindMemory& want = memory[kind];
     if (m.unknown != want.unknown || m.known != want.known) {
       return absl::InternalError(absl::StrCat("memory_by_kind_[", kind, "] is wrong"));
+    }
+  }
+  for (const auto& [id, live] : jobs_) {
+    if (live.job.state() == v1::RUNNING && running_.count({live.job.board_id(), id}) == 0) {
+      return absl::InternalError(
+          absl::StrCat("job ", id, " runs on board ", live.job.board_id(), " but running_ lacks it"));
     }
   }
   size_t indexed_free = 0;

@@ -256,5 +256,59 @@ TEST_F(JobQueueIndexTest, CountsFollowEveryTransition) {
                            "1 job pinned to board b2 (b2 OFFLINE)"}));
 }
 
+// An agent that registers is matched only with the running jobs of its own boards (an index by
+// board, not a scan of every running job): after a restart, each agent keeps what it holds and
+// loses what it does not, and a job that has since moved to another board is not touched by its
+// old board's agent.
+TEST_F(JobQueueIndexTest, RegistrationMatchesOnlyItsOwnBoardsRunningJobs) {
+  v1::Register with_job = Agent("a1", "b1");
+  ASSERT_TRUE(queue_->RegisterAgent(Agent("a1", "b1")).ok());
+  ASSERT_TRUE(queue_->RegisterAgent(Agent("a2", "b2")).ok());
+  std::vector<std::string> ids = Submit("c", {MakeTrial(), MakeTrial()});
+  std::vector<Offer> offers = queue_->TakeOffers("a1");
+  ASSERT_EQ(offers.size(), 1u);
+  const std::string j1 = offers[0].offer.job_id();
+  offers = queue_->TakeOffers("a2");
+  ASSERT_EQ(offers.size(), 1u);
+  const std::string j2 = offers[0].offer.job_id();
+  ASSERT_TRUE(queue_->Flush().ok());
+  ASSERT_NO_FATAL_FAILURE(Restart());
+
+  // a1 comes back holding its job; a2 comes back without its own.
+  v1::HeldAttempt* held = with_job.add_held();
+  held->set_job_id(j1);
+  held->set_attempt(1);
+  ASSERT_TRUE(queue_->RegisterAgent(with_job).ok());
+  EXPECT_EQ(queue_->GetJob(j2)->state(), v1::RUNNING);  // a1's registration left it alone
+  ASSERT_TRUE(queue_->RegisterAgent(Agent("a2", "b2")).ok());
+  EXPECT_EQ(queue_->GetJob(j1)->state(), v1::RUNNING);
+  absl::StatusOr<v1::Job> lost = queue_->GetJob(j2);
+  ASSERT_TRUE(lost.ok()) << lost.status();
+  EXPECT_EQ(lost->state(), v1::QUEUED);
+  ASSERT_EQ(lost->attempts_size(), 1);
+  EXPECT_EQ(lost->attempts(0).error_code(), v1::BOARD_LOST);
+
+  // j2 now runs on b3; a2 (b2, where it ran before) registering again does not touch it.
+  queue_->DisconnectAgent("a2");
+  ASSERT_TRUE(queue_->RegisterAgent(Agent("a3", "b3")).ok());
+  offers = queue_->TakeOffers("a3");
+  ASSERT_EQ(offers.size(), 1u);
+  EXPECT_EQ(offers[0].offer.job_id(), j2);
+  ASSERT_TRUE(queue_->RegisterAgent(Agent("a2", "b2")).ok());
+  absl::StatusOr<v1::Job> moved = queue_->GetJob(j2);
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  EXPECT_EQ(moved->state(), v1::RUNNING);
+  EXPECT_EQ(moved->board_id(), "b3");
+  EXPECT_EQ(moved->attempts_size(), 2);
+  // Its lease is renewed by a3's heartbeats alone; a1's job expires with a1 silent.
+  clock_.Advance(absl::Seconds(6));
+  queue_->Touch("a3", j2, 2);
+  clock_.Advance(absl::Seconds(6));
+  EXPECT_EQ(queue_->ExpireLeases(), 1);
+  EXPECT_EQ(queue_->GetJob(j1)->state(), v1::QUEUED);
+  EXPECT_EQ(queue_->GetJob(j2)->state(), v1::RUNNING);
+  ExpectCountsMatch(ids);
+}
+
 }  // namespace
 }  // namespace benchfarm::tracker
