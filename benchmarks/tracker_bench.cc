@@ -297,6 +297,25 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& address, int index)
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
+// Simulated agents "agent-0", "agent-1", ... of one tracker, kStreamsPerChannel streams to a
+// connection.
+class SimFarm {
+ public:
+  // The next agent, with `boards` boards, not started yet.
+  SimAgent* Add(const std::string& address, Board* board, int boards = 1) {
+    const int i = static_cast<int>(sims_.size());
+    if (i % kStreamsPerChannel == 0) channels_.push_back(NewChannel(address, i));
+    sims_.push_back(
+        std::make_unique<SimAgent>(channels_.back(), absl::StrCat("agent-", i), board, boards));
+    return sims_.back().get();
+  }
+  std::vector<std::unique_ptr<SimAgent>>& agents() { return sims_; }
+
+ private:
+  std::vector<std::shared_ptr<grpc::Channel>> channels_;
+  std::vector<std::unique_ptr<SimAgent>> sims_;  // stopped before their connections go
+};
+
 bool Submit(v1::Tracker::Stub* stub, const std::string& client, const std::string& request_id,
             int n, uint64_t seed, std::vector<std::string>* ids) {
   v1::SubmitTrialsRequest request;
@@ -465,14 +484,9 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   absl::SleepFor(absl::Milliseconds(200));
   const double rss_empty = RssMiB(pid);
   Board board;
-  std::vector<std::shared_ptr<grpc::Channel>> channels;
-  std::vector<std::unique_ptr<SimAgent>> sims;
-  for (int i = 0; i < agents; ++i) {
-    if (i % kStreamsPerChannel == 0) channels.push_back(NewChannel(address, i));
-    sims.push_back(
-        std::make_unique<SimAgent>(channels.back(), absl::StrCat("agent-", i), &board, boards));
-    sims.back()->Start();
-  }
+  SimFarm sim_farm;
+  std::vector<std::unique_ptr<SimAgent>>& sims = sim_farm.agents();
+  for (int i = 0; i < agents; ++i) sim_farm.Add(address, &board, boards)->Start();
   bool ok = true;
   {
     absl::MutexLock lock(&board.mu);
@@ -917,15 +931,13 @@ bool RestartScenario(const std::string& tracker_path, const std::string& databas
     ScenarioTracker tracker(tracker_path);
     const std::string address = tracker.Start(database);
     if (address.empty()) return false;
-    std::vector<std::shared_ptr<grpc::Channel>> channels;
-    std::vector<std::unique_ptr<SimAgent>> sims;
+    SimFarm sim_farm;
+    std::vector<std::unique_ptr<SimAgent>>& sims = sim_farm.agents();
     const Steady::time_point start = Steady::now();
     for (int i = 0; i < agents; ++i) {
-      if (i % kStreamsPerChannel == 0) channels.push_back(NewChannel(address, i));
-      sims.push_back(
-          std::make_unique<SimAgent>(channels.back(), absl::StrCat("agent-", i), &board));
-      sims.back()->Pause();
-      sims.back()->Start();
+      SimAgent* sim = sim_farm.Add(address, &board);
+      sim->Pause();
+      sim->Start();
     }
     if (!await(agents, 0, absl::Seconds(120))) return false;
     f->first_s = seconds_since(start);
@@ -959,13 +971,9 @@ bool RestartScenario(const std::string& tracker_path, const std::string& databas
   const Steady::time_point start = Steady::now();
   const std::string address = tracker.Start(database, /*fresh=*/false);
   if (address.empty()) return false;
-  std::vector<std::shared_ptr<grpc::Channel>> channels;
-  std::vector<std::unique_ptr<SimAgent>> sims;
-  for (int i = 0; i < agents; ++i) {
-    if (i % kStreamsPerChannel == 0) channels.push_back(NewChannel(address, i));
-    sims.push_back(std::make_unique<SimAgent>(channels.back(), absl::StrCat("agent-", i), &board));
-    sims.back()->Start(held[i]);
-  }
+  SimFarm sim_farm;
+  std::vector<std::unique_ptr<SimAgent>>& sims = sim_farm.agents();
+  for (int i = 0; i < agents; ++i) sim_farm.Add(address, &board)->Start(held[i]);
   bool ok = await(agents, 0, absl::Seconds(300));
   f->again_s = seconds_since(start);
   ok = ok && await(agents, agents, absl::Seconds(300));

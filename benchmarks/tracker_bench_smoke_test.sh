@@ -7,79 +7,62 @@
 set -euo pipefail
 bin="$1"
 dir="${TEST_TMPDIR:-$(mktemp -d)}"
-out="$dir/tracker_bench.txt"
-if ! "$bin" --quick --repeat=2 2>&1 | tee "$out"; then
-  echo "FAIL: $bin --quick --repeat=2 exited non-zero" >&2
+fail() {
+  echo "FAIL: $*" >&2
   exit 1
-fi
+}
+# run OUT ARGS...: the bench with ARGS, its output shown and kept in OUT; it must exit 0.
+run() {
+  local out="$1"
+  shift
+  "$bin" "$@" 2>&1 | tee "$out" || fail "$bin $* exited non-zero"
+}
+out="$dir/tracker_bench.txt"
+run "$out" --quick --repeat=2
 # Submission rows: trials, seconds, trials/s, the tracker's CPU per trial.
 for row in "submit, batches of 100 " "submit, batches of 1000 "; do
-  if ! grep -qE "^$row +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9.]+ us$" "$out"; then
-    echo "FAIL: no '$row' row with figures in the table" >&2
-    exit 1
-  fi
+  grep -qE "^$row +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9.]+ us$" "$out" ||
+    fail "no '$row' row with figures in the table"
 done
 # Dispatch rows: store, agents, boards per agent, queued, clients, dispatches, per s, CPU per
 # dispatch, shares, latencies. Without a number of clients given, a row's trials are as few
 # clients' as the per-client cap allows: one in these small rows.
 for row in "disk +10 +1 +100 +1 +500 " "disk +20 +1 +1000 +1 +500 " "disk +20 +1 +1000 +3 +500 " \
   "disk +5 +4 +100 +1 +500 " "tmpfs +10 +1 +100 +1 +500 " "pg +10 +1 +100 +1 +500 "; do
-  if ! grep -qE "^$row+[0-9]+ +[0-9.]+ us +[0-9]+% +[0-9]+% +[0-9.]+ ms +[0-9.]+ ms .* [0-9.]+-[0-9.]+ us$" "$out"; then
-    echo "FAIL: no dispatch row '$row' with figures and its rounds' range in the table" >&2
-    exit 1
-  fi
+  grep -qE "^$row+[0-9]+ +[0-9.]+ us +[0-9]+% +[0-9]+% +[0-9.]+ ms +[0-9.]+ ms .* [0-9.]+-[0-9.]+ us$" "$out" ||
+    fail "no dispatch row '$row' with figures and its rounds' range in the table"
 done
-if [[ $(grep -c "clients, round 2/2: done" "$out") -ne 6 ]]; then
-  echo "FAIL: --repeat=2 did not run every dispatch row twice" >&2
-  exit 1
-fi
+[[ $(grep -c "clients, round 2/2: done" "$out") -eq 6 ]] ||
+  fail "--repeat=2 did not run every dispatch row twice"
 # One submission row alone (A/B runs): that row, no dispatch rows.
 one="$dir/tracker_bench_submit.txt"
-if ! "$bin" --quick --only=submit:100 2>&1 | tee "$one"; then
-  echo "FAIL: $bin --quick --only=submit:100 exited non-zero" >&2
-  exit 1
-fi
+run "$one" --quick --only=submit:100
 if ! grep -qE "^submit, batches of 100 +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9.]+ us$" "$one" ||
   grep -q "batches of 1000" "$one" || grep -qE "^(disk|tmpfs|pg) " "$one"; then
-  echo "FAIL: --only=submit:100 did not print that row alone" >&2
-  exit 1
+  fail "--only=submit:100 did not print that row alone"
 fi
 if "$bin" --quick --only=submit:0 >/dev/null 2>&1; then
-  echo "FAIL: --only=submit:0 was accepted" >&2
-  exit 1
+  fail "--only=submit:0 was accepted"
 fi
 # More clients than trials: refused, not a row of clients with nothing queued.
 if "$bin" --quick --only=disk:1:0:1:100000 >/dev/null 2>&1; then
-  echo "FAIL: --only=disk:1:0:1:100000 (more clients than trials) was accepted" >&2
-  exit 1
+  fail "--only=disk:1:0:1:100000 (more clients than trials) was accepted"
 fi
 flood="$dir/tracker_bench_flood.txt"
-if ! "$bin" --quick --flood 2>&1 | tee "$flood"; then
-  echo "FAIL: $bin --quick --flood exited non-zero" >&2
-  exit 1
-fi
+run "$flood" --quick --flood
 for row in "baseline " "flood "; do
-  if ! grep -qE "^$row +[0-9.]+ +[0-9]+ +[0-9.]+ ms +[0-9.]+ ms +[0-9]+ " "$flood"; then
-    echo "FAIL: no '$row' row with figures in the --flood table" >&2
-    exit 1
-  fi
+  grep -qE "^$row +[0-9.]+ +[0-9]+ +[0-9.]+ ms +[0-9.]+ ms +[0-9]+ " "$flood" ||
+    fail "no '$row' row with figures in the --flood table"
 done
 # The dashboard walked the table while the flood's trials ran (a failed walk fails the run).
-if ! awk '$1 == "flood" && $8 > 0 { found = 1 } END { exit !found }' "$flood"; then
-  echo "FAIL: the flood row shows no dashboard walks" >&2
-  exit 1
-fi
+awk '$1 == "flood" && $8 > 0 { found = 1 } END { exit !found }' "$flood" ||
+  fail "the flood row shows no dashboard walks"
 # --restart: agents reconnect to a restarted tracker holding their trials (the run fails if a
 # trial is offered again, i.e. an attempt was lost); a row per farm size with its four times.
 restart="$dir/tracker_bench_restart.txt"
-if ! "$bin" --quick --restart 2>&1 | tee "$restart"; then
-  echo "FAIL: $bin --quick --restart exited non-zero" >&2
-  exit 1
-fi
+run "$restart" --quick --restart
 for agents in 20 50; do
-  if ! grep -qE "^$agents +[0-9.]+ s +[0-9.]+ s +[0-9.]+ s +[0-9.]+ s$" "$restart"; then
-    echo "FAIL: no --restart row for $agents agents with figures" >&2
-    exit 1
-  fi
+  grep -qE "^$agents +[0-9.]+ s +[0-9.]+ s +[0-9.]+ s +[0-9.]+ s$" "$restart" ||
+    fail "no --restart row for $agents agents with figures"
 done
 echo "PASS: tracker_bench tables printed"
