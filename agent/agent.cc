@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "device/board.h"
+#include "device/qemu_flasher.h"
 #include "proto/error_codes.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -29,6 +30,9 @@ bool IsFile(const std::string& path) {
 
 // `path` as given if absolute or present from the working directory, else under the first root
 // that has it; empty when nowhere.
+// Where the cycle model's plugin is in the runfiles and in PREFIX/share/benchfarm.
+constexpr char kCycleModelPlugin[] = "cyclemodel/libbenchfarm_cyclemodel.so";
+
 std::string Find(const std::string& path, const std::vector<std::string>& roots,
                  const std::string& marker) {
   if (!path.empty() && path[0] == '/') return IsFile(path + marker) ? path : "";
@@ -114,6 +118,9 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
     }
     templates.push_back(absolute(dir));
   }
+  // The cycle model's QEMU plugin, for emulated boards in CYCLES timing that name none themselves.
+  std::string plugin = Find(kCycleModelPlugin, roots, "");
+  if (!plugin.empty()) plugin = absolute(plugin);
   std::unique_ptr<Agent> agent(new Agent(options));
   absl::StatusOr<KnobSpace> space = KnobSpace::Load(crt + "/ops/knobs.json");
   if (!space.ok()) return space.status();
@@ -158,6 +165,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
     wo.config = c.boards(i);
     wo.template_dir = templates[i];
     wo.scratch_dir = c.scratch_dir();
+    wo.cycle_model_plugin = plugin;
     if (c.batch_linger_ms() > 0) wo.linger = absl::Milliseconds(c.batch_linger_ms());
     absl::StatusOr<std::unique_ptr<device::Board>> board =
         device::Board::Create(BoardWorker::BoardOptionsFor(wo));
@@ -476,7 +484,10 @@ bool Agent::RunStream(grpc::ClientContext* context) {
     b->set_kind(w->config().kind());
     *b->mutable_labels() = w->config().labels();
     b->add_capabilities(w->config().has_host_process() ? "host-process" : "serial");
-    if (w->config().has_qemu()) b->add_capabilities("emulated");
+    if (w->config().has_qemu()) {
+      b->add_capabilities("emulated");
+      b->set_timing(device::QemuTimingName(device::QemuTimingOf(w->config().qemu())));
+    }
     b->add_capabilities("batch");
     b->set_flashes(w->counters().flashes);
     // Room for the batch being measured and the next one being built.

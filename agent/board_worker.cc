@@ -60,6 +60,7 @@ device::BoardOptions BoardWorker::BoardOptionsFor(const Options& options) {
   o.config = options.config;
   o.scratch_dir = options.scratch_dir;
   o.connect_timeout = options.connect_timeout;
+  o.cycle_model_plugin = options.cycle_model_plugin;
   return o;
 }
 
@@ -454,7 +455,8 @@ void BoardWorker::RunBatch(Prepared& batch) {
       const absl::Time measure_start = absl::Now();
       const device::LinkCounters link_before = board_->session()->counters();
       absl::Status s = device::MeasureRound(*board_->rpc(), q, chunk, &l.outcome,
-                                            measure_start + item.timeout, &args_);
+                                            measure_start + item.timeout, &args_,
+                                            &board_->timer());
       r.mutable_stages()->set_measure_s(r.stages().measure_s() +
                                         Seconds(absl::Now() - measure_start));
       const device::LinkCounters link = board_->session()->counters();
@@ -474,6 +476,8 @@ void BoardWorker::RunBatch(Prepared& batch) {
         if (o.matches) {
           r.set_error_code(v1::NO_ERROR);
           for (double c : o.costs) r.add_costs_s(c);
+          for (double c : o.cycles) r.add_model_cycles(c);
+          for (double i : o.instructions) r.add_model_instructions(i);
           v1::MeasureReport* m = r.mutable_measured();
           m->set_number(o.number);
           m->set_repeats(static_cast<int>(o.costs.size()));
@@ -530,7 +534,8 @@ void BoardWorker::RunBatch(Prepared& batch) {
         MarkForReset(device::Board::ResetReason::kRebooted);
       } else if (absl::IsUnavailable(s) || absl::IsFailedPrecondition(s) || absl::IsDataLoss(s)) {
         r.set_error_code(v1::SESSION_ERROR);
-        r.set_message(absl::StrCat("the link failed during the trial: ", s.message()));
+        r.set_message(absl::StrCat("the board's link or timing failed during the trial: ",
+                                   s.message()));
         MarkForReset(device::Board::ResetReason::kHung);
       } else {
         r.set_error_code(v1::RUNTIME_DEVICE);
@@ -614,7 +619,8 @@ std::optional<BoardWorker::Failure> BoardWorker::CheckCalibration() {
   input.config = &options_.config;
   input.emulation = board_->emulation();
   absl::StatusOr<Calibration> c =
-      CalibrateBoard(*board_->rpc(), input, absl::Now() + options_.connect_timeout);
+      CalibrateBoard(*board_->rpc(), board_->timer(), input,
+                     absl::Now() + options_.connect_timeout);
   if (absl::IsNotFound(c.status())) {
     calibration_failed_ = false;  // firmware without the kernel: nothing to check
     return std::nullopt;
@@ -663,7 +669,7 @@ void BoardWorker::Report(const v1::JobOffer& offer, v1::Result result, absl::Tim
   // The image the board reported on the current link; none after a reset or a failed link.
   if (board_->info()) result.set_firmware_hash(board_->info()->firmware_hash);
   result.set_timer_resolution_s(timer_resolution_s_);
-  result.set_timer(timer_);
+  result.set_timer(board_->timer().name().empty() ? timer_ : board_->timer().name());
   if (result.error_code() == v1::NO_ERROR) result.set_cpu_hz(cpu_hz_);
   result.set_emulation(board_->emulation());
   *result.mutable_started_at() = ToProto(started);

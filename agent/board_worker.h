@@ -100,6 +100,7 @@ class BoardWorker {
     v1::BoardConfig config;
     std::string template_dir;  // resolved
     std::string scratch_dir;   // board logs
+    std::string cycle_model_plugin;  // for an emulated board in CYCLES timing (BoardOptions)
     absl::Duration linger = absl::Milliseconds(200);
     absl::Duration connect_timeout = absl::Seconds(10);
   };

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
@@ -19,24 +20,33 @@ constexpr int64_t kMaxIterations = int64_t{1} << 36;
 }  // namespace
 
 double Calibration::ResultHz() const {
-  if (basis == "icount" || basis == "declared" || basis == "device") return clock_hz;
+  if (basis == "icount" || basis == "declared" || basis == "device" ||
+      absl::StartsWith(basis, "cycle-model")) {
+    return clock_hz;
+  }
   return 0;
 }
 
-absl::StatusOr<Calibration> CalibrateBoard(device::RpcClient& rpc, const CalibrationInput& input,
-                                           absl::Time deadline) {
+absl::StatusOr<Calibration> CalibrateBoard(device::RpcClient& rpc, device::BoardTimer& timer,
+                                           const CalibrationInput& input, absl::Time deadline) {
   const device::DeviceInfo& info = *input.info;
   const v1::BoardConfig& config = *input.config;
   const bool icount = input.emulation == "qemu-icount";
-  const double per_iteration = icount ? info.calibration_instructions_per_iteration
-                                      : info.calibration_cycles_per_iteration;
-  if (per_iteration <= 0) {
+  const bool model = input.emulation == "qemu-cycles";
+  double per_iteration = icount ? info.calibration_instructions_per_iteration
+                                : info.calibration_cycles_per_iteration;
+  if (per_iteration <= 0 && !model) {
     return absl::NotFoundError("the firmware does not say what its calibration kernel costs");
   }
+  auto time_kernel = [&](int64_t iterations) -> absl::StatusOr<double> {
+    ASSIGN_OR_RETURN(device::TimedInterval t,
+                     timer.TimedCall(rpc, "benchfarm.Calibrate", {iterations}, deadline));
+    return t.seconds;
+  };
   Calibration c;
   c.iterations = 1 << 14;
   for (;;) {
-    ASSIGN_OR_RETURN(double s, rpc.Calibrate(c.iterations, deadline));
+    ASSIGN_OR_RETURN(double s, time_kernel(c.iterations));
     if (s >= kTargetSeconds / 2 || c.iterations >= kMaxIterations) break;
     const double grow = s > 0 ? kTargetSeconds / s : 64;
     c.iterations = std::min(kMaxIterations,
@@ -44,15 +54,24 @@ absl::StatusOr<Calibration> CalibrateBoard(device::RpcClient& rpc, const Calibra
   }
   std::vector<double> samples;
   for (int i = 0; i < kSamples; ++i) {
-    ASSIGN_OR_RETURN(double s, rpc.Calibrate(c.iterations, deadline));
+    ASSIGN_OR_RETURN(double s, time_kernel(c.iterations));
     samples.push_back(s);
   }
   std::sort(samples.begin(), samples.end());
   c.measured_s = samples[kSamples / 2];
+  if (model && per_iteration <= 0) {
+    // The package states no cycles for the loop: nothing to check it against.
+    c.clock_hz = static_cast<double>(info.cpu_hz);
+    c.basis = "cycle-model (unchecked: the package states no calibration cycles)";
+    return c;
+  }
   const double units = c.iterations * per_iteration;
   c.measured_hz = c.measured_s > 0 ? units / c.measured_s : 0;
 
-  if (icount) {
+  if (model) {
+    c.clock_hz = static_cast<double>(info.cpu_hz);
+    c.basis = "cycle-model";
+  } else if (icount) {
     const int shift = config.qemu().icount_shift();
     c.clock_hz = 1e9 / std::ldexp(1.0, shift);
     c.basis = "icount";

@@ -5,6 +5,11 @@
 // out of service (CALIBRATION_ERROR, an infrastructure failure: the tracker quarantines it).
 //
 // The clock it is checked against, by board:
+//   QEMU's cycle model    the package's clock (DeviceInfo cpu_hz) x the cycles per iteration the
+//                         firmware states (board.conf CALIBRATION_CYCLES_PER_ITERATION, which the
+//                         model's tables give too: cyclemodel/timing_test.cc); the kernel is timed
+//                         by the model (device::BoardTimer), so this checks the plugin's intervals
+//                         reach the agent whole; a package that states none is reported, unchecked
 //   QEMU with -icount     1e9 / 2^icount_shift instructions per second (exact)
 //   QEMU in host time     nothing to check (the emulated core runs as fast as the host lets it)
 //   declared              BoardConfig.cpu_hz, when set (any board)
@@ -23,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "device/board_timer.h"
 #include "device/rpc_client.h"
 #include "proto/config.pb.h"
 
@@ -31,7 +37,7 @@ namespace benchfarm::agent {
 struct CalibrationInput {
   const device::DeviceInfo* info = nullptr;
   const v1::BoardConfig* config = nullptr;
-  std::string emulation;    // device::Board::emulation(): "", "qemu", "qemu-icount"
+  std::string emulation;    // device::Board::emulation(): "", "qemu", "qemu-icount", "qemu-cycles"
 };
 
 struct Calibration {
@@ -40,7 +46,8 @@ struct Calibration {
   double expected_s = 0;    // 0: nothing to compare with
   double measured_hz = 0;   // cycles (instructions under -icount) per second the timer implies
   double clock_hz = 0;      // what it was compared with (0: none)
-  std::string basis;        // "icount", "declared", "device", "measured" (host), "unchecked: ..."
+  // "cycle-model", "icount", "declared", "device", "measured" (host), "unchecked: ..."
+  std::string basis;
   std::string problem;      // empty: agrees within tolerance (or unchecked)
 
   // The board's clock as results should carry it (Result.cpu_hz): the clock it was checked
@@ -55,8 +62,9 @@ inline constexpr double kDefaultCalibrationTolerance = 0.05;
 // Runs the kernel (iterations grown until one run lasts about 2 ms, then 5 runs) and compares.
 // NotFound when the firmware has no calibration kernel (TVM's CRT, older images): nothing to
 // check. Other errors are the RpcClient's.
-absl::StatusOr<Calibration> CalibrateBoard(device::RpcClient& rpc, const CalibrationInput& input,
-                                           absl::Time deadline);
+// `timer` times the kernel (the board's own timer, or its cycle model).
+absl::StatusOr<Calibration> CalibrateBoard(device::RpcClient& rpc, device::BoardTimer& timer,
+                                           const CalibrationInput& input, absl::Time deadline);
 
 }  // namespace benchfarm::agent
 

@@ -276,8 +276,9 @@ constexpr char kCrtIn[] = "/bf/crt";
 constexpr char kCacheIn[] = "/bf/cache";
 constexpr char kWorkIn[] = "/bf/work";
 // The files of a cache entry: the image and what a cross template writes beside it — its
-// firmware id (image.hash) and the forms flash tools want (image.bin, image.hex).
-constexpr const char* kEntrySuffixes[] = {"", ".hash", ".bin", ".hex"};
+// firmware id (image.hash), the forms flash tools want (image.bin, image.hex) and what an
+// emulated board's cycle model needs (image.timing).
+constexpr const char* kEntrySuffixes[] = {"", ".hash", ".bin", ".hex", ".timing"};
 constexpr char kManifest[] = "MANIFEST";
 // The most bytes the agent takes from a build's work directory per file.
 constexpr size_t kMaxImageBytes = size_t{256} << 20;

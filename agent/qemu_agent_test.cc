@@ -1,7 +1,7 @@
-// The agent with an emulated Cortex-M3 board (qemu-mps2-an385: crt/boards/mps2-an385 firmware
+// The agent with emulated Cortex-M3 boards (qemu-mps2-an385: crt/boards/mps2-an385 firmware
 // cross-built by the board kind's project template, "flashed" by starting QEMU, reached over the
-// UART on QEMU's pty through the serial code path) beside a host-process board, against an
-// in-process tracker.
+// UART on QEMU's pty through the serial code path) in each timing mode — host time, -icount
+// instructions, the cycle model — beside a host-process board, against an in-process tracker.
 //
 // A candidate that faults on the chip (a NULL write caught by the MPU, TVMPlatformAbort) gets
 // DEVICE_RESET with the fault named in the message, and the next trial on the board succeeds; a
@@ -30,7 +30,9 @@ constexpr char kQemuKind[] = "qemu-mps2-an385";
 constexpr char kHostKind[] = "host-process";
 constexpr char kMissingKind[] = "qemu-missing";  // a board whose QEMU is not installed
 constexpr char kSilentKind[] = "qemu-silent";    // a board that never answers (QEMU's CPU halted)
-constexpr char kIcountKind[] = "qemu-icount";    // deterministic: -icount shift=2 (4 ns/instruction)
+constexpr char kIcountKind[] = "qemu-icount";    // timing INSTRUCTIONS: -icount shift=2 (4 ns each)
+constexpr char kCyclesKind[] = "qemu-cycles";    // timing CYCLES: the cycle model at 25 MHz
+constexpr char kMuteModelKind[] = "qemu-mute-model";  // a cycle model that reports no interval
 
 v1::Trial Matmul(const std::string& kind, std::map<std::string, std::string> knobs = {}) {
   v1::Trial t;
@@ -73,7 +75,8 @@ class QemuAgentTest : public ::testing::Test {
                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     ASSERT_TRUE(MakeDirs(dir_).ok());
     tracker::JobQueueOptions q;
-    q.known_kinds = {kQemuKind, kHostKind, kMissingKind, kSilentKind, kIcountKind};
+    q.known_kinds = {kQemuKind,   kHostKind,   kMissingKind,  kSilentKind,
+                     kIcountKind, kCyclesKind, kMuteModelKind};
     // As a deployed tracker has (deploy/examples/tracker.textproto): a quarantined board must pass
     // this before it gets work again.
     q.health_check_trial.mutable_op()->mutable_template_op()->set_op("add");
@@ -89,6 +92,7 @@ class QemuAgentTest : public ::testing::Test {
     m3->set_kind(kQemuKind);
     m3->mutable_serial();
     m3->mutable_qemu()->set_machine("mps2-an385");
+    m3->mutable_qemu()->set_timing(v1::QemuMachine::HOST);
     m3->set_build_template("agent/templates/qemu-mps2-an385");
     m3->set_build_time_limit_seconds(300);
     v1::BoardConfig* hp = c.add_boards();
@@ -115,10 +119,28 @@ class QemuAgentTest : public ::testing::Test {
     icount->set_kind(kIcountKind);
     icount->mutable_serial();
     icount->mutable_qemu()->set_machine("mps2-an385");
-    icount->mutable_qemu()->set_deterministic(true);
+    icount->mutable_qemu()->set_deterministic(true);  // the older spelling of INSTRUCTIONS
     icount->mutable_qemu()->set_icount_shift(2);
     icount->set_build_template("agent/templates/qemu-mps2-an385");
     icount->set_build_time_limit_seconds(300);
+    v1::BoardConfig* cycles = c.add_boards();
+    cycles->set_id("cycles-0");
+    cycles->set_kind(kCyclesKind);
+    cycles->mutable_serial();
+    cycles->mutable_qemu()->set_machine("mps2-an385");
+    cycles->mutable_qemu()->set_timing(v1::QemuMachine::CYCLES);
+    cycles->set_build_template("agent/templates/qemu-mps2-an385");
+    cycles->set_build_time_limit_seconds(300);
+    v1::BoardConfig* mute_model = c.add_boards();
+    mute_model->set_id("mute-model-0");
+    mute_model->set_kind(kMuteModelKind);
+    mute_model->mutable_serial();
+    mute_model->mutable_qemu()->set_machine("mps2-an385");
+    mute_model->mutable_qemu()->set_timing(v1::QemuMachine::CYCLES);
+    mute_model->mutable_qemu()->set_cycle_model_plugin(
+        absl::StrCat(std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"),
+                     "/cyclemodel/testing/libfaulty_mute.so"));
+    mute_model->set_build_template("agent/templates/qemu-mps2-an385");
     AgentOptions o;
     o.config = c;
     o.max_backoff = absl::Seconds(1);
@@ -293,6 +315,77 @@ TEST_F(QemuAgentTest, UnderIcountCostsAreIdenticalAndTheClockIsExact) {
   EXPECT_EQ(jobs[2].result().costs_s_size(), device::kAdaptiveMinRepeats);
   // Costs differ between candidates: identical costs are not a stuck timer.
   EXPECT_NE(jobs[0].result().costs_s(0), jobs[1].result().costs_s(0));
+}
+
+// The cycle model: costs are modeled cycles at the package's 25 MHz, identical repeat to repeat
+// and candidate to candidate measured again, with the instructions beside them; the calibration
+// kernel costs what the firmware says (3 cycles an iteration); the timer says "cycle-model". The
+// same candidates on the -icount board cost instructions, and rank differently where cycles per
+// instruction differ.
+TEST_F(QemuAgentTest, UnderTheCycleModelCostsAreCyclesAtTheBoardsOwnClock) {
+  std::vector<v1::Trial> trials;
+  for (const char* kind : {kCyclesKind, kIcountKind}) {
+    for (const char* tm : {"1", "4", "1"}) {
+      v1::Trial t = Matmul(kind, {{"tile_m", tm}});
+      t.mutable_measure()->set_repeat(4);
+      trials.push_back(t);
+    }
+  }
+  v1::Trial adaptive = Matmul(kCyclesKind, {{"tile_m", "8"}});
+  adaptive.mutable_measure()->set_target_rel_ci(0.001);
+  adaptive.mutable_measure()->set_min_repeat_ms(1);
+  trials.push_back(adaptive);
+  std::vector<v1::Job> jobs = Run(trials);
+  ASSERT_EQ(jobs.size(), 7u);
+  for (int i : {0, 1, 2, 6}) {
+    const v1::Result& r = jobs[i].result();
+    ASSERT_EQ(r.error_code(), v1::NO_ERROR) << r.message();
+    EXPECT_EQ(r.board_id(), "cycles-0");
+    EXPECT_EQ(r.emulation(), "qemu-cycles");
+    EXPECT_EQ(r.timer(), "cycle-model");
+    EXPECT_EQ(r.cpu_hz(), 25e6);  // calibrated against the model: the package's own clock
+    ASSERT_GE(r.costs_s_size(), 4);
+    ASSERT_EQ(r.model_cycles_size(), r.costs_s_size());
+    ASSERT_EQ(r.model_instructions_size(), r.costs_s_size());
+    for (int k = 0; k < r.costs_s_size(); ++k) {
+      EXPECT_EQ(r.costs_s(k), r.costs_s(0)) << r.ShortDebugString();
+      EXPECT_DOUBLE_EQ(r.costs_s(k), r.model_cycles(k) / 25e6);
+      EXPECT_GT(r.model_cycles(k), r.model_instructions(k));  // a Cortex-M3: CPI above 1
+    }
+    EXPECT_EQ(r.stats().cv(), 0);
+  }
+  // Measured again (another submission's batch), the same candidate costs the same.
+  EXPECT_EQ(jobs[0].result().costs_s(0), jobs[2].result().costs_s(0));
+  EXPECT_NE(jobs[0].result().costs_s(0), jobs[1].result().costs_s(0));
+  EXPECT_EQ(jobs[6].result().measured().stop(), "target");
+  for (int i : {3, 4, 5}) {
+    const v1::Result& r = jobs[i].result();
+    ASSERT_EQ(r.error_code(), v1::NO_ERROR) << r.message();
+    EXPECT_EQ(r.emulation(), "qemu-icount");
+    EXPECT_EQ(r.model_cycles_size(), 0);
+    // The -icount board counts the instructions the model saw (4 ns each).
+    EXPECT_NEAR(r.costs_s(0) / 4e-9, jobs[i - 3].result().model_instructions(0),
+                jobs[i - 3].result().model_instructions(0) * 0.01);
+  }
+  // The tracker lists each emulated board with its timing mode.
+  v1::ListBoardsRequest req;
+  v1::ListBoardsResponse resp;
+  grpc::ClientContext context;
+  ASSERT_TRUE(tracker_->client()->ListBoards(&context, req, &resp).ok());
+  std::map<std::string, std::string> timing;
+  for (const v1::Board& b : resp.boards()) timing[b.board_id()] = b.timing();
+  EXPECT_EQ(timing["cycles-0"], "cycles");
+  EXPECT_EQ(timing["icount-0"], "instructions");
+  EXPECT_EQ(timing["m3-0"], "host");
+  EXPECT_EQ(timing["hp-0"], "");
+}
+
+// A cycle model whose plugin reports no interval: the trial is not given a cost it cannot vouch
+// for — SESSION_ERROR naming the board and the cause, retried elsewhere, the board quarantined;
+// the other boards serve meanwhile.
+TEST_F(QemuAgentTest, ACycleModelThatReportsNothingIsQuarantinedAndTheOthersServe) {
+  ExpectQuarantinedWhileOthersServe(this, kMuteModelKind, "mute-model-0", v1::SESSION_ERROR,
+                                    {"mute-model-0", "timed intervals"});
 }
 
 // A user's operator from the catalog on the microcontroller: its whole space (8 configs) as one

@@ -82,6 +82,19 @@ absl::StatusOr<FaultOptions> ParseLinkFaultSpec(absl::string_view text) {
   return o;
 }
 
+QemuTiming QemuTimingOf(const v1::QemuMachine& q) {
+  switch (q.timing()) {
+    case v1::QemuMachine::HOST:
+      return QemuTiming::kHost;
+    case v1::QemuMachine::INSTRUCTIONS:
+      return QemuTiming::kInstructions;
+    case v1::QemuMachine::CYCLES:
+      return QemuTiming::kCycles;
+    default:
+      return q.deterministic() ? QemuTiming::kInstructions : QemuTiming::kCycles;
+  }
+}
+
 absl::Status Board::Validate(const v1::BoardConfig& c) {
   if (c.id().empty()) return absl::InvalidArgumentError("id: required");
   if (c.transport_case() == v1::BoardConfig::TRANSPORT_NOT_SET) {
@@ -96,6 +109,14 @@ absl::Status Board::Validate(const v1::BoardConfig& c) {
   }
   if (c.has_qemu() && (c.qemu().icount_shift() < 0 || c.qemu().icount_shift() > 10)) {
     return absl::InvalidArgumentError("qemu.icount_shift: must be 0..10");
+  }
+  if (c.has_qemu() && c.qemu().deterministic() &&
+      c.qemu().timing() != v1::QemuMachine::TIMING_UNSPECIFIED &&
+      c.qemu().timing() != v1::QemuMachine::INSTRUCTIONS) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "qemu.deterministic: conflicts with qemu.timing: ",
+        v1::QemuMachine::Timing_Name(c.qemu().timing()),
+        " (deterministic: true is the older spelling of timing: INSTRUCTIONS; keep one)"));
   }
   if (c.has_qemu() && c.flasher().argv_size() > 0) {
     return absl::InvalidArgumentError("flasher: a qemu board is flashed by QEMU; remove flasher");
@@ -143,8 +164,11 @@ Board::Board(BoardOptions options) : options_(std::move(options)) {
   } else if (c.has_qemu()) {
     QemuFlasherOptions o;
     o.machine = c.qemu().machine();
-    o.deterministic = c.qemu().deterministic();
+    o.timing = QemuTimingOf(c.qemu());
+    o.board_id = c.id();
     o.icount_shift = c.qemu().icount_shift();
+    o.cycle_model_plugin = !c.qemu().cycle_model_plugin().empty() ? c.qemu().cycle_model_plugin()
+                                                                  : options_.cycle_model_plugin;
     if (!c.qemu().binary().empty()) o.binary = c.qemu().binary();
     o.extra_args.assign(c.qemu().extra_args().begin(), c.qemu().extra_args().end());
     qemu_link_ = !c.serial().port().empty() ? c.serial().port()
@@ -155,12 +179,19 @@ Board::Board(BoardOptions options) : options_(std::move(options)) {
     auto flasher = std::make_unique<QemuFlasher>(o);
     qemu_ = flasher.get();
     flasher_ = std::move(flasher);
+    if (o.timing == QemuTiming::kCycles) {
+      timer_ = std::make_unique<CycleModelTimer>(
+          [this] { return qemu_->cycle_stream(); },
+          [this] { return info_ ? static_cast<double>(info_->cpu_hz) : 0.0; }, o.icount_shift,
+          absl::StrCat("board ", c.id()));
+    }
   } else if (c.flasher().argv_size() > 0) {
     CommandFlasherOptions o;
     o.argv_template.assign(c.flasher().argv().begin(), c.flasher().argv().end());
     if (c.flasher().time_limit_seconds() > 0) o.time_limit = absl::Seconds(c.flasher().time_limit_seconds());
     flasher_ = std::make_unique<CommandFlasher>(o);
   }
+  if (timer_ == nullptr) timer_ = std::make_unique<BoardTimer>();
 }
 
 Board::~Board() { Stop(); }
@@ -172,7 +203,22 @@ std::string Board::SerialPort() const {
 
 std::string Board::emulation() const {
   if (qemu_ == nullptr) return "";
-  return options_.config.qemu().deterministic() ? "qemu-icount" : "qemu";
+  switch (QemuTimingOf(options_.config.qemu())) {
+    case QemuTiming::kCycles:
+      return "qemu-cycles";
+    case QemuTiming::kInstructions:
+      return "qemu-icount";
+    default:
+      return "qemu";
+  }
+}
+
+std::map<std::string, uint64_t> Board::CycleModelSummary() const {
+  return qemu_ != nullptr ? qemu_->last_summary() : std::map<std::string, uint64_t>();
+}
+
+std::string Board::timing() const {
+  return qemu_ == nullptr ? "" : QemuTimingName(QemuTimingOf(options_.config.qemu()));
 }
 
 std::string Board::Description() const {
@@ -182,7 +228,7 @@ std::string Board::Description() const {
   }
   if (qemu_ != nullptr) {
     std::string port = qemu_->port();
-    return absl::StrCat("qemu ", c.qemu().machine(), c.qemu().deterministic() ? " (icount)" : "",
+    return absl::StrCat("qemu ", c.qemu().machine(), " (", timing(), ")",
                         port.empty() ? std::string(" (not running)") : absl::StrCat(" on ", port));
   }
   return absl::StrCat("serial ", c.serial().port());

@@ -17,7 +17,8 @@
 //                                    re-resolved at each open; an optional CommandFlasher.
 //   serial {} + qemu { machine }     QemuFlasher; the UART on QEMU's pty, reached through the
 //                                    symlink <scratch_dir>/<id>.tty (or serial.port if set) —
-//                                    the same serial code path as a real board.
+//                                    the same serial code path as a real board. qemu.timing says
+//                                    what its costs are (QemuTimingOf); timer() reads them.
 // Chaos testing: link_fault_file (see proto/config.proto) puts a FaultInjectingTransport, set by
 // that file, between the board's transport and its session while the file exists. EnsureImage
 // compares the file (present or not, and its contents) with what the current link was opened
@@ -33,6 +34,7 @@
 #define BENCHFARM_DEVICE_BOARD_H_
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,6 +42,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "device/board_timer.h"
 #include "device/fault_injecting_transport.h"
 #include "device/flasher.h"
 #include "device/host_session.h"
@@ -68,6 +71,11 @@ absl::StatusOr<FaultOptions> ParseLinkFaultSpec(absl::string_view text);
 
 class HostProcessFlasher;
 class QemuFlasher;
+enum class QemuTiming;
+
+// An emulated board's timing mode: qemu.timing, with the older `deterministic: true` meaning
+// INSTRUCTIONS, and CYCLES when neither is set.
+QemuTiming QemuTimingOf(const v1::QemuMachine& qemu);
 
 struct BoardOptions {
   v1::BoardConfig config;
@@ -76,6 +84,9 @@ struct BoardOptions {
   std::string scratch_dir;
   absl::Duration connect_timeout = absl::Seconds(10);
   absl::Duration flash_timeout = absl::Seconds(600);
+  // The cycle model plugin for qemu boards in CYCLES timing when qemu.cycle_model_plugin is not
+  // set (the agent and farmctl pass the one they ship with).
+  std::string cycle_model_plugin;
   // Board Log messages; default: HostSession's (stderr).
   std::function<void(absl::string_view board_id, absl::string_view text)> log_sink;
 };
@@ -118,8 +129,17 @@ class Board {
   std::string Description() const;
   // Whether it can put an image on the board at all (host process, QEMU, a flash command).
   bool can_flash() const { return flasher_ != nullptr; }
-  // "" for silicon and host-process boards; "qemu" or "qemu-icount" (deterministic).
+  // "" for silicon and host-process boards; "qemu" (host time), "qemu-icount" (instructions) or
+  // "qemu-cycles" (the cycle model).
   std::string emulation() const;
+  // "cycles", "instructions" or "host" for an emulated board; "" for the others.
+  std::string timing() const;
+  // How this board's timed calls become costs (board_timer.h): the board's own timer, or the
+  // cycle model's for a qemu board in CYCLES timing.
+  BoardTimer& timer() { return *timer_; }
+  // The cycle model's summary of the last QEMU that ran it and exited (QemuFlasher::last_summary:
+  // cycles=, instructions=, unmodeled=, intervals=, ...); empty for other boards.
+  std::map<std::string, uint64_t> CycleModelSummary() const;
 
   // See the file comment. `deadline` bounds connecting; flashing has flash_timeout.
   EnsureOutcome EnsureImage(const FirmwareImage& image, absl::Time deadline);
@@ -186,6 +206,7 @@ class Board {
   const BoardOptions options_;
   std::string qemu_link_;  // the symlink QEMU's pty is reached through
   std::unique_ptr<Flasher> flasher_;
+  std::unique_ptr<BoardTimer> timer_;
   HostProcessFlasher* host_process_ = nullptr;  // flasher_, for host-process boards
   QemuFlasher* qemu_ = nullptr;                 // flasher_, for QEMU boards
   std::unique_ptr<Transport> serial_;           // serial boards, once opened

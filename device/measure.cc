@@ -69,8 +69,11 @@ void BoardArgs::Forget() {
 }
 
 absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chunk,
-                          MeasureOutcome* outcome, absl::Time deadline, BoardArgs* shared) {
+                          MeasureOutcome* outcome, absl::Time deadline, BoardArgs* shared,
+                          BoardTimer* timer) {
   if (outcome->done) return absl::OkStatus();
+  BoardTimer own_timer;
+  BoardTimer& clock = timer != nullptr ? *timer : own_timer;
   if (request.shapes.size() < 2) {
     return absl::InvalidArgumentError("an operator takes at least one input and an output");
   }
@@ -146,11 +149,11 @@ absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chu
       probe.repeat = 1;
       probe.min_repeat_ms = min_ms;
       const absl::Time t0 = absl::Now();
-      absl::StatusOr<std::vector<double>> c = rpc.TimeFunction(request.function, args, probe,
-                                                               deadline);
+      absl::StatusOr<TimedCosts> c = clock.TimeFunction(rpc, request.function, args, probe,
+                                                        deadline);
       outcome->timing_spent += absl::Now() - t0;
       if (!c.ok()) return fail(c.status());
-      const double per_call = c->empty() ? 0 : c->front();
+      const double per_call = c->costs.empty() ? 0 : c->costs.front();
       const double wanted = per_call > 0 ? std::ceil(min_ms / 1e3 / per_call) : 1e6;
       outcome->number = static_cast<int64_t>(std::clamp(wanted, 1.0, double{int64_t{1} << 30}));
     }
@@ -166,11 +169,15 @@ absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chu
     // Boards that time with a CPU clock also say how much wall time the timed calls took.
     (void)rpc.GetTimerTotals(deadline);  // resets the board's sums
     const absl::Time t0 = absl::Now();
-    absl::StatusOr<std::vector<double>> costs =
-        rpc.TimeFunction(request.function, args, options, deadline);
+    absl::StatusOr<TimedCosts> costs = clock.TimeFunction(rpc, request.function, args, options,
+                                                          deadline);
     outcome->timing_spent += absl::Now() - t0;
     if (!costs.ok()) return fail(costs.status());
-    outcome->costs.insert(outcome->costs.end(), costs->begin(), costs->end());
+    outcome->costs.insert(outcome->costs.end(), costs->costs.begin(), costs->costs.end());
+    outcome->cycles.insert(outcome->cycles.end(), costs->cycles.begin(), costs->cycles.end());
+    outcome->instructions.insert(outcome->instructions.end(), costs->instructions.begin(),
+                                 costs->instructions.end());
+    if (costs->number > 0) outcome->number = costs->number;
     outcome->rounds++;
     absl::StatusOr<TimerTotals> totals = rpc.GetTimerTotals(deadline);
     if (totals.ok() && totals->cpu_s > 0) {
@@ -197,13 +204,13 @@ absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chu
 }
 
 absl::StatusOr<MeasureOutcome> Measure(RpcClient& rpc, const MeasureRequest& request,
-                                       absl::Time deadline) {
+                                       absl::Time deadline, BoardTimer* timer) {
   MeasureOutcome outcome;
   const bool adaptive = request.target_rel_ci > 0;
   const int chunk = adaptive ? kAdaptiveMinRepeats : static_cast<int>(request.options.repeat);
   BoardArgs args;  // one upload for every round
   while (!outcome.done) {
-    absl::Status s = MeasureRound(rpc, request, chunk, &outcome, deadline, &args);
+    absl::Status s = MeasureRound(rpc, request, chunk, &outcome, deadline, &args, timer);
     if (!s.ok()) {
       args.Release(rpc, deadline);  // nothing left after a lost session (Forget)
       return s;

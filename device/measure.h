@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "device/board_timer.h"
 #include "device/rpc_client.h"
 
 namespace benchfarm::device {
@@ -43,6 +44,9 @@ inline constexpr int kAdaptiveMinRepeats = 10;
 
 struct MeasureOutcome {
   std::vector<double> costs;  // seconds per call, one per repeat
+  // An emulated board's cycle model: modeled cycles and executed instructions per call, one per
+  // repeat (empty for other timers).
+  std::vector<double> cycles, instructions;
   bool checked = false;
   bool matches = true;
   double max_abs_error = 0;
@@ -100,13 +104,16 @@ class BoardArgs {
 // in adaptive mode, calibrates number; every round adds up to `chunk` costs (fixed mode: never
 // past options.repeat). Sets outcome->done when nothing is left to take. `args` may be shared by
 // the rounds of several requests (BoardArgs); null: the round allocates and frees its own.
+//
+// `timer` is how the board's timed calls become costs (board_timer.h; null: the board's own
+// timer, as for every board but an emulated one in CYCLES timing).
 absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chunk,
                           MeasureOutcome* outcome, absl::Time deadline,
-                          BoardArgs* args = nullptr);
+                          BoardArgs* args = nullptr, BoardTimer* timer = nullptr);
 
 // The whole measurement in one go (rounds until done): `farmctl board time` and single trials.
 absl::StatusOr<MeasureOutcome> Measure(RpcClient& rpc, const MeasureRequest& request,
-                                       absl::Time deadline);
+                                       absl::Time deadline, BoardTimer* timer = nullptr);
 
 }  // namespace benchfarm::device
 

@@ -16,10 +16,12 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/status_macros.h"
 #include "device/sandbox.h"
 
 namespace benchfarm::device {
@@ -29,6 +31,8 @@ constexpr char kPtyMarker[] = "char device redirected to ";
 constexpr size_t kMaxStartOutput = 16 * 1024;
 constexpr absl::Duration kStopGrace = absl::Seconds(2);
 constexpr char kImageInSandbox[] = "/bf/image";
+constexpr char kPluginInSandbox[] = "/bf/cyclemodel.so";
+constexpr size_t kMaxTimingBytes = 1024;
 
 // Drains `fd` until end of file, appending to `log_path` when set; closes fd.
 void Drain(int fd, std::string log_path) {
@@ -56,7 +60,57 @@ std::optional<std::string> FindPty(const std::string& text) {
   return text.substr(start, end - start);
 }
 
+// IMAGE.timing's words (crt/boards/build.sh): "core=NAME" and "region=BASE:SIZE:WAIT_STATES[:art]"
+// only, nothing QEMU would read as a separate option (no commas).
+absl::StatusOr<std::vector<std::string>> ReadTiming(const std::string& name, const std::string& image) {
+  const std::string path = image + ".timing";
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        name, ": no cycle-model description beside the image (", path, ": ", strerror(errno),
+        "); images built by crt/boards/build.sh have one: rebuild it"));
+  }
+  char buf[kMaxTimingBytes + 1];
+  const ssize_t n = read(fd, buf, sizeof(buf));
+  close(fd);
+  if (n < 0 || static_cast<size_t>(n) > kMaxTimingBytes) {
+    return absl::FailedPreconditionError(absl::StrCat(name, ": ", path, " is unreadable or too long"));
+  }
+  std::vector<std::string> words =
+      absl::StrSplit(absl::string_view(buf, static_cast<size_t>(n)), absl::ByAnyChar(" \t\n"),
+                     absl::SkipEmpty());
+  bool core = false;
+  for (const std::string& w : words) {
+    bool ok = false;
+    if (absl::StartsWith(w, "core=")) {
+      ok = w.size() > 5 && w.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-", 5) ==
+                               std::string::npos;
+      core = core || ok;
+    } else if (absl::StartsWith(w, "region=")) {
+      ok = w.size() > 7 &&
+           w.find_first_not_of("0123456789abcdefABCDEFx:art", 7) == std::string::npos;
+    }
+    if (!ok) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(name, ": ", path, ": not a cycle-model argument: \"", w.substr(0, 60), "\""));
+    }
+  }
+  if (!core) return absl::FailedPreconditionError(absl::StrCat(name, ": ", path, " names no core="));
+  return words;
+}
+
 }  // namespace
+
+const char* QemuTimingName(QemuTiming timing) {
+  switch (timing) {
+    case QemuTiming::kInstructions:
+      return "instructions";
+    case QemuTiming::kCycles:
+      return "cycles";
+    default:
+      return "host";
+  }
+}
 
 QemuFlasher::QemuFlasher(QemuFlasherOptions options) : options_(std::move(options)) {}
 
@@ -64,19 +118,36 @@ QemuFlasher::~QemuFlasher() { Stop(); }
 
 std::string QemuFlasher::Name() const { return absl::StrCat("qemu:", options_.machine); }
 
-std::vector<std::string> QemuFlasher::CommandLine(const std::string& image) const {
+std::vector<std::string> QemuFlasher::CommandLine(const std::string& image,
+                                                  const std::vector<std::string>& plugin_args,
+                                                  const std::string& plugin) const {
   std::vector<std::string> argv = {options_.binary.empty() ? "qemu-system-arm" : options_.binary,
                                    "-M",           options_.machine,
                                    "-display",     "none",
                                    "-monitor",     "none",
                                    "-serial",      "pty",
                                    "-kernel",      image};
-  if (options_.deterministic) {
+  if (options_.timing != QemuTiming::kHost) {
     argv.push_back("-icount");
-    argv.push_back(absl::StrCat("shift=", options_.icount_shift, ",align=off,sleep=off"));
+    argv.push_back(absl::StrCat("shift=", options_.icount_shift, ",align=off,sleep=on"));
+  }
+  if (options_.timing == QemuTiming::kCycles) {
+    argv.push_back("-plugin");
+    argv.push_back(absl::StrCat(plugin.empty() ? options_.cycle_model_plugin : plugin, ",",
+                                absl::StrJoin(plugin_args, ","), ",fd=3"));
   }
   argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
   return argv;
+}
+
+std::map<std::string, uint64_t> QemuFlasher::last_summary() const {
+  absl::MutexLock lock(&mu_);
+  return last_summary_;
+}
+
+CycleStream* QemuFlasher::cycle_stream() {
+  absl::MutexLock lock(&mu_);
+  return cycle_stream_.get();
 }
 
 std::string QemuFlasher::port() const {
@@ -108,9 +179,19 @@ absl::Status QemuFlasher::StopLocked() {
   if (keeper_fd_ >= 0) close(keeper_fd_);
   keeper_fd_ = -1;
   port_.clear();
-  if (qemu_ == nullptr) return absl::OkStatus();
+  if (qemu_ == nullptr) {
+    cycle_stream_.reset();
+    return absl::OkStatus();
+  }
   absl::StatusOr<base::ProcessExit> ended = qemu_->Stop(kStopGrace, absl::Now() + 2 * kStopGrace);
   qemu_.reset();
+  if (cycle_stream_ != nullptr) {
+    // QEMU wrote the plugin's summary as it exited; the pipe ends once it is read.
+    const absl::Time until = absl::Now() + kStopGrace;
+    while (!cycle_stream_->Ended() && absl::Now() < until) absl::SleepFor(absl::Milliseconds(5));
+    last_summary_ = cycle_stream_->Summary();
+    cycle_stream_.reset();
+  }
   return ended.status();
 }
 
@@ -154,8 +235,26 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
         absl::StrCat(name, ": cannot run ", binary, " (", strerror(errno),
                      "); install it with: apt install qemu-system-arm"));
   }
+  std::vector<std::string> plugin_args;
+  int pipe_fds[2] = {-1, -1};
+  if (options_.timing == QemuTiming::kCycles) {
+    if (options_.cycle_model_plugin.empty() || access(options_.cycle_model_plugin.c_str(), R_OK) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          name, ": the cycle model plugin (libbenchfarm_cyclemodel.so) was not found",
+          options_.cycle_model_plugin.empty() ? "" : absl::StrCat(" at ", options_.cycle_model_plugin),
+          ": build it (bazel build //cyclemodel:libbenchfarm_cyclemodel.so, ./farm install-bin) or "
+          "set qemu.cycle_model_plugin"));
+    }
+    ASSIGN_OR_RETURN(plugin_args, ReadTiming(name, image.path));
+    if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+      return absl::InternalError(absl::StrCat(name, ": pipe2: ", strerror(errno)));
+    }
+  }
   SandboxOptions sandbox;
   sandbox.binds.push_back({image.path, kImageInSandbox, /*writable=*/false});
+  if (options_.timing == QemuTiming::kCycles) {
+    sandbox.binds.push_back({options_.cycle_model_plugin, kPluginInSandbox, /*writable=*/false});
+  }
   if (binary.rfind("/usr/", 0) != 0) {
     // A QEMU outside /usr (a local build) is bound where it is.
     sandbox.binds.push_back({binary, binary, /*writable=*/false});
@@ -166,8 +265,9 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
   sandbox.limits.max_open_files = 1024;
 
   SubprocessOptions so;
-  so.argv = CommandLine(kImageInSandbox);
+  so.argv = CommandLine(kImageInSandbox, plugin_args, kPluginInSandbox);
   so.argv[0] = binary;
+  so.pass_fd = pipe_fds[1];
   so.stdin_mode = StdioMode::kNull;
   so.stdout_mode = StdioMode::kPipe;
   so.stderr_to_stdout = true;
@@ -177,6 +277,13 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
                         absl::StrCat(name, ": ", sandboxed.status().message()));
   }
   absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(*sandboxed);
+  if (pipe_fds[1] >= 0) close(pipe_fds[1]);  // QEMU has its copy
+  std::unique_ptr<CycleStream> stream;
+  if (pipe_fds[0] >= 0) {
+    stream = std::make_unique<CycleStream>(
+        pipe_fds[0], options_.board_id.empty() ? name
+                                               : absl::StrCat("board ", options_.board_id, " (", name, ")"));
+  }
   if (!started.ok()) {
     return absl::Status(started.status().code(),
                         absl::StrCat(name, ": ", started.status().message()));
@@ -204,6 +311,23 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
     if (output.size() > kMaxStartOutput) output.erase(0, output.size() - kMaxStartOutput);
     pty = FindPty(output);
   }
+  if (pty && stream != nullptr) {
+    // The plugin greets when QEMU loads it; a plugin that fails makes QEMU exit saying why.
+    if (absl::Status ready = stream->WaitReady(deadline); !ready.ok()) {
+      const absl::Time until = absl::Now() + kStopGrace;
+      for (char buf[1024]; absl::Now() < until && output.size() < kMaxStartOutput;) {
+        pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 100) <= 0) continue;
+        const ssize_t n = read(fd, buf, sizeof(buf));
+        if (n <= 0) break;
+        output.append(buf, static_cast<size_t>(n));
+      }
+      close(fd);
+      (void)qemu->Stop(absl::Milliseconds(200), absl::Now() + kStopGrace);
+      return absl::FailedPreconditionError(absl::StrCat(
+          ready.message(), "; QEMU said: ", absl::StripAsciiWhitespace(output)));
+    }
+  }
   if (!pty) {
     close(fd);
     absl::StatusOr<base::ProcessExit> ended =
@@ -213,7 +337,7 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
       return absl::FailedPreconditionError(absl::StrCat(
           name, ": QEMU exited at start (", ended.ok() ? ended->ToString() : "still running",
           "): ", text.empty() ? std::string("no output") : text, " [",
-          absl::StrJoin(CommandLine(image.path), " "), "]"));
+          absl::StrJoin(CommandLine(image.path, plugin_args), " "), "]"));
     }
     return absl::DeadlineExceededError(absl::StrCat(
         name, ": QEMU did not report its serial pty by the deadline; output: ", text));
@@ -243,6 +367,7 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
   keeper_fd_ = open(pty->c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
   port_ = *pty;
   qemu_ = std::move(qemu);
+  cycle_stream_ = std::move(stream);
   return absl::OkStatus();
 }
 

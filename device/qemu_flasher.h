@@ -1,6 +1,7 @@
 // QemuFlasher: the Flasher for an emulated microcontroller. "Flashing" starts
 //     qemu-system-arm -M <machine> -display none -monitor none -serial pty -kernel /bf/image
-//                     [-icount shift=<n>,align=off,sleep=off] <extra_args...>
+//                     [-icount shift=<n>,align=off,sleep=on]
+//                     [-plugin /bf/cyclemodel.so,core=...,region=...,fd=3] <extra_args...>
 // (stopping the QEMU that ran before) in a sandbox (device/sandbox.h: the image bound read-only at
 // /bf/image, no network, a read-only system, a private /tmp, its own PID namespace, an
 // unprivileged uid, limits), reads QEMU's "char device redirected to /dev/pts/N" line and points
@@ -10,16 +11,27 @@
 // as for a USB-serial adapter. Restarting QEMU is the board's reset. QEMU ending on its own (it
 // crashed, or the machine powered off) is reported by Exited().
 //
-// Deterministic mode (-icount): the guest's clocks advance by 2^icount_shift ns per executed
-// instruction instead of with host time, so an on-chip timer measures instructions: the same
-// candidate measured twice gives identical costs. Such costs are emulated, not silicon time.
+// Timing modes (QemuTiming):
+//   kHost          plain QEMU: the guest's clocks follow host time; costs are noisy host time.
+//   kInstructions  -icount: the guest's clocks advance by 2^icount_shift ns per executed
+//                  instruction, so an on-chip timer counts instructions: the same candidate
+//                  measured twice gives identical costs.
+//   kCycles        -icount as above, plus benchfarm's cycle-model plugin (cyclemodel/), which
+//                  charges every executed instruction its cycles on the modeled core and memory and
+//                  reports the cycles of each interval the firmware's timer times on a pipe
+//                  (cycle_stream()). The core and memory come from IMAGE.timing beside the image
+//                  (crt/boards/build.sh writes it from the package's board.conf).
+// With -icount, sleep=on: an idle guest (WFI) lets QEMU sleep instead of spinning a host core; what
+// runs is still charged by the instruction, so timed code measures the same every time.
 //
 // Errors of Flash() (every message starts "qemu:<machine>: "):
 //   InvalidArgument     no machine configured, or icount_shift outside 0..10.
 //   NotFound            the image does not exist.
 //   FailedPrecondition  qemu-system-arm is not installed (apt install qemu-system-arm), nor
-//                       bubblewrap (apt install bubblewrap), or QEMU refused the machine or image
-//                       and exited; the message has QEMU's own text.
+//                       bubblewrap (apt install bubblewrap), or QEMU refused the machine, image or
+//                       plugin and exited (a QEMU built without plugin support, a plugin that does
+//                       not load); the message has QEMU's own text. kCycles: the plugin is missing,
+//                       IMAGE.timing is missing or not valid, or the plugin did not greet.
 //   DeadlineExceeded    QEMU did not report its pty by the deadline; it has been killed.
 //   Internal            an OS failure (fork, pipes, the symlink).
 // After a failed Flash() no QEMU runs.
@@ -29,6 +41,7 @@
 #ifndef BENCHFARM_DEVICE_QEMU_FLASHER_H_
 #define BENCHFARM_DEVICE_QEMU_FLASHER_H_
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,17 +51,27 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "device/cycle_stream.h"
 #include "device/flasher.h"
 #include "device/subprocess.h"
 
 namespace benchfarm::device {
 
+enum class QemuTiming { kHost, kInstructions, kCycles };
+
+// "host", "instructions", "cycles".
+const char* QemuTimingName(QemuTiming timing);
+
 struct QemuFlasherOptions {
   std::string machine;                  // -M, e.g. "mps2-an385"
   std::string binary = "qemu-system-arm";
-  bool deterministic = false;           // -icount shift=icount_shift
-  int icount_shift = 0;
+  QemuTiming timing = QemuTiming::kHost;
+  int icount_shift = 0;                 // kInstructions, kCycles: -icount shift=icount_shift
+  // kCycles: the plugin (libbenchfarm_cyclemodel.so); empty: Flash fails saying so.
+  std::string cycle_model_plugin;
   std::vector<std::string> extra_args;
+  // The board's id, for the cycle model's messages ("board m3-0 (qemu:mps2-an385): ...").
+  std::string board_id;
   // A symlink made to point at QEMU's pty after each start; empty: none (use port()).
   std::string serial_link;
   // QEMU's own output (warnings, errors) is appended here; empty: discarded after start.
@@ -78,9 +101,18 @@ class QemuFlasher final : public Flasher {
   std::optional<base::ProcessExit> WaitExited(absl::Time deadline);
   // Ends QEMU (SIGTERM, then SIGKILL) and removes serial_link. No-op when none runs.
   void Stop();
-  // The QEMU command line for `image` (for logs, docs and tests). Flash() runs it in the sandbox
-  // with the image at /bf/image.
-  std::vector<std::string> CommandLine(const std::string& image) const;
+  // The QEMU command line for `image` (for logs, docs and tests); kCycles: with `plugin_args`
+  // (IMAGE.timing's words) for the plugin at `plugin`. Flash() runs it in the sandbox with the
+  // image at /bf/image and the plugin at /bf/cyclemodel.so.
+  std::vector<std::string> CommandLine(const std::string& image,
+                                       const std::vector<std::string>& plugin_args = {},
+                                       const std::string& plugin = "") const;
+  // kCycles: the running QEMU's cycle model records; null when none runs or in other modes. Valid
+  // until the next Flash or Stop.
+  CycleStream* cycle_stream();
+  // kCycles: the summary the plugin wrote when the last QEMU that ran it exited (cycles=,
+  // instructions=, unmodeled=, intervals=, ...; CycleStream::Summary); empty before.
+  std::map<std::string, uint64_t> last_summary() const;
 
  private:
   absl::Status StopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -88,6 +120,8 @@ class QemuFlasher final : public Flasher {
   const QemuFlasherOptions options_;
   mutable absl::Mutex mu_;
   std::unique_ptr<Subprocess> qemu_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<CycleStream> cycle_stream_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> last_summary_ ABSL_GUARDED_BY(mu_);
   std::string port_ ABSL_GUARDED_BY(mu_);
   int keeper_fd_ ABSL_GUARDED_BY(mu_) = -1;  // the pty's slave, held open while QEMU runs
 };

@@ -336,14 +336,32 @@ absl::StatusOr<double> RpcClient::Calibrate(int64_t iterations, absl::Time deadl
     return absl::InvalidArgumentError(
         absl::StrCat("benchfarm.Calibrate: iterations must be 1 to 2^40, not ", iterations));
   }
-  ASSIGN_OR_RETURN(uint64_t fn, CachedGlobal("benchfarm.Calibrate", deadline));
-  ASSIGN_OR_RETURN(Arg seconds, CallFunc(fn, {Arg::Int(iterations)}, deadline));
+  return TimedGlobal("benchfarm.Calibrate", {iterations}, deadline);
+}
+
+absl::StatusOr<double> RpcClient::TimedGlobal(const std::string& name,
+                                              const std::vector<int64_t>& args,
+                                              absl::Time deadline) {
+  ASSIGN_OR_RETURN(uint64_t fn, CachedGlobal(name, deadline));
+  std::vector<Arg> call;
+  for (int64_t a : args) call.push_back(Arg::Int(a));
+  ASSIGN_OR_RETURN(Arg seconds, CallFunc(fn, call, deadline));
   if (seconds.type_code() != TypeCode::kFloat || !std::isfinite(seconds.float_value()) ||
       seconds.float_value() < 0) {
-    return absl::DataLossError(absl::StrCat(session_->options().board_id,
-                                            ": benchfarm.Calibrate did not return seconds"));
+    return absl::DataLossError(
+        absl::StrCat(session_->options().board_id, ": ", name, " did not return seconds"));
   }
   return seconds.float_value();
+}
+
+absl::StatusOr<std::string> RpcClient::StringGlobal(const std::string& name, absl::Time deadline) {
+  ASSIGN_OR_RETURN(uint64_t fn, CachedGlobal(name, deadline));
+  ASSIGN_OR_RETURN(Arg text, CallFunc(fn, {}, deadline));
+  if (text.type_code() != TypeCode::kStr) {
+    return absl::DataLossError(
+        absl::StrCat(session_->options().board_id, ": ", name, " did not return a string"));
+  }
+  return text.str();
 }
 
 absl::StatusOr<TimerTotals> RpcClient::GetTimerTotals(absl::Time deadline) {

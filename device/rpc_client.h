@@ -127,6 +127,13 @@ class RpcClient {
   // iterations of its calibration loop (DeviceInfo says what one iteration costs). NotFound on
   // firmware without it; InvalidArgument for iterations outside 1..2^40 (nothing is sent).
   absl::StatusOr<double> Calibrate(int64_t iterations, absl::Time deadline);
+  // A board global that times its own work (benchfarm.Calibrate, benchfarm.Microbench) called with
+  // integer arguments: the seconds it returns. NotFound when the firmware lacks it; DataLoss when
+  // it returns something other than non-negative seconds.
+  absl::StatusOr<double> TimedGlobal(const std::string& name, const std::vector<int64_t>& args,
+                                     absl::Time deadline);
+  // A board global without arguments that returns a string (benchfarm.Microbenchmarks).
+  absl::StatusOr<std::string> StringGlobal(const std::string& name, absl::Time deadline);
   // benchfarm.TimerTotals: the board's timer totals since the previous call, which resets them.
   // NotFound on firmware without it (every board but the host-process board).
   absl::StatusOr<TimerTotals> GetTimerTotals(absl::Time deadline);

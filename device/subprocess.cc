@@ -37,6 +37,8 @@
 namespace benchfarm::device {
 namespace {
 
+// The descriptor SubprocessOptions.pass_fd becomes in the child.
+constexpr int kPassedFd = 3;
 // How long Stop() waits at least for a SIGKILLed child, and the destructor for a killed one.
 constexpr absl::Duration kKillWait = absl::Seconds(2);
 constexpr absl::Duration kDestructorKillWait = absl::Seconds(10);
@@ -84,6 +86,7 @@ struct ChildPlan {
   int stdout_fd = -1;
   int stderr_fd = -1;
   bool stderr_to_stdout = false;
+  int pass_fd = -1;  // becomes the child's 3; > 3, like every descriptor above
   bool new_session = false;
   bool launcher = false;
   LimitToSet limits[4];
@@ -196,6 +199,7 @@ void WriteChildRecord(const char* prefix) {
   // another board's pipe open). Kernels before 5.11 lack the flag; then only ours are cloexec.
   (void)close_range(STDERR_FILENO + 1, ~0U, CLOSE_RANGE_CLOEXEC);
 #endif
+  if (plan.pass_fd >= 0 && dup2(plan.pass_fd, kPassedFd) < 0) fail(kDup2, 0);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -219,10 +223,10 @@ const char* ResourceName(int resource) {
   }
 }
 
-// Moves `fd` above 2 (close-on-exec), so the child's dup2s onto 0..2 never clobber a source.
+// Moves `fd` above 3 (close-on-exec), so the child's dup2s onto 0..3 never clobber a source.
 absl::Status MoveAboveStdio(UniqueFd& fd, absl::string_view name) {
-  if (fd.get() < 0 || fd.get() > STDERR_FILENO) return absl::OkStatus();
-  const int moved = fcntl(fd.get(), F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+  if (fd.get() < 0 || fd.get() > kPassedFd) return absl::OkStatus();
+  const int moved = fcntl(fd.get(), F_DUPFD_CLOEXEC, kPassedFd + 1);
   if (moved < 0) {
     return absl::InternalError(absl::StrCat(name, ": fcntl(F_DUPFD_CLOEXEC): ", ErrnoText(errno)));
   }
@@ -454,9 +458,18 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
     }
   }
   RETURN_IF_ERROR(make_pipe(error_read, error_write));
+  UniqueFd child_pass;
+  if (options.pass_fd >= 0) {
+    child_pass.Reset(fcntl(options.pass_fd, F_DUPFD_CLOEXEC, kPassedFd + 1));
+    if (child_pass.get() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": pass_fd ", options.pass_fd, ": ", ErrnoText(errno)));
+    }
+  }
   for (UniqueFd* fd : {&child_in, &child_out, &child_err, &error_write}) {
     RETURN_IF_ERROR(MoveAboveStdio(*fd, name));
   }
+  plan.pass_fd = child_pass.get();
   plan.stdin_fd = child_in.get();
   plan.stdout_fd = child_out.get();
   plan.stderr_fd = child_err.get();

@@ -16,7 +16,7 @@
 //   - has an empty signal mask and default dispositions for every signal (a launcher: SIGTERM,
 //     SIGINT and SIGHUP ignored);
 //   - inherits no descriptor of this process except its stdin/stdout/stderr (everything else is
-//     marked close-on-exec in the child);
+//     marked close-on-exec in the child), and pass_fd as its descriptor 3 when set;
 //   - gets each non-zero ResourceLimits field as both its soft and hard limit (clamped to this
 //     process's hard limit, which an unprivileged process cannot raise).
 //
@@ -101,6 +101,10 @@ struct SubprocessOptions {
   // 128+N (N = 1..64), which is how such launchers report a command killed by signal N, is
   // reported as that signal.
   bool launcher = false;
+  // >= 0: also given to the child as its descriptor 3 (e.g. the write end of a pipe the parent
+  // reads from; a sandbox passes it on to its command). Borrowed: the caller closes its own copy
+  // once Start returned.
+  int pass_fd = -1;
 };
 
 // From now on every child Subprocess starts (from any thread) records itself in `dir` (see the

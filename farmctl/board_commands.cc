@@ -40,6 +40,12 @@ std::string JsonString(absl::string_view s) {
 
 std::string JsonNumber(double v) { return std::isfinite(v) ? absl::StrFormat("%.9g", v) : "null"; }
 
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Shape>> ParseShapes(absl::string_view text) {
@@ -92,8 +98,8 @@ absl::StatusOr<Arg> ParseCallArg(absl::string_view text) {
       absl::StrCat("argument \"", text, "\": use int:N, float:X, str:TEXT or a number"));
 }
 
-absl::StatusOr<TimeResult> TimeOperator(device::RpcClient& rpc, const TimeRequest& request,
-                                        absl::Time deadline) {
+absl::StatusOr<TimeResult> TimeOperator(device::RpcClient& rpc, device::BoardTimer& timer,
+                                        const TimeRequest& request, absl::Time deadline) {
   if (request.shapes.size() < 2) {
     return absl::InvalidArgumentError("an operator takes at least one input and an output");
   }
@@ -117,8 +123,10 @@ absl::StatusOr<TimeResult> TimeOperator(device::RpcClient& rpc, const TimeReques
   result.target_rel_ci = request.target_rel_ci;
   result.budget = m.budget;
   result.max_repeat = m.max_repeat;
-  ASSIGN_OR_RETURN(device::MeasureOutcome outcome, device::Measure(rpc, m, deadline));
+  ASSIGN_OR_RETURN(device::MeasureOutcome outcome, device::Measure(rpc, m, deadline, &timer));
   result.costs = outcome.costs;
+  result.cycles = outcome.cycles;
+  result.instructions = outcome.instructions;
   result.max_abs_error = outcome.max_abs_error;
   if (outcome.checked) result.check = outcome.matches ? "ok" : "mismatch";
   result.number = outcome.number;
@@ -140,6 +148,12 @@ std::string CyclesText(double seconds, double cpu_hz) {
     grouped += digits[i];
   }
   return grouped + " cycles";
+}
+
+std::string UnitsText(double seconds, double hz, absl::string_view emulation) {
+  std::string text = CyclesText(seconds, hz);
+  if (emulation == "qemu-icount") text.replace(text.size() - 6, 6, "instructions");
+  return text;
 }
 
 std::string FormatInfo(const device::DeviceInfo& info, absl::string_view board, bool json) {
@@ -181,6 +195,13 @@ std::string FormatTime(const TimeResult& r, absl::string_view board, bool json) 
         ", \"ci_low\": ", JsonNumber(s.ci_low_s()), ", \"ci_high\": ", JsonNumber(s.ci_high_s()),
         ", \"ci_level\": ", JsonNumber(s.ci_level()), ", \"rel_half_width\": ",
         JsonNumber(s.rel_half_width()), ", \"unstable\": ", s.unstable() ? "true" : "false");
+    std::vector<std::string> cycles, instructions;
+    for (double c : r.cycles) cycles.push_back(JsonNumber(c));
+    for (double i : r.instructions) instructions.push_back(JsonNumber(i));
+    absl::StrAppend(&out, ", \"timer\": ", JsonString(r.timer), ", \"emulation\": ",
+                    JsonString(r.emulation), ", \"units_hz\": ", JsonNumber(r.units_hz),
+                    ", \"model_cycles\": [", absl::StrJoin(cycles, ", "),
+                    "], \"model_instructions\": [", absl::StrJoin(instructions, ", "), "]");
     absl::StrAppend(&out, ", \"measured\": {\"number\": ", r.number, ", \"repeats\": ",
                     r.costs.size(), ", \"rounds\": ", r.rounds, ", \"stop\": ",
                     JsonString(r.stop), "}, \"wall_over_cpu\": ", JsonNumber(r.wall_over_cpu));
@@ -223,11 +244,25 @@ std::string FormatTime(const TimeResult& r, absl::string_view board, bool json) 
                           stats::PlusMinus(s), s.unstable() ? " UNSTABLE" : "");
   }
   absl::StrAppendFormat(&out, "\nresult   %s", stats::CostText(s));
-  if (s.count() > 0 && r.info.cpu_hz > 0) {
-    absl::StrAppendFormat(&out, " = %s at %.6g MHz", CyclesText(s.median_s(), r.info.cpu_hz),
-                          r.info.cpu_hz / 1e6);
+  const bool instructions = r.emulation == "qemu-icount";
+  if (s.count() > 0 && r.units_hz > 0) {
+    absl::StrAppendFormat(&out, " = %s at %.6g %s", UnitsText(s.median_s(), r.units_hz, r.emulation),
+                          r.units_hz / 1e6, instructions ? "M instructions/s" : "MHz");
   }
   out += "\n";
+  std::string timer = r.timer;
+  if (auto it = r.info.fields.find("timer"); timer.empty() && it != r.info.fields.end()) {
+    timer = it->second;
+  }
+  if (!timer.empty()) {
+    absl::StrAppendFormat(&out, "timer    %s%s\n", timer,
+                          r.emulation.empty() ? "" : absl::StrCat(" (", r.emulation, ")"));
+  }
+  if (!r.cycles.empty() && !r.instructions.empty()) {
+    const double cycles = Median(r.cycles), per_call = Median(r.instructions);
+    absl::StrAppendFormat(&out, "model    %.1f cycles, %.1f instructions per call (%.2f per instruction)\n",
+                          cycles, per_call, per_call > 0 ? cycles / per_call : 0.0);
+  }
   absl::StrAppendFormat(&out, "number   %d calls per repeat%s\n", r.number,
                         adaptive ? " (calibrated)" : "");
   absl::StrAppendFormat(&out, "repeats  %d in %d round%s, stopped: %s\n", r.costs.size(), r.rounds,

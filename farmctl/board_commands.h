@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "device/board_timer.h"
 #include "device/minrpc_codec.h"
 #include "device/rpc_client.h"
 #include "proto/benchfarm.pb.h"
@@ -55,7 +56,15 @@ struct TimeResult {
   absl::Duration budget = absl::ZeroDuration();
   int max_repeat = 0;
   device::DeviceInfo info;
+  // How the board's costs are to be read (set by the caller from the board): its emulation
+  // (device::Board::emulation()), what timed them ("cycle-model", else DeviceInfo's timer) and
+  // the rate that turns a cost into the board's units (cycles at DeviceInfo cpu_hz; for QEMU
+  // -icount, instructions at 1e9 / 2^shift per second).
+  std::string emulation;
+  std::string timer;
+  double units_hz = 0;
   std::vector<double> costs;  // seconds per call, one per repeat
+  std::vector<double> cycles, instructions;  // the cycle model's, per call, one per repeat
   // count, mean, median, min, max, stddev, CV, the median's interval (stats::CostStatsOf).
   v1::CostStats stats;
   int64_t number = 0;          // calls per repeat (adaptive: as calibrated)
@@ -68,14 +77,18 @@ struct TimeResult {
 };
 
 // Allocates the arguments on the board, fills the inputs, runs the operator (and its reference
-// when check is set), then times it with the board's time evaluator (device::Measure: fixed or
-// adaptive). Frees what it allocated.
-// Errors: the RpcClient's; NotFound for an unknown operator.
-absl::StatusOr<TimeResult> TimeOperator(device::RpcClient& rpc, const TimeRequest& request,
-                                        absl::Time deadline);
+// when check is set), then times it with the board's time evaluator through `timer` (the board's
+// own, or its cycle model: device::Measure, fixed or adaptive). Frees what it allocated.
+// Errors: the RpcClient's and the timer's; NotFound for an unknown operator.
+absl::StatusOr<TimeResult> TimeOperator(device::RpcClient& rpc, device::BoardTimer& timer,
+                                        const TimeRequest& request, absl::Time deadline);
 
 // "12,345 cycles": `seconds` at `cpu_hz`, rounded, thousands separated.
 std::string CyclesText(double seconds, double cpu_hz);
+// A cost in the board's own units: "12,345 cycles" at `hz`, or for QEMU -icount (emulation
+// "qemu-icount", whose clock is instructions per second) "12,345 instructions": never cycles of
+// a pseudo clock.
+std::string UnitsText(double seconds, double hz, absl::string_view emulation);
 
 std::string FormatInfo(const device::DeviceInfo& info, absl::string_view board, bool json);
 // The table: the costs (each repeat's when there are at most 32), count, mean, median, min, max,

@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "device/flasher.h"
 
@@ -30,7 +31,14 @@ absl::StatusOr<v1::BoardConfig> BoardConfigFromOptions(const BoardLinkOptions& o
     config.set_kind(absl::StrCat("qemu-", options.qemu_machine));
     config.mutable_serial();
     config.mutable_qemu()->set_machine(options.qemu_machine);
-    config.mutable_qemu()->set_deterministic(options.qemu_icount);
+    v1::QemuMachine::Timing timing = v1::QemuMachine::CYCLES;
+    if (!options.qemu_timing.empty() &&
+        !v1::QemuMachine::Timing_Parse(absl::AsciiStrToUpper(options.qemu_timing), &timing)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--timing: \"", options.qemu_timing, "\" is not cycles, instructions or host"));
+    }
+    if (timing == v1::QemuMachine::TIMING_UNSPECIFIED) timing = v1::QemuMachine::CYCLES;
+    config.mutable_qemu()->set_timing(timing);
   } else {
     config.set_kind("serial");
     config.mutable_serial()->set_port(options.port);
@@ -45,6 +53,7 @@ absl::StatusOr<std::unique_ptr<device::Board>> OpenBoard(const BoardLinkOptions&
   device::BoardOptions bo;
   bo.config = *std::move(config);
   bo.connect_timeout = options.connect_timeout;
+  bo.cycle_model_plugin = options.cycle_model_plugin;
   absl::StatusOr<std::unique_ptr<device::Board>> board = device::Board::Create(std::move(bo));
   if (!board.ok()) return board.status();
   const absl::Time deadline = absl::Now() + options.connect_timeout;

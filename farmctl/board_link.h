@@ -25,13 +25,16 @@ struct BoardLinkOptions {
   bool host_process_pty = false;  // ...and reach it through its pseudo-terminal
   std::string board_binary;       // the host-process board executable
   std::string qemu_machine;       // start qemu-system-arm -M this with `image`
-  bool qemu_icount = false;       // ...in deterministic mode (-icount)
+  // ...timed by "cycles" (the cycle model; the default when empty), "instructions" (-icount) or
+  // "host" (host time): QemuMachine.timing.
+  std::string qemu_timing;
+  std::string cycle_model_plugin;  // ...its plugin, for "cycles" (device::BoardOptions)
   std::string image;              // the firmware for a QEMU board (an ELF: ./farm firmware)
   absl::Duration connect_timeout = absl::Seconds(10);
 };
 
-// The BoardConfig the options describe. InvalidArgument for options naming no board or two, or a
-// QEMU board without an image.
+// The BoardConfig the options describe. InvalidArgument for options naming no board or two, a
+// QEMU board without an image, or an unknown qemu_timing.
 absl::StatusOr<v1::BoardConfig> BoardConfigFromOptions(const BoardLinkOptions& options);
 
 // The board, started if it must be (host process, QEMU), connected and handshaken. Errors:

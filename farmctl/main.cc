@@ -2,11 +2,16 @@
 //
 // Board commands (one board, directly):
 //   farmctl board info  (--port PATH [--baud B] | --host-process [--pty] |
-//                        --qemu MACHINE --image FIRMWARE.elf [--icount]) [--json]
+//                        --qemu MACHINE --image FIRMWARE.elf [--timing cycles|instructions|host])
+//                       [--json]
 //   farmctl board time  ... --op NAME [--shape 32x32,32x32,32x32] [--number N] [--repeat R]
 //                       [--min-repeat-ms M] [--target PCT [--budget-ms B] [--max-repeat N]]
 //                       [--no-check] [--seed S] [--json]
 //   farmctl board call  ... NAME [ARG...]     ARG: int:N, float:X, str:TEXT or a number
+//   farmctl board check-model --qemu MACHINE --image FIRMWARE.elf
+//                       (--against-port PATH [--against-baud B] |
+//                        --against-qemu MACHINE --against-image FIRMWARE.elf [--against-timing T])
+//                       [--iterations N] [--json]
 //
 // Tracker commands (--tracker HOST:PORT, else $BENCHFARM_TRACKER, else localhost:7070; TLS with
 // --ca/$BENCHFARM_CA and a credential: --token/$BENCHFARM_TOKEN, --token-file/$BENCHFARM_TOKEN_FILE
@@ -32,6 +37,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -47,10 +53,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "base/data_roots.h"
 #include "base/status_macros.h"
 #include "farmctl/board_commands.h"
 #include "farmctl/board_link.h"
 #include "farmctl/knob_space.h"
+#include "farmctl/model_check.h"
 #include "farmctl/tracker_commands.h"
 #include "farmctl/tune.h"
 #include "grpcpp/grpcpp.h"
@@ -64,7 +72,14 @@ ABSL_FLAG(bool, pty, false, "with --host-process: reach the board through its ps
 ABSL_FLAG(std::string, board_binary, "", "the host-process board executable (default: farmctl's runfiles)");
 ABSL_FLAG(std::string, qemu, "", "start an emulated board: qemu-system-arm -M MACHINE (mps2-an385, netduinoplus2, ...)");
 ABSL_FLAG(std::string, image, "", "with --qemu: the firmware to run (an ELF from ./farm firmware)");
-ABSL_FLAG(bool, icount, false, "with --qemu: deterministic timing (-icount; costs count instructions)");
+ABSL_FLAG(std::string, timing, "", "with --qemu: cycles (the cycle model, the default), instructions (-icount) or host (host time)");
+ABSL_FLAG(bool, icount, false, "with --qemu: the same as --timing instructions");
+ABSL_FLAG(std::string, against_port, "", "board check-model: the real board's serial port");
+ABSL_FLAG(int, against_baud, 115200, "board check-model: baud rate of --against-port");
+ABSL_FLAG(std::string, against_qemu, "", "board check-model: an emulated board standing in for the real one");
+ABSL_FLAG(std::string, against_image, "", "board check-model: --against-qemu's firmware");
+ABSL_FLAG(std::string, against_timing, "instructions", "board check-model: --against-qemu's timing");
+ABSL_FLAG(int64_t, iterations, 1000, "board check-model: loop iterations per timing (and twice as many)");
 ABSL_FLAG(bool, json, false, "print JSON instead of a table");
 ABSL_FLAG(double, timeout_s, 60, "deadline of the whole command, seconds");
 ABSL_FLAG(std::string, op, "", "board time: the operator to time (add, matmul, conv2d, ...)");
@@ -113,13 +128,19 @@ namespace {
 
 constexpr char kUsage[] =
     "farmctl board info|time|call (--port PATH [--baud B] | --host-process [--pty] |\n"
-    "                              --qemu MACHINE --image FIRMWARE.elf [--icount]) [--json]\n"
+    "                              --qemu MACHINE --image FIRMWARE.elf\n"
+    "                              [--timing cycles|instructions|host]) [--json]\n"
     "  board info                       what the board reports (kind, firmware hash, ...)\n"
     "  board time --op NAME [--shape S] [--number N --repeat R --min-repeat-ms M]\n"
     "             [--target PCT [--budget-ms B] [--max-repeat N]]\n"
     "                                   time an operator on the board, output checked;\n"
     "                                   --target: repeat until the median is known to +-PCT %\n"
     "  board call NAME [ARG...]         call a global or system-library function\n"
+    "  board check-model --qemu M --image F (--against-port P | --against-qemu M2\n"
+    "             --against-image F2 [--against-timing T]) [--iterations N]\n"
+    "                                   the microbenchmark suite (one loop per timing rule)\n"
+    "                                   under the cycle model and on the real board: cycles\n"
+    "                                   per iteration side by side, the model's error\n"
     "\n"
     "farmctl COMMAND [--tracker HOST:PORT]   (default $BENCHFARM_TRACKER, else localhost:7070)\n"
     "        [--ca CA.pem] [--token T | --token-file F | --cert C --key K] [--insecure]\n"
@@ -186,13 +207,66 @@ std::string DefaultBoardBinary(const char* argv0) {
   return "";
 }
 
+int Usage(const std::string& message);
+
+// board check-model: the suite under the cycle model (`model`) and on the board --against-*
+// names, side by side.
+int CheckModelCommand(BoardLinkOptions model, bool json, absl::Time deadline) {
+  if (model.qemu_machine.empty()) {
+    return Usage("board check-model: --qemu MACHINE --image FIRMWARE.elf is the modeled board");
+  }
+  if (!model.qemu_timing.empty() && model.qemu_timing != "cycles") {
+    return Usage("board check-model: the modeled board runs the cycle model (--timing cycles)");
+  }
+  BoardLinkOptions real;
+  real.port = absl::GetFlag(FLAGS_against_port);
+  real.baud = absl::GetFlag(FLAGS_against_baud);
+  real.qemu_machine = absl::GetFlag(FLAGS_against_qemu);
+  real.image = absl::GetFlag(FLAGS_against_image);
+  real.qemu_timing = absl::GetFlag(FLAGS_against_timing);
+  real.cycle_model_plugin = model.cycle_model_plugin;
+  real.connect_timeout = model.connect_timeout;
+  if (real.port.empty() == real.qemu_machine.empty()) {
+    return Usage("board check-model: name the real board: --against-port PATH (or an emulated "
+                 "stand-in: --against-qemu MACHINE --against-image FIRMWARE.elf)");
+  }
+  const int64_t iterations = absl::GetFlag(FLAGS_iterations);
+  if (iterations < 1 || iterations > (int64_t{1} << 30)) {
+    return Usage("--iterations: 1 to 2^30");
+  }
+  absl::StatusOr<std::unique_ptr<device::Board>> modeled = OpenBoard(model);
+  if (!modeled.ok()) return Fail(modeled.status());
+  absl::StatusOr<std::vector<std::pair<std::string, double>>> model_cycles =
+      MicrobenchCycles(**modeled, iterations, deadline);
+  if (!model_cycles.ok()) return Fail(model_cycles.status());
+  const std::string model_board = (*modeled)->Description();
+  modeled->reset();
+  absl::StatusOr<std::unique_ptr<device::Board>> measured = OpenBoard(real);
+  if (!measured.ok()) return Fail(measured.status());
+  absl::StatusOr<std::vector<std::pair<std::string, double>>> measured_cycles =
+      MicrobenchCycles(**measured, iterations, deadline);
+  if (!measured_cycles.ok()) return Fail(measured_cycles.status());
+  std::string measured_board = (*measured)->Description();
+  if ((*measured)->info()) {
+    auto timer = (*measured)->info()->fields.find("timer");
+    if (timer != (*measured)->info()->fields.end()) {
+      absl::StrAppend(&measured_board, " (timer ", timer->second, ")");
+    }
+  }
+  std::fputs(FormatModelCheck(CompareMicrobenchmarks(*model_cycles, *measured_cycles),
+                              model_board, measured_board, json)
+                 .c_str(),
+             stdout);
+  return 0;
+}
+
 int BoardCommand(const std::vector<std::string>& args, const char* argv0) {
   if (args.empty()) {
     std::fputs(kUsage, stderr);
     return 2;
   }
   const std::string& command = args[0];
-  if (command != "info" && command != "time" && command != "call") {
+  if (command != "info" && command != "time" && command != "call" && command != "check-model") {
     std::fprintf(stderr, "farmctl: unknown board command \"%s\"\n%s", command.c_str(), kUsage);
     return 2;
   }
@@ -204,7 +278,15 @@ int BoardCommand(const std::vector<std::string>& args, const char* argv0) {
   options.board_binary = absl::GetFlag(FLAGS_board_binary);
   if (options.board_binary.empty()) options.board_binary = DefaultBoardBinary(argv0);
   options.qemu_machine = absl::GetFlag(FLAGS_qemu);
-  options.qemu_icount = absl::GetFlag(FLAGS_icount);
+  options.qemu_timing = absl::GetFlag(FLAGS_timing);
+  if (absl::GetFlag(FLAGS_icount)) {
+    if (!options.qemu_timing.empty() && options.qemu_timing != "instructions") {
+      return Usage("--icount means --timing instructions: give one");
+    }
+    options.qemu_timing = "instructions";
+  }
+  options.cycle_model_plugin =
+      base::FindDataFile(argv0, "cyclemodel/libbenchfarm_cyclemodel.so");
   options.image = absl::GetFlag(FLAGS_image);
   const bool json = absl::GetFlag(FLAGS_json);
   const absl::Time deadline = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
@@ -250,6 +332,8 @@ int BoardCommand(const std::vector<std::string>& args, const char* argv0) {
     }
   }
 
+  if (command == "check-model") return CheckModelCommand(options, json, deadline);
+
   absl::StatusOr<std::unique_ptr<device::Board>> opened = OpenBoard(options);
   if (!opened.ok()) return Fail(opened.status());
   device::RpcClient& rpc = *(*opened)->rpc();
@@ -260,8 +344,14 @@ int BoardCommand(const std::vector<std::string>& args, const char* argv0) {
     if (!info.ok()) return Fail(info.status());
     std::fputs(FormatInfo(*info, board, json).c_str(), stdout);
   } else if (command == "time") {
-    absl::StatusOr<TimeResult> result = TimeOperator(rpc, time, deadline);
+    absl::StatusOr<TimeResult> result = TimeOperator(rpc, (*opened)->timer(), time, deadline);
     if (!result.ok()) return Fail(result.status());
+    result->emulation = (*opened)->emulation();
+    result->timer = (*opened)->timer().name();
+    result->units_hz = static_cast<double>(result->info.cpu_hz);
+    if (result->emulation == "qemu-icount") {
+      result->units_hz = 1e9 / std::ldexp(1.0, (*opened)->config().qemu().icount_shift());
+    }
     std::fputs(FormatTime(*result, board, json).c_str(), stdout);
     if (result->check == "mismatch") return 1;
   } else {

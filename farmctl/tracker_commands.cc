@@ -573,7 +573,7 @@ std::string ResultCostText(const v1::Result& result) {
   const v1::CostStats stats = stats::StatsOf(result);
   std::string text = stats::CostText(stats);
   if (stats.count() > 0 && result.cpu_hz() > 0) {
-    absl::StrAppend(&text, " = ", CyclesText(stats.median_s(), result.cpu_hz()));
+    absl::StrAppend(&text, " = ", UnitsText(stats.median_s(), result.cpu_hz(), result.emulation()));
   }
   return text;
 }
@@ -656,8 +656,12 @@ std::string FormatJob(const v1::Job& job, const KnobTable& knobs) {
   if (r.cpu_hz() > 0 || r.wall_over_cpu() > 0) {
     std::vector<std::string> clock;
     if (r.cpu_hz() > 0) {
-      clock.push_back(absl::StrFormat("%.6g MHz", r.cpu_hz() / 1e6));
-      if (s.count() > 0) clock.push_back(absl::StrCat("median ", CyclesText(s.median_s(), r.cpu_hz())));
+      clock.push_back(r.emulation() == "qemu-icount"
+                          ? absl::StrFormat("%.6g M instructions/s (QEMU -icount)", r.cpu_hz() / 1e6)
+                          : absl::StrFormat("%.6g MHz", r.cpu_hz() / 1e6));
+      if (s.count() > 0) {
+        clock.push_back(absl::StrCat("median ", UnitsText(s.median_s(), r.cpu_hz(), r.emulation())));
+      }
     }
     if (r.wall_over_cpu() > 0) clock.push_back(absl::StrFormat("wall/CPU %.3f", r.wall_over_cpu()));
     line("clock", absl::StrJoin(clock, ", "));
@@ -669,6 +673,15 @@ std::string FormatJob(const v1::Job& job, const KnobTable& knobs) {
       absl::StrAppend(&timer, ", tick ", stats::SecondsText(r.timer_resolution_s()));
     }
     line("timer", timer);
+  }
+  if (!r.model_cycles().empty() && r.model_cycles_size() == r.model_instructions_size()) {
+    std::vector<double> cycles(r.model_cycles().begin(), r.model_cycles().end());
+    std::vector<double> instructions(r.model_instructions().begin(), r.model_instructions().end());
+    std::sort(cycles.begin(), cycles.end());
+    std::sort(instructions.begin(), instructions.end());
+    const double c = cycles[cycles.size() / 2], i = instructions[instructions.size() / 2];
+    line("model", absl::StrFormat("%.1f cycles, %.1f instructions per call (median; %.2f per "
+                                  "instruction)", c, i, i > 0 ? c / i : 0.0));
   }
   const v1::StageTimes& st = r.stages();
   line("stages", absl::StrCat("build ", stats::SecondsText(st.build_s()), ", flash ",

@@ -50,6 +50,7 @@ TunePoint PointOf(int64_t index, const v1::Job& job) {
   p.stats = stats::StatsOf(r);
   p.cost = p.stats.median_s();
   p.cpu_hz = r.cpu_hz();
+  p.emulation = r.emulation();
   return p;
 }
 
@@ -57,7 +58,8 @@ TunePoint PointOf(int64_t index, const v1::Job& job) {
 std::string QualityFields(const TunePoint& p) {
   if (p.stats.count() == 0) return "";
   return absl::StrCat(" n=", p.stats.count(), " hw=", p.stats.rel_half_width(), " u=",
-                      p.stats.unstable() ? 1 : 0, " hz=", p.cpu_hz);
+                      p.stats.unstable() ? 1 : 0, " hz=", p.cpu_hz,
+                      p.emulation.empty() ? "" : absl::StrCat(" emu=", p.emulation));
 }
 
 // A state line's "<index> <cost|inf> <ErrorCode> [k=v ...]" fields (from `f[first]` on).
@@ -68,6 +70,7 @@ bool ParsePoint(const std::vector<std::string>& f, size_t first, TunePoint* p) {
   p->error = v1::ErrorCode_Parse(f[first + 2], &code) ? code : v1::UNKNOWN_ERROR;
   for (size_t i = first + 3; i < f.size(); ++i) {
     std::pair<std::string, std::string> kv = absl::StrSplit(f[i], absl::MaxSplits('=', 1));
+    if (kv.first == "emu") p->emulation = kv.second;
     double v = 0;
     if (!absl::SimpleAtod(kv.second, &v)) continue;
     if (kv.first == "n") p->stats.set_count(static_cast<int32_t>(v));
@@ -435,7 +438,7 @@ std::string PointCostText(const TunePoint& p) {
   if (s.count() == 0) s.set_count(1);  // a state written before stats existed: "+-?"
   s.set_median_s(p.cost);
   std::string text = stats::CostText(s);
-  if (p.cpu_hz > 0) absl::StrAppend(&text, " = ", CyclesText(p.cost, p.cpu_hz));
+  if (p.cpu_hz > 0) absl::StrAppend(&text, " = ", UnitsText(p.cost, p.cpu_hz, p.emulation));
   return text;
 }
 

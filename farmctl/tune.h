@@ -27,7 +27,7 @@
 //   tune-state.txt          "run <key>" (RunKey: a run with other shapes, measure options or
 //                           operator version does not resume it but measures afresh), then
 //                           "done <index> <median cost s | inf> <ErrorCode> [n=<count>
-//                           hw=<rel half-width> u=<0|1> hz=<cpu_hz>]" and
+//                           hw=<rel half-width> u=<0|1> hz=<cpu_hz> [emu=<emulation>]]" and
 //                           "pending <index> <job id>" lines (appended as they happen); a
 //                           recheck adds "recheck <key> pending <index> <job id>" and
 //                           "recheck <key> done <index> ..." lines (key: a hash of the recheck's
@@ -98,6 +98,8 @@ struct TunePoint {
   // is `cost`), and the board's clock; count 0 for states written before stats existed.
   v1::CostStats stats;
   double cpu_hz = 0;
+  // The result's emulation ("qemu-icount": cpu_hz counts instructions per second, not cycles).
+  std::string emulation;
 };
 
 // "12.3 us +-0.4 %[ UNSTABLE][ = 12,345 cycles]" of a point; "failed" for a failed one.

@@ -58,7 +58,8 @@ std::unique_ptr<device::Board> StartBoard(const Package& p, bool deterministic,
   c.set_kind(p.kind);
   c.mutable_serial();
   c.mutable_qemu()->set_machine(p.machine);
-  c.mutable_qemu()->set_deterministic(deterministic);
+  c.mutable_qemu()->set_timing(deterministic ? v1::QemuMachine::INSTRUCTIONS
+                                              : v1::QemuMachine::HOST);
   c.mutable_qemu()->set_icount_shift(icount_shift);
   device::BoardOptions o;
   o.config = c;

@@ -974,6 +974,7 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
     board.set_flashes(std::max(board.flashes(), b.flashes()));
     board.set_slots(std::max(1, b.slots()));
     board.set_memory_bytes(std::max<int64_t>(0, b.memory_bytes()));
+    board.set_timing(b.timing().substr(0, 32));
     CountMemory(board, 1);
     record.running.clear();
     board.clear_current_job_id();

@@ -8,7 +8,10 @@
 #
 #   --package  a directory of crt/boards with a board.conf (mps2-an385, stm32f4, ...)
 #   --out      the ELF image to write; IMAGE.bin, IMAGE.hex, IMAGE.hash (the firmware id: 16
-#              lowercase hex digits, no newline) and IMAGE.map (the link map) are written beside it
+#              lowercase hex digits, no newline), IMAGE.map (the link map) and IMAGE.timing (what an
+#              emulated board's cycle model needs: the core and the flash's wait states, one line
+#              of QEMU plugin arguments, e.g. "core=cortex-m4f region=0x08000000:0x00080000:5:art")
+#              are written beside it
 #   --kind     the board_kind the firmware reports in benchfarm.DeviceInfo (default: PKG)
 #   --sources  every DIR/*.c is compiled into the image; one of them defines
 #              TVMSystemLibEntryPoint (the agent's system library and candidates). Default:
@@ -99,6 +102,22 @@ for key in CPU_FLAGS FLASH_ORIGIN FLASH_LENGTH RAM_ORIGIN RAM_LENGTH STACK_BYTES
            PAGE_BYTES CPU_HZ NUM_IRQS UART_IRQ; do
   [[ -n "${conf[$key]:-}" ]] || { echo "build.sh: $package/board.conf: $key is missing" >&2; exit 2; }
 done
+
+# The cycle model's data (README.md): the core's timing table and the flash's wait states.
+case "${conf[CYCLE_MODEL_CORE]:-}" in
+  cortex-m3 | cortex-m4 | cortex-m4f | cortex-m55) ;;
+  *) echo "build.sh: $package/board.conf: CYCLE_MODEL_CORE must be cortex-m3, cortex-m4, cortex-m4f or cortex-m55, not '${conf[CYCLE_MODEL_CORE]:-}'" >&2
+     exit 2 ;;
+esac
+if [[ -n "${conf[FLASH_WAIT_STATES]:-}" && ! "${conf[FLASH_WAIT_STATES]}" =~ ^([0-9]|1[0-5])$ ]]; then
+  echo "build.sh: $package/board.conf: FLASH_WAIT_STATES must be 0 to 15, not '${conf[FLASH_WAIT_STATES]}'" >&2
+  exit 2
+fi
+case "${conf[FLASH_ACCELERATOR]:-}" in
+  "" | art) ;;
+  *) echo "build.sh: $package/board.conf: FLASH_ACCELERATOR must be art or empty, not '${conf[FLASH_ACCELERATOR]}'" >&2
+     exit 2 ;;
+esac
 
 # Keys that must be numbers when present.
 if [[ -n "${conf[CALIBRATION_CYCLES_PER_ITERATION]:-}" &&
@@ -218,7 +237,13 @@ objects+=("$tmp/bf_firmware_id.o")
 "$OBJCOPY" -O binary "$tmp/image.elf" "$tmp/image.bin"
 "$OBJCOPY" -O ihex "$tmp/image.elf" "$tmp/image.hex"
 printf '%s' "$firmware_id" > "$tmp/image.hash"
-for ext in bin hex hash map; do mv -f "$tmp/image.$ext" "$out.$ext"; done
+timing="core=${conf[CYCLE_MODEL_CORE]}"
+if [[ "${conf[FLASH_WAIT_STATES]:-0}" -gt 0 ]]; then
+  timing+=" region=$(printf '0x%08x:0x%08x' $((conf[FLASH_ORIGIN])) $((conf[FLASH_LENGTH]))):${conf[FLASH_WAIT_STATES]}"
+  [[ -z "${conf[FLASH_ACCELERATOR]:-}" ]] || timing+=":${conf[FLASH_ACCELERATOR]}"
+fi
+printf '%s\n' "$timing" > "$tmp/image.timing"
+for ext in bin hex hash map timing; do mv -f "$tmp/image.$ext" "$out.$ext"; done
 mv -f "$tmp/image.elf" "$out"
 
 read -r text data bss _ <<< "$("$SIZE" -B "$out" | tail -1)"

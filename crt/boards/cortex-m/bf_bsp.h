@@ -83,6 +83,14 @@ typedef char bf_bsp_check_irq[BF_CONF_UART_IRQ >= 0 && BF_CONF_UART_IRQ < BF_CON
 #ifndef BF_BSP_ISB
 #define BF_BSP_ISB() __asm__ volatile("isb" ::: "memory")
 #endif
+/* The markers of a timed interval for an emulated board's cycle model (cyclemodel/, README.md
+ * "Emulated boards"): 32-bit hints the architecture leaves unallocated (HINT.W #0xC0, #0xC1),
+ * which a Cortex-M executes as NOPs and QEMU's cycle-model plugin sees. TVMPlatformTimerStart
+ * ends with START and TVMPlatformTimerStop begins with STOP, so the model counts exactly what the
+ * board's timer times. */
+#define BF_BSP_CYCLE_MARK_START() __asm__ volatile(".inst.w 0xf3af80c0" ::: "memory")
+#define BF_BSP_CYCLE_MARK_STOP() __asm__ volatile(".inst.w 0xf3af80c1" ::: "memory")
+
 /* Masks interrupts, keeping the previous PRIMASK in the uint32_t lvalue `saved`; restores it. */
 #ifndef BF_BSP_IRQ_SAVE
 #define BF_BSP_IRQ_SAVE(saved) __asm__ volatile("mrs %0, primask\n cpsid i" : "=r"(saved)::"memory")
@@ -152,6 +160,9 @@ void bf_bsp_timer_rebase(void);
 /* Relocates the vector table if it lies in the NULL guard, enables the configurable fault
  * handlers and divide-by-zero trapping, and programs the MPU's NULL guard. */
 void bf_bsp_core_init(void);
+
+/* Registers benchfarm.Microbench and benchfarm.Microbenchmarks (microbench.c). 0 on success. */
+int bf_bsp_microbench_register(void);
 
 /* Lets the fault handlers and TVMPlatformAbort log through this MinRPC server (a
  * crt_rpc_server_t*, kept as void* so this header needs no crt include). NULL: reset silently. */

@@ -20,6 +20,8 @@
  * change it; kept out of the crt core (crt/rpc), which stays portable and small. iterations
  * outside 1..2^40: kTvmErrorFunctionCallInvalidArg with a message.
  *
+ * benchfarm.Microbench and benchfarm.Microbenchmarks: microbench.c (one loop per timing rule).
+ *
  * A Shutdown request, an unrecoverable link write error or a failed start resets the chip, so the
  * board is always ready for the next host session.
  */
@@ -137,7 +139,8 @@ static void BfRegisterBoardGlobals(void) {
   for (i = 0; i < sizeof(kBfCalibrationInfo); i++) g_bf_device_info[n + i] = extra[i];
   g_bf_device_info[n + i] = '\0';
   if (TVMCrtFuncRegisterGlobal(kBfDeviceInfoName, BfDeviceInfo, 1) != 0 ||
-      TVMCrtFuncRegisterGlobal(kBfCalibrateName, BfCalibrate, 0) != 0) {
+      TVMCrtFuncRegisterGlobal(kBfCalibrateName, BfCalibrate, 0) != 0 ||
+      bf_bsp_microbench_register() != 0) {
     bf_bsp_fatal(kBfRegisterFailed);
   }
 }

@@ -6,7 +6,8 @@
  *   it up; a second call keeps it. The DLDevice argument is ignored (CPU memory only).
  * - Timer: core clock cycles (timer.c: DWT or SysTick), converted to seconds with BF_CONF_CPU_HZ;
  *   resolution 1 / CPU_HZ. Start while running and Stop while stopped are
- *   kTvmErrorPlatformTimerBadState.
+ *   kTvmErrorPlatformTimerBadState. The interval between Start and Stop is marked for an emulated
+ *   board's cycle model (BF_BSP_CYCLE_MARK_*, NOPs on silicon).
  * - TVMPlatformGenerateRandom: session nonces and random_fill's benchmark inputs — an xorshift
  *   state stirred with the cycle count at each call. Not for security; under a deterministic
  *   emulator (QEMU -icount) the sequence repeats from boot to boot.
@@ -62,11 +63,14 @@ tvm_crt_error_t TVMPlatformTimerStart(void) {
   g_bf_timer_running = 1;
   bf_bsp_timer_rebase(); /* a fixed timer phase: repeatable counts under QEMU -icount */
   g_bf_timer_start = bf_bsp_cycles();
+  BF_BSP_CYCLE_MARK_START();
   return kTvmErrorNoError;
 }
 
 tvm_crt_error_t TVMPlatformTimerStop(double* elapsed_time_seconds) {
-  uint64_t now = bf_bsp_cycles();
+  uint64_t now;
+  BF_BSP_CYCLE_MARK_STOP();
+  now = bf_bsp_cycles();
   if (!g_bf_timer_running) return kTvmErrorPlatformTimerBadState;
   if (elapsed_time_seconds == NULL) return kTvmErrorFunctionCallInvalidArg;
   g_bf_timer_running = 0;
