@@ -7,10 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-void bf_memory_init(bf_memory* m) { memset(m, 0, sizeof(*m)); }
+void bf_memory_init(bf_memory* m) {
+  memset(m, 0, sizeof(*m));
+  memset(m->icache_bucket, -1, sizeof(m->icache_bucket));
+}
 
 void bf_memory_reset(bf_memory* m) {
   m->icache_used = 0;
+  m->icache_clock = 0;
+  memset(m->icache_bucket, -1, sizeof(m->icache_bucket));
   m->dcache_used = 0;
   m->have_line = 0;
   m->line = 0;
@@ -101,29 +106,69 @@ static void Insert(uint32_t* list, int* used, int capacity, uint32_t line) {
   list[0] = line;
 }
 
+static unsigned Bucket(uint32_t line) { return (line ^ (line >> 8)) & 0xFFu; }
+
+/* Whether `line` is in the instruction cache; a hit makes it the most recently used. */
+static int ICacheLookup(bf_memory* m, uint32_t line) {
+  int slot;
+  for (slot = m->icache_bucket[Bucket(line)]; slot >= 0; slot = m->icache_next[slot]) {
+    if (m->icache[slot] == line) {
+      m->icache_used_at[slot] = ++m->icache_clock;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Puts `line` (not cached) in a free slot, or in the least recently used one's place. */
+static void ICacheInsert(bf_memory* m, uint32_t line) {
+  int slot, k;
+  if (m->icache_used < BF_ART_ICACHE_LINES) {
+    slot = m->icache_used++;
+  } else {
+    int8_t* link;
+    slot = 0;
+    for (k = 1; k < BF_ART_ICACHE_LINES; k++) {
+      if (m->icache_used_at[k] < m->icache_used_at[slot]) slot = k;
+    }
+    for (link = &m->icache_bucket[Bucket(m->icache[slot])]; *link != slot; link = &m->icache_next[*link]) {
+    }
+    *link = m->icache_next[slot]; /* out of its bucket */
+  }
+  m->icache[slot] = line;
+  m->icache_used_at[slot] = ++m->icache_clock;
+  m->icache_next[slot] = m->icache_bucket[Bucket(line)];
+  m->icache_bucket[Bucket(line)] = (int8_t)slot;
+}
+
 uint32_t bf_memory_fetch(bf_memory* m, uint32_t address, uint64_t now) {
   const bf_region* r = bf_memory_region(m, address);
-  uint32_t line = address / BF_ART_LINE_BYTES;
+  return bf_memory_fetch_line(m, address / BF_ART_LINE_BYTES, r != NULL ? r->wait_states : 0u,
+                              r != NULL ? r->art : 0u, now);
+}
+
+uint32_t bf_memory_fetch_line(bf_memory* m, uint32_t line, uint8_t wait_states, uint8_t art,
+                              uint64_t now) {
   uint32_t stall = 0;
-  if (r == NULL || r->wait_states == 0u) {
+  if (wait_states == 0u) {
     m->have_line = 0;
     return 0;
   }
-  if (m->have_line && line == m->line) return 0;
-  if (!r->art) {
-    stall = r->wait_states;
+  if (m->have_line && line == m->line) return 0; /* the current line: the common case */
+  if (!art) {
+    stall = wait_states;
     m->counters.line_misses++;
-  } else if (Lookup(m->icache, m->icache_used, line)) {
+  } else if (ICacheLookup(m, line)) {
     m->counters.line_hits++;
   } else if (m->have_line && line == m->line + 1u) {
     /* The prefetched line: its read began when the current line did. */
-    uint64_t ready = m->line_since + r->wait_states + 1u;
+    uint64_t ready = m->line_since + wait_states + 1u;
     stall = ready > now ? (uint32_t)(ready - now) : 0u;
     m->counters.prefetched++;
   } else {
-    stall = r->wait_states;
+    stall = wait_states;
     m->counters.line_misses++;
-    Insert(m->icache, &m->icache_used, BF_ART_ICACHE_LINES, line);
+    ICacheInsert(m, line);
   }
   m->have_line = 1;
   m->line = line;

@@ -59,9 +59,16 @@ typedef struct {
 typedef struct {
   bf_region regions[BF_MEMORY_MAX_REGIONS];
   int nregions;
-  /* ART state: caches in most-recently-used order (entry 0 the newest). */
+  /* ART state. The instruction cache: 64 lines with the time each was last used, found through
+   * a hash of the line (buckets of slot chains): looked up on every new line fetched, so O(1);
+   * the least recently used is searched for only when a miss replaces it. */
   uint32_t icache[BF_ART_ICACHE_LINES];
+  uint64_t icache_used_at[BF_ART_ICACHE_LINES];
+  int8_t icache_next[BF_ART_ICACHE_LINES]; /* the next slot in its bucket, -1: none */
+  int8_t icache_bucket[256];               /* the first slot of each bucket, -1: none */
   int icache_used;
+  uint64_t icache_clock;
+  /* The data cache, 8 lines in most-recently-used order (entry 0 the newest). */
   uint32_t dcache[BF_ART_DCACHE_LINES];
   int dcache_used;
   int have_line;          /* the core is fetching from `line` (a region with wait states) */
@@ -84,6 +91,10 @@ int bf_memory_has_wait_states(const bf_memory* m);
 /* The core starts fetching instructions from the line holding `address` at model time `now`
  * (cycles): the stall in cycles. Call once per new line, in execution order. */
 uint32_t bf_memory_fetch(bf_memory* m, uint32_t address, uint64_t now);
+/* The same for a line whose region the caller looked up already (model.h's blocks do it once):
+ * `line` = address / 16, its region's wait states (0: none) and accelerator. */
+uint32_t bf_memory_fetch_line(bf_memory* m, uint32_t line, uint8_t wait_states, uint8_t art,
+                              uint64_t now);
 /* A data read at `address`: the stall in cycles. */
 uint32_t bf_memory_read(bf_memory* m, uint32_t address);
 /* Forgets the fetch position and empties the caches (a reset). Keeps the regions. */

@@ -22,34 +22,45 @@ static int ReadsData(const bf_insn* i) {
 
 void bf_block_free(bf_block* b) {
   if (b == NULL) return;
-  free(b->lines);
   free(b->marks);
-  free(b->loads);
-  free(b->insns);
-  free(b);
+  free(b); /* the arrays are in the same allocation */
 }
 
-bf_block* bf_block_build(const bf_core* core, uint32_t n, const uint32_t* addresses,
-                         const uint8_t* const* bytes, const uint8_t* sizes) {
-  bf_block* b = (bf_block*)calloc(1, sizeof(*b));
+/* Records where the block starts fetching a new line, with the line's region. */
+static void AddLine(bf_block* b, const bf_memory* memory, uint32_t address, uint32_t first) {
+  const bf_region* r = memory != NULL ? bf_memory_region(memory, address) : NULL;
+  bf_block_line* l = &b->lines[b->nlines++];
+  l->line = address / BF_ART_LINE_BYTES;
+  l->first = first;
+  l->before = b->insns[first].before;
+  l->wait_states = r != NULL ? r->wait_states : 0u;
+  l->art = r != NULL ? r->art : 0u;
+  if (l->wait_states > 0u) b->fetch_waits = 1;
+}
+
+bf_block* bf_block_build(const bf_core* core, const bf_memory* memory, uint32_t n,
+                         const uint32_t* addresses, const uint8_t* const* bytes,
+                         const uint8_t* sizes) {
+  /* One allocation for the block and its arrays (entered on every executed block: kept close).
+   * At most one line per instruction, plus one for a 32-bit instruction across a line. */
+  const size_t lines_at = sizeof(bf_block);
+  const size_t insns_at = lines_at + 2u * n * sizeof(bf_block_line);
+  const size_t loads_at = insns_at + n * sizeof(bf_block_insn);
+  char* mem = (char*)calloc(1, loads_at + n);
+  bf_block* b = (bf_block*)mem;
   bf_insn prev, cur;
   int have_prev = 0;
   int it_left = 0;
   uint32_t i;
   uint32_t marks = 0;
   if (b == NULL) return NULL;
-  b->insns = (bf_block_insn*)calloc(n, sizeof(*b->insns));
-  b->loads = (uint8_t*)calloc(n, 1);
-  /* At most one line per instruction, plus one for a 32-bit instruction across a line. */
-  b->lines = (bf_block_line*)calloc(2u * n, sizeof(*b->lines));
-  if (b->insns == NULL || b->loads == NULL || b->lines == NULL) {
-    bf_block_free(b);
-    return NULL;
-  }
+  b->lines = (bf_block_line*)(mem + lines_at);
+  b->insns = (bf_block_insn*)(mem + insns_at);
+  b->loads = (uint8_t*)(mem + loads_at);
   b->ninsns = n;
   b->start = addresses[0];
   for (i = 0; i < n; i++) {
-    uint32_t last_line = b->nlines > 0 ? b->lines[b->nlines - 1].address / BF_ART_LINE_BYTES : 0;
+    uint32_t last_line = b->nlines > 0 ? b->lines[b->nlines - 1].line : 0;
     uint32_t a = addresses[i];
     int in_it = it_left > 0;
     int cycles;
@@ -66,7 +77,12 @@ bf_block* bf_block_build(const bf_core* core, uint32_t n, const uint32_t* addres
       it_left--;
     }
     if (cur.op == BF_OP_IT) it_left = cur.it_mask;
-    if (i == 0) b->first = cur;
+    if (i == 0) {
+      b->first = cur;
+      b->entry_extra =
+          (uint8_t)(bf_core_refill(core, BF_REFILL_DIRECT, &cur, a) -
+                    bf_core_refill(core, BF_REFILL_DIRECT, NULL, a));
+    }
     cycles = bf_core_cycles(core, &cur, have_prev ? &prev : NULL);
     b->insns[i].address = a;
     b->insns[i].before = b->static_cycles;
@@ -74,22 +90,16 @@ bf_block* bf_block_build(const bf_core* core, uint32_t n, const uint32_t* addres
     if (cur.op == BF_OP_UNKNOWN) b->unknown++;
     if (cur.op == BF_OP_MARK) marks++;
     b->loads[i] = (uint8_t)ReadsData(&cur);
-    if (b->nlines == 0 || a / BF_ART_LINE_BYTES != last_line) {
-      b->lines[b->nlines].address = a;
-      b->lines[b->nlines].first = i;
-      b->nlines++;
-    }
+    if (b->nlines == 0 || a / BF_ART_LINE_BYTES != last_line) AddLine(b, memory, a, i);
     if ((a + cur.size - 1u) / BF_ART_LINE_BYTES != a / BF_ART_LINE_BYTES) {
-      /* the second half of a 32-bit instruction is in the next line */
-      b->lines[b->nlines].address = a + cur.size - 1u;
-      b->lines[b->nlines].first = i;
-      b->nlines++;
+      AddLine(b, memory, a + cur.size - 1u, i); /* a 32-bit instruction across two lines */
     }
     if (i == n - 1) {
       bf_refill_kind kind = bf_refill_kind_of(&cur);
       b->end = a + cur.size;
       b->last = cur;
       b->exit_refill = (uint8_t)kind;
+      b->refill_base = (uint8_t)bf_core_refill(core, kind, NULL, 0);
       if (kind != BF_REFILL_NONE) {
         b->exit_conditional = (uint8_t)(cur.op == BF_OP_BRANCH_COND || cur.op == BF_OP_LOOP_END ||
                                         (cur.flags & BF_INSN_IN_IT) != 0u);
@@ -135,6 +145,7 @@ void bf_model_init(bf_model* m, const bf_core* core, const bf_memory* memory,
   }
   m->on_interval = on_interval;
   m->ctx = ctx;
+  m->has_wait_states = bf_memory_has_wait_states(&m->memory);
 }
 
 void bf_model_forget_blocks(bf_model* m) { m->current = NULL; }
@@ -157,6 +168,7 @@ static int IndexOf(const bf_block* b, uint32_t address) {
 static uint64_t StallsAfter(const bf_model* m, const bf_block* b, uint32_t index) {
   uint64_t sum = 0;
   uint32_t k;
+  if (!b->fetch_waits) return 0;
   for (k = 0; k < b->nlines && k < 64u; k++) {
     if (b->lines[k].first > index) sum += m->line_stall[k];
   }
@@ -168,19 +180,17 @@ void bf_model_enter(bf_model* m, const bf_block* b) {
   uint64_t entry;
   uint32_t k;
   if (p != NULL) {
-    int cut = b->start > p->start && b->start < p->end &&
-              !(p->exit_direct && p->exit_target == b->start);
-    int index = cut ? IndexOf(p, b->start) : -1;
-    if (p->exit_refill == BF_REFILL_NONE && b->start == p->end) {
-      /* Straight-line code QEMU translated as two blocks (a block's size limit, -icount's
-       * budget): the first instruction pairs with the one before it as if they were one block. */
-      m->cycles += (uint64_t)bf_core_cycles(m->core, &b->first, &p->last);
-      m->cycles -= (uint64_t)bf_core_cycles(m->core, &b->first, NULL);
-    } else if (index > 0) {
-      /* p stopped before b->start and runs its rest again as b: take that back. */
-      m->cycles -= (uint64_t)(p->static_cycles - p->insns[index].before) +
-                   StallsAfter(m, p, (uint32_t)index - 1u);
-      m->instructions -= p->ninsns - (uint32_t)index;
+    /* b starts strictly inside p, and not as p's own branch target: p was cut short. */
+    const int inside = b->start - p->start - 1u < p->end - p->start - 1u &&
+                       !(p->exit_direct && p->exit_target == b->start);
+    if (inside) {
+      int index = IndexOf(p, b->start);
+      if (index > 0) {
+        /* p stopped before b->start and runs its rest again as b: take that back. */
+        m->cycles -= (uint64_t)(p->static_cycles - p->insns[index].before) +
+                     (m->has_wait_states ? StallsAfter(m, p, (uint32_t)index - 1u) : 0u);
+        m->instructions -= p->ninsns - (uint32_t)index;
+      }
     } else if (p->exit_refill != BF_REFILL_NONE) {
       int taken;
       if (!p->exit_conditional) {
@@ -191,23 +201,32 @@ void bf_model_enter(bf_model* m, const bf_block* b) {
         taken = b->start != p->end;
       }
       if (taken) {
-        m->cycles += (uint64_t)bf_core_refill(m->core, (bf_refill_kind)p->exit_refill, &b->first,
-                                              b->start);
+        m->cycles += p->refill_base + (p->exit_refill == BF_REFILL_LOOP_END ? 0u : b->entry_extra);
       }
+    } else if (b->start == p->end) {
+      /* Straight-line code QEMU translated as two blocks (a block's size limit, -icount's
+       * budget): the first instruction pairs with the one before it as if they were one block. */
+      m->cycles += (uint64_t)bf_core_cycles(m->core, &b->first, &p->last);
+      m->cycles -= (uint64_t)bf_core_cycles(m->core, &b->first, NULL);
     }
   }
   entry = m->cycles;
   m->cycles += b->static_cycles;
   m->instructions += b->ninsns;
   m->unknown += b->unknown;
+  m->current = b;
+  if (!b->fetch_waits) {
+    if (m->has_wait_states) m->memory.have_line = 0; /* left the flash */
+    return;
+  }
   for (k = 0; k < b->nlines; k++) {
-    uint32_t stall = bf_memory_fetch(&m->memory, b->lines[k].address,
-                                     entry + b->insns[b->lines[k].first].before);
+    const bf_block_line* l = &b->lines[k];
+    uint32_t stall =
+        bf_memory_fetch_line(&m->memory, l->line, l->wait_states, l->art, entry + l->before);
     entry += stall;
     m->cycles += stall;
     if (k < 64u) m->line_stall[k] = stall;
   }
-  m->current = b;
 }
 
 void bf_model_read(bf_model* m, uint64_t address) {
@@ -236,7 +255,7 @@ void bf_model_mark(bf_model* m, const bf_block_mark* mark) {
   }
   /* Just before the marker. */
   cycles = m->cycles - (b->static_cycles - b->insns[i].before) - StallsAfter(m, b, i > 0 ? i - 1u : 0u);
-  if (i == 0u) cycles -= m->line_stall[0];
+  if (i == 0u && b->fetch_waits) cycles -= m->line_stall[0];
   instructions = m->instructions - (b->ninsns - i);
   m->open = 0;
   m->intervals++;

@@ -52,8 +52,11 @@ typedef struct {
 } bf_block_insn;
 
 typedef struct {
-  uint32_t address; /* of the line's first byte the block fetches (line = address / 16) */
-  uint32_t first;   /* index of the first instruction in it */
+  uint32_t line;       /* address / 16 of the line the block fetches */
+  uint32_t first;      /* index of the first instruction in it */
+  uint32_t before;     /* static cycles of the block before that instruction */
+  uint8_t wait_states; /* of its region (memory.h; 0: none) */
+  uint8_t art;         /* its region is behind the ART accelerator */
 } bf_block_line;
 
 struct bf_block {
@@ -64,11 +67,15 @@ struct bf_block {
   bf_insn first;       /* its first instruction (a taken branch's refill depends on it) */
   bf_insn last;        /* its last (what the first of a block straight after it pairs with) */
   uint8_t exit_refill; /* bf_refill_kind of the instruction that ends it (NONE: falls through) */
+  uint8_t refill_base; /* the core's refill for that kind, before the target's own extra */
+  uint8_t entry_extra; /* what a taken branch into this block adds (a 32-bit first instruction
+                        * on an odd halfword) */
   uint8_t exit_conditional;
   uint8_t exit_direct; /* exit_target is the branch's target */
   uint32_t exit_target;
   uint32_t nlines;
   bf_block_line* lines;
+  uint8_t fetch_waits; /* some line is in a region with wait states */
   uint32_t nmarks;
   bf_block_mark* marks;
   uint8_t* loads;      /* per instruction: 1 if it reads data memory */
@@ -77,10 +84,11 @@ struct bf_block {
 };
 
 /* Analyzes the straight-line instructions of one block: instruction i is at addresses[i], its
- * sizes[i] bytes at bytes[i]. n >= 1. Returns a new block (bf_block_free), or NULL when out of
- * memory. */
-bf_block* bf_block_build(const bf_core* core, uint32_t n, const uint32_t* addresses,
-                         const uint8_t* const* bytes, const uint8_t* sizes);
+ * sizes[i] bytes at bytes[i]; its lines' regions from `memory` (NULL: no wait states). n >= 1.
+ * Returns a new block (bf_block_free), or NULL when out of memory. */
+bf_block* bf_block_build(const bf_core* core, const bf_memory* memory, uint32_t n,
+                         const uint32_t* addresses, const uint8_t* const* bytes,
+                         const uint8_t* sizes);
 void bf_block_free(bf_block* b);
 
 typedef void (*bf_interval_fn)(void* ctx, uint64_t cycles, uint64_t instructions);
@@ -93,6 +101,7 @@ typedef struct {
   uint64_t unknown;      /* of which the tables did not know */
   uint64_t intervals;    /* closed so far */
   uint64_t stray_stops;  /* STOP markers without a START */
+  int has_wait_states;   /* some region has: instruction fetch is modeled per line */
   const bf_block* current;
   uint32_t line_stall[64]; /* stalls charged for the current block's lines (first 64) */
   int open;

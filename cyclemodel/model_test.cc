@@ -39,14 +39,17 @@ class Program {
       bytes.push_back(insns_[i].bytes.data());
       sizes.push_back(static_cast<uint8_t>(insns_[i].bytes.size()));
     }
-    return Block(bf_block_build(core_, static_cast<uint32_t>(n), addresses.data(), bytes.data(),
+    return Block(bf_block_build(core_, memory_, static_cast<uint32_t>(n), addresses.data(), bytes.data(),
                                 sizes.data()));
   }
   const bf_core* core() const { return core_; }
   uint32_t address(size_t i) const { return insns_[i].address; }
+  // The memory the blocks made from now on are in (their lines' wait states).
+  void SetMemory(const bf_memory* memory) { memory_ = memory; }
 
  private:
   const bf_core* core_;
+  const bf_memory* memory_ = nullptr;
   std::vector<AsmInsn> insns_;
 };
 
@@ -130,11 +133,12 @@ TEST(Model, MarkersPlaceTheIntervalExactly) {
 TEST(Model, FlashLinesGoThroughTheArtAccelerator) {
   // A loop of one line in flash with 5 wait states: the first entry misses, the rest run free.
   Program p("1: subs r0, #1\nbne 1b\nnop\n", 0x08000000);
-  Block loop = p.Make(0, 2);
   bf_memory mem;
   bf_memory_init(&mem);
   char error[128];
   ASSERT_EQ(bf_memory_add_region(&mem, "0x08000000:0x80000:5:art", error, sizeof(error)), 0);
+  p.SetMemory(&mem);
+  Block loop = p.Make(0, 2);
   bf_model m;
   bf_model_init(&m, p.core(), &mem, nullptr, nullptr);
   for (int i = 0; i < 4; ++i) bf_model_enter(&m, loop.get());
@@ -178,7 +182,7 @@ TEST(Model, ANarrowInstructionQemuReportsWideAtAPageEndIsTheNarrowOne) {
   const uint8_t bytes[] = {0x08, 0x68, 0x01, 0x32};  // ldr r0, [r1] + the next halfword
   const uint8_t* ptrs[] = {bytes};
   const uint8_t sizes[] = {4};
-  Block b(bf_block_build(p.core(), 1, addresses, ptrs, sizes));
+  Block b(bf_block_build(p.core(), nullptr, 1, addresses, ptrs, sizes));
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->unknown, 0u);
   EXPECT_EQ(b->first.op, BF_OP_LOAD);

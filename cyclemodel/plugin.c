@@ -93,7 +93,7 @@ static void OnTranslate(qemu_plugin_id_t id, struct qemu_plugin_tb* tb) {
       bytes[i] = (const uint8_t*)qemu_plugin_insn_data(insn);
       sizes[i] = (uint8_t)qemu_plugin_insn_size(insn);
     }
-    b = bf_block_build(g_model.core, (uint32_t)n, addresses, bytes, sizes);
+    b = bf_block_build(g_model.core, &g_model.memory, (uint32_t)n, addresses, bytes, sizes);
   }
   free(addresses);
   free((void*)bytes);

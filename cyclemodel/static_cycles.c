@@ -1,17 +1,20 @@
 /*
- * static_cycles: what the cycle model charges per iteration of a loop whose body is one straight
- * run of instructions ending in a branch back to its start, run over and over (steady state: the
- * caches warm). For comparing the model with other models (llvm-mca) and by hand.
+ * static_cycles: what the cycle model charges per iteration of a loop, given the instructions of
+ * one iteration's path in execution order (a straight run, or one that jumps: a conditional
+ * branch on the path is taken when the next instruction is its target). Run over and over to a
+ * steady state (caches warm, the loop's back branch taken). For comparing the model with other
+ * models (llvm-mca: cyclemodel/llvm_mca_test.sh) and by hand.
  *
- *   static_cycles [--core NAME] [--region SPEC]... ADDRESS HALFWORD...
+ *   static_cycles [--core NAME] [--region SPEC]... ADDRESS:HALFWORD[,HALFWORD]...
  *
  *   --core     a timing table (default cortex-m4f; timing.h)
  *   --region   memory with wait states, BASE:SIZE:WAIT_STATES[:art] (memory.h)
- *   ADDRESS    the body's first address (hex), then its instructions as hex halfwords in the order
- *              arm-none-eabi-objdump prints them ("f8d3 2004 4413 ...")
+ *   each instruction of the path: its address and its one or two halfwords in hex, in the order
+ *   arm-none-eabi-objdump prints them ("8000472:ebac,0e03"); the last must branch to the first
  *
- * Prints "cycles_per_iteration=C instructions=N unmodeled=U" (C with one decimal). Exits 2 on bad
- * arguments or a body that is not a loop of one block.
+ * Prints "cycles_per_iteration=C refill_cycles=R instructions=N unmodeled=U": C with one
+ * decimal, R the part of C that taken branches' pipeline refills are. Exits 2 on bad arguments or
+ * a path that does not loop.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,79 +22,100 @@
 
 #include "model.h"
 
+#define MAX_INSNS 1024
+#define MAX_BLOCKS 256
+
 static int Usage(const char* why) {
   fprintf(stderr, "static_cycles: %s\nusage: static_cycles [--core NAME] [--region SPEC]... "
-          "ADDRESS HALFWORD...\n", why);
+          "ADDRESS:HALFWORD[,HALFWORD]...\n", why);
   return 2;
 }
 
 int main(int argc, char** argv) {
   const bf_core* core = bf_core_find("cortex-m4f");
   bf_memory memory;
-  uint8_t bytes[4096];
-  size_t nbytes = 0;
-  uint32_t start = 0;
-  int have_start = 0;
+  static uint8_t bytes[MAX_INSNS][4];
+  static uint32_t addresses[MAX_INSNS];
+  static uint8_t sizes[MAX_INSNS];
+  static const uint8_t* ptrs[MAX_INSNS];
+  bf_block* blocks[MAX_BLOCKS];
+  uint32_t n = 0, nblocks = 0, first = 0, i;
+  uint32_t unknown = 0;
+  uint64_t refills = 0;
   char error[160];
-  uint32_t addresses[1024];
-  const uint8_t* ptrs[1024];
-  uint8_t sizes[1024];
-  uint32_t n = 0;
-  size_t off = 0;
-  int i;
-  bf_block* b;
   bf_model m;
-  uint64_t c1, i1;
+  uint64_t c1;
   const int kWarm = 8, kRuns = 64;
+  int a;
   bf_memory_init(&memory);
-  for (i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--core") == 0 && i + 1 < argc) {
-      core = bf_core_find(argv[++i]);
+  for (a = 1; a < argc; a++) {
+    if (strcmp(argv[a], "--core") == 0 && a + 1 < argc) {
+      core = bf_core_find(argv[++a]);
       if (core == NULL) return Usage("unknown core");
-    } else if (strcmp(argv[i], "--region") == 0 && i + 1 < argc) {
-      if (bf_memory_add_region(&memory, argv[++i], error, sizeof(error)) != 0) return Usage(error);
+    } else if (strcmp(argv[a], "--region") == 0 && a + 1 < argc) {
+      if (bf_memory_add_region(&memory, argv[++a], error, sizeof(error)) != 0) return Usage(error);
     } else {
       char* end = NULL;
-      unsigned long v = strtoul(argv[i], &end, 16);
-      if (end == argv[i] || *end != '\0') return Usage("not a hex number");
-      if (!have_start) {
-        start = (uint32_t)v;
-        have_start = 1;
-      } else {
-        if (v > 0xFFFFu || nbytes + 2u > sizeof(bytes)) return Usage("bad halfword");
-        bytes[nbytes++] = (uint8_t)(v & 0xFFu);
-        bytes[nbytes++] = (uint8_t)(v >> 8);
+      unsigned long address = strtoul(argv[a], &end, 16);
+      unsigned long hw1, hw2;
+      if (n >= MAX_INSNS || end == argv[a] || *end != ':') return Usage("not ADDRESS:HALFWORD");
+      hw1 = strtoul(end + 1, &end, 16);
+      bytes[n][0] = (uint8_t)(hw1 & 0xFFu);
+      bytes[n][1] = (uint8_t)(hw1 >> 8);
+      sizes[n] = 2;
+      if (*end == ',') {
+        hw2 = strtoul(end + 1, &end, 16);
+        bytes[n][2] = (uint8_t)(hw2 & 0xFFu);
+        bytes[n][3] = (uint8_t)(hw2 >> 8);
+        sizes[n] = 4;
       }
+      if (*end != '\0' || hw1 > 0xFFFFu) return Usage("bad halfword");
+      addresses[n] = (uint32_t)address;
+      ptrs[n] = bytes[n];
+      n++;
     }
   }
-  if (!have_start || nbytes == 0u) return Usage("no instructions");
-  while (off < nbytes && n < 1024u) {
+  if (n == 0u) return Usage("no instructions");
+  /* Blocks as QEMU would translate the path: each ends at a branch, or where the path jumps. */
+  for (i = 0; i < n; i++) {
     bf_insn d;
-    int size = bf_thumb_decode(bytes + off, nbytes - off, start + (uint32_t)off, &d);
-    if (size == 0) return Usage("the last instruction is cut short");
-    if ((d.flags & BF_INSN_WRITES_PC) && off + (size_t)size < nbytes) {
-      return Usage("a branch inside the body: not one block");
+    bf_thumb_decode(ptrs[i], sizes[i], addresses[i], &d);
+    if (d.size != sizes[i]) return Usage("an instruction's halfwords do not match its encoding");
+    if ((d.flags & BF_INSN_WRITES_PC) || i + 1 == n || addresses[i + 1] != addresses[i] + d.size) {
+      if (nblocks >= MAX_BLOCKS) return Usage("too many blocks");
+      blocks[nblocks] = bf_block_build(core, &memory, i + 1 - first, &addresses[first], &ptrs[first],
+                                       &sizes[first]);
+      if (blocks[nblocks] == NULL) return Usage("out of memory");
+      unknown += blocks[nblocks]->unknown;
+      nblocks++;
+      first = i + 1;
     }
-    addresses[n] = start + (uint32_t)off;
-    ptrs[n] = bytes + off;
-    sizes[n] = (uint8_t)size;
-    n++;
-    off += (size_t)size;
   }
-  b = bf_block_build(core, n, addresses, ptrs, sizes);
-  if (b == NULL) return Usage("out of memory");
-  if (!b->exit_direct || b->exit_target != start) {
-    bf_block_free(b);
-    return Usage("the body does not end in a branch to its start");
+  if (!blocks[nblocks - 1]->exit_direct || blocks[nblocks - 1]->exit_target != addresses[0]) {
+    return Usage("the path's last instruction does not branch to its first");
+  }
+  /* The refills of one iteration: every block whose exit is a branch the path takes. */
+  for (i = 0; i < nblocks; i++) {
+    const bf_block* b = blocks[i];
+    const bf_block* next = blocks[(i + 1) % nblocks];
+    int taken = b->exit_refill != BF_REFILL_NONE &&
+                (!b->exit_conditional || (b->exit_direct ? next->start == b->exit_target
+                                                         : next->start != b->end));
+    if (taken) {
+      refills += (uint64_t)bf_core_refill(core, (bf_refill_kind)b->exit_refill, &next->first,
+                                          next->start);
+    }
   }
   bf_model_init(&m, core, &memory, NULL, NULL);
-  for (i = 0; i < kWarm; i++) bf_model_enter(&m, b);
+  for (a = 0; a < kWarm; a++) {
+    for (i = 0; i < nblocks; i++) bf_model_enter(&m, blocks[i]);
+  }
   c1 = m.cycles;
-  i1 = m.instructions;
-  for (i = 0; i < kRuns; i++) bf_model_enter(&m, b);
-  printf("cycles_per_iteration=%.1f instructions=%u unmodeled=%u\n",
-         (double)(m.cycles - c1) / kRuns, (unsigned)((m.instructions - i1) / (uint64_t)kRuns),
-         b->unknown);
-  bf_block_free(b);
+  for (a = 0; a < kRuns; a++) {
+    for (i = 0; i < nblocks; i++) bf_model_enter(&m, blocks[i]);
+  }
+  printf("cycles_per_iteration=%.1f refill_cycles=%llu instructions=%u unmodeled=%u\n",
+         (double)(m.cycles - c1) / kRuns, (unsigned long long)refills, n, unknown);
+  for (i = 0; i < nblocks; i++) bf_block_free(blocks[i]);
   return 0;
 }

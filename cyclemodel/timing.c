@@ -65,14 +65,20 @@ const char* bf_core_name(const bf_core* core) { return core->name; }
 
 const char* bf_core_names(void) { return "cortex-m3 cortex-m4 cortex-m4f cortex-m55"; }
 
-static int IsSingleLoad(const bf_insn* i) { return i->op == BF_OP_LOAD && !(i->flags & BF_INSN_LOADS_PC); }
+/* Single loads and stores, integer and floating point: the load/store unit pipelines them alike
+ * (README.md: the TRMs state the rules for LDR/STR; FP single transfers are taken to follow them). */
+static int IsSingleLoad(const bf_insn* i) {
+  return (i->op == BF_OP_LOAD && !(i->flags & BF_INSN_LOADS_PC)) ||
+         (i->op == BF_OP_FP_LOAD && !(i->flags & BF_INSN_DOUBLE));
+}
 
 static int IsLoadOrStoreSingle(const bf_insn* i) {
-  return i->op == BF_OP_LOAD || i->op == BF_OP_STORE;
+  return i->op == BF_OP_LOAD || i->op == BF_OP_STORE ||
+         ((i->op == BF_OP_FP_LOAD || i->op == BF_OP_FP_STORE) && !(i->flags & BF_INSN_DOUBLE));
 }
 
 static int IsStoreSingleOrDual(const bf_insn* i) {
-  return i->op == BF_OP_STORE || i->op == BF_OP_STORE_DUAL;
+  return i->op == BF_OP_STORE || i->op == BF_OP_STORE_DUAL || i->op == BF_OP_FP_STORE;
 }
 
 static int IsLoad(const bf_insn* i) {
@@ -152,12 +158,12 @@ int bf_core_cycles(const bf_core* core, const bf_insn* insn, const bf_insn* prev
     uint16_t loaded = (uint16_t)(prev->writes & ~WrittenBack(prev));
     if (IsSingleLoad(prev) && (prev->writes & insn->addr) == 0u) {
       /* Pipelined after an LDR: one cycle less (a register-offset STR takes 1). */
-      if (insn->op == BF_OP_LOAD) cycles -= 1;
-      if (insn->op == BF_OP_STORE) cycles = 1;
+      if (insn->op == BF_OP_LOAD || insn->op == BF_OP_FP_LOAD) cycles -= 1;
+      if (insn->op == BF_OP_STORE || insn->op == BF_OP_FP_STORE) cycles = 1;
     } else if (IsSingleLoad(prev) && (loaded & insn->addr) != 0u) {
       cycles += 1; /* addressed with the value just loaded */
     } else if (IsLoadOrStoreSingle(prev) && (WrittenBack(prev) & insn->addr) != 0u &&
-               insn->op == BF_OP_STORE) {
+               (insn->op == BF_OP_STORE || insn->op == BF_OP_FP_STORE)) {
       cycles += 1; /* a written-back base cannot chain into the next store */
     }
   }

@@ -14,6 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "device/board.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "proto/config.pb.h"
@@ -142,10 +143,12 @@ TEST(DeployExamples, EmulatedAgentHasHostProcessAndQemuBoards) {
   EXPECT_EQ(config.boards(0).cpu_affinity(), "auto");  // pinned: quieter timings
   // Emulated microcontrollers: serial boards whose flasher and reset is QEMU.
   EXPECT_TRUE(config.boards(2).has_serial());
+  // Both under the cycle model: costs are modeled cycles at the part's clock.
   EXPECT_EQ(config.boards(2).qemu().machine(), "mps2-an385");
-  EXPECT_FALSE(config.boards(2).qemu().deterministic());
+  EXPECT_EQ(config.boards(2).qemu().timing(), v1::QemuMachine::CYCLES);
   EXPECT_EQ(config.boards(3).qemu().machine(), "netduinoplus2");
-  EXPECT_TRUE(config.boards(3).qemu().deterministic());
+  EXPECT_EQ(config.boards(3).qemu().timing(), v1::QemuMachine::CYCLES);
+  for (int i : {2, 3}) EXPECT_TRUE(device::Board::Validate(config.boards(i)).ok()) << i;
   EXPECT_EQ(config.tracker_address(), "localhost:7070");
   EXPECT_EQ(config.metrics_address(), "127.0.0.1:9471");  // loopback, as prometheus.yml scrapes
 }

@@ -73,6 +73,7 @@ TEST(FormatTime, AdaptiveShowsTheSpreadAndWhyItStopped) {
   r.stop = "target";
   r.wall_over_cpu = 1.25;
   r.info.cpu_hz = 100000000;
+  r.units_hz = 100000000;
   std::string table = FormatTime(r, "hp0", false);
   for (const char* want :
        {"measure  adaptive: target +-1 %  budget 500 ms  max_repeat 40", "count", "mean", "median",
@@ -98,6 +99,50 @@ TEST(FormatTime, AdaptiveShowsTheSpreadAndWhyItStopped) {
   EXPECT_NE(table.find("UNSTABLE"), std::string::npos) << table;
   EXPECT_NE(table.find("stopped: budget"), std::string::npos) << table;
   EXPECT_NE(FormatTime(r, "hp0", true).find("\"unstable\": true"), std::string::npos);
+}
+
+// Emulated boards: the cycle model's costs read as cycles at the part's clock, with the model's
+// instructions and cycles per instruction; -icount's as instructions, never cycles.
+TEST(FormatTime, EmulatedCostsSayWhatTheyCount) {
+  TimeResult r;
+  r.op = "matmul";
+  r.shapes = {{4}, {4}, {4}};
+  r.costs = {1e-3, 1e-3, 1e-3};
+  r.stats = stats::CostStatsOf(r.costs, 0);
+  r.emulation = "qemu-cycles";
+  r.timer = "cycle-model";
+  r.units_hz = 25e6;
+  r.cycles = {25000, 25000, 25000};
+  r.instructions = {20000, 20000, 20000};
+  std::string table = FormatTime(r, "m3", false);
+  EXPECT_NE(table.find("= 25,000 cycles at 25 MHz"), std::string::npos) << table;
+  EXPECT_NE(table.find("timer    cycle-model (qemu-cycles)"), std::string::npos) << table;
+  EXPECT_NE(table.find("model    25000.0 cycles, 20000.0 instructions per call (1.25 per instruction)"),
+            std::string::npos)
+      << table;
+  std::string json = FormatTime(r, "m3", true);
+  EXPECT_NE(json.find("\"timer\": \"cycle-model\", \"emulation\": \"qemu-cycles\""),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"model_cycles\": [25000, 25000, 25000]"), std::string::npos) << json;
+
+  r.emulation = "qemu-icount";
+  r.timer = "";
+  r.info.fields["timer"] = "systick";
+  r.units_hz = 1e9;
+  r.cycles.clear();
+  r.instructions.clear();
+  table = FormatTime(r, "m3", false);
+  EXPECT_NE(table.find("= 1,000,000 instructions at 1000 M instructions/s"), std::string::npos)
+      << table;
+  EXPECT_EQ(table.find("cycles"), std::string::npos) << table;
+  EXPECT_NE(table.find("timer    systick (qemu-icount)"), std::string::npos) << table;
+}
+
+TEST(UnitsText, InstructionsUnderIcountCyclesOtherwise) {
+  EXPECT_EQ(UnitsText(1e-3, 168e6, "qemu-cycles"), "168,000 cycles");
+  EXPECT_EQ(UnitsText(1e-3, 168e6, ""), "168,000 cycles");
+  EXPECT_EQ(UnitsText(1e-6, 1e9, "qemu-icount"), "1,000 instructions");
 }
 
 TEST(CyclesText, GroupsThousands) {

@@ -285,8 +285,12 @@ int BoardCommand(const std::vector<std::string>& args, const char* argv0) {
     }
     options.qemu_timing = "instructions";
   }
-  options.cycle_model_plugin =
-      base::FindDataFile(argv0, "cyclemodel/libbenchfarm_cyclemodel.so");
+  // The cycle model's plugin: $BENCHFARM_CYCLE_MODEL (the installed farmctl's wrapper sets it),
+  // else farmctl's runfiles.
+  const char* plugin = std::getenv("BENCHFARM_CYCLE_MODEL");
+  options.cycle_model_plugin = plugin != nullptr && plugin[0] != '\0'
+                                   ? std::string(plugin)
+                                   : base::FindDataFile(argv0, "cyclemodel/libbenchfarm_cyclemodel.so");
   options.image = absl::GetFlag(FLAGS_image);
   const bool json = absl::GetFlag(FLAGS_json);
   const absl::Time deadline = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_timeout_s));

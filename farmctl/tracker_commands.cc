@@ -218,10 +218,11 @@ absl::Status PrintBoards(const TrackerClient& tracker, const std::string& kind, 
   std::sort(boards.begin(), boards.end(), [](const v1::Board* a, const v1::Board* b) {
     return std::tie(a->kind(), a->board_id()) < std::tie(b->kind(), b->board_id());
   });
-  Table table(
-      {"BOARD", "KIND", "LABELS", "STATE", "AGENT", "JOB", "JOBS/SLOTS", "FLASHES", "FAILS"});
+  // TIMING: an emulated board's timing mode (cycles, instructions, host); "-" for the others.
+  Table table({"BOARD", "KIND", "TIMING", "LABELS", "STATE", "AGENT", "JOB", "JOBS/SLOTS",
+               "FLASHES", "FAILS"});
   for (const v1::Board* b : boards) {
-    table.Add({b->board_id(), b->kind(), OrDash(JoinSorted(b->labels())),
+    table.Add({b->board_id(), b->kind(), OrDash(b->timing()), OrDash(JoinSorted(b->labels())),
                v1::BoardState_Name(b->state()) + (b->held() ? " (held)" : ""),
                OrDash(b->agent_id()), OrDash(b->current_job_id()),
                absl::StrCat(b->running_jobs(), "/", std::max(b->slots(), 1)),

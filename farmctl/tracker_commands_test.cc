@@ -423,18 +423,20 @@ TEST_F(TrackerCommandsTest, BoardsAndQueueTablesAndJson) {
   hp0.set_slots(2);
   hp0.set_flashes(7);
   FakeAgent agent(agents_.get(), "agent-1", {hp0, FakeAgent::Board("hp1", "host-process")});
-  FakeAgent other(agents_.get(), "agent-2", {FakeAgent::Board("st0", "nucleo")}, {"st0"});
+  v1::BoardRegistration st0 = FakeAgent::Board("st0", "nucleo");
+  st0.set_timing("cycles");  // an emulated board under the cycle model
+  FakeAgent other(agents_.get(), "agent-2", {st0}, {"st0"});
 
   std::ostringstream boards;
   ASSERT_TRUE(PrintBoards(tracker_, "", false, boards).ok());
   std::vector<std::string> rows = Lines(boards.str());
   ASSERT_EQ(rows.size(), 4u) << boards.str();
   EXPECT_EQ(std::vector<std::string>(absl::StrSplit(rows[0], ' ', absl::SkipEmpty())),
-            (std::vector<std::string>{"BOARD", "KIND", "LABELS", "STATE", "AGENT", "JOB",
+            (std::vector<std::string>{"BOARD", "KIND", "TIMING", "LABELS", "STATE", "AGENT", "JOB",
                                       "JOBS/SLOTS", "FLASHES", "FAILS"}));
   EXPECT_EQ(std::vector<std::string>(absl::StrSplit(rows[1], ' ', absl::SkipEmpty())),
-            (std::vector<std::string>{"hp0", "host-process", "desk=a,usb=1", "IDLE", "agent-1", "-",
-                                      "0/2", "7", "0"}))
+            (std::vector<std::string>{"hp0", "host-process", "-", "desk=a,usb=1", "IDLE", "agent-1",
+                                      "-", "0/2", "7", "0"}))
       << boards.str();
   EXPECT_TRUE(absl::StartsWith(rows[2], "hp1 ")) << boards.str();
   EXPECT_TRUE(absl::StartsWith(rows[3], "st0 ")) << boards.str();
@@ -448,7 +450,8 @@ TEST_F(TrackerCommandsTest, BoardsAndQueueTablesAndJson) {
   ASSERT_EQ(rows.size(), 2u) << nucleo.str();
   EXPECT_EQ(
       std::vector<std::string>(absl::StrSplit(rows[1], ' ', absl::SkipEmpty())),
-      (std::vector<std::string>{"st0", "nucleo", "-", "BUSY", "agent-2", ids[0], "1/1", "0", "0"}))
+      (std::vector<std::string>{"st0", "nucleo", "cycles", "-", "BUSY", "agent-2", ids[0], "1/1",
+                                "0", "0"}))
       << nucleo.str();
 
   std::ostringstream json;

@@ -37,7 +37,7 @@ metrics_address: "127.0.0.1:$agent_metrics"
 $(agent_credentials "$work/pki" e2e-agent 'hp-*' 'm3-*')
 boards { id: "hp-pty" kind: "host-process" host_process { use_pty: true } build_template: "agent/templates/host-process" }
 boards { id: "hp-pipe" kind: "host-process" host_process {} build_template: "agent/templates/host-process" }
-boards { id: "m3-0" kind: "qemu-mps2-an385" serial {} qemu { machine: "mps2-an385" }
+boards { id: "m3-0" kind: "qemu-mps2-an385" serial {} qemu { machine: "mps2-an385" timing: CYCLES }
          build_template: "agent/templates/qemu-mps2-an385" image_candidates: 32 build_time_limit_seconds: 300 }
 CONFIG
 agent/agent --config "$work/agent.textproto" >"$work/agent.out" 2>"$work/agent.err" &
@@ -120,12 +120,14 @@ for l in lines:
     assert all(0 < c < 1 for c in costs), costs
 PY
 farmctl/farmctl results --tracker "127.0.0.1:$tracker_port" --kind qemu-mps2-an385 --json >"$work/results-m3.json"
-python3 - "$work/results-m3.json" <<'PY' || fail "Cortex-M3 results do not say they are emulated"
+python3 - "$work/results-m3.json" <<'PY' || fail "Cortex-M3 results do not say they are the cycle model's"
 import json, sys
 text = open(sys.argv[1]).read()
-assert text.count('"emulation": "qemu"') >= 24, text[:2000]
-assert text.count('"timer": "systick"') >= 24, text[:2000]
+assert text.count('"emulation": "qemu-cycles"') >= 24, text[:2000]
+assert text.count('"timer": "cycle-model"') >= 24, text[:2000]
 PY
+# The tune's table shows the costs at the Cortex-M3's 25 MHz, in cycles.
+grep -qE "= [0-9,]+ cycles" "$work/tune-m3.out" || fail "the Cortex-M3 tune does not show cycles"
 
 # The same results exported by the tracker: farmctl results --autotvm.
 farmctl/farmctl results --tracker "127.0.0.1:$tracker_port" --op matmul --kind host-process --autotvm >"$work/results.log"

@@ -11,7 +11,8 @@
 #    relative --config and create its relative scratch/cache/spool there, with its
 #    build_template and crt tree from PREFIX/share/benchfarm (the agent fails without them);
 #    submit a relative --file and measure it; write `farmctl tune --out DIR` there; run
-#    `farmctl board info --host-process` (the wrapper's BENCHFARM_BOARD).
+#    `farmctl board info --host-process` (the wrapper's BENCHFARM_BOARD) and time an operator on
+#    an emulated Cortex-M3 under the cycle model (the plugin from PREFIX/share/benchfarm).
 # 2. `./farm tracker` started from another directory creates its default benchfarm-tracker.db
 #    there; `./farm agent --config REL` and `./farm ctl submit --file REL` read their relative
 #    files there.
@@ -106,6 +107,8 @@ for f in bin/farmctl bin/benchfarm-tracker bin/benchfarm-agent libexec/benchfarm
   [[ -x "$prefix/$f" && ! -L "$prefix/$f" ]] || fail "$prefix/$f: not an installed executable"
 done
 [[ -f "$prefix/share/benchfarm/crt/ops/knobs.json" ]] || fail "crt tree not installed"
+[[ -f "$prefix/share/benchfarm/cyclemodel/libbenchfarm_cyclemodel.so" ]] ||
+  fail "the cycle model's plugin is not installed"
 if find "$prefix" -type l | grep -q .; then
   fail "links installed (into Bazel's tree?): $(find "$prefix" -type l | head -3)"
 fi
@@ -172,7 +175,13 @@ say "job $job measured on the installed agent (template and crt tree from $prefi
 "${user_env[@]}" farmctl board info --host-process >"$site/board.out" 2>&1 ||
   fail "installed farmctl board info --host-process: $(cat "$site/board.out")"
 grep -q "host-process" "$site/board.out" || fail "board info: $(cat "$site/board.out")"
-say "installed farmctl: boards, submit --file, watch, results, tune --out, board info --host-process"
+cp "$ws/tests/firmware/qemu-mps2-an385.elf" "$ws/tests/firmware/qemu-mps2-an385.elf.hash" \
+  "$ws/tests/firmware/qemu-mps2-an385.elf.timing" "$site/"
+(cd "$site" && "${user_env[@]}" farmctl board time --qemu mps2-an385 --image qemu-mps2-an385.elf \
+  --op add --repeat 2) >"$site/time.out" 2>&1 || fail "installed farmctl board time --qemu: $(cat "$site/time.out")"
+grep -q "cycle-model (qemu-cycles)" "$site/time.out" || fail "board time under the cycle model: $(cat "$site/time.out")"
+grep -qE "= [0-9,]+ cycles at 25 MHz" "$site/time.out" || fail "board time: no cycles at 25 MHz: $(cat "$site/time.out")"
+say "installed farmctl: boards, submit --file, watch, results, tune --out, board info --host-process, board time --qemu (cycle model)"
 
 # Without PREFIX/share/benchfarm the agent has no template: it really comes from there. (Its
 # directories are its own: two agents may not share a scratch_dir.)

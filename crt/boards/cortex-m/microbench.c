@@ -130,8 +130,8 @@ BF_MB_FP(vfma, BF_MB_FP_SETUP, ".rept 8\nvfma.f32 s0, s8, s9\n.endr")
 BF_MB_FP(vdiv, BF_MB_FP_SETUP,
          "vdiv.f32 s0, s8, s9\nvdiv.f32 s1, s8, s9\nvdiv.f32 s2, s8, s9\nvdiv.f32 s3, s8, s9")
 BF_MB_FP(vsqrt, BF_MB_FP_SETUP, "vsqrt.f32 s0, s9\nvsqrt.f32 s1, s9\nvsqrt.f32 s2, s9\nvsqrt.f32 s3, s9")
-/* 8 VLDRs: 2 each (16); 4 VLDMs of 4 registers: 1 + 4 each (20); 8 VMOVs to a core register:
- * 2 each (16). */
+/* 8 VLDRs: the first 2, each next one pipelined 1 (9: single FP loads are taken to pipeline as
+ * LDRs do); 4 VLDMs of 4 registers: 1 + 4 each (20); 8 VMOVs to a core register: 2 each (16). */
 BF_MB_FP(vldr, "", ".rept 4\nvldr s0, [%[buf]]\nvldr s1, [%[buf], #4]\n.endr")
 BF_MB_FP(vldm4, "", ".rept 4\nvldmia %[buf], {s0-s3}\n.endr")
 BF_MB_FP(vmov_to_core, BF_MB_FP_SETUP, ".rept 8\nvmov r2, s8\n.endr")
