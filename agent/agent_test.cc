@@ -8,7 +8,6 @@
 
 #include <gtest/gtest.h>
 
-#include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -26,6 +25,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
+#include "base/process_stat.h"
 #include "absl/time/clock.h"
 #include "tests/example_ops.h"
 #include "tests/in_process_tracker.h"
@@ -94,38 +94,13 @@ const char kHang[] = "  volatile int spin = 1;\n  while (spin) {}\n  return 0;";
 // The host-process board processes this test started (descendants of this process whose command
 // line runs the board, inside its sandbox or not; bwrap too), with the CPU seconds each has used.
 std::map<pid_t, double> BoardProcesses() {
-  std::map<pid_t, pid_t> parent;
-  std::map<pid_t, double> cpu;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return {};
-  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
-  while (dirent* e = readdir(proc)) {
-    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
-    if (pid <= 0) continue;
-    // (A process may exit while it is read: then it is skipped.)
-    const std::string stat = base::ReadFile(absl::StrCat("/proc/", pid, "/stat")).value_or("");
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos || close + 2 > stat.size()) continue;
-    std::istringstream rest(stat.substr(close + 2));
-    std::vector<std::string> fields;
-    for (std::string field; rest >> field;) fields.push_back(field);
-    if (fields.size() < 13) continue;  // from field 3 on: state ppid ... utime stime
-    parent[pid] = static_cast<pid_t>(std::atoi(fields[1].c_str()));
-    cpu[pid] = (std::atof(fields[11].c_str()) + std::atof(fields[12].c_str())) / tick;
-  }
-  closedir(proc);
   std::map<pid_t, double> out;
-  for (const auto& [pid, ppid] : parent) {
-    bool mine = false;
-    for (pid_t a = ppid; a > 1 && !mine; a = parent.count(a) > 0 ? parent[a] : 0) {
-      mine = a == getpid();
-    }
-    if (!mine) continue;
+  for (const base::ProcessStat& p : base::Descendants(getpid())) {
     const std::string cmdline =
-        base::ReadFile(absl::StrCat("/proc/", pid, "/cmdline")).value_or("");
+        base::ReadFile(absl::StrCat("/proc/", p.pid, "/cmdline")).value_or("");
     // The board's image (in its sandbox: /bf/image), or bwrap starting it: "--kind host-process".
     if (cmdline.find(std::string("--kind\0host-process\0", 20)) != std::string::npos) {
-      out[pid] = cpu[pid];
+      out[p.pid] = p.cpu_seconds;
     }
   }
   return out;

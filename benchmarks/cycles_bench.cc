@@ -18,7 +18,6 @@
 //   cycles_bench [--quick] [--configs N] [--targets m3,f4] [--ops matmul,conv2d]
 //                [--rounds R] [--crt DIR] [--templates DIR]
 
-#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,6 +42,7 @@
 #include "agent/firmware.h"
 #include "agent/knob_space.h"
 #include "base/data_roots.h"
+#include "base/process_stat.h"
 #include "device/board.h"
 #include "device/measure.h"
 #include "proto/config.pb.h"
@@ -180,34 +180,9 @@ absl::StatusOr<std::vector<agent::Candidate>> Configs(const agent::KnobSpace& sp
 
 // CPU seconds of this process's qemu-system-arm descendants.
 double QemuCpuSeconds() {
-  std::map<int, int> parent;
-  std::map<int, std::string> name;
-  std::map<int, double> cpu;
-  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
-  DIR* d = opendir("/proc");
-  while (dirent* e = readdir(d)) {
-    const int pid = atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream f(absl::StrCat("/proc/", pid, "/stat"));
-    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    const size_t open = stat.find('('), close = stat.rfind(')');
-    if (open == std::string::npos || close == std::string::npos) continue;
-    name[pid] = stat.substr(open + 1, close - open - 1);
-    std::vector<std::string> fields = absl::StrSplit(stat.substr(close + 2), ' ');
-    if (fields.size() < 13) continue;
-    parent[pid] = atoi(fields[1].c_str());
-    cpu[pid] = (atof(fields[11].c_str()) + atof(fields[12].c_str())) / tick;
-  }
-  closedir(d);
   double total = 0;
-  for (const auto& [pid, n] : name) {
-    if (!absl::StartsWith(n, "qemu-system")) continue;
-    for (int p = parent[pid]; p > 1; p = parent.count(p) ? parent[p] : 0) {
-      if (p == getpid()) {
-        total += cpu[pid];
-        break;
-      }
-    }
+  for (const base::ProcessStat& p : base::Descendants(getpid())) {
+    if (absl::StartsWith(p.name, "qemu-system")) total += p.cpu_seconds;
   }
   return total;
 }

@@ -4,16 +4,11 @@
 # per timing mode, idle share per mode, and the space seen by -icount and by the cycle model with
 # Kendall's tau between them. The figures themselves depend on the machine: not judged here.
 set -euo pipefail
-bin="$1"
+source "$(dirname "$0")/smoke_lib.sh"
 out="${TEST_TMPDIR:-$(mktemp -d)}/bench.txt"
-if ! "$bin" --quick >"$out" 2>&1; then
-  cat "$out" >&2
-  echo "FAIL: $bin exited non-zero" >&2
-  exit 1
-fi
-cat "$out"
+run "$out" "$1" --quick
 row() {
-  grep -qE "$1" "$out" || { echo "FAIL: no row matching '$1'" >&2; exit 1; }
+  grep -qE "$1" "$out" || fail "no row matching '$1'"
 }
 for mode in host instructions cycles; do
   row "^ +m3 +$mode +[0-9]+ +[0-9.]+ +[0-9.]+x$"   # 1. speed
@@ -21,5 +16,5 @@ done
 row "^ +m3 +[0-9.]+% +[0-9.]+% +[0-9.]+%$"          # 2. idle
 row "^ +m3 +matmul +24 +instructions +[0-9.]+x "     # 3. the space, each mode
 row "^ +m3 +matmul +24 +cycles +[0-9.]+x "
-row "^ +m3 +matmul Kendall tau \(instructions vs cycles\) -?[0-9.]+; same best: (yes|no)"
+row "^ +m3 +matmul +Kendall tau \(instructions vs cycles\) -?[0-9.]+; same best: (yes|no)"
 echo "PASS"

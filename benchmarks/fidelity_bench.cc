@@ -2,7 +2,8 @@
 // README "Trustworthy numbers"):
 //   host     the host-process board (crt/host board), pinned to a CPU (cpu_affinity "auto");
 //   qemu     an emulated Cortex-M3 (qemu-mps2-an385) in host time;
-//   icount   the same under QEMU's -icount (QemuMachine.deterministic, icount_shift 0).
+//   icount   the same under QEMU's -icount (timing INSTRUCTIONS, icount_shift 0);
+//   cycles   the same in the cycle model's cycles (timing CYCLES: cyclemodel/, the Cortex-M3).
 // Three questions, each printed as a table with the targets beside the figures:
 //   1. Repeatability: a ~1 ms and a ~50 us matmul (sizes found by timing the default config at a
 //      small n and scaling n by the cube root of target/cost, twice; capped by the board's memory
@@ -13,7 +14,7 @@
 //      interval of the median, relative), the median, and over --runs runs (the board restarted
 //      before each) the spread of the run medians (max/min - 1); wall/CPU for the host board.
 //   2. Calibration: agent::CalibrateBoard idle and beside the hog, against what the board's clock
-//      says (exact under -icount; the measured clock, unjudged, on the host board; the implied
+//      says (exact under -icount and the cycle model; the measured clock, unjudged, on the host board; the implied
 //      clock in QEMU's host time).
 //   3. Ranking: 32 distinct matmul configs (the default, then a sample seeded with 15 of the knob
 //      grid) built into ONE image, measured twice (the board restarted before each pass), each
@@ -22,7 +23,7 @@
 // Not a test: the figures depend on the machine and what else runs on it (the load average is
 // printed). `./farm bench fidelity`.
 //
-//   fidelity_bench [--runs N] [--quick] [--boards host,qemu,icount] [--verbose]
+//   fidelity_bench [--runs N] [--quick] [--boards host,qemu,icount,cycles] [--verbose]
 //                  [--crt DIR] [--templates DIR]
 // --quick: one run, 6 repeats, 8 configs, no hog (the smoke test). Finds crt/ and
 // agent/templates/ in its runfiles (or the working directory) by default. A "-" in a table is a
@@ -180,12 +181,13 @@ struct Settings {
   int tune_repeats = 12;  // costs per candidate per ranking pass (in rounds of kTuneRoundChunk)
   bool hog = true;
   bool verbose = false;   // every cell's costs on stderr
-  std::vector<std::string> boards = {"host", "qemu", "icount"};
+  std::vector<std::string> boards = {"host", "qemu", "icount", "cycles"};
   std::string crt, templates, work;
+  std::string plugin;  // the cycle model (the cycles board)
 };
 
 struct Kind {
-  std::string key;    // host, qemu, icount: the first column
+  std::string key;    // host, qemu, icount, cycles: the first column
   std::string label;  // for the legend
   std::string template_name;
   v1::BoardConfig config;
@@ -203,16 +205,23 @@ std::optional<Kind> KindFor(const std::string& key) {
     k.config.mutable_host_process();
     k.config.set_cpu_affinity("auto");
     k.max_n = 512;  // 3 n^2 floats in a 32 MiB pool
-  } else if (key == "qemu" || key == "icount") {
-    const bool icount = key == "icount";
-    k.label = icount ? "emulated Cortex-M3, QEMU mps2-an385 -icount shift=0 (1 ns/instruction)"
-                     : "emulated Cortex-M3, QEMU mps2-an385 in host time (SysTick at 25 MHz)";
+  } else if (key == "qemu" || key == "icount" || key == "cycles") {
+    v1::QemuMachine::Timing timing = v1::QemuMachine::HOST;
+    if (key == "icount") {
+      k.label = "emulated Cortex-M3, QEMU mps2-an385 -icount shift=0 (1 ns/instruction)";
+      timing = v1::QemuMachine::INSTRUCTIONS;
+    } else if (key == "cycles") {
+      k.label = "emulated Cortex-M3, QEMU mps2-an385 with the cycle model (Cortex-M3 cycles at 25 MHz)";
+      timing = v1::QemuMachine::CYCLES;
+    } else {
+      k.label = "emulated Cortex-M3, QEMU mps2-an385 in host time (SysTick at 25 MHz)";
+    }
     k.template_name = "qemu-mps2-an385";
-    k.config.set_id(icount ? "m3-icount" : "m3-host-time");
+    k.config.set_id(absl::StrCat("m3-", key));
     k.config.set_kind("qemu-mps2-an385");
     k.config.mutable_serial();
     k.config.mutable_qemu()->set_machine("mps2-an385");
-    k.config.mutable_qemu()->set_deterministic(icount);
+    k.config.mutable_qemu()->set_timing(timing);
     k.config.mutable_qemu()->set_icount_shift(0);
     k.max_n = 128;  // 3 n^2 floats (192 KiB at 128) in the 256 KiB pool
   } else {
@@ -346,6 +355,7 @@ class BoardRun {
     o.config.set_batch_size(static_cast<int>(cands_.size()));
     o.scratch_dir = absl::StrCat(s_.work, "/", o.config.id());
     o.connect_timeout = absl::Seconds(30);
+    o.cycle_model_plugin = s_.plugin;
     (void)agent::MakeDirs(o.scratch_dir);
     absl::StatusOr<std::unique_ptr<device::Board>> board = device::Board::Create(o);
     if (!board.ok()) return Fail("board", board.status());
@@ -416,7 +426,8 @@ class BoardRun {
     device::MeasureOutcome out;
     while (!out.done) {
       absl::Status st =
-          device::MeasureRound(*board_->rpc(), q, chunk, &out, absl::Now() + kCallTime);
+          device::MeasureRound(*board_->rpc(), q, chunk, &out, absl::Now() + kCallTime,
+                                 nullptr, &board_->timer());
       if (!st.ok()) {
         Fail(absl::StrCat("measure ", q.function, " n=", q.shapes[0][0]), st);
         return std::nullopt;
@@ -478,7 +489,7 @@ class BoardRun {
     in.config = &board_->config();
     in.emulation = board_->emulation();
     absl::StatusOr<agent::Calibration> c =
-        agent::CalibrateBoard(*board_->rpc(), in, absl::Now() + absl::Minutes(2));
+        agent::CalibrateBoard(*board_->rpc(), board_->timer(), in, absl::Now() + absl::Minutes(2));
     if (!c.ok()) {
       cal->failed = true;
       return Fail("calibration", c.status());
@@ -514,7 +525,8 @@ class BoardRun {
         for (size_t i = 0; i < cands_.size(); ++i) {
           if (outs[i].done) continue;
           absl::Status st = device::MeasureRound(*board_->rpc(), reqs[i], kTuneRoundChunk,
-                                                 &outs[i], absl::Now() + kCallTime);
+                                                 &outs[i], absl::Now() + kCallTime, nullptr,
+                                                 &board_->timer());
           if (!st.ok()) {
             Fail(absl::StrCat("ranking ", cands_[i].function), st);
             r.failed = true;
@@ -591,7 +603,7 @@ void PrintRepeatability(const Settings& s, const std::vector<Figures>& all) {
         const bool ok = !c.failed && !c.medians.empty();
         const double cv = Max(c.cvs), spread = Spread(c.medians);
         std::string target = "n/a (only for >= 1 ms)";
-        if (f.kind.key == "icount") {
+        if (f.kind.key == "icount" || f.kind.key == "cycles") {
           // Identical costs: a mean of equal doubles may still give a stddev of 1e-20.
           target = absl::StrCat("CV 0, spread 0: ",
                                 !ok ? "-" : c.identical && spread == 0 ? "yes" : "no");
@@ -656,7 +668,8 @@ void PrintCalibration(const Settings& s, const std::vector<Figures>& all) {
                     ? absl::StrFormat("n/a (x%.2f of %s)", hz / f.cpu_hz_nominal, Hz(f.cpu_hz_nominal))
                     : "n/a";
       } else if (ok) {
-        clock = absl::StrCat(Hz(hz), " (icount ", Hz(1e9), ")");
+        clock = f.kind.key == "icount" ? absl::StrCat(Hz(hz), " (icount ", Hz(1e9), ")")
+                                       : absl::StrCat(Hz(hz), " (model at ", Hz(f.cpu_hz_nominal), ")");
         expect = Seconds(expected);
         const double x = expected > 0 ? measured / expected : 0;
         ratio = x > 0 ? absl::StrFormat("%.5f", x) : "-";
@@ -703,6 +716,7 @@ int Main(int argc, char** argv) {
   const std::string root = DataRoot(argv[0]);
   s.crt = root + "/crt";
   s.templates = root + "/agent/templates";
+  s.plugin = base::FindDataFile(argv[0], "cyclemodel/libbenchfarm_cyclemodel.so");
   bool runs_set = false;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -722,7 +736,7 @@ int Main(int argc, char** argv) {
       s.templates = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: fidelity_bench [--runs N] [--quick] [--boards host,qemu,icount] "
+                   "usage: fidelity_bench [--runs N] [--quick] [--boards host,qemu,icount,cycles] "
                    "[--verbose] [--crt DIR] [--templates DIR]\n");
       return 2;
     }
@@ -738,7 +752,7 @@ int Main(int argc, char** argv) {
   for (const std::string& b : s.boards) {
     std::optional<Kind> k = KindFor(b);
     if (!k) {
-      std::fprintf(stderr, "fidelity_bench: unknown board kind '%s' (host, qemu, icount)\n",
+      std::fprintf(stderr, "fidelity_bench: unknown board kind '%s' (host, qemu, icount, cycles)\n",
                    b.c_str());
       return 2;
     }

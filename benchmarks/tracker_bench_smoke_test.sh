@@ -7,18 +7,9 @@
 set -euo pipefail
 bin="$1"
 dir="${TEST_TMPDIR:-$(mktemp -d)}"
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-# run OUT ARGS...: the bench with ARGS, its output shown and kept in OUT; it must exit 0.
-run() {
-  local out="$1"
-  shift
-  "$bin" "$@" 2>&1 | tee "$out" || fail "$bin $* exited non-zero"
-}
+source "$(dirname "$0")/smoke_lib.sh"
 out="$dir/tracker_bench.txt"
-run "$out" --quick --repeat=2
+run "$out" "$bin" --quick --repeat=2
 # Submission rows: trials, seconds, trials/s, the tracker's CPU per trial.
 for row in "submit, batches of 100 " "submit, batches of 1000 "; do
   grep -qE "^$row +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9.]+ us$" "$out" ||
@@ -36,7 +27,7 @@ done
   fail "--repeat=2 did not run every dispatch row twice"
 # One submission row alone (A/B runs): that row, no dispatch rows.
 one="$dir/tracker_bench_submit.txt"
-run "$one" --quick --only=submit:100
+run "$one" "$bin" --quick --only=submit:100
 if ! grep -qE "^submit, batches of 100 +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9.]+ us$" "$one" ||
   grep -q "batches of 1000" "$one" || grep -qE "^(disk|tmpfs|pg) " "$one"; then
   fail "--only=submit:100 did not print that row alone"
@@ -49,7 +40,7 @@ if "$bin" --quick --only=disk:1:0:1:100000 >/dev/null 2>&1; then
   fail "--only=disk:1:0:1:100000 (more clients than trials) was accepted"
 fi
 flood="$dir/tracker_bench_flood.txt"
-run "$flood" --quick --flood
+run "$flood" "$bin" --quick --flood
 for row in "baseline " "flood "; do
   grep -qE "^$row +[0-9.]+ +[0-9]+ +[0-9.]+ ms +[0-9.]+ ms +[0-9]+ " "$flood" ||
     fail "no '$row' row with figures in the --flood table"
@@ -60,7 +51,7 @@ awk '$1 == "flood" && $8 > 0 { found = 1 } END { exit !found }' "$flood" ||
 # --restart: agents reconnect to a restarted tracker holding their trials (the run fails if a
 # trial is offered again, i.e. an attempt was lost); a row per farm size with its four times.
 restart="$dir/tracker_bench_restart.txt"
-run "$restart" --quick --restart
+run "$restart" "$bin" --quick --restart
 for agents in 20 50; do
   grep -qE "^$agents +[0-9.]+ s +[0-9.]+ s +[0-9.]+ s +[0-9.]+ s$" "$restart" ||
     fail "no --restart row for $agents agents with figures"

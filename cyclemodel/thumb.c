@@ -38,6 +38,18 @@ static void DataProcessing32(uint32_t op, uint32_t s, uint32_t rn, uint32_t rd, 
   if (!test && rd == BF_PC) d->flags |= BF_INSN_WRITES_PC;
 }
 
+/* A 16-bit load or store of register `rt` at base register `rn` plus an immediate. */
+static void LoadStoreImmediate16(int load, uint32_t rn, uint32_t rt, bf_insn* d) {
+  d->addr = R(rn);
+  d->reads = R(rn);
+  d->op = load ? BF_OP_LOAD : BF_OP_STORE;
+  if (load) {
+    d->writes = R(rt);
+  } else {
+    d->reads |= R(rt);
+  }
+}
+
 static void Decode16(uint32_t hw, uint32_t pc, bf_insn* d) {
   uint32_t rd3 = hw & 7u, rm3 = (hw >> 3) & 7u;
   d->size = 2;
@@ -116,27 +128,10 @@ static void Decode16(uint32_t hw, uint32_t pc, bf_insn* d) {
     }
   } else if ((hw >> 13) == 0x3u || (hw >> 12) == 0x8u) {
     /* STR/LDR/STRB/LDRB/STRH/LDRH (immediate). */
-    int load = (hw & 0x800u) != 0u;
-    d->addr = R(rm3);
-    d->reads = R(rm3);
-    d->op = load ? BF_OP_LOAD : BF_OP_STORE;
-    if (load) {
-      d->writes = R(rd3);
-    } else {
-      d->reads |= R(rd3);
-    }
+    LoadStoreImmediate16((hw & 0x800u) != 0u, rm3, rd3, d);
   } else if ((hw >> 12) == 0x9u) {
     /* STR/LDR (SP-relative). */
-    int load = (hw & 0x800u) != 0u;
-    uint32_t rt = (hw >> 8) & 7u;
-    d->addr = R(BF_SP);
-    d->reads = R(BF_SP);
-    d->op = load ? BF_OP_LOAD : BF_OP_STORE;
-    if (load) {
-      d->writes = R(rt);
-    } else {
-      d->reads |= R(rt);
-    }
+    LoadStoreImmediate16((hw & 0x800u) != 0u, BF_SP, (hw >> 8) & 7u, d);
   } else if ((hw >> 11) == 0x14u || (hw >> 11) == 0x15u) {
     /* ADR; ADD Rd, SP, #imm. */
     d->op = BF_OP_ALU;

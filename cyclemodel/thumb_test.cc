@@ -32,6 +32,24 @@ bf_insn Decode(const AsmInsn& a) {
   return d;
 }
 
+// Assembles the cases for the Cortex-M4F and checks each one's class and size; the decoded
+// instructions (none when the assembler failed).
+std::vector<bf_insn> ExpectClasses(const std::vector<Case>& cases) {
+  std::string source;
+  for (const Case& c : cases) absl::StrAppend(&source, c.source, "\n");
+  absl::StatusOr<std::vector<AsmInsn>> insns = Assemble(source, kM4F);
+  EXPECT_TRUE(insns.ok()) << insns.status();
+  if (!insns.ok()) return {};
+  EXPECT_EQ(insns->size(), cases.size());
+  std::vector<bf_insn> decoded;
+  for (size_t i = 0; i < cases.size() && i < insns->size(); ++i) {
+    decoded.push_back(Decode((*insns)[i]));
+    EXPECT_STREQ(bf_op_name(decoded[i].op), bf_op_name(cases[i].op)) << cases[i].source;
+    EXPECT_EQ(decoded[i].size, cases[i].size) << cases[i].source;
+  }
+  return decoded;
+}
+
 TEST(ThumbDecode, EveryClassInTheAssemblersEncodings) {
   const std::vector<Case> cases = {
       {"adds r0, r1, #1", BF_OP_ALU, 2},
@@ -103,16 +121,7 @@ TEST(ThumbDecode, EveryClassInTheAssemblersEncodings) {
       {".inst.w 0xf3af80c1", BF_OP_MARK, 4},
       {".inst.w 0xf3af80e0", BF_OP_NOP, 4},
   };
-  std::string source;
-  for (const Case& c : cases) absl::StrAppend(&source, c.source, "\n");
-  absl::StatusOr<std::vector<AsmInsn>> insns = Assemble(source, kM4F);
-  ASSERT_TRUE(insns.ok()) << insns.status();
-  ASSERT_EQ(insns->size(), cases.size());
-  for (size_t i = 0; i < cases.size(); ++i) {
-    bf_insn d = Decode((*insns)[i]);
-    EXPECT_STREQ(bf_op_name(d.op), bf_op_name(cases[i].op)) << cases[i].source;
-    EXPECT_EQ(d.size, cases[i].size) << cases[i].source;
-  }
+  ExpectClasses(cases);
 }
 
 TEST(ThumbDecode, FloatingPoint) {
@@ -130,24 +139,17 @@ TEST(ThumbDecode, FloatingPoint) {
       {"vmov r0, s1", BF_OP_FP_MOV_CORE, 4},     {"vmov s1, r0", BF_OP_FP_MOV_CORE, 4},
       {"vmov r0, r1, d1", BF_OP_FP_MOV_CORE2, 4}, {"vmrs APSR_nzcv, fpscr", BF_OP_FP_SYSTEM, 4},
   };
-  std::string source;
-  for (const Case& c : cases) absl::StrAppend(&source, c.source, "\n");
-  absl::StatusOr<std::vector<AsmInsn>> insns = Assemble(source, kM4F);
-  ASSERT_TRUE(insns.ok()) << insns.status();
-  ASSERT_EQ(insns->size(), cases.size());
-  for (size_t i = 0; i < cases.size(); ++i) {
-    bf_insn d = Decode((*insns)[i]);
-    EXPECT_STREQ(bf_op_name(d.op), bf_op_name(cases[i].op)) << cases[i].source;
-  }
+  const std::vector<bf_insn> d = ExpectClasses(cases);
+  ASSERT_EQ(d.size(), cases.size());
   // Registers: vmla s0, s1, s2 reads s0 (the addend), s1, s2 and writes s0.
-  bf_insn mla = Decode((*insns)[8]);
+  const bf_insn& mla = d[8];
   EXPECT_EQ(mla.fp_reads, 0x7u);
   EXPECT_EQ(mla.fp_writes, 0x1u);
-  bf_insn vldm = Decode((*insns)[16]);
+  const bf_insn& vldm = d[16];
   EXPECT_EQ(vldm.nregs, 4);
   EXPECT_EQ(vldm.fp_writes, 0xFu);
   EXPECT_TRUE(vldm.flags & BF_INSN_WRITEBACK);
-  bf_insn to_core = Decode((*insns)[18]);
+  const bf_insn& to_core = d[18];
   EXPECT_EQ(to_core.writes, 1u << 0);
   EXPECT_EQ(to_core.fp_reads, 1u << 1);
 }

@@ -27,6 +27,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "base/process_stat.h"
 #include "device/fd_transport.h"
 
 namespace benchfarm::device {
@@ -99,29 +100,11 @@ struct Target {
 };
 
 bool SameProcess(pid_t pid, uint64_t start_time) {
-  std::optional<ProcessStat> now = ReadProcessStat(pid);
+  std::optional<base::ProcessStat> now = base::ReadProcessStat(pid);
   return now.has_value() && now->start_time == start_time;
 }
 
 }  // namespace
-
-std::optional<ProcessStat> ReadProcessStat(pid_t pid) {
-  const std::string text = ReadSmallFile(absl::StrCat("/proc/", pid, "/stat"));
-  // The command name, field 2, is in parentheses and may hold anything: fields 3.. follow the
-  // last ')'.
-  const size_t paren = text.rfind(')');
-  if (paren == std::string::npos) return std::nullopt;
-  std::vector<absl::string_view> f =
-      absl::StrSplit(absl::string_view(text).substr(paren + 1), ' ', absl::SkipEmpty());
-  // f[0] is field 3 (state); field N is f[N - 3].
-  ProcessStat st;
-  st.pid = pid;
-  if (f.size() < 20 || !absl::SimpleAtoi(f[1], &st.ppid) || !absl::SimpleAtoi(f[2], &st.pgrp) ||
-      !absl::SimpleAtoi(f[3], &st.session) || !absl::SimpleAtoi(f[19], &st.start_time)) {
-    return std::nullopt;
-  }
-  return st;
-}
 
 std::string ProcessRecordDir(const std::string& scratch_dir) {
   return absl::StrCat(scratch_dir, "/processes");
@@ -190,7 +173,7 @@ absl::StatusOr<LeftoverReport> KillLeftovers(const std::string& dir, absl::Time 
     // The pid now names another process: the recorded one and its group are gone (a pid is not
     // reused while a group or session of that id exists). Or it is this process's own group or
     // session, which no child of a predecessor leads.
-    if (std::optional<ProcessStat> now = ReadProcessStat(r.pid);
+    if (std::optional<base::ProcessStat> now = base::ReadProcessStat(r.pid);
         (now.has_value() && now->start_time != r.start_time) || r.pid == getpgrp() ||
         r.pid == getsid(0)) {
       ++report.stale_records;
@@ -203,13 +186,13 @@ absl::StatusOr<LeftoverReport> KillLeftovers(const std::string& dir, absl::Time 
   // Who belongs to which record. Never this process or one of its ancestors.
   std::set<pid_t> spared;
   for (pid_t p = getpid(); p > 0 && spared.insert(p).second;) {
-    std::optional<ProcessStat> st = ReadProcessStat(p);
+    std::optional<base::ProcessStat> st = base::ReadProcessStat(p);
     p = st ? st->ppid : 0;
   }
   std::map<pid_t, std::vector<Target>> targets;  // by record pid
   for (pid_t pid : AllPids()) {
     if (spared.count(pid) != 0) continue;
-    std::optional<ProcessStat> st = ReadProcessStat(pid);
+    std::optional<base::ProcessStat> st = base::ReadProcessStat(pid);
     if (!st) continue;
     for (const Record& r : records) {
       const bool match = pid == r.pid ? st->start_time == r.start_time

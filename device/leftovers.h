@@ -44,18 +44,6 @@
 
 namespace benchfarm::device {
 
-// What /proc/<pid>/stat says about a process (the fields leftovers need).
-struct ProcessStat {
-  pid_t pid = 0;
-  pid_t ppid = 0;
-  pid_t pgrp = 0;
-  pid_t session = 0;
-  uint64_t start_time = 0;  // clock ticks since boot (field 22)
-};
-
-// nullopt when the process does not exist (or /proc cannot tell).
-std::optional<ProcessStat> ReadProcessStat(pid_t pid);
-
 // The directory leftovers keep their records in, under a scratch directory.
 std::string ProcessRecordDir(const std::string& scratch_dir);
 

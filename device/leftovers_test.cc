@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "base/process_stat.h"
 #include "device/subprocess.h"
 #include "gtest/gtest.h"
 
@@ -68,7 +69,7 @@ std::string ReadFile(const std::string& path) {
 
 // Whether `pid` is still the process that had `start_time`.
 bool Alive(pid_t pid, uint64_t start_time) {
-  std::optional<ProcessStat> st = ReadProcessStat(pid);
+  std::optional<base::ProcessStat> st = base::ReadProcessStat(pid);
   return st && st->start_time == start_time;
 }
 
@@ -99,17 +100,6 @@ std::vector<pid_t> WithArgument(const std::string& token) {
   return found;
 }
 
-TEST(ReadProcessStatTest, DescribesThisProcess) {
-  std::optional<ProcessStat> st = ReadProcessStat(getpid());
-  ASSERT_TRUE(st.has_value());
-  EXPECT_EQ(st->pid, getpid());
-  EXPECT_EQ(st->ppid, getppid());
-  EXPECT_EQ(st->pgrp, getpgrp());
-  EXPECT_EQ(st->session, getsid(0));
-  EXPECT_GT(st->start_time, 0u);
-  EXPECT_FALSE(ReadProcessStat(0).has_value());
-}
-
 TEST(RecordChildrenInTest, ChildRecordsItselfUntilReaped) {
   const std::string dir = NewDir("records");
   RecordChildrenIn(dir);
@@ -120,7 +110,7 @@ TEST(RecordChildrenInTest, ChildRecordsItselfUntilReaped) {
   ASSERT_TRUE(child.ok()) << child.status();
   const pid_t pid = (*child)->pid();
   ASSERT_EQ(Files(dir), std::vector<std::string>{absl::StrCat(pid)});
-  std::optional<ProcessStat> st = ReadProcessStat(pid);
+  std::optional<base::ProcessStat> st = base::ReadProcessStat(pid);
   ASSERT_TRUE(st.has_value());
   EXPECT_EQ(ReadFile(absl::StrCat(dir, "/", pid)), absl::StrCat(st->start_time, "\n"));
 
@@ -189,7 +179,7 @@ TEST(KillLeftoversTest, ChildrenDieWithTheirStarterAndEscapeesAreKilled) {
   ASSERT_EQ(pids.size(), 3u) << "helper stderr: " << ReadFile(dir + ".helper.err");
   std::map<std::string, uint64_t> starts;
   for (const auto& [name, pid] : pids) {
-    std::optional<ProcessStat> st = ReadProcessStat(pid);
+    std::optional<base::ProcessStat> st = base::ReadProcessStat(pid);
     ASSERT_TRUE(st.has_value()) << name << " " << pid;
     starts[name] = st->start_time;
   }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -128,6 +129,29 @@ TEST(Subprocess, StdinPipeAndPathLookup) {
   auto exit = (*child)->WaitExit(Soon());
   ASSERT_TRUE(exit.ok()) << exit.status();
   EXPECT_EQ(exit->exit_code, 0);
+}
+
+// pass_fd: the child gets it as its descriptor 3 (a pipe the parent reads from), and no other
+// descriptor of this process besides 0..3.
+TEST(Subprocess, PassesOneDescriptorAsThree) {
+  int fds[2];
+  ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
+  SubprocessOptions options = Shell("echo through-3 >&3; ls /proc/self/fd | sort -n | tr '\\n' ' '");
+  options.pass_fd = fds[1];
+  auto child = Subprocess::Start(options);
+  close(fds[1]);
+  ASSERT_TRUE(child.ok()) << child.status();
+  EXPECT_EQ(ReadAll(fds[0]), "through-3\n");  // and end of file: the child's copy closed at exit
+  // The shell's own descriptors: 0, 1, 2, 3 and the one ls opens to list them.
+  const std::string listed = ReadAll((*child)->TakeStdout());
+  EXPECT_EQ(listed.rfind("0 1 2 3 ", 0), 0u) << listed;
+  EXPECT_LE(std::count(listed.begin(), listed.end(), ' '), 5) << listed;
+  auto exit = (*child)->WaitExit(Soon());
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(exit->exit_code, 0);
+  // A descriptor that is not open is refused.
+  options.pass_fd = 1000;
+  EXPECT_TRUE(absl::IsInvalidArgument(Subprocess::Start(options).status()));
 }
 
 TEST(Subprocess, StderrToAFile) {

@@ -864,6 +864,9 @@ class ClientLocalTest(unittest.TestCase):
         job.result.cpu_hz = 168e6
         self.assertEqual(benchfarm.cost_text(job), "1.01 ms +-12 % UNSTABLE = 169,680 cycles")
         self.assertEqual(benchfarm.cost_text(job.result.stats), "1.01 ms +-12 % UNSTABLE")
+        # QEMU -icount's clock counts instructions: never "cycles" of a pseudo clock.
+        job.result.emulation = "qemu-icount"
+        self.assertEqual(benchfarm.cost_text(job), "1.01 ms +-12 % UNSTABLE = 169,680 instructions")
         s.count, s.median_s = 1, 2.5e-8
         self.assertEqual(benchfarm.cost_text(s), "25 ns +-? UNSTABLE")
 

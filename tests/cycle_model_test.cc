@@ -14,7 +14,6 @@
 //     a plugin that does not load, a QEMU without plugin support, a stream that says nothing, too
 //     much, garbage, or stops.
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,6 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "base/process_stat.h"
 #include "device/board.h"
 #include "device/flasher.h"
 #include "device/measure.h"
@@ -302,34 +302,9 @@ TEST(CycleModel, TheSameImageGivesTheSameCyclesBootToBoot) {
 
 // CPU seconds of this process's qemu-system-arm descendants.
 double QemuCpuSeconds() {
-  std::map<int, int> parent;
-  std::map<int, std::string> name;
-  std::map<int, double> cpu;
-  DIR* d = opendir("/proc");
-  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
-  while (dirent* e = readdir(d)) {
-    const int pid = atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream f(absl::StrCat("/proc/", pid, "/stat"));
-    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    const size_t open = stat.find('('), close = stat.rfind(')');
-    if (open == std::string::npos || close == std::string::npos) continue;
-    name[pid] = stat.substr(open + 1, close - open - 1);
-    std::vector<std::string> fields = absl::StrSplit(stat.substr(close + 2), ' ');
-    if (fields.size() < 13) continue;
-    parent[pid] = atoi(fields[1].c_str());
-    cpu[pid] = (atof(fields[11].c_str()) + atof(fields[12].c_str())) / tick;
-  }
-  closedir(d);
   double total = 0;
-  for (const auto& [pid, n] : name) {
-    if (!absl::StartsWith(n, "qemu-system")) continue;
-    for (int p = parent[pid]; p > 1; p = parent.count(p) ? parent[p] : 0) {
-      if (p == getpid()) {
-        total += cpu[pid];
-        break;
-      }
-    }
+  for (const base::ProcessStat& p : base::Descendants(getpid())) {
+    if (absl::StartsWith(p.name, "qemu-system")) total += p.cpu_seconds;
   }
   return total;
 }

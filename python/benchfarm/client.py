@@ -14,7 +14,11 @@ A result's quality: every Job that get, watch, results and measure_jobs return c
 job.result.stats (count, mean_s, median_s, min_s, max_s, stddev_s, cv, the median's interval
 ci_low_s..ci_high_s at ci_level, rel_half_width: the "+- x %", unstable past the tracker's
 unstable_threshold), job.result.measured (number, repeats, rounds, stop: "fixed", "target",
-"budget" or "max_repeat"), job.result.cpu_hz (cycles = median_s * cpu_hz) and wall_over_cpu.
+"budget" or "max_repeat"), job.result.cpu_hz (cycles = median_s * cpu_hz; for an emulated board
+under QEMU -icount, job.result.emulation "qemu-icount", it counts instructions per second instead)
+and wall_over_cpu. An emulated board under the cycle model (emulation "qemu-cycles", timer
+"cycle-model") also gives each cost's modeled cycles and instructions per call
+(job.result.model_cycles, job.result.model_instructions).
 Rank candidates by stats.median_s; distrust the order of UNSTABLE ones.
 
 Every RPC failure raises TrackerError with the tracker's gRPC status code and message (for a
@@ -250,7 +254,8 @@ def _seconds_text(seconds):
 def cost_text(value):
     """"1.234 ms +-0.4 %" (the median per call and its interval's relative half-width), with
     " UNSTABLE" past the tracker's threshold and " = 12,345 cycles" when the board's clock is
-    known: what farmctl prints. value: a Job, Result or CostStats. "-" without costs."""
+    known (" = 12,345 instructions" for QEMU -icount, whose clock counts instructions): what
+    farmctl prints. value: a Job, Result or CostStats. "-" without costs."""
     result = None
     if isinstance(value, pb.Job):
         result = value.result
@@ -263,7 +268,8 @@ def cost_text(value):
     pm = "+-?" if stats.count < 2 else ("+-%.0f %%" % pct if pct >= 10 else "+-%.1f %%" % pct)
     text = "%s %s%s" % (_seconds_text(stats.median_s), pm, " UNSTABLE" if stats.unstable else "")
     if result is not None and result.cpu_hz > 0:
-        text += " = {:,} cycles".format(int(round(stats.median_s * result.cpu_hz)))
+        unit = "instructions" if result.emulation == "qemu-icount" else "cycles"
+        text += " = {:,} {}".format(int(round(stats.median_s * result.cpu_hz)), unit)
     return text
 
 
