@@ -13,6 +13,7 @@ void bf_memory_init(bf_memory* m) {
 }
 
 void bf_memory_reset(bf_memory* m) {
+  m->icache_inserts++; /* every line is absent now: hints taken before say nothing */
   m->icache_used = 0;
   m->icache_clock = 0;
   memset(m->icache_bucket, -1, sizeof(m->icache_bucket));
@@ -108,20 +109,20 @@ static void Insert(uint32_t* list, int* used, int capacity, uint32_t line) {
 
 static unsigned Bucket(uint32_t line) { return (line ^ (line >> 8)) & 0xFFu; }
 
-/* Whether `line` is in the instruction cache; a hit makes it the most recently used. */
+/* The slot holding `line` in the instruction cache (then the most recently used), or -1. */
 static int ICacheLookup(bf_memory* m, uint32_t line) {
   int slot;
   for (slot = m->icache_bucket[Bucket(line)]; slot >= 0; slot = m->icache_next[slot]) {
     if (m->icache[slot] == line) {
       m->icache_used_at[slot] = ++m->icache_clock;
-      return 1;
+      return slot;
     }
   }
-  return 0;
+  return -1;
 }
 
-/* Puts `line` (not cached) in a free slot, or in the least recently used one's place. */
-static void ICacheInsert(bf_memory* m, uint32_t line) {
+/* Puts `line` (not cached) in a free slot, or in the least recently used one's place: the slot. */
+static int ICacheInsert(bf_memory* m, uint32_t line) {
   int slot, k;
   if (m->icache_used < BF_ART_ICACHE_LINES) {
     slot = m->icache_used++;
@@ -139,42 +140,40 @@ static void ICacheInsert(bf_memory* m, uint32_t line) {
   m->icache_used_at[slot] = ++m->icache_clock;
   m->icache_next[slot] = m->icache_bucket[Bucket(line)];
   m->icache_bucket[Bucket(line)] = (int8_t)slot;
+  m->icache_inserts++;
+  return slot;
 }
 
 uint32_t bf_memory_fetch(bf_memory* m, uint32_t address, uint64_t now) {
   const bf_region* r = bf_memory_region(m, address);
   return bf_memory_fetch_line(m, address / BF_ART_LINE_BYTES, r != NULL ? r->wait_states : 0u,
-                              r != NULL ? r->art : 0u, now);
+                              r != NULL ? r->art : 0u, now, NULL);
 }
 
-uint32_t bf_memory_fetch_line(bf_memory* m, uint32_t line, uint8_t wait_states, uint8_t art,
-                              uint64_t now) {
-  uint32_t stall = 0;
+uint32_t bf_memory_fetch_new_line(bf_memory* m, uint32_t line, uint8_t wait_states, uint8_t art,
+                                  uint64_t now, bf_icache_hint* hint) {
+  int slot;
   if (wait_states == 0u) {
     m->have_line = 0;
     return 0;
   }
-  if (m->have_line && line == m->line) return 0; /* the current line: the common case */
+  if (m->have_line && line == m->line) return 0;
   if (!art) {
-    stall = wait_states;
     m->counters.line_misses++;
-  } else if (ICacheLookup(m, line)) {
-    m->counters.line_hits++;
-  } else if (m->have_line && line == m->line + 1u) {
-    /* The prefetched line: its read began when the current line did. */
-    uint64_t ready = m->line_since + wait_states + 1u;
-    stall = ready > now ? (uint32_t)(ready - now) : 0u;
-    m->counters.prefetched++;
-  } else {
-    stall = wait_states;
-    m->counters.line_misses++;
-    ICacheInsert(m, line);
+    return bf_memory_enter_line_(m, line, now, wait_states);
   }
-  m->have_line = 1;
-  m->line = line;
-  m->line_since = now + stall;
-  m->counters.fetch_stall_cycles += stall;
-  return stall;
+  slot = ICacheLookup(m, line);
+  if (slot >= 0) {
+    if (hint != NULL) hint->slot = (uint8_t)slot;
+    m->counters.line_hits++;
+    return bf_memory_enter_line_(m, line, now, 0);
+  }
+  if (hint != NULL) hint->absent_at = m->icache_inserts;
+  if (m->have_line && line == m->line + 1u) return bf_memory_prefetched_(m, line, wait_states, now);
+  slot = ICacheInsert(m, line);
+  if (hint != NULL) hint->slot = (uint8_t)slot;
+  m->counters.line_misses++;
+  return bf_memory_enter_line_(m, line, now, wait_states);
 }
 
 uint32_t bf_memory_read(bf_memory* m, uint32_t address) {

@@ -68,6 +68,7 @@ typedef struct {
   int8_t icache_bucket[256];               /* the first slot of each bucket, -1: none */
   int icache_used;
   uint64_t icache_clock;
+  uint64_t icache_inserts; /* lines put in the cache so far (never reset: hints compare it) */
   /* The data cache, 8 lines in most-recently-used order (entry 0 the newest). */
   uint32_t dcache[BF_ART_DCACHE_LINES];
   int dcache_used;
@@ -91,10 +92,66 @@ int bf_memory_has_wait_states(const bf_memory* m);
 /* The core starts fetching instructions from the line holding `address` at model time `now`
  * (cycles): the stall in cycles. Call once per new line, in execution order. */
 uint32_t bf_memory_fetch(bf_memory* m, uint32_t address, uint64_t now);
-/* The same for a line whose region the caller looked up already (model.h's blocks do it once):
- * `line` = address / 16, its region's wait states (0: none) and accelerator. */
-uint32_t bf_memory_fetch_line(bf_memory* m, uint32_t line, uint8_t wait_states, uint8_t art,
-                              uint64_t now);
+
+/* What the instruction cache held for a line last time (model.h keeps one per block line): the
+ * slot it was found in (lines are unique in the cache, so a slot holding the line is the line's,
+ * however old the hint; BF_ICACHE_NO_SLOT: none), or that it was absent when `icache_inserts` was
+ * `absent_at` (still absent while no line has been put in since). */
+typedef struct {
+  uint8_t slot;
+  uint64_t absent_at;
+} bf_icache_hint;
+#define BF_ICACHE_NO_SLOT 0xFFu
+#define BF_ICACHE_HINT_NONE {BF_ICACHE_NO_SLOT, UINT64_MAX}
+
+/* bf_memory_fetch_line for what the inline part does not answer. */
+uint32_t bf_memory_fetch_new_line(bf_memory* m, uint32_t line, uint8_t wait_states, uint8_t art,
+                                  uint64_t now, bf_icache_hint* hint);
+
+/* The core moves on to `line`, found with a stall of `stall` cycles (counted by the caller). */
+static inline uint32_t bf_memory_enter_line_(bf_memory* m, uint32_t line, uint64_t now,
+                                             uint32_t stall) {
+  m->have_line = 1;
+  m->line = line;
+  m->line_since = now + stall;
+  m->counters.fetch_stall_cycles += stall;
+  return stall;
+}
+
+/* `line` is the prefetched one (the line after the current, not cached): its read began when the
+ * current line's did. */
+static inline uint32_t bf_memory_prefetched_(bf_memory* m, uint32_t line, uint8_t wait_states,
+                                             uint64_t now) {
+  const uint64_t ready = m->line_since + wait_states + 1u;
+  m->counters.prefetched++;
+  return bf_memory_enter_line_(m, line, now, ready > now ? (uint32_t)(ready - now) : 0u);
+}
+
+/* The same as bf_memory_fetch for a line whose region the caller looked up already (model.h's
+ * blocks do it once): `line` = address / 16, its region's wait states (0: none) and accelerator;
+ * `hint` may be NULL. Inline: the current line, a cached line found through its hint and the
+ * prefetched line known absent from the cache are the common cases (a loop running from the
+ * ART) and cost no call. */
+static inline uint32_t bf_memory_fetch_line(bf_memory* m, uint32_t line, uint8_t wait_states,
+                                            uint8_t art, uint64_t now, bf_icache_hint* hint) {
+  if (wait_states == 0u) {
+    m->have_line = 0;
+    return 0;
+  }
+  if (m->have_line && line == m->line) return 0;
+  if (art && hint != NULL) {
+    if (hint->slot < m->icache_used && m->icache[hint->slot] == line) {
+      m->icache_used_at[hint->slot] = ++m->icache_clock;
+      m->counters.line_hits++;
+      return bf_memory_enter_line_(m, line, now, 0);
+    }
+    if (hint->absent_at == m->icache_inserts && m->have_line && line == m->line + 1u) {
+      return bf_memory_prefetched_(m, line, wait_states, now);
+    }
+  }
+  return bf_memory_fetch_new_line(m, line, wait_states, art, now, hint);
+}
+
 /* A data read at `address`: the stall in cycles. */
 uint32_t bf_memory_read(bf_memory* m, uint32_t address);
 /* Forgets the fetch position and empties the caches (a reset). Keeps the regions. */

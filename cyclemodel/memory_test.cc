@@ -99,5 +99,40 @@ TEST(Memory, WithoutTheAcceleratorEveryNewLineAndReadWaits) {
   EXPECT_EQ(bf_memory_read(&m, 0x08000100), 2u);
 }
 
+// Hints (one per line of a block, as model.c keeps them) are a shortcut, never a different
+// answer: a long pseudo-random walk over more lines than the cache holds stalls and counts the
+// same with hints as without — with two hints per line (two blocks fetching it), so that one
+// goes stale while the other moves the line.
+TEST(Memory, HintsNeverChangeWhatAFetchCosts) {
+  bf_memory plain = Flash("0x08000000:0x80000:5:art");
+  bf_memory hinted = Flash("0x08000000:0x80000:5:art");
+  bf_icache_hint hints[2][200];
+  for (auto& block : hints) {
+    for (bf_icache_hint& h : block) h = BF_ICACHE_HINT_NONE;
+  }
+  uint32_t state = 12345, now = 0;
+  for (int i = 0; i < 200000; ++i) {
+    state = state * 1103515245u + 12345u;
+    // Mostly a loop's few lines, sometimes the next line, sometimes any of 200 lines.
+    const uint32_t base = 0x08000000u / BF_ART_LINE_BYTES;
+    const uint32_t pick = (state >> 16) % 100u;
+    const uint32_t index = pick < 60   ? (state >> 8) % 6u
+                           : pick < 85 ? (plain.line - base + 1u) % 200u
+                                       : (state >> 9) % 200u;
+    const uint32_t line = base + index;
+    const uint32_t a = bf_memory_fetch_line(&plain, line, 5, 1, now, nullptr);
+    const uint32_t b = bf_memory_fetch_line(&hinted, line, 5, 1, now, &hints[(state >> 30) & 1u][index]);
+    ASSERT_EQ(a, b) << "fetch " << i;
+    now += 1 + a + (state >> 24) % 4u;
+  }
+  EXPECT_EQ(plain.counters.fetch_stall_cycles, hinted.counters.fetch_stall_cycles);
+  EXPECT_EQ(plain.counters.line_hits, hinted.counters.line_hits);
+  EXPECT_EQ(plain.counters.line_misses, hinted.counters.line_misses);
+  EXPECT_EQ(plain.counters.prefetched, hinted.counters.prefetched);
+  EXPECT_GT(plain.counters.line_hits, 1000u);
+  EXPECT_GT(plain.counters.line_misses, 1000u);
+  EXPECT_GT(plain.counters.prefetched, 1000u);
+}
+
 }  // namespace
 }  // namespace benchfarm::cyclemodel

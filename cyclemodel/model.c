@@ -35,6 +35,7 @@ static void AddLine(bf_block* b, const bf_memory* memory, uint32_t address, uint
   l->before = b->insns[first].before;
   l->wait_states = r != NULL ? r->wait_states : 0u;
   l->art = r != NULL ? r->art : 0u;
+  l->hint = (bf_icache_hint)BF_ICACHE_HINT_NONE;
   if (l->wait_states > 0u) b->fetch_waits = 1;
 }
 
@@ -220,9 +221,9 @@ void bf_model_enter(bf_model* m, const bf_block* b) {
     return;
   }
   for (k = 0; k < b->nlines; k++) {
-    const bf_block_line* l = &b->lines[k];
-    uint32_t stall =
-        bf_memory_fetch_line(&m->memory, l->line, l->wait_states, l->art, entry + l->before);
+    bf_block_line* l = &b->lines[k];
+    uint32_t stall = bf_memory_fetch_line(&m->memory, l->line, l->wait_states, l->art,
+                                          entry + l->before, &l->hint);
     entry += stall;
     m->cycles += stall;
     if (k < 64u) m->line_stall[k] = stall;

@@ -57,6 +57,7 @@ typedef struct {
   uint32_t before;     /* static cycles of the block before that instruction */
   uint8_t wait_states; /* of its region (memory.h; 0: none) */
   uint8_t art;         /* its region is behind the ART accelerator */
+  bf_icache_hint hint; /* where the ART's cache held it last time */
 } bf_block_line;
 
 struct bf_block {
