@@ -28,7 +28,8 @@
 //   farmctl get JOB... [--json]
 //   farmctl results [--client C] [--kind K] [--op OP] [--limit N] [--json | --autotvm]
 //   farmctl cancel JOB...
-//   farmctl op add DIR|op.json | op show NAME [--version V] | ops [--op NAME] [--all-versions]
+//   farmctl op add DIR|op.json | op show NAME [--version V] | op chown NAME CLIENT |
+//   ops [--op NAME] [--all-versions]
 //   farmctl import-log LOG --op OP --kind K [--shape S] [--out DIR] (the tune run to restore)
 //   farmctl tune --op OP --kind K [...] [--target PCT ...] [--recheck K] --out DIR
 //
@@ -169,7 +170,10 @@ constexpr char kUsage[] =
     "  ops [--op NAME] [--all-versions] [--json]\n"
     "                                   the operator catalog: versions, shapes, knobs\n"
     "  op show NAME [--version V] [--json]\n"
-    "                                   one operator: entry, reference, args, knobs, files\n"
+    "                                   one operator: owner, who added it when, entry,\n"
+    "                                   reference, args, knobs, files\n"
+    "  op chown NAME CLIENT             (admins) give an operator name to a client: only its\n"
+    "                                   owner (and admins) may add versions\n"
     "  quarantine BOARD [--reason R] | release BOARD\n"
     "                                   (admins) take a board out of service, or back in\n"
     "  import-log LOG --op OP --kind K [--shape S ...] [--out DIR]\n"
@@ -586,8 +590,10 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
       status = AddOperator(tracker, operands[1], json, std::cout);
     } else if (operands.size() == 2 && operands[0] == "show") {
       status = ShowOperator(tracker, operands[1], absl::GetFlag(FLAGS_version), json, std::cout);
+    } else if (operands.size() == 3 && operands[0] == "chown") {
+      status = SetOperatorOwner(tracker, operands[1], operands[2], std::cout);
     } else {
-      return Usage("op add DIR|op.json, or op show NAME");
+      return Usage("op add DIR|op.json, op show NAME, or op chown NAME CLIENT");
     }
   } else if (command == "results") {
     if (json && absl::GetFlag(FLAGS_autotvm)) return Usage("results: --json or --autotvm, not both");

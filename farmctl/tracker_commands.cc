@@ -811,6 +811,23 @@ absl::Status AddOperator(const TrackerClient& tracker, const std::string& path, 
   return absl::OkStatus();
 }
 
+// Who owns an operator's name / added a version, as the tables show it.
+std::string OwnerText(const v1::Operator& op) {
+  if (op.builtin()) return "-";
+  return op.owner().empty() ? "(none)" : op.owner();
+}
+
+std::string AddedByText(const v1::Operator& op) {
+  if (op.builtin()) return "-";
+  return op.added_by().empty() ? "(unknown)" : op.added_by();
+}
+
+std::string AddedAtText(const v1::Operator& op) {
+  if (!op.has_added_at()) return "-";
+  const absl::Time at = absl::FromUnixSeconds(op.added_at().seconds());
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S %Z", at, absl::UTCTimeZone());
+}
+
 absl::Status PrintOperators(const TrackerClient& tracker, const std::string& name,
                             bool all_versions, bool json, std::ostream& out) {
   v1::ListOperatorsRequest request;
@@ -821,12 +838,32 @@ absl::Status PrintOperators(const TrackerClient& tracker, const std::string& nam
                              "ListOperators");
   if (!status.ok()) return status;
   if (json) return JsonOut(response, out);
-  Table table({"OP", "VERSION", "SOURCE", "SHAPES", "KNOBS (* default)"});
+  std::vector<std::string> columns = {"OP", "VERSION", "SOURCE", "OWNER"};
+  if (all_versions) columns.insert(columns.end(), {"ADDED BY", "ADDED"});
+  columns.insert(columns.end(), {"SHAPES", "KNOBS (* default)"});
+  Table table(columns);
   for (const v1::Operator& op : response.ops()) {
-    table.Add({op.name(), op.version() + (all_versions && op.latest() ? " (latest)" : ""),
-               op.builtin() ? "built-in" : "user", ShapesOf(op.spec()), KnobsText(op.spec())});
+    std::vector<std::string> row = {op.name(),
+                                    op.version() + (all_versions && op.latest() ? " (latest)" : ""),
+                                    op.builtin() ? "built-in" : "user", OwnerText(op)};
+    if (all_versions) row.insert(row.end(), {AddedByText(op), AddedAtText(op)});
+    row.insert(row.end(), {ShapesOf(op.spec()), KnobsText(op.spec())});
+    table.Add(row);
   }
   table.Print(out);
+  return absl::OkStatus();
+}
+
+absl::Status SetOperatorOwner(const TrackerClient& tracker, const std::string& name,
+                              const std::string& owner, std::ostream& out) {
+  v1::SetOperatorOwnerRequest request;
+  request.set_name(name);
+  request.set_owner(owner);
+  v1::Operator op;
+  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::SetOperatorOwner, request, &op,
+                             "SetOperatorOwner");
+  if (!status.ok()) return status;
+  out << op.name() << ": owner " << op.owner() << "\n";
   return absl::OkStatus();
 }
 
@@ -842,8 +879,12 @@ absl::Status ShowOperator(const TrackerClient& tracker, const std::string& name,
   if (json) return JsonOut(op, out);
   const v1::OpTemplate& spec = op.spec();
   out << "op:        " << op.name() << (op.builtin() ? " (built-in)" : "") << "\n"
-      << "version:   " << op.version() << (op.latest() ? " (latest)" : "") << "\n"
-      << "entry:     " << spec.entry() << "\n"
+      << "version:   " << op.version() << (op.latest() ? " (latest)" : "") << "\n";
+  if (!op.builtin()) {
+    out << "owner:     " << OwnerText(op) << "\n"
+        << "added:     " << AddedAtText(op) << " by " << AddedByText(op) << "\n";
+  }
+  out << "entry:     " << spec.entry() << "\n"
       << "reference: " << OrDash(spec.reference_entry()) << "\n";
   for (const v1::OpArg& arg : spec.args()) {
     out << "arg:       " << arg.name() << " " << (arg.role().empty() ? "input" : arg.role()) << " "

@@ -143,10 +143,15 @@ absl::StatusOr<v1::Operator> LoadOperator(const std::string& path);
 // AddOperator; prints "<name> version <v>: added" (or "already in the catalog").
 absl::Status AddOperator(const TrackerClient& tracker, const std::string& path, bool json,
                          std::ostream& out);
-// ListOperators: NAME VERSION SOURCE (built-in/user) ARGS KNOBS (name=values, * the default).
+// ListOperators: NAME VERSION SOURCE (built-in/user) OWNER [ADDED BY, ADDED with all_versions]
+// ARGS KNOBS (name=values, * the default).
 absl::Status PrintOperators(const TrackerClient& tracker, const std::string& name,
                             bool all_versions, bool json, std::ostream& out);
-// GetOperator: the entry, its knobs and default shapes, and its files (names and sizes).
+// SetOperatorOwner (admins): "<name>: owner <client>".
+absl::Status SetOperatorOwner(const TrackerClient& tracker, const std::string& name,
+                              const std::string& owner, std::ostream& out);
+// GetOperator: the entry, its owner and who added it when, its knobs and default shapes, and its
+// files (names and sizes).
 absl::Status ShowOperator(const TrackerClient& tracker, const std::string& name,
                           const std::string& version, bool json, std::ostream& out);
 // The catalog's knob tables: every operator's latest version (ListOperators), or one

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "base/status_macros.h"
 #include "catalog/operator.h"
 #include "device/firmware_hash.h"
@@ -98,6 +99,29 @@ absl::StatusOr<std::optional<v1::Job>> FinishedJob(const TrackerClient& tracker,
   if (!s.ok()) return FromGrpc(s, tracker, "GetJob");
   if (job.state() != v1::DONE && job.state() != v1::CANCELLED_STATE) return std::nullopt;
   return job;
+}
+
+// A user operator's version this run measured (pinned when it started) against the catalog's
+// latest now: a line saying a newer one was added meanwhile, by whom and when; "" when none was
+// (or the catalog cannot say: the run's own results do not depend on it).
+std::string NewerVersionNote(const TrackerClient& tracker, const OpKnobs& op) {
+  if (op.version.empty()) return "";
+  v1::GetOperatorRequest req;
+  req.set_name(op.op);
+  v1::Operator latest;
+  grpc::Status s = CallTracker(tracker, [&](grpc::ClientContext* context) {
+    return tracker.stub->GetOperator(context, req, &latest);
+  });
+  if (!s.ok() || latest.builtin() || latest.version() == op.version) return "";
+  std::string when = "-";
+  if (latest.has_added_at()) {
+    when = absl::FormatTime("%Y-%m-%d %H:%M:%S %Z", absl::FromUnixSeconds(latest.added_at().seconds()),
+                            absl::UTCTimeZone());
+  }
+  return absl::StrCat("note: ", op.op, " version ", latest.version(), " was added (by ",
+                      latest.added_by().empty() ? "?" : latest.added_by(), ", ", when,
+                      ") after this run began; every trial of it measured version ", op.version,
+                      " (farmctl tune --version ", latest.version(), " to tune the new one)\n");
 }
 
 // The search state, kept in out_dir.
@@ -789,6 +813,7 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
     out << absl::StrFormat("flashes: %d for the %d trials of this run (%.2f per trial)\n", flashed,
                            finished_now, static_cast<double>(flashed) / finished_now);
   }
+  out << NewerVersionNote(tracker, op);
   out << "AutoTVM log: " << state.LogPath() << "\nplot: " << plot << "\n";
   return absl::OkStatus();
 }

@@ -23,6 +23,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/strings/str_split.h"
+#include "farmctl/tracker_commands.h"
+#include "tests/example_ops.h"
 #include "tests/in_process_tracker.h"
 
 namespace benchfarm::farmctl {
@@ -459,6 +461,64 @@ TEST_F(TuneTest, BadOptionsNameTheFlag) {
   o = Options("grid", 4, 4);
   o.recheck = -1;
   EXPECT_TRUE(absl::StrContains(Tune(client_, SampleKnobs(), o, out, progress).message(), "--recheck"));
+}
+
+// A run measures the version it found when it started, to the end, and says so when a newer one
+// was added meanwhile (issue 34: a run must never switch to someone's newer code half-way).
+TEST_F(TuneTest, ARunKeepsItsOperatorVersionAndSaysWhenANewerOneWasAdded) {
+  absl::StatusOr<v1::Operator> v1_op = testing::ExampleGemv();
+  ASSERT_TRUE(v1_op.ok()) << v1_op.status();
+  absl::StatusOr<v1::Operator> v1_added = tracker_->AddOperator(*v1_op);
+  ASSERT_TRUE(v1_added.ok()) << v1_added.status();
+  absl::StatusOr<OpKnobs> pinned = FetchOpKnobs(client_, "gemv");
+  ASSERT_TRUE(pinned.ok()) << pinned.status();
+  ASSERT_EQ(pinned->version, v1_added->version());
+  // The first trial's measurement adds version 2, as another tune's `op add` would.
+  std::atomic<bool> added{false};
+  std::string v2_version;
+  absl::Mutex versions_mu;
+  std::set<std::string> measured;
+  agent_->set_script([&](const v1::Trial& trial, v1::ErrorCode* error) {
+    *error = v1::NO_ERROR;
+    {
+      absl::MutexLock lock(&versions_mu);
+      measured.insert(trial.op().template_op().version());
+    }
+    if (!added.exchange(true)) {
+      absl::StatusOr<v1::Operator> v2 = testing::ExampleGemv(
+          [](std::string source) { return source + "\n/* version 2 */\n"; });
+      EXPECT_TRUE(v2.ok());
+      absl::StatusOr<v1::Operator> v2_added = tracker_->AddOperator(*v2);
+      EXPECT_TRUE(v2_added.ok()) << v2_added.status();
+      absl::MutexLock lock(&versions_mu);
+      if (v2_added.ok()) v2_version = v2_added->version();
+    }
+    return std::vector<double>(3, 1e-6);
+  });
+  KnobTable table;
+  table["gemv"] = *pinned;
+  TuneOptions o = Options("grid", 8, 2);
+  o.op = "gemv";
+  std::ostringstream out, progress;
+  ASSERT_TRUE(Tune(client_, table, o, out, progress).ok()) << progress.str();
+  versions_mu.Lock();
+  const std::set<std::string> measured_first = measured;
+  const std::string v2 = v2_version;
+  versions_mu.Unlock();
+  ASSERT_FALSE(v2.empty());
+  EXPECT_EQ(measured_first, std::set<std::string>{v1_added->version()});
+  EXPECT_TRUE(absl::StrContains(out.str(), absl::StrCat("note: gemv version ", v2,
+                                                        " was added (by ")))
+      << out.str();
+  EXPECT_TRUE(absl::StrContains(out.str(), absl::StrCat("every trial of it measured version ",
+                                                        v1_added->version())))
+      << out.str();
+  // Nothing newer: no note.
+  std::ostringstream again;
+  table["gemv"].version = v2;
+  o.out_dir = dir_ + "/out2";
+  ASSERT_TRUE(Tune(client_, table, o, again, progress).ok()) << progress.str();
+  EXPECT_FALSE(absl::StrContains(again.str(), "note:")) << again.str();
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 # way: each is refused or contained.
 #   - an unauthenticated call, a wrong token, a plain-text client against the TLS tracker;
 #   - a user acting on another's job (get, watch, cancel, results) or submitting as someone else;
+#   - a user adding a version of another user's operator (names belong to their authors);
 #   - a fake agent (no certificate; a user's token), an agent registering under another agent's
 #     id or a board its certificate does not name; a second stream of a connected agent replaces
 #     the first, which is told why;
@@ -111,6 +112,24 @@ as bob results --json; [[ $rc -eq 0 ]] && ! grep -q "$job" "$work/as.out" || fai
 as alice results --json; grep -q "\"client_id\": \"alice\"" "$work/as.out" || fail "alice's job is not hers"
 as bob submit --kind host-process --op add --client alice; refused "may not submit as \"alice\""
 as admin-cli results --client alice --json; grep -q "$job" "$work/as.out" || fail "the admin cannot see alice's job"
+
+# ---- operators belong to their authors -------------------------------------------------------------
+# Bob's same-named gemv must not become the version alice's tunes measure (issue 34).
+as alice op add "$root/deploy/examples/ops/gemv"; [[ $rc -eq 0 ]] || { cat "$work/as.err" >&2; fail "alice cannot add gemv"; }
+cp -rL "$root/deploy/examples/ops/gemv" "$work/bob-gemv"
+echo "/* bob's */" >>"$work/bob-gemv/gemv.c"
+as bob op add "$work/bob-gemv"; refused "operator gemv belongs to alice"
+as bob ops --op gemv --all-versions
+[[ $(grep -c "^gemv " "$work/as.out") -eq 1 ]] || { cat "$work/as.out" >&2; fail "bob's refused gemv is in the catalog"; }
+grep -qE "^gemv +[0-9a-f]{16} \(latest\) +user +alice +alice +20[0-9-]+ " "$work/as.out" ||
+  { cat "$work/as.out" >&2; fail "ops does not show gemv's owner and who added it when"; }
+as bob op show gemv
+grep -q "^owner:     alice$" "$work/as.out" && grep -qE "^added:     20.* by alice$" "$work/as.out" ||
+  { cat "$work/as.out" >&2; fail "op show does not show the owner"; }
+as alice op chown gemv bob; refused "SetOperatorOwner: not allowed to user alice"
+as admin-cli op chown gemv bob; grep -q "^gemv: owner bob$" "$work/as.out" || { cat "$work/as.out" "$work/as.err" >&2; fail "admin op chown"; }
+as bob op add "$work/bob-gemv"; [[ $rc -eq 0 ]] || { cat "$work/as.err" >&2; fail "gemv's new owner cannot add a version"; }
+as alice op add "$root/deploy/examples/ops/gemv"; refused "operator gemv belongs to bob"
 
 # ---- a second stream of the same agent identity replaces the first, which is told why -------------
 agent_config "$work/twin.textproto" real-agent hp-0 "$creds"

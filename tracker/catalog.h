@@ -4,15 +4,29 @@
 // (catalog/operator.h): adding changed sources makes a new version, and jobs keep the version they
 // were submitted with. Adding content that is already stored returns the stored entry.
 //
-// Errors: InvalidArgument naming the field for a malformed operator (nothing stored); NotFound for
-// an unknown name or version; the Store's errors.
+// Names have owners. A name belongs to the client who first added it (on a secure tracker); only
+// its owner and admins may add versions of it — anyone else is PermissionDenied naming the owner,
+// so nobody can make their code the latest version of someone else's operator. A name stored
+// before names had owners belongs to nobody: only admins may add to it or give it away
+// (SetOwner). On an insecure tracker (no identities) anyone may add anything.
 //
-// Thread-safety: every method may be called from any thread (one mutex, never held while
-// calling anything but the Store).
+// Memory: the catalog keeps every version's spec and metadata, not its files: those stay in the
+// Store and are read when needed (an offer to an agent, GetOperator), through a cache of at most
+// `cache_bytes`. Each client may add at most `max_bytes_per_client` bytes of files and
+// `max_versions_per_client` versions (admins are not limited): ResourceExhausted beyond.
+//
+// Errors: InvalidArgument naming the field for a malformed operator (nothing stored); NotFound for
+// an unknown name or version; PermissionDenied; ResourceExhausted; the Store's errors.
+//
+// Thread-safety: every method may be called from any thread. Additions and owner changes are
+// serialized (add_mu_); lookups take mu_ only, which is held while reading a file body from the
+// Store but never while calling anything else.
 
 #ifndef BENCHFARM_TRACKER_CATALOG_H_
 #define BENCHFARM_TRACKER_CATALOG_H_
 
+#include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,33 +41,78 @@
 
 namespace benchfarm::tracker {
 
+struct CatalogOptions {
+  int64_t max_bytes_per_client = int64_t{16} << 20;
+  int64_t max_versions_per_client = 200;
+  int64_t cache_bytes = int64_t{32} << 20;  // files kept in memory for offers
+};
+
+// Who is adding or changing an entry.
+struct CatalogCaller {
+  std::string client;          // the client id; empty on an insecure tracker
+  bool admin = false;
+  bool authenticated = false;  // false: an insecure tracker, no owners
+};
+
 class OperatorCatalog {
  public:
   // Holds the built-in operators; `store` is borrowed.
-  explicit OperatorCatalog(Store* store);
+  OperatorCatalog(Store* store, CatalogOptions options = {});
 
-  // Adds the stored user operators. Call once, before use.
+  // Adds the stored user operators and the names' owners. Call once, before use.
   absl::Status Load();
 
   struct Added {
     v1::Operator op;  // as stored, files omitted
     bool created = false;
   };
-  absl::StatusOr<Added> Add(v1::Operator op, absl::Time now);
+  absl::StatusOr<Added> Add(v1::Operator op, const CatalogCaller& caller, absl::Time now);
+
+  // Gives `name` (every version, and the right to add more) to `owner`; admins only (the caller
+  // checks). The latest version, files omitted.
+  absl::StatusOr<v1::Operator> SetOwner(const std::string& name, const std::string& owner);
 
   // Files omitted; by name; the latest version of each unless all_versions.
   std::vector<v1::Operator> List(const std::string& name, bool all_versions) const;
-  // With files. Empty version: the latest.
+  // With files (read from the Store). Empty version: the latest.
   absl::StatusOr<v1::Operator> Get(const std::string& name, const std::string& version) const;
-  // The entry (with files), or nullptr. Empty version: the latest.
+  // The entry without its files, or nullptr. Empty version: the latest.
   std::shared_ptr<const v1::Operator> Find(const std::string& name,
                                            const std::string& version) const;
+  // The entry with its files (built-ins have none): from the cache, or read from the Store.
+  // NotFound for an unknown entry; the Store's errors.
+  absl::StatusOr<std::shared_ptr<const v1::Operator>> WithFiles(const std::string& name,
+                                                                const std::string& version) const;
+
+  // What a client has added (bytes of files, versions), for its quota.
+  struct Usage {
+    int64_t bytes = 0;
+    int64_t versions = 0;
+  };
+  Usage UsageOf(const std::string& client) const;
 
  private:
+  using Entry = std::shared_ptr<const v1::Operator>;
+
+  // The entry as callers see it: owner filled in, latest set, files omitted.
+  v1::Operator Describe(const Entry& entry, bool latest) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  Entry FindLocked(const std::string& name, const std::string& version) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Whether `caller` may add versions of an existing name: OK, or PermissionDenied naming why.
+  absl::Status MayAddTo(const std::string& name, const CatalogCaller& caller) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
   Store* const store_;
+  const CatalogOptions options_;
+  absl::Mutex add_mu_;  // Add and SetOwner, one at a time (an owner is decided, then stored)
   mutable absl::Mutex mu_;
-  // name -> versions, oldest first (the last is the latest).
-  std::map<std::string, std::vector<std::shared_ptr<const v1::Operator>>> ops_ ABSL_GUARDED_BY(mu_);
+  // name -> versions, oldest first (the last is the latest); without files.
+  std::map<std::string, std::vector<Entry>> ops_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> owners_ ABSL_GUARDED_BY(mu_);  // name -> client
+  std::map<std::string, Usage> usage_ ABSL_GUARDED_BY(mu_);         // added_by -> usage
+  // Entries with files, most recently used first, at most options_.cache_bytes of files.
+  mutable std::list<Entry> cache_ ABSL_GUARDED_BY(mu_);
+  mutable int64_t cache_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace benchfarm::tracker

@@ -76,6 +76,17 @@ class FlakyStore final : public Store {
   absl::StatusOr<std::vector<v1::Operator>> LoadOperators() override {
     return real_->LoadOperators();
   }
+  absl::StatusOr<std::optional<v1::Operator>> GetOperator(const std::string& name,
+                                                          const std::string& version) override {
+    return real_->GetOperator(name, version);
+  }
+  absl::Status SetOperatorOwner(const std::string& name, const std::string& owner) override {
+    if (absl::Status f = Failure(); !f.ok()) return f;
+    return real_->SetOperatorOwner(name, owner);
+  }
+  absl::StatusOr<std::map<std::string, std::string>> LoadOperatorOwners() override {
+    return real_->LoadOperatorOwners();
+  }
 
  private:
   bool AfterCommit() {

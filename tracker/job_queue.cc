@@ -261,7 +261,7 @@ JobQueue::JobQueue(Store* store, const base::Clock* clock, JobQueueOptions optio
     : store_(store),
       clock_(clock),
       options_(std::move(options)),
-      catalog_(store),
+      catalog_(store, options_.catalog),
       commit_(store, GroupCommitOptions{options_.store_probe, options_.defer_offer_writes}) {
   for (const std::string& kind : options_.known_kinds) kinds_.insert(kind);
 }
@@ -1146,6 +1146,20 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
       if (!HasFreeSlot(*record)) continue;
       LiveJob* job = PickFor(board, durable);
       if (job == nullptr) continue;
+      // A user operator's files travel with the offer: read before anything changes, so a store
+      // that cannot give them leaves the job queued (this board tries again next round).
+      std::shared_ptr<const v1::Operator> op_files;
+      const v1::TemplateOperator& tpl = job->job.trial().op().template_op();
+      if (!tpl.op().empty()) {
+        absl::StatusOr<std::shared_ptr<const v1::Operator>> entry =
+            catalog_.WithFiles(tpl.op(), tpl.version());
+        if (!entry.ok()) {
+          spdlog::warn("job {}: operator {} version {}: {}: left queued", job->job.job_id(),
+                       tpl.op(), tpl.version(), std::string(entry.status().message()));
+          continue;
+        }
+        if (!(*entry)->builtin()) op_files = *std::move(entry);
+      }
       progress = true;
       const std::string& board_id = board.board_id();
       Dequeue(*job);
@@ -1169,11 +1183,7 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
       offer.offer.set_job_id(job->job.job_id());
       offer.offer.set_board_id(board_id);
       *offer.offer.mutable_trial() = job->job.trial();
-      const v1::TemplateOperator& tpl = job->job.trial().op().template_op();
-      if (!tpl.op().empty()) {
-        std::shared_ptr<const v1::Operator> entry = catalog_.Find(tpl.op(), tpl.version());
-        if (entry != nullptr && !entry->builtin()) *offer.offer.mutable_operator_() = *entry;
-      }
+      if (op_files != nullptr) *offer.offer.mutable_operator_() = *op_files;
       offer.offer.set_attempt(job->job.attempts_size());
       *offer.offer.mutable_lease_deadline() = ToProto(job->lease_deadline);
       offers.push_back(std::move(offer));

@@ -151,6 +151,8 @@ struct JobQueueOptions {
   // (its result, usually) replaced it first: then only that one is written (GroupCommit's
   // deferred changes). Lost in a crash, an offer is as if it had not been made.
   absl::Duration defer_offer_writes = absl::Seconds(2);
+  // The operator catalog: per-client caps, and the files kept in memory (catalog.h).
+  CatalogOptions catalog;
 };
 
 // What one free board should run now.

@@ -811,17 +811,17 @@ v1::Operator Gemv(const std::string& source) {
 }
 
 TEST_F(JobQueueTest, UserOperatorsAreVersionedCheckedAndTravelWithTheirOffers) {
-  auto v1_added = queue_->catalog()->Add(Gemv("/* v1 */"), clock_.Now());
+  auto v1_added = queue_->catalog()->Add(Gemv("/* v1 */"), {}, clock_.Now());
   ASSERT_TRUE(v1_added.ok()) << v1_added.status();
   EXPECT_TRUE(v1_added->created);
-  EXPECT_FALSE(queue_->catalog()->Add(Gemv("/* v1 */"), clock_.Now())->created);  // same content
+  EXPECT_FALSE(queue_->catalog()->Add(Gemv("/* v1 */"), {}, clock_.Now())->created);  // same content
   v1::Trial t;
   t.set_board_kind("host");
   t.mutable_op()->mutable_template_op()->set_op("gemv");
   (*t.mutable_op()->mutable_template_op()->mutable_knobs())["unroll"] = "4";
   auto first = Submit({t});
   // A new version: old jobs keep theirs, new ones get it.
-  auto v2_added = queue_->catalog()->Add(Gemv("/* v2 */"), clock_.Now());
+  auto v2_added = queue_->catalog()->Add(Gemv("/* v2 */"), {}, clock_.Now());
   ASSERT_TRUE(v2_added.ok());
   EXPECT_NE(v2_added->op.version(), v1_added->op.version());
   auto second = Submit({t});

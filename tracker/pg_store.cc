@@ -79,6 +79,14 @@ CREATE TABLE operators (
 );
 )sql";
 
+// Version 2 adds who each operator name belongs to.
+constexpr char kSchemaV2Sql[] = R"sql(
+CREATE TABLE operator_owners (
+  name TEXT PRIMARY KEY,
+  owner TEXT NOT NULL
+);
+)sql";
+
 // Taken while Open creates or checks the schema (transaction-scoped), so trackers opening an
 // empty database at once do not both create it.
 constexpr char kSchemaLock[] = "SELECT pg_advisory_xact_lock(7206000001)";
@@ -155,6 +163,16 @@ constexpr Statement kInsertOperator = MakeStatement(
     kTextOid, kByteaOid);
 constexpr Statement kLoadOperators =
     MakeStatement("load_operators", "SELECT name, data FROM operators ORDER BY seq");
+constexpr Statement kGetOperator =
+    MakeStatement("get_operator", "SELECT name, data FROM operators WHERE name = $1 AND version = $2",
+                  kTextOid, kTextOid);
+constexpr Statement kSetOperatorOwner = MakeStatement(
+    "set_operator_owner",
+    "INSERT INTO operator_owners (name, owner) VALUES ($1, $2) "
+    "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner",
+    kTextOid, kTextOid);
+constexpr Statement kLoadOperatorOwners = MakeStatement(
+    "load_operator_owners", "SELECT name, owner FROM operator_owners ORDER BY name COLLATE \"C\"");
 
 // ListJobs' statement for a set of conditions: only the set fields become conditions, so the
 // planner can pick the matching index. Parameters: $1 after_seq, then each set field in bit
@@ -765,6 +783,13 @@ absl::StatusOr<std::unique_ptr<PgStore>> PgStore::Open(const std::string& connin
         return absl::FailedPreconditionError(
             absl::StrCat(prefix, "unknown schema version ", version));
       }
+      if (version == 1) {  // from before operator names had owners
+        RETURN_IF_ERROR(writer.Exec(kSchemaV2Sql, "Open: upgrading the schema"));
+        RETURN_IF_ERROR(writer.Exec(absl::StrCat("UPDATE benchfarm_meta SET schema_version = ",
+                                                 kSchemaVersion)
+                                        .c_str(),
+                                    "Open: upgrading the schema"));
+      }
     } else {
       // A new, empty database gets the schema; one with someone else's tables is left alone
       // rather than mixed into.
@@ -778,6 +803,7 @@ absl::StatusOr<std::unique_ptr<PgStore>> PgStore::Open(const std::string& connin
             " tables but no benchfarm schema (no benchfarm_meta table): not a benchfarm store"));
       }
       RETURN_IF_ERROR(writer.Exec(kSchemaSql, "Open: creating the schema"));
+      RETURN_IF_ERROR(writer.Exec(kSchemaV2Sql, "Open: creating the schema"));
       RETURN_IF_ERROR(
           writer.Exec(absl::StrCat("INSERT INTO benchfarm_meta (schema_version, last_seq) VALUES (",
                                    kSchemaVersion, ", 0)")
@@ -1021,7 +1047,49 @@ absl::StatusOr<std::vector<v1::Board>> PgStore::LoadBoards() {
 absl::StatusOr<std::vector<v1::Operator>> PgStore::LoadOperators() {
   return WithRetry(*reader_, [&]() -> absl::StatusOr<std::vector<v1::Operator>> {
     ASSIGN_OR_RETURN(Result result, reader_->Execute(kLoadOperators, Params(), "LoadOperators"));
-    return ReadProtos<v1::Operator>(result.get(), name_, "LoadOperators", "operator");
+    ASSIGN_OR_RETURN(std::vector<v1::Operator> ops,
+                     ReadProtos<v1::Operator>(result.get(), name_, "LoadOperators", "operator"));
+    for (v1::Operator& op : ops) WithoutFiles(&op);
+    return ops;
+  });
+}
+
+absl::StatusOr<std::optional<v1::Operator>> PgStore::GetOperator(const std::string& name,
+                                                                 const std::string& version) {
+  return WithRetry(*reader_, [&]() -> absl::StatusOr<std::optional<v1::Operator>> {
+    Params params;
+    params.Bytes(name).Bytes(version);
+    ASSIGN_OR_RETURN(Result result, reader_->Execute(kGetOperator, params, "GetOperator"));
+    ASSIGN_OR_RETURN(std::vector<v1::Operator> ops,
+                     ReadProtos<v1::Operator>(result.get(), name_, "GetOperator", "operator"));
+    if (ops.empty()) return std::nullopt;
+    return std::move(ops.front());
+  });
+}
+
+absl::Status PgStore::SetOperatorOwner(const std::string& name, const std::string& owner) {
+  if (name.empty() || owner.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "postgres store ", name_, ": SetOperatorOwner: the operator name and owner are required"));
+  }
+  std::deque<Connection::Command> commands(1);
+  commands.front().statement = &kSetOperatorOwner;
+  commands.front().params.Bytes(name).Bytes(owner);
+  absl::MutexLock lock(&writer_->mu);
+  return writer_->Write(
+      commands, {}, [&](size_t) { return absl::StrCat("the owner of operator ", name); },
+      "SetOperatorOwner");
+}
+
+absl::StatusOr<std::map<std::string, std::string>> PgStore::LoadOperatorOwners() {
+  return WithRetry(*reader_, [&]() -> absl::StatusOr<std::map<std::string, std::string>> {
+    ASSIGN_OR_RETURN(Result result,
+                     reader_->Execute(kLoadOperatorOwners, Params(), "LoadOperatorOwners"));
+    std::map<std::string, std::string> owners;
+    for (int row = 0; row < PQntuples(result.get()); ++row) {
+      owners[std::string(Cell(result.get(), row, 0))] = std::string(Cell(result.get(), row, 1));
+    }
+    return owners;
   });
 }
 

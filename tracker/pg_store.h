@@ -4,7 +4,7 @@
 // The database holds the same tables as SqliteStore's file — jobs (each v1::Job serialized as
 // BYTEA beside indexed copies of the fields ListJobs filters on), submissions ((client_id,
 // request_id) -> job ids), boards, operators (the catalog, one row per (name, version), in
-// insertion order) — and benchfarm_meta, one row with the schema version (kSchemaVersion) and
+// insertion order), operator_owners (who each operator name belongs to) — and benchfarm_meta, one row with the schema version (kSchemaVersion) and
 // the highest job sequence number ever given, so LastSeq never goes backwards even when the
 // newest job row is deleted by hand. Open creates the schema in an empty database (under an
 // advisory lock, so trackers opening it at once do not race) and refuses a database with other
@@ -55,6 +55,7 @@
 #define BENCHFARM_TRACKER_PG_STORE_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -85,7 +86,7 @@ struct PgStoreOptions {
 class PgStore final : public Store {
  public:
   // The schema this build writes and reads (benchfarm_meta.schema_version).
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
   // Statements sent per pipeline synchronization point in Apply.
   static constexpr int kPipelineChunk = 256;
 
@@ -124,6 +125,10 @@ class PgStore final : public Store {
   absl::StatusOr<std::vector<v1::Board>> LoadBoards() override;
   absl::Status InsertOperator(const v1::Operator& op) override;
   absl::StatusOr<std::vector<v1::Operator>> LoadOperators() override;
+  absl::StatusOr<std::optional<v1::Operator>> GetOperator(const std::string& name,
+                                                          const std::string& version) override;
+  absl::Status SetOperatorOwner(const std::string& name, const std::string& owner) override;
+  absl::StatusOr<std::map<std::string, std::string>> LoadOperatorOwners() override;
 
  private:
   class Connection;  // one libpq connection, its prepared statements and its mutex

@@ -83,13 +83,14 @@ TEST_F(PgStoreTest, OpenCreatesTheSchemaAndASecondStoreSharesIt) {
   EXPECT_EQ(store->name(), absl::StrCat("127.0.0.1:", server_->port(), "/schema"));
   EXPECT_EQ(QueryOrDie(*server_, "schema",
                        "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename "
-                       "IN ('jobs', 'submissions', 'boards', 'operators', 'benchfarm_meta')"),
-            "5");
+                       "IN ('jobs', 'submissions', 'boards', 'operators', 'operator_owners', "
+                       "'benchfarm_meta')"),
+            "6");
   EXPECT_EQ(QueryOrDie(*server_, "schema",
                        "SELECT count(*) FROM pg_indexes WHERE indexname IN "
                        "('jobs_client_seq', 'jobs_state', 'jobs_board_kind')"),
             "3");
-  EXPECT_EQ(QueryOrDie(*server_, "schema", "SELECT schema_version FROM benchfarm_meta"), "1");
+  EXPECT_EQ(QueryOrDie(*server_, "schema", "SELECT schema_version FROM benchfarm_meta"), "2");
   EXPECT_EQ(
       QueryOrDie(*server_, "schema",
                  "SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY "
@@ -146,7 +147,7 @@ TEST(PgStore, OpenWithoutAServerIsUnavailableNamingTheStoreAndTheCause) {
 TEST_F(PgStoreTest, NewerSchemaVersionFailsOpen) {
   const std::string conninfo = CreateDatabase(*server_, "newer");
   ASSERT_NE(OpenOrDie(conninfo), nullptr);
-  QueryOrDie(*server_, "newer", "UPDATE benchfarm_meta SET schema_version = 2");
+  QueryOrDie(*server_, "newer", "UPDATE benchfarm_meta SET schema_version = 3");
   auto store = PgStore::Open(conninfo);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition) << store.status();
@@ -297,8 +298,32 @@ std::vector<absl::Status> EveryCall(PgStore& store) {
       store.UpdateJob(MakeJob("a", "alice", "m3", "matmul", v1::RUNNING)),
       store.UpsertBoard(Board("board-2", 0)),
       store.InsertOperator(Operator("gemv", "2")),
+      store.GetOperator("gemv", "1").status(),
+      store.SetOperatorOwner("gemv", "alice"),
+      store.LoadOperatorOwners().status(),
   };
 }
+
+TEST_F(PgStoreTest, AVersionOneDatabaseGetsOperatorOwnersKeepingItsOperators) {
+  const std::string conninfo = CreateDatabase(*server_, "v1");
+  {
+    auto store = OpenOrDie(conninfo);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->InsertOperator(Operator("gemv", "1")).ok());
+  }
+  // What a version-1 tracker left: operators, no owners.
+  QueryOrDie(*server_, "v1", "DROP TABLE operator_owners");
+  QueryOrDie(*server_, "v1", "UPDATE benchfarm_meta SET schema_version = 1");
+  auto store = OpenOrDie(conninfo);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(QueryOrDie(*server_, "v1", "SELECT schema_version FROM benchfarm_meta"), "2");
+  EXPECT_EQ(store->LoadOperators()->size(), 1u);
+  auto owners = store->LoadOperatorOwners();
+  ASSERT_TRUE(owners.ok()) << owners.status();
+  EXPECT_TRUE(owners->empty());
+  EXPECT_TRUE(store->SetOperatorOwner("gemv", "alice").ok());
+}
+
 
 // The state the restart and kill tests write before the server goes away.
 void WriteSomething(PgStore& store) {

@@ -1038,11 +1038,14 @@ grpc::ServerUnaryReactor* TrackerService::ListBoards(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* TrackerService::AddOperator(grpc::CallbackServerContext* context,
                                                       const v1::AddOperatorRequest* request,
                                                       v1::AddOperatorResponse* response) {
-  if (absl::StatusOr<Caller> c = Authorize(*context, kUsers, "AddOperator"); !c.ok()) {
-    return Done(context, c.status());
-  }
+  absl::StatusOr<Caller> caller = Authorize(*context, kUsers, "AddOperator");
+  if (!caller.ok()) return Done(context, caller.status());
+  CatalogCaller who;
+  who.authenticated = caller->authenticated;
+  who.client = caller->authenticated ? caller->identity.name : "";
+  who.admin = caller->authenticated && caller->identity.role == Role::kAdmin;
   absl::StatusOr<OperatorCatalog::Added> added =
-      queue_->catalog()->Add(request->op(), absl::Now());
+      queue_->catalog()->Add(request->op(), who, absl::Now());
   if (added.ok()) {
     *response->mutable_op() = std::move(added->op);
     response->set_created(added->created);
@@ -1069,6 +1072,21 @@ grpc::ServerUnaryReactor* TrackerService::GetOperator(grpc::CallbackServerContex
     return Done(context, c.status());
   }
   absl::StatusOr<v1::Operator> op = queue_->catalog()->Get(request->name(), request->version());
+  if (op.ok()) *response = *std::move(op);
+  return Done(context, op.status());
+}
+
+grpc::ServerUnaryReactor* TrackerService::SetOperatorOwner(
+    grpc::CallbackServerContext* context, const v1::SetOperatorOwnerRequest* request,
+    v1::Operator* response) {
+  absl::StatusOr<Caller> caller = Authorize(*context, {Role::kAdmin}, "SetOperatorOwner");
+  if (!caller.ok()) return Done(context, caller.status());
+  if (request->name().empty()) return Done(context, absl::InvalidArgumentError("name: required"));
+  if (request->owner().empty() || request->owner().size() > kMaxIdBytes) {
+    return Done(context, absl::InvalidArgumentError(absl::StrCat(
+                             "owner: a client id of 1 to ", kMaxIdBytes, " bytes")));
+  }
+  absl::StatusOr<v1::Operator> op = queue_->catalog()->SetOwner(request->name(), request->owner());
   if (op.ok()) *response = *std::move(op);
   return Done(context, op.status());
 }

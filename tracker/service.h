@@ -115,6 +115,9 @@ class TrackerService final : public v1::Tracker::CallbackService,
   grpc::ServerUnaryReactor* GetOperator(grpc::CallbackServerContext* context,
                                         const v1::GetOperatorRequest* request,
                                         v1::Operator* response) override;
+  grpc::ServerUnaryReactor* SetOperatorOwner(grpc::CallbackServerContext* context,
+                                             const v1::SetOperatorOwnerRequest* request,
+                                             v1::Operator* response) override;
   grpc::ServerUnaryReactor* SetBoardQuarantine(grpc::CallbackServerContext* context,
                                                const v1::SetBoardQuarantineRequest* request,
                                                v1::Board* response) override;

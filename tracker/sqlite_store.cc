@@ -66,6 +66,14 @@ CREATE TABLE IF NOT EXISTS operators (
 );
 )sql";
 
+// Version 3 adds who each operator name belongs to.
+constexpr char kSchemaV3Sql[] = R"sql(
+CREATE TABLE IF NOT EXISTS operator_owners (
+  name TEXT PRIMARY KEY,
+  owner TEXT NOT NULL
+);
+)sql";
+
 // Resets a cached statement and drops its bindings when a use of it ends, whatever the path out,
 // so the next use starts clean and no statement keeps a read transaction open. Build any error
 // status before this runs: sqlite3_errmsg belongs to the last call.
@@ -227,6 +235,8 @@ absl::Status SqliteStore::OpenReader(const SqliteStoreOptions& options) {
       {kLoadUnfinished, unfinished},
       {kLoadBoards, "SELECT board_id, data FROM boards ORDER BY board_id"},
       {kLoadOperators, "SELECT name, data FROM operators ORDER BY seq"},
+      {kGetOperator, "SELECT name, data FROM operators WHERE name = ?1 AND version = ?2"},
+      {kLoadOperatorOwners, "SELECT name, owner FROM operator_owners ORDER BY name"},
       {kMaxSeq, "SELECT coalesce(max(seq), 0) FROM jobs"},
   };
   static_assert(std::size(sqls) == kStatementCount - kFirstRead);
@@ -315,8 +325,9 @@ absl::Status SqliteStore::CreateOrCheckSchema() {
                        version, "; this build knows versions up to ", kSchemaVersion, ")"));
     }
     if (version == kSchemaVersion) return absl::OkStatus();
-    if (version == 1) {  // a store from before the catalog: add it
-      RETURN_IF_ERROR(Exec(kSchemaV2Sql));
+    if (version == 1 || version == 2) {  // from before the catalog, or its owners: add them
+      if (version == 1) RETURN_IF_ERROR(Exec(kSchemaV2Sql));
+      RETURN_IF_ERROR(Exec(kSchemaV3Sql));
       return Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
     }
     // Version 0: a new, empty file gets the schema; a file with someone else's tables is left
@@ -329,6 +340,7 @@ absl::Status SqliteStore::CreateOrCheckSchema() {
     }
     RETURN_IF_ERROR(Exec(kSchemaSql));
     RETURN_IF_ERROR(Exec(kSchemaV2Sql));
+    RETURN_IF_ERROR(Exec(kSchemaV3Sql));
     return Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
   });
 }
@@ -349,6 +361,9 @@ absl::Status SqliteStore::PrepareStatements() {
        "INSERT INTO boards (board_id, data) VALUES (?1, ?2) "
        "ON CONFLICT (board_id) DO UPDATE SET data = excluded.data"},
       {kInsertOperator, "INSERT INTO operators (name, version, data) VALUES (?1, ?2, ?3)"},
+      {kSetOperatorOwner,
+       "INSERT INTO operator_owners (name, owner) VALUES (?1, ?2) "
+       "ON CONFLICT (name) DO UPDATE SET owner = excluded.owner"},
       // AUTOINCREMENT's high-water mark: a number once given is never given again.
       {kInsertSubmissionReplay,
        "INSERT INTO submissions (client_id, request_id, job_ids) VALUES (?1, ?2, ?3) "
@@ -784,16 +799,67 @@ absl::StatusOr<std::vector<v1::Operator>> SqliteStore::LoadOperators() {
   std::vector<v1::Operator> ops;
   int rc;
   while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {
-    const std::string_view data = ColumnBytes(statement, 1);
-    if (!ops.emplace_back().ParseFromArray(data.data(), static_cast<int>(data.size()))) {
-      const unsigned char* name = sqlite3_column_text(statement, 0);
-      return absl::InternalError(absl::StrCat(
-          "sqlite store ", path_, ": operator ",
-          name != nullptr ? reinterpret_cast<const char*>(name) : "", " does not parse as a v1.Operator"));
-    }
+    ASSIGN_OR_RETURN(v1::Operator op, OperatorRow(statement));
+    WithoutFiles(&op);
+    ops.push_back(std::move(op));
   }
   if (rc != SQLITE_DONE) return ReadError("LoadOperators", rc);
   return ops;
+}
+
+absl::StatusOr<v1::Operator> SqliteStore::OperatorRow(sqlite3_stmt* statement) const {
+  const std::string_view data = ColumnBytes(statement, 1);
+  v1::Operator op;
+  if (!op.ParseFromArray(data.data(), static_cast<int>(data.size()))) {
+    const unsigned char* name = sqlite3_column_text(statement, 0);
+    return absl::InternalError(absl::StrCat(
+        "sqlite store ", path_, ": operator ",
+        name != nullptr ? reinterpret_cast<const char*>(name) : "", " does not parse as a v1.Operator"));
+  }
+  return op;
+}
+
+absl::StatusOr<std::optional<v1::Operator>> SqliteStore::GetOperator(const std::string& name,
+                                                                     const std::string& version) {
+  absl::MutexLock lock(&read_mu_);
+  sqlite3_stmt* statement = ReadStatement(kGetOperator);
+  StatementUse use(statement);
+  RETURN_IF_ERROR(BindText(statement, 1, name));
+  RETURN_IF_ERROR(BindText(statement, 2, version));
+  const int rc = sqlite3_step(statement);
+  if (rc == SQLITE_DONE) return std::nullopt;
+  if (rc != SQLITE_ROW) return ReadError("GetOperator", rc);
+  return OperatorRow(statement);
+}
+
+absl::Status SqliteStore::SetOperatorOwner(const std::string& name, const std::string& owner) {
+  if (name.empty() || owner.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sqlite store ", path_, ": SetOperatorOwner: the operator name and owner are required"));
+  }
+  absl::MutexLock lock(&mu_);
+  return InTransaction([&]() -> absl::Status {
+    sqlite3_stmt* statement = statements_[kSetOperatorOwner].get();
+    StatementUse use(statement);
+    RETURN_IF_ERROR(BindText(statement, 1, name));
+    RETURN_IF_ERROR(BindText(statement, 2, owner));
+    const int rc = sqlite3_step(statement);
+    if (rc != SQLITE_DONE) return Error("SetOperatorOwner", rc);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::map<std::string, std::string>> SqliteStore::LoadOperatorOwners() {
+  absl::MutexLock lock(&read_mu_);
+  sqlite3_stmt* statement = ReadStatement(kLoadOperatorOwners);
+  StatementUse use(statement);
+  std::map<std::string, std::string> owners;
+  int rc;
+  while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {
+    owners[std::string(ColumnBytes(statement, 0))] = std::string(ColumnBytes(statement, 1));
+  }
+  if (rc != SQLITE_DONE) return ReadError("LoadOperatorOwners", rc);
+  return owners;
 }
 
 }  // namespace benchfarm::tracker

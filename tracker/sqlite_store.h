@@ -1,11 +1,10 @@
 // SqliteStore: the tracker's Store on one SQLite database file (Debian's libsqlite3), in WAL mode.
 //
-// The file holds four tables: jobs (each v1::Job serialized, beside indexed copies of the fields
-// ListJobs filters on), submissions ((client_id, request_id) -> job ids), boards and operators
-// (the catalog: one row per (name, version)). A version-1 file (before the catalog) gets the
-// operators table on Open. Its schema
+// The file holds five tables: jobs (each v1::Job serialized, beside indexed copies of the fields
+// ListJobs filters on), submissions ((client_id, request_id) -> job ids), boards, operators (the
+// catalog: one row per (name, version)) and operator_owners (name -> client id). Its schema
 // version is the database's `PRAGMA user_version` (kSchemaVersion); a file without the schema
-// gets it on Open.
+// gets it on Open, and an older file the tables it lacks (version 1: the catalog; 2: owners).
 //
 // Durability: every mutating call (Apply: a batch of writes) is one `BEGIN IMMEDIATE ... COMMIT`
 // transaction, rolled back if any part fails. With synchronous=NORMAL a committed call survives
@@ -61,6 +60,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -94,7 +94,7 @@ struct SqliteStoreOptions {
 class SqliteStore final : public Store {
  public:
   // The schema this build writes and reads (PRAGMA user_version).
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
   // ListJobs reads this many sequence numbers per read transaction.
   static constexpr int64_t kListSliceSeqs = 4096;
   // How long truncating the WAL waits for other processes' readers.
@@ -130,6 +130,10 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<v1::Board>> LoadBoards() override;
   absl::Status InsertOperator(const v1::Operator& op) override;
   absl::StatusOr<std::vector<v1::Operator>> LoadOperators() override;
+  absl::StatusOr<std::optional<v1::Operator>> GetOperator(const std::string& name,
+                                                          const std::string& version) override;
+  absl::Status SetOperatorOwner(const std::string& name, const std::string& owner) override;
+  absl::StatusOr<std::map<std::string, std::string>> LoadOperatorOwners() override;
   // The WAL truncations (see "The WAL" above): those done, and those a reader of another process
   // held off.
   StoreUpkeep Upkeep() const override;
@@ -152,6 +156,7 @@ class SqliteStore final : public Store {
     kUpdateJobBySeq,
     kUpsertBoard,
     kInsertOperator,
+    kSetOperatorOwner,
     kLastSeq,
     kInsertSubmissionReplay,  // WriteBatch::replay: an existing row is kept
     kInsertJobReplay,         // WriteBatch::replay: an existing row is replaced
@@ -162,6 +167,8 @@ class SqliteStore final : public Store {
     kLoadUnfinished,
     kLoadBoards,
     kLoadOperators,
+    kGetOperator,
+    kLoadOperatorOwners,
     kMaxSeq,  // ListJobs: where the table ends
     kStatementCount,
   };
@@ -223,6 +230,8 @@ class SqliteStore final : public Store {
   absl::Status ReadError(const char* what, int rc) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_) {
     return ErrorOn(reader_, absl::StatusCode::kInternal, what, rc);
   }
+  // An operators row (name, data) as a v1::Operator.
+  absl::StatusOr<v1::Operator> OperatorRow(sqlite3_stmt* statement) const;
   sqlite3_stmt* ReadStatement(StatementId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_) {
     return read_statements_[id - kFirstRead].get();
   }

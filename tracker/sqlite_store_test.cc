@@ -92,7 +92,7 @@ TEST(SqliteStore, OpenCreatesAWalDatabaseWithTheSchemaVersion) {
   EXPECT_EQ(store->path(), path);
   // Asked on a second connection: WAL is a property of the file, not of the store's connection.
   EXPECT_EQ(RawQuery(path, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "2");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
   EXPECT_EQ(RawQuery(path,
                      "SELECT count(*) FROM sqlite_master WHERE name IN "
                      "('jobs', 'submissions', 'boards', 'jobs_client_seq', "
@@ -277,12 +277,36 @@ TEST(SqliteStore, VersionOneStoreGetsTheCatalogOnOpen) {
   ASSERT_EQ(RawQuery(path, "PRAGMA user_version=1"), "");
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "2");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
   EXPECT_EQ(store->LoadBoards()->size(), 1u);
   v1::Operator op;
   op.set_name("gemv");
   op.set_version("1");
   EXPECT_TRUE(store->InsertOperator(op).ok());
+  EXPECT_TRUE(store->SetOperatorOwner("gemv", "alice").ok());
+}
+
+TEST(SqliteStore, VersionTwoStoreGetsOperatorOwnersKeepingItsOperators) {
+  const std::string path = TestDir() + "/v2.db";
+  {
+    auto store = OpenOrDie(path);
+    ASSERT_NE(store, nullptr);
+    v1::Operator op;
+    op.set_name("gemv");
+    op.set_version("1");
+    ASSERT_TRUE(store->InsertOperator(op).ok());
+  }
+  // What a version-2 tracker left: operators, no owners.
+  ASSERT_EQ(RawQuery(path, "DROP TABLE operator_owners"), "");
+  ASSERT_EQ(RawQuery(path, "PRAGMA user_version=2"), "");
+  auto store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
+  EXPECT_EQ(store->LoadOperators()->size(), 1u);
+  auto owners = store->LoadOperatorOwners();
+  ASSERT_TRUE(owners.ok()) << owners.status();
+  EXPECT_TRUE(owners->empty());  // stored before owners: nobody's
+  EXPECT_TRUE(store->SetOperatorOwner("gemv", "alice").ok());
 }
 
 // ---- the process is killed --------------------------------------------------------------------
@@ -481,7 +505,7 @@ TEST(SqliteStore, TruncatedFileFailsOpen) {
 TEST(SqliteStore, NewerSchemaVersionFailsOpen) {
   const std::string path = TestDir() + "/store.db";
   { ASSERT_NE(OpenOrDie(path), nullptr); }
-  ASSERT_EQ(RawQuery(path, "PRAGMA user_version=3"), "");
+  ASSERT_EQ(RawQuery(path, "PRAGMA user_version=4"), "");
   auto store = SqliteStore::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition) << store.status();

@@ -18,6 +18,7 @@
 #define BENCHFARM_TRACKER_STORE_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -98,6 +99,9 @@ struct StoreUpkeep {
   int64_t wal_truncations_blocked = 0;  // SQLite: attempts another process's reader held off
 };
 
+// Drops an operator's files, keeping their size in files_bytes (what LoadOperators returns).
+void WithoutFiles(v1::Operator* op);
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -142,9 +146,16 @@ class Store {
   virtual absl::StatusOr<std::vector<v1::Board>> LoadBoards() = 0;
 
   // The operator catalog: each (name, version) stored once, never changed (AlreadyExists if it
-  // is stored). LoadOperators returns them in the order they were added.
+  // is stored). LoadOperators returns them in the order they were added, without their files
+  // (WithoutFiles: files_bytes says their size); GetOperator one of them with its files (nullopt:
+  // not stored).
   virtual absl::Status InsertOperator(const v1::Operator& op) = 0;
   virtual absl::StatusOr<std::vector<v1::Operator>> LoadOperators() = 0;
+  virtual absl::StatusOr<std::optional<v1::Operator>> GetOperator(const std::string& name,
+                                                                  const std::string& version) = 0;
+  // Who each operator name belongs to (name -> client id): set, or replaced, by SetOperatorOwner.
+  virtual absl::Status SetOperatorOwner(const std::string& name, const std::string& owner) = 0;
+  virtual absl::StatusOr<std::map<std::string, std::string>> LoadOperatorOwners() = 0;
 
  private:
   absl::Mutex insert_mu_;  // InsertSubmission: numbers taken and stored together

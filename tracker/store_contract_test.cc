@@ -696,11 +696,42 @@ TEST_P(StoreContractTest, OperatorsAreStoredOncePerVersionInOrder) {
   EXPECT_THAT(again.message(), HasSubstr("gemv"));
   EXPECT_EQ(store().InsertOperator(v1::Operator()).code(), absl::StatusCode::kInvalidArgument);
   Reopen();  // durable
+  // Loaded without their files (their size kept); one at a time with them.
   auto ops = store().LoadOperators();
   ASSERT_TRUE(ops.ok()) << ops.status();
   ASSERT_EQ(ops->size(), 2u);
-  EXPECT_TRUE(MessageDifferencer::Equals((*ops)[0], a2));
-  EXPECT_TRUE(MessageDifferencer::Equals((*ops)[1], a1));
+  v1::Operator a1_light = a1, a2_light = a2;
+  a1_light.clear_files();
+  a1_light.set_files_bytes(12);  // "gemv.c" + "int x;"
+  a2_light.clear_files();
+  a2_light.set_files_bytes(12);
+  EXPECT_TRUE(MessageDifferencer::Equals((*ops)[0], a2_light)) << (*ops)[0].DebugString();
+  EXPECT_TRUE(MessageDifferencer::Equals((*ops)[1], a1_light)) << (*ops)[1].DebugString();
+  auto full = store().GetOperator("gemv", a1.version());
+  ASSERT_TRUE(full.ok()) << full.status();
+  ASSERT_TRUE(full->has_value());
+  EXPECT_TRUE(MessageDifferencer::Equals(**full, a1)) << (*full)->DebugString();
+  auto none = store().GetOperator("gemv", "0000000000000000");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_value());
+  none = store().GetOperator("nope", a1.version());
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_value());
+}
+
+TEST_P(StoreContractTest, OperatorOwnersAreSetReplacedAndDurable) {
+  auto owners = store().LoadOperatorOwners();
+  ASSERT_TRUE(owners.ok()) << owners.status();
+  EXPECT_TRUE(owners->empty());
+  ASSERT_TRUE(store().SetOperatorOwner("gemv", "alice").ok());
+  ASSERT_TRUE(store().SetOperatorOwner("conv", "bob").ok());
+  ASSERT_TRUE(store().SetOperatorOwner("gemv", "carol").ok());  // an admin gave it away
+  EXPECT_EQ(store().SetOperatorOwner("", "alice").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store().SetOperatorOwner("gemv", "").code(), absl::StatusCode::kInvalidArgument);
+  Reopen();
+  owners = store().LoadOperatorOwners();
+  ASSERT_TRUE(owners.ok()) << owners.status();
+  EXPECT_EQ(*owners, (std::map<std::string, std::string>{{"conv", "bob"}, {"gemv", "carol"}}));
 }
 
 TEST_P(StoreContractTest, DataSurvivesClosingAndReopening) {

@@ -232,6 +232,13 @@ int main(int argc, char** argv) {
     options.max_queued_bytes_per_client = config.max_queued_bytes_per_client();
   }
   if (config.unstable_threshold() > 0) options.unstable_threshold = config.unstable_threshold();
+  if (config.max_operator_bytes_per_client() > 0) {
+    options.catalog.max_bytes_per_client = config.max_operator_bytes_per_client();
+  }
+  if (config.max_operator_versions_per_client() > 0) {
+    options.catalog.max_versions_per_client = config.max_operator_versions_per_client();
+  }
+  if (config.operator_cache_bytes() > 0) options.catalog.cache_bytes = config.operator_cache_bytes();
   benchfarm::tracker::JobQueue queue(store.get(), &clock, options);
   absl::Status recovered = queue.Recover();
   if (!recovered.ok()) return Fail(absl::StrCat("recovery failed: ", recovered.message()));
