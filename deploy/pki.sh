@@ -6,9 +6,11 @@
 #                                        machine's hostname, localhost, 127.0.0.1, ::1) and an
 #                                        admin token (DIR/admin.token). Does nothing if DIR/ca.pem
 #                                        exists. The tracker runs this itself on its first start.
-#   pki.sh agent DIR AGENT_ID [GLOB...]  an agent's certificate, DIR/agents/AGENT_ID.{pem,key}: the
-#                                        tracker lets it register as AGENT_ID and serve boards whose
-#                                        ids match a GLOB (default: every board, "*")
+#   pki.sh agent DIR AGENT_ID GRANT...   an agent's certificate, DIR/agents/AGENT_ID.{pem,key}: the
+#                                        tracker lets it register as AGENT_ID and serve what each
+#                                        GRANT, GLOB=KIND[:SLOTS], says: boards whose ids match GLOB,
+#                                        registered as board kind KIND ("*": any kind), each asking
+#                                        for at most SLOTS slots (default: the tracker's cap)
 #   pki.sh user DIR NAME [--admin]       a user's client certificate, DIR/users/NAME.{pem,key}
 #   pki.sh token DIR NAME [--admin]      a new bearer token for user NAME, printed on stdout; the
 #                                        tracker keeps only its SHA-256 (DIR/tokens)
@@ -18,12 +20,13 @@
 #                                        fingerprints; the tracker re-reads it when it changes)
 #
 # Certificates carry the role in the subject's OU (agent, user, admin) and the name in its CN; an
-# agent's board globs are URI names "urn:benchfarm:board:GLOB". Keys are P-256, certificates last
-# 825 days (the CA 10 years). Keys and tokens are written mode 0600.
+# agent's grants are URI names "urn:benchfarm:serve:KIND:SLOTS:GLOB" (SLOTS 0: no cap of its own).
+# Keys are P-256, certificates last 825 days (the CA 10 years). Keys and tokens are written mode
+# 0600.
 set -euo pipefail
 
 die() { echo "pki.sh: $*" >&2; exit 2; }
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 command -v openssl >/dev/null || die "openssl is missing (apt install openssl)"
 
 [[ $# -ge 2 ]] || usage
@@ -82,12 +85,12 @@ case "$cmd" in
     need_ca
     id="$1"; shift
     name_ok "$id"
-    globs=("$@")
-    [[ ${#globs[@]} -gt 0 ]] || globs=("*")
+    [[ $# -gt 0 ]] || die "name what agent $id may serve: GLOB=KIND[:SLOTS], e.g. 'nucleo-*=stm32f4:32'"
     san="subjectAltName="
-    for g in "${globs[@]}"; do
-      [[ "$g" =~ ^[A-Za-z0-9._*?-]{1,64}$ ]] || die "board glob '$g': letters, digits, . _ - * ? only"
-      san+="URI:urn:benchfarm:board:$g,"
+    for grant in "$@"; do
+      [[ "$grant" =~ ^([A-Za-z0-9._*?-]{1,64})=([A-Za-z0-9._-]{1,64}|\*)(:([0-9]{1,6}))?$ ]] ||
+        die "grant '$grant': GLOB=KIND[:SLOTS] (GLOB: letters, digits, . _ - * ?; KIND: a board kind or *; SLOTS: a number)"
+      san+="URI:urn:benchfarm:serve:${BASH_REMATCH[2]}:${BASH_REMATCH[4]:-0}:${BASH_REMATCH[1]},"
     done
     mkdir -p "$dir/agents"
     leaf "$dir/agents/$id" agent "$id" "${san%,}" "extendedKeyUsage=clientAuth"

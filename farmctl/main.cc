@@ -174,6 +174,9 @@ constexpr char kUsage[] =
     "                                   reference, args, knobs, files\n"
     "  op chown NAME CLIENT             (admins) give an operator name to a client: only its\n"
     "                                   owner (and admins) may add versions\n"
+    "  board move BOARD AGENT           (admins) let another agent serve a board: on a secure\n"
+    "                                   tracker a board is served only by the agent that\n"
+    "                                   registered it\n"
     "  quarantine BOARD [--reason R] | release BOARD\n"
     "                                   (admins) take a board out of service, or back in\n"
     "  import-log LOG --op OP --kind K [--shape S ...] [--out DIR]\n"
@@ -560,7 +563,7 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
     return Usage(absl::StrCat(command, ": --knob and --label belong to submit"));
   }
   if (command != "watch" && command != "cancel" && command != "get" && command != "op" && command != "import-log" &&
-      command != "quarantine" && command != "release" && !operands.empty()) {
+      command != "quarantine" && command != "release" && command != "move" && !operands.empty()) {
     return Usage(absl::StrCat(command, ": unexpected argument \"", operands[0], "\""));
   }
   absl::Status status;
@@ -578,6 +581,9 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
     options.client_id = absl::GetFlag(FLAGS_client);
     options.job_ids = operands;
     status = Watch(tracker, options, std::cout);
+  } else if (command == "move") {
+    if (operands.size() != 2) return Usage("board move needs a board id and an agent id");
+    status = MoveBoard(tracker, operands[0], operands[1], std::cout);
   } else if (command == "quarantine" || command == "release") {
     if (operands.size() != 1) return Usage(absl::StrCat(command, " needs one board id"));
     status = SetBoardQuarantine(tracker, operands[0], command == "quarantine",
@@ -689,6 +695,10 @@ int main(int argc, char** argv) {
   if (args.empty()) {
     std::fputs(kUsage, stderr);
     return 2;
+  }
+  if (args.size() >= 2 && args[0] == "board" && args[1] == "move") {  // the tracker's
+    args.erase(args.begin());
+    return TrackerCommand(args, repeated);
   }
   if (args[0] == "board") {
     args.erase(args.begin());

@@ -256,6 +256,20 @@ absl::Status SetBoardQuarantine(const TrackerClient& tracker, const std::string&
   return absl::OkStatus();
 }
 
+absl::Status MoveBoard(const TrackerClient& tracker, const std::string& board_id,
+                       const std::string& agent_id, std::ostream& out) {
+  v1::MoveBoardRequest request;
+  request.set_board_id(board_id);
+  request.set_agent_id(agent_id);
+  v1::Board board;
+  absl::Status status =
+      Call(tracker, &v1::Tracker::StubInterface::MoveBoard, request, &board, "MoveBoard");
+  if (!status.ok()) return status;
+  out << board.board_id() << " " << v1::BoardState_Name(board.state()) << ", held by agent "
+      << board.agent_id() << "\n";
+  return absl::OkStatus();
+}
+
 absl::Status PrintQueue(const TrackerClient& tracker, bool json, std::ostream& out) {
   v1::QueueSummaryRequest request;
   v1::QueueSummaryResponse response;

@@ -71,6 +71,9 @@ absl::Status PrintBoards(const TrackerClient& tracker, const std::string& kind, 
 // "<kind>: waiting: ..." line for each reason queued jobs wait (KindSummary.waiting).
 absl::Status PrintQueue(const TrackerClient& tracker, bool json, std::ostream& out);
 
+// MoveBoard (admins): "<board> OFFLINE, held by agent <agent>".
+absl::Status MoveBoard(const TrackerClient& tracker, const std::string& board_id,
+                       const std::string& agent_id, std::ostream& out);
 // SetBoardQuarantine (admins): takes the board out of service (quarantine) or releases it;
 // prints "<board> QUARANTINED (held: reason)" or "<board> IDLE".
 absl::Status SetBoardQuarantine(const TrackerClient& tracker, const std::string& board_id,

@@ -154,8 +154,9 @@ class Farm:
                     % (root, root, root))
             f.write('boards { id: "%s" kind: "%s" host_process {} '
                     'build_template: "agent/templates/host-process" }\n' % (board_id, kind))
-            # Its certificate: the tracker lets it register as `name`, for this board only.
-            self.pki("agent", name, board_id)
+            # Its certificate: the tracker lets it register as `name`, for this board only, as
+            # its kind.
+            self.pki("agent", name, "%s=%s" % (board_id, kind))
             certs = os.path.join(self.state_dir, "agents", name)
             f.write('credentials { ca_cert: "%s" cert: "%s.pem" key: "%s.key" }\n'
                     % (self.ca, certs, certs))

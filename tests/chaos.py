@@ -347,7 +347,8 @@ class Farm:
         token = os.path.join(self.pki, "chaos.token")
         with open(token, "w") as f:
             self.pki_sh("token", self.pki, "chaos", stdout=f)
-        self.pki_sh("agent", self.pki, "chaos-agent", "hp-*", stdout=subprocess.DEVNULL)
+        self.pki_sh("agent", self.pki, "chaos-agent", "hp-*=host-process",
+                    stdout=subprocess.DEVNULL)
         with open(os.path.join(self.work, "agent.textproto"), "w") as f:
             f.write('agent_id: "chaos-agent"\ntracker_address: "%s"\n' % address)
             f.write('credentials { ca_cert: "%s/ca.pem" cert: "%s/agents/chaos-agent.pem" '

@@ -34,7 +34,7 @@ scratch_dir: "$work/agent/scratch"
 cache_dir: "$work/agent/cache"
 spool_dir: "$work/agent/spool"
 metrics_address: "127.0.0.1:$agent_metrics"
-$(agent_credentials "$work/pki" e2e-agent 'hp-*' 'm3-*')
+$(agent_credentials "$work/pki" e2e-agent 'hp-*=host-process' 'm3-*=qemu-mps2-an385')
 boards { id: "hp-pty" kind: "host-process" host_process { use_pty: true } build_template: "agent/templates/host-process" }
 boards { id: "hp-pipe" kind: "host-process" host_process {} build_template: "agent/templates/host-process" }
 boards { id: "m3-0" kind: "qemu-mps2-an385" serial {} qemu { machine: "mps2-an385" timing: CYCLES }

@@ -134,7 +134,7 @@ say "installed tracker on $address, database $site/tracker.db"
 # agent gets a certificate of it, farmctl the admin token.
 pki="$site/tracker.db.pki"
 [[ -f "$pki/ca.pem" && -f "$pki/admin.token" ]] || fail "the installed tracker made no CA in $pki"
-bash "$prefix/share/benchfarm/deploy/pki.sh" agent "$pki" site 'site-*' >/dev/null ||
+bash "$prefix/share/benchfarm/deploy/pki.sh" agent "$pki" site 'site-*=host-process' >/dev/null ||
   fail "the installed pki.sh cannot make an agent certificate"
 export BENCHFARM_CA="$pki/ca.pem" BENCHFARM_TOKEN_FILE="$pki/admin.token"
 write_agent_config agent.textproto site "$address" \

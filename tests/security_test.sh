@@ -5,7 +5,8 @@
 #   - a user acting on another's job (get, watch, cancel, results) or submitting as someone else;
 #   - a user adding a version of another user's operator (names belong to their authors);
 #   - a fake agent (no certificate; a user's token), an agent registering under another agent's
-#     id or a board its certificate does not name; a second stream of a connected agent replaces
+#     id, a board its certificate does not name, a kind or more slots than it binds, or a board
+#     another agent holds (until an admin moves it); a second stream of a connected agent replaces
 #     the first, which is told why;
 #   - revoking a token or a certificate takes effect at once;
 #   - refusals are counted in /metrics; --insecure is refused on a non-loopback address.
@@ -68,7 +69,7 @@ $4
 boards { id: "$3" kind: "host-process" host_process {} build_template: "agent/templates/host-process" }
 CONFIG
 }
-creds="$(agent_credentials "$pki" real-agent 'hp-*')"
+creds="$(agent_credentials "$pki" real-agent 'hp-*=host-process')"
 agent_config "$work/real.textproto" real-agent hp-0 "$creds"
 agent/agent --config "$work/real.textproto" >"$work/real.out" 2>"$work/real.err" &
 real=$!
@@ -89,15 +90,23 @@ start_probe() {  # start_probe NAME CONFIG: an agent expected to be refused; wai
 agent_config "$work/fake.textproto" fake-agent hp-9 "credentials { ca_cert: \"$pki/ca.pem\" }"
 start_probe fake "$work/fake.textproto" "no credential"
 # A certificate of its own, but it registers as the real agent.
-other="$(agent_credentials "$pki" other-agent 'hp-*')"
+other="$(agent_credentials "$pki" other-agent 'hp-*=host-process')"
 agent_config "$work/impostor.textproto" real-agent hp-1 "$other"
 start_probe impostor "$work/impostor.textproto" "may not register as"
 # Its own id, a board its certificate does not name.
-narrow="$(agent_credentials "$pki" narrow-agent 'm3-*')"
+narrow="$(agent_credentials "$pki" narrow-agent 'm3-*=qemu-mps2-an385')"
 agent_config "$work/narrow.textproto" narrow-agent hp-7 "$narrow"
 start_probe narrow "$work/narrow.textproto" "does not let it serve board"
+# Its own id and a board its glob names, but as another kind than the certificate binds (issue 34:
+# a certificate for m3-* registered m3-evil as a host-process board and took other users' jobs).
+agent_config "$work/evil.textproto" narrow-agent m3-evil "$narrow"
+start_probe evil "$work/evil.textproto" "lets it serve board \"m3-evil\" only as kind qemu-mps2-an385, not \"host-process\""
+# More slots than the certificate allows (the agent asks for 2 x batch_size = 32).
+capped="$(agent_credentials "$pki" capped-agent 'hp-c*=host-process:4')"
+agent_config "$work/capped.textproto" capped-agent hp-c0 "$capped"
+start_probe capped "$work/capped.textproto" "with at most 4 slots, not 32"
 as alice boards
-! grep -qE "^(hp-9|hp-1|hp-7) " "$work/as.out" || { cat "$work/as.out" >&2; fail "a refused agent's board was registered"; }
+! grep -qE "^(hp-9|hp-1|hp-7|m3-evil|hp-c0) " "$work/as.out" || { cat "$work/as.out" >&2; fail "a refused agent's board was registered"; }
 grep -q "hp-0 .*real-agent" "$work/as.out" || fail "the real agent lost its board"
 
 # ---- users: their own jobs only; the client id is the credential's --------------------------------
@@ -161,12 +170,33 @@ pki_sh revoke-cert "$pki" "$pki/users/carol.pem"
 rc=0; BENCHFARM_CA="$pki/ca.pem" ctl --cert "$pki/users/carol.pem" --key "$pki/users/carol.key" boards >"$work/as.out" 2>"$work/as.err" || rc=$?
 refused "this certificate has been revoked"
 
+# ---- a board is its agent's: another agent, even one whose glob matches, waits for an admin ----
+# (issue 34: with its owner offline, an overlapping glob took hp-0 and then kept its owner out.)
+kill -TERM "$real"; wait "$real" || true
+kept=(); for p in "${pids[@]}"; do [[ $p == "$real" ]] || kept+=("$p"); done; pids=("${kept[@]}")
+for _ in $(seq 100); do as alice boards; grep -q "^hp-0 .*OFFLINE" "$work/as.out" && break; sleep 0.1; done
+agent_config "$work/other.textproto" other-agent hp-0 "$other"
+start_probe other "$work/other.textproto" "board hp-0 is held by agent real-agent"
+as alice board move hp-0 other-agent; refused "MoveBoard: not allowed to user alice"
+as admin-cli board move hp-0 other-agent
+grep -q "^hp-0 OFFLINE, held by agent other-agent$" "$work/as.out" || { cat "$work/as.out" "$work/as.err" >&2; fail "admin board move"; }
+agent/agent --config "$work/other.textproto" >"$work/other-moved.out" 2>"$work/other-moved.err" &
+moved=$!
+pids+=($moved)
+wait_line "$work/other-moved.out" "serving 1 boards" "$moved" >/dev/null
+for _ in $(seq 100); do as alice boards; grep -q "^hp-0 .*other-agent" "$work/as.out" && break; sleep 0.1; done
+grep -q "^hp-0 .*other-agent" "$work/as.out" || { cat "$work/as.out" "$work/other-moved.err" >&2; fail "the moved board is not served by its new agent"; }
+
 # ---- refusals are counted -----------------------------------------------------------------------
 http_get "http://127.0.0.1:$tracker_metrics/metrics" >"$work/metrics.txt"
 grep -qE '^benchfarm_tracker_auth_refusals_total\{method="ListBoards",reason="unauthenticated"\} [1-9]' "$work/metrics.txt" \
   || { grep auth_refusals "$work/metrics.txt" >&2; fail "unauthenticated calls are not counted"; }
 grep -qE '^benchfarm_tracker_auth_refusals_total\{method="GetJob",reason="permission_denied"\} [1-9]' "$work/metrics.txt" \
   || { grep auth_refusals "$work/metrics.txt" >&2; fail "refused job reads are not counted"; }
+for reason in not_granted board_held; do
+  grep -qE "^benchfarm_tracker_auth_refusals_total\{method=\"Register\",reason=\"$reason\"\} [1-9]" "$work/metrics.txt" \
+    || { grep auth_refusals "$work/metrics.txt" >&2; fail "registrations refused ($reason) are not counted"; }
+done
 
 stop_daemons
 say "PASS"

@@ -31,7 +31,7 @@ tracker_address: "$trackers"
 scratch_dir: "$work/agent/scratch"
 cache_dir: "$work/agent/cache"
 spool_dir: "$work/agent/spool"
-$(agent_credentials "$work/pki" standby-agent 'hp-*')
+$(agent_credentials "$work/pki" standby-agent 'hp-*=host-process')
 boards { id: "hp-0" kind: "host-process" host_process {} build_template: "agent/templates/host-process" }
 CONFIG
 agent/agent --config "$work/agent.textproto" >"$work/agent.out" 2>"$work/agent.err" &

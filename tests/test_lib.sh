@@ -47,7 +47,7 @@ stop_daemons() {
 # After the tracker started with --state_dir DIR (it made its CA there on first start):
 #   use_token DIR NAME      issues a user token for NAME (deploy/pki.sh token) and exports
 #                           BENCHFARM_CA and BENCHFARM_TOKEN_FILE, so farmctl calls as NAME
-#   agent_credentials DIR AGENT_ID GLOB...
+#   agent_credentials DIR AGENT_ID GRANT...  (GRANT: GLOB=KIND[:SLOTS], deploy/pki.sh)
 #                           makes the agent's certificate (deploy/pki.sh agent) and prints the
 #                           `credentials { ... }` block of its config
 pki_sh() { bash "$(dirname "${BASH_SOURCE[0]}")/../deploy/pki.sh" "$@"; }

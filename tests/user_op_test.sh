@@ -37,7 +37,7 @@ scratch_dir: "$work/agent/scratch"
 cache_dir: "$work/agent/cache"
 spool_dir: "$work/agent/spool"
 metrics_address: "127.0.0.1:$agent_metrics"
-$(agent_credentials "$work/pki" user-op-agent 'hp*')
+$(agent_credentials "$work/pki" user-op-agent 'hp*=host-process')
 boards { id: "hp0" kind: "host-process" host_process {} build_template: "agent/templates/host-process" batch_size: 8 }
 CONFIG
 agent/agent --config "$work/agent.textproto" >"$work/agent.out" 2>"$work/agent.err" &
@@ -122,7 +122,7 @@ assert versions == {v1, v2}, versions
 PY
 
 # ---- a pin to a registered board that is offline queues, and `farmctl queue` says why -----------
-agent_credentials "$work/pki" parked-agent 'hp-off' >/dev/null
+agent_credentials "$work/pki" parked-agent 'hp-off=host-process' >/dev/null
 sed -e 's/user-op-agent/parked-agent/g' -e 's/"hp0"/"hp-off"/' -e '/metrics_address/d' \
     -e "s#$work/agent/#$work/agent2/#g" "$work/agent.textproto" >"$work/agent2.textproto"
 agent/agent --config "$work/agent2.textproto" >"$work/agent2.out" 2>"$work/agent2.err" &

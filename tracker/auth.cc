@@ -12,6 +12,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -21,6 +22,7 @@ namespace benchfarm::tracker {
 namespace {
 
 constexpr char kBoardUriPrefix[] = "urn:benchfarm:board:";
+constexpr char kServeUriPrefix[] = "urn:benchfarm:serve:";
 
 int64_t MTime(const std::string& path) {
   struct stat st;
@@ -63,6 +65,19 @@ std::vector<std::string> Values(const grpc::AuthContext& auth, const char* prope
 }
 
 }  // namespace
+
+std::optional<BoardGrant> ParseBoardGrant(absl::string_view uri) {
+  if (!absl::ConsumePrefix(&uri, kServeUriPrefix)) return std::nullopt;
+  std::vector<absl::string_view> parts = absl::StrSplit(uri, absl::MaxSplits(':', 2));
+  BoardGrant grant;
+  if (parts.size() != 3 || parts[0].empty() || parts[2].empty() ||
+      !absl::SimpleAtoi(parts[1], &grant.max_slots) || grant.max_slots < 0) {
+    return std::nullopt;
+  }
+  grant.kind = std::string(parts[0]);
+  grant.glob = std::string(parts[2]);
+  return grant;
+}
 
 const char* RoleName(Role role) {
   switch (role) {
@@ -142,7 +157,8 @@ absl::StatusOr<Identity> Authenticator::Identify(const grpc::ServerContextBase& 
     }
     for (const std::string& uri : Values(*auth, GRPC_PEER_URI_PROPERTY_NAME)) {
       absl::string_view u = uri;
-      if (absl::ConsumePrefix(&u, kBoardUriPrefix)) id.board_globs.emplace_back(u);
+      if (absl::ConsumePrefix(&u, kBoardUriPrefix)) id.legacy_board_globs.emplace_back(u);
+      if (std::optional<BoardGrant> grant = ParseBoardGrant(uri)) id.grants.push_back(*grant);
     }
     return id;
   }

@@ -1,7 +1,10 @@
 // Authenticator: who is calling the tracker, from the credential the call came with — never from
 // the request. A client certificate of the farm's CA (verified by gRPC's TLS) names its role in
 // the subject's OU (agent, user, admin) and the caller in its CN; an agent's certificate also
-// lists the boards it may serve as URI names "urn:benchfarm:board:GLOB". A bearer token
+// lists the boards it may serve, each with the kind they must register as and the most slots
+// each may ask for, as URI names "urn:benchfarm:serve:KIND:SLOTS:GLOB" (KIND "*": any kind;
+// SLOTS 0: the tracker's cap). Certificates issued before kinds were bound name boards as
+// "urn:benchfarm:board:GLOB": those are kept apart (legacy_board_globs) and refused. A bearer token
 // ("authorization: Bearer TOKEN") is looked up by its SHA-256 in the tokens file (lines
 // "SHA256 ROLE NAME"). The tokens and revoked files (SHA-256 fingerprints of revoked
 // certificates) are re-read when they change, so issuing and revoking take effect at once.
@@ -16,6 +19,7 @@
 #define BENCHFARM_TRACKER_AUTH_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,10 +34,22 @@ enum class Role { kAgent, kUser, kAdmin };
 
 const char* RoleName(Role role);
 
+// What an agent's certificate lets it serve: boards whose ids match `glob`, registered as `kind`
+// ("*": any), with at most `max_slots` slots each (0: no cap but the tracker's).
+struct BoardGrant {
+  std::string glob;
+  std::string kind;
+  int max_slots = 0;
+};
+
+// "urn:benchfarm:serve:KIND:SLOTS:GLOB" as a grant, or nullopt when malformed.
+std::optional<BoardGrant> ParseBoardGrant(absl::string_view uri);
+
 struct Identity {
   Role role = Role::kUser;
   std::string name;                      // the client_id (users, admins) or agent_id
-  std::vector<std::string> board_globs;  // agents: the boards it may serve
+  std::vector<BoardGrant> grants;        // agents: the boards it may serve, and how
+  std::vector<std::string> legacy_board_globs;  // agents: boards named without their kinds
   std::string how;                       // "certificate" or "token", for logs and errors
 };
 

@@ -143,7 +143,7 @@ std::string TrialSizeProblem(const v1::Trial& t) {
 
 // What is wrong with a registration ("register.FIELD: ..."; "" if nothing is): ids, kinds,
 // labels and capabilities over their caps, or missing.
-std::string RegistrationProblem(const v1::Register& reg) {
+std::string RegistrationProblem(const v1::Register& reg, int max_slots) {
   if (reg.agent_id().empty()) return "register.agent_id: required";
   if (std::string p = Oversized("register.agent_id", reg.agent_id(), kMaxIdBytes); !p.empty()) {
     return p;
@@ -168,6 +168,14 @@ std::string RegistrationProblem(const v1::Register& reg) {
       return absl::StrCat(field, ".capabilities: ", b.capabilities_size(), " entries, at most ",
                           kMaxCapabilities);
     }
+    if (b.slots() < 0 || b.slots() > max_slots) {
+      return absl::StrCat(field, ".slots: ", b.slots(), "; 0 to ", max_slots,
+                          " (the tracker's max_slots_per_board)");
+    }
+    if (b.flashes() < 0) return absl::StrCat(field, ".flashes: ", b.flashes(), "; not a count");
+    if (b.memory_bytes() < 0) {
+      return absl::StrCat(field, ".memory_bytes: ", b.memory_bytes(), "; not a size");
+    }
     for (int c = 0; c < b.capabilities_size(); ++c) {
       std::string p = Oversized(absl::StrCat(field, ".capabilities[", c, "]"), b.capabilities(c),
                                 kMaxCapabilityBytes);
@@ -183,11 +191,28 @@ bool ValidTimestamp(const google::protobuf::Timestamp& t) {
          t.nanos() <= 999999999;
 }
 
+// The longest a trial's measurement may take on the board (MeasureOptions.timeout_ms; 0: the
+// agent's default, 10 s).
+double TimeoutSeconds(const v1::MeasureOptions& m) {
+  return m.timeout_ms() > 0 ? m.timeout_ms() / 1e3 : 10.0;
+}
+
+// The most one cost may be: one call of a measurement that fits its timeout — except where costs
+// are an emulator's modeled time (the cycle model's cycles, -icount's instructions), which can
+// pass many times slower than the host's (a 25 MHz Cortex-M3 emulated at hundreds of MIPS): there,
+// kModeledTimeFactor timeouts.
+constexpr double kModeledTimeFactor = 1000;
+double MaxCostSeconds(const v1::Result& r, double timeout_s) {
+  const bool modeled = r.timer() == "cycle-model" || r.emulation() == "qemu-icount";
+  return modeled ? timeout_s * kModeledTimeFactor : timeout_s;
+}
+
 // What makes a reported result unfit to store ("result.FIELD: ..."; "" if nothing does): an
 // error code outside ErrorCode, more than max_costs costs, a cost that is not a finite,
-// non-negative number of seconds, strings over their caps, stage times or a timer resolution that
+// non-negative number of seconds or is more than the trial's measurement could have taken
+// (MaxCostSeconds of timeout_s), strings over their caps, stage times or a timer resolution that
 // are not finite numbers, invalid timestamps.
-std::string ResultProblem(const v1::Result& r, int max_costs) {
+std::string ResultProblem(const v1::Result& r, int max_costs, double timeout_s) {
   if (!v1::ErrorCode_IsValid(r.error_code())) {
     return absl::StrCat("result.error_code: ", static_cast<int>(r.error_code()),
                         " is not a benchfarm.v1.ErrorCode");
@@ -201,6 +226,10 @@ std::string ResultProblem(const v1::Result& r, int max_costs) {
     if (!std::isfinite(c) || c < 0) {
       return absl::StrCat("result.costs_s[", k, "]: ", c,
                           "; a cost is a finite, non-negative number of seconds");
+    }
+    if (c > MaxCostSeconds(r, timeout_s)) {
+      return absl::StrCat("result.costs_s[", k, "]: ", c, " s; more than the trial's measurement ",
+                          "may take (", MaxCostSeconds(r, timeout_s), " s)");
     }
   }
   for (const std::string& p :
@@ -935,10 +964,40 @@ absl::StatusOr<v1::Board> JobQueue::SetQuarantineLocked(const std::string& board
   return board;
 }
 
+absl::StatusOr<v1::Board> JobQueue::MoveBoard(const std::string& board_id,
+                                              const std::string& agent_id) {
+  GroupCommit::Ticket ticket = 0;
+  v1::Board saved;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = boards_.find(board_id);
+    if (it == boards_.end()) {
+      return absl::NotFoundError(absl::StrCat("no board ", board_id.substr(0, 128)));
+    }
+    BoardRecord& record = it->second;
+    v1::Board& board = record.board;
+    const std::string from = board.agent_id();
+    if (from == agent_id) return board;
+    if (connected_agents_.count(from) > 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "board ", board_id, " is served by connected agent ", from,
+          ": stop that agent (or revoke its certificate) first"));
+    }
+    agent_boards_[from].erase(board_id);
+    board.set_agent_id(agent_id);
+    if (board.state() != v1::QUARANTINED) board.set_state(v1::OFFLINE);
+    Reindex(&record);
+    ticket = SaveBoard(record);
+    saved = board;
+  }
+  RETURN_IF_ERROR(commit_.Wait(ticket));
+  return saved;
+}
+
 // ---- agent side -----------------------------------------------------------------------------
 
-absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
-  if (std::string p = RegistrationProblem(reg); !p.empty()) {
+absl::Status JobQueue::RegisterAgent(const v1::Register& reg, bool boards_bound) {
+  if (std::string p = RegistrationProblem(reg, options_.max_slots_per_board); !p.empty()) {
     return absl::InvalidArgumentError(p);
   }
   absl::MutexLock lock(&mu_);
@@ -953,11 +1012,18 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg) {
   std::set<std::string>& mine = agent_boards_[reg.agent_id()];
   for (const v1::BoardRegistration& b : reg.boards()) {
     auto other = boards_.find(b.board_id());
-    if (other != boards_.end() && other->second.board.agent_id() != reg.agent_id() &&
-        connected_agents_.count(other->second.board.agent_id()) > 0) {
-      return absl::AlreadyExistsError(absl::StrCat("board ", b.board_id(),
-                                                   " is registered by connected agent ",
-                                                   other->second.board.agent_id()));
+    if (other == boards_.end()) continue;
+    const std::string& holder = other->second.board.agent_id();
+    if (holder.empty() || holder == reg.agent_id()) continue;
+    if (boards_bound) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "board ", b.board_id(), " is held by agent ", holder,
+          "; another agent may serve it only after an admin moves it (farmctl board move ",
+          b.board_id(), " ", reg.agent_id(), ")"));
+    }
+    if (connected_agents_.count(holder) > 0) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("board ", b.board_id(), " is registered by connected agent ", holder));
     }
   }
   connected_agents_.insert(reg.agent_id());
@@ -1224,7 +1290,8 @@ absl::Status JobQueue::ReportResultLocked(const std::string& agent_id, const v1:
     BoardRecord& record = *checked;
     record.health_job_id.clear();
     // A malformed result fails the check.
-    const std::string problem = ResultProblem(report.result(), kMaxCosts);
+    const std::string problem = ResultProblem(
+        report.result(), kMaxCosts, TimeoutSeconds(options_.health_check_trial.measure()));
     if (problem.empty() && report.result().error_code() == v1::NO_ERROR) {
       record.board.set_state(v1::IDLE);
       record.recent_infra.clear();
@@ -1269,7 +1336,8 @@ absl::Status JobQueue::ReportResultLocked(const std::string& agent_id, const v1:
       std::min(kMaxCosts, measure.target_rel_ci() > 0
                               ? (measure.max_repeat() > 0 ? measure.max_repeat() : kDefaultMaxRepeat)
                               : std::max(1, measure.repeat()));
-  if (std::string problem = ResultProblem(report.result(), max_costs); !problem.empty()) {
+  if (std::string problem = ResultProblem(report.result(), max_costs, TimeoutSeconds(measure));
+      !problem.empty()) {
     const std::string refused = absl::StrCat("result refused: ", problem);
     const std::string which = absl::StrCat("job ", report.job_id(), " attempt ", report.attempt());
     NoteBoardOutcome(job.job.board_id(), true, refused);

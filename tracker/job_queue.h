@@ -153,6 +153,8 @@ struct JobQueueOptions {
   absl::Duration defer_offer_writes = absl::Seconds(2);
   // The operator catalog: per-client caps, and the files kept in memory (catalog.h).
   CatalogOptions catalog;
+  // The most jobs one board may hold at once (BoardRegistration.slots).
+  int max_slots_per_board = 256;
 };
 
 // What one free board should run now.
@@ -224,11 +226,19 @@ class JobQueue {
   // NotFound for an unknown board.
   absl::StatusOr<v1::Board> SetQuarantine(const std::string& board_id, bool quarantine,
                                           const std::string& reason);
+  // An admin gives a board to another agent (see RegisterAgent's boards_bound): it goes OFFLINE
+  // until that agent registers it. NotFound for an unknown board; FailedPrecondition while the
+  // agent holding it is connected.
+  absl::StatusOr<v1::Board> MoveBoard(const std::string& board_id, const std::string& agent_id);
 
   // ---- agent side ----
   // The agent (re)connects with its boards and the jobs it still holds. Its other RUNNING jobs
-  // lose their attempt (BOARD_LOST) and re-queue.
-  absl::Status RegisterAgent(const v1::Register& registration);
+  // lose their attempt (BOARD_LOST) and re-queue. A board another agent registered is refused:
+  // with `boards_bound` (agents with verified identities) always — PermissionDenied until an
+  // admin moves it (MoveBoard) —, else while that agent is connected (AlreadyExists).
+  // InvalidArgument for a malformed registration (slots outside 0..max_slots_per_board, negative
+  // counts, oversized strings).
+  absl::Status RegisterAgent(const v1::Register& registration, bool boards_bound = false);
   // The agent's stream ended: its boards go OFFLINE; its jobs keep their leases (it may return).
   void DisconnectAgent(const std::string& agent_id);
   // Renews the leases of exactly these attempts, where each is the current attempt of a job

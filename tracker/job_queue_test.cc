@@ -1257,6 +1257,17 @@ TEST_F(JobQueueTest, MalformedResultsAreRefusedNamingTheField) {
        MakeTrial()},
       {"result.finished_at: not a valid timestamp",
        [](v1::Result* r) { r->mutable_finished_at()->set_nanos(-5); }, MakeTrial()},
+      // A cost longer than the trial's whole measurement may take (issue 34: 1e308 s was stored).
+      {"result.costs_s[0]: 1e+308 s; more than the trial's measurement may take (10 s)",
+       [](v1::Result* r) { r->set_costs_s(0, 1e308); }, MakeTrial()},
+      {"result.costs_s[0]: 11 s; more than the trial's measurement may take (10 s)",
+       [](v1::Result* r) { r->set_costs_s(0, 11); }, MakeTrial()},
+      // Modeled time (the cycle model, -icount) may pass slower than the host's, not 1000x.
+      {"result.costs_s[0]: 10001 s; more than the trial's measurement may take (10000 s)",
+       [](v1::Result* r) {
+         r->set_timer("cycle-model");
+         r->set_costs_s(0, 10001);
+       }, MakeTrial()},
   };
   ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
   for (const Case& c : cases) {
@@ -1284,9 +1295,15 @@ TEST_F(JobQueueTest, MalformedResultsAreRefusedNamingTheField) {
     EXPECT_EQ(job->result().error_code(), v1::NO_ERROR);
     EXPECT_EQ(job->result().costs_s(0), 2e-3);
   }
-  // As many costs as the repeat gives, zero among them, and a 4 KiB message are fine.
+  // As many costs as the repeat gives, zero among them, up to the timeout (modeled time: 1000
+  // timeouts), and a 4 KiB message are fine.
+  auto modeled = Submit({MakeTrial()});
+  v1::JobResult slow_model = WithCosts(TakeOne("a"), {9999});
+  slow_model.mutable_result()->set_timer("cycle-model");
+  ASSERT_TRUE(queue_->ReportResult("a", slow_model).ok());
+  EXPECT_EQ(queue_->GetJob(modeled[0])->state(), v1::DONE);
   auto ids = Submit({three});
-  v1::JobResult fine = WithCosts(TakeOne("a"), {0.0, 1e-9, 2.5});
+  v1::JobResult fine = WithCosts(TakeOne("a"), {0.0, 1e-9, 10});
   fine.mutable_result()->set_message(std::string(4096, 'm'));
   ASSERT_TRUE(queue_->ReportResult("a", fine).ok());
   EXPECT_EQ(queue_->GetJob(ids[0])->result().costs_s_size(), 3);
@@ -1435,6 +1452,14 @@ TEST_F(JobQueueTest, OversizedRegistrationsAreRefusedNamingTheField) {
       {"register.boards[0].capabilities: 33 entries, at most 32", [](v1::Register* r) {
          for (int k = 0; k < 33; ++k) r->mutable_boards(0)->add_capabilities("c");
        }},
+      {"register.boards[1].slots: 257; 0 to 256 (the tracker's max_slots_per_board)",
+       [](v1::Register* r) { r->mutable_boards(1)->set_slots(257); }},
+      {"register.boards[0].slots: -1; 0 to 256",
+       [](v1::Register* r) { r->mutable_boards(0)->set_slots(-1); }},
+      {"register.boards[0].flashes: -5; not a count",
+       [](v1::Register* r) { r->mutable_boards(0)->set_flashes(-5); }},
+      {"register.boards[1].memory_bytes: -1; not a size",
+       [](v1::Register* r) { r->mutable_boards(1)->set_memory_bytes(-1); }},
       {"register.boards: 1025 boards, at most 1024", [](v1::Register* r) {
          for (int k = 0; k < 1023; ++k) {
            v1::BoardRegistration* b = r->add_boards();
@@ -1454,6 +1479,36 @@ TEST_F(JobQueueTest, OversizedRegistrationsAreRefusedNamingTheField) {
   EXPECT_TRUE(queue_->Boards("").empty());
   EXPECT_TRUE(queue_->TakeOffers("a").empty());  // never connected
   EXPECT_TRUE(store_->LoadBoards()->empty());
+}
+
+// Agents with verified identities (boards_bound): a board stays with the agent that registered
+// it — another is refused even while the first is away — until an admin moves it (issue 34).
+TEST_F(JobQueueTest, ABoundBoardIsItsAgentsUntilAnAdminMovesIt) {
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"}), true).ok());
+  absl::Status s = queue_->RegisterAgent(MakeAgent("twin", {"b1"}), true);
+  EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+  EXPECT_NE(s.message().find("board b1 is held by agent a; another agent may serve it only after "
+                             "an admin moves it (farmctl board move b1 twin)"),
+            absl::string_view::npos)
+      << s;
+  // Not while its agent is connected; then it goes to the named agent.
+  EXPECT_TRUE(absl::IsFailedPrecondition(queue_->MoveBoard("b1", "twin").status()));
+  queue_->DisconnectAgent("a");
+  EXPECT_TRUE(absl::IsPermissionDenied(queue_->RegisterAgent(MakeAgent("twin", {"b1"}), true)));
+  EXPECT_TRUE(absl::IsNotFound(queue_->MoveBoard("nope", "twin").status()));
+  auto moved = queue_->MoveBoard("b1", "twin");
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  EXPECT_EQ(moved->agent_id(), "twin");
+  EXPECT_EQ(moved->state(), v1::OFFLINE);
+  // Across a restart too.
+  Restart();
+  EXPECT_TRUE(absl::IsPermissionDenied(queue_->RegisterAgent(MakeAgent("a", {"b1"}), true)));
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("twin", {"b1"}), true).ok());
+  Submit({MakeTrial()});
+  EXPECT_EQ(TakeOne("twin").board_id(), "b1");
+  // Unbound (an insecure tracker): the old rule, refused only while the holder is connected.
+  queue_->DisconnectAgent("twin");
+  EXPECT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
 }
 
 TEST_F(JobQueueTest, PerClientCapsAreResourceExhaustedAndStoreNothing) {

@@ -687,6 +687,40 @@ void TrackerService::Poke(const std::string& agent_id) {
   poked_agents_.push_back(agent_id);
 }
 
+absl::Status TrackerService::Granted(const Identity& id, const v1::BoardRegistration& b) {
+  const std::string board = b.board_id().substr(0, 128);
+  if (id.grants.empty() && !id.legacy_board_globs.empty()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "register.boards: agent ", id.name, "'s certificate names boards but not their kinds "
+        "(issued before kinds were bound): issue it again with deploy/pki.sh agent DIR ", id.name,
+        " 'GLOB=KIND[:SLOTS]'"));
+  }
+  bool id_matched = false;
+  std::string kinds;
+  for (const BoardGrant& g : id.grants) {
+    if (!GlobMatch(g.glob, b.board_id())) continue;
+    id_matched = true;
+    if (g.kind != "*" && g.kind != b.kind()) {
+      absl::StrAppend(&kinds, kinds.empty() ? "" : ", ", g.kind);
+      continue;
+    }
+    if (g.max_slots > 0 && b.slots() > g.max_slots) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "register.boards: agent ", id.name, "'s certificate lets it serve board \"", board,
+          "\" with at most ", g.max_slots, " slots, not ", b.slots()));
+    }
+    return absl::OkStatus();
+  }
+  if (id_matched) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "register.boards: agent ", id.name, "'s certificate lets it serve board \"", board,
+        "\" only as kind ", kinds, ", not \"", b.kind().substr(0, 128), "\""));
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      "register.boards: agent ", id.name, "'s certificate does not let it serve board \"", board,
+      "\""));
+}
+
 absl::Status TrackerService::Attach(const Caller& caller, const v1::Register& registration,
                                     AgentStream* stream) {
   if (options_.auth != nullptr && !caller.authenticated) {
@@ -700,17 +734,17 @@ absl::Status TrackerService::Attach(const Caller& caller, const v1::Register& re
           "\"; it may not register as \"", registration.agent_id().substr(0, 128), "\""));
     }
     for (const v1::BoardRegistration& b : registration.boards()) {
-      bool allowed = false;
-      for (const std::string& glob : id.board_globs) allowed = allowed || GlobMatch(glob, b.board_id());
-      if (!allowed) {
-        return absl::PermissionDeniedError(absl::StrCat(
-            "register.boards: agent ", id.name, "'s certificate does not let it serve board \"",
-            b.board_id().substr(0, 128), "\""));
+      if (absl::Status granted = Granted(id, b); !granted.ok()) {
+        if (metrics_ != nullptr) metrics_->AuthRefused("Register", "not_granted");
+        return granted;
       }
     }
   }
   absl::MutexLock lock(&mu_);
-  absl::Status s = queue_->RegisterAgent(registration);
+  absl::Status s = queue_->RegisterAgent(registration, caller.authenticated);
+  if (absl::IsPermissionDenied(s) && metrics_ != nullptr) {
+    metrics_->AuthRefused("Register", "board_held");
+  }
   if (!s.ok()) return s;
   auto it = streams_.find(registration.agent_id());
   if (it != streams_.end() && it->second != stream) {
@@ -1089,6 +1123,21 @@ grpc::ServerUnaryReactor* TrackerService::SetOperatorOwner(
   absl::StatusOr<v1::Operator> op = queue_->catalog()->SetOwner(request->name(), request->owner());
   if (op.ok()) *response = *std::move(op);
   return Done(context, op.status());
+}
+
+grpc::ServerUnaryReactor* TrackerService::MoveBoard(grpc::CallbackServerContext* context,
+                                                    const v1::MoveBoardRequest* request,
+                                                    v1::Board* response) {
+  absl::StatusOr<Caller> caller = Authorize(*context, {Role::kAdmin}, "MoveBoard");
+  if (!caller.ok()) return Done(context, caller.status());
+  if (request->board_id().empty() || request->agent_id().empty() ||
+      request->agent_id().size() > kMaxIdBytes) {
+    return Done(context, absl::InvalidArgumentError(absl::StrCat(
+                             "board_id and agent_id (1 to ", kMaxIdBytes, " bytes) are required")));
+  }
+  absl::StatusOr<v1::Board> board = queue_->MoveBoard(request->board_id(), request->agent_id());
+  if (board.ok()) *response = *std::move(board);
+  return Done(context, board.status());
 }
 
 grpc::ServerUnaryReactor* TrackerService::SetBoardQuarantine(

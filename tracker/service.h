@@ -118,6 +118,9 @@ class TrackerService final : public v1::Tracker::CallbackService,
   grpc::ServerUnaryReactor* SetOperatorOwner(grpc::CallbackServerContext* context,
                                              const v1::SetOperatorOwnerRequest* request,
                                              v1::Operator* response) override;
+  grpc::ServerUnaryReactor* MoveBoard(grpc::CallbackServerContext* context,
+                                      const v1::MoveBoardRequest* request,
+                                      v1::Board* response) override;
   grpc::ServerUnaryReactor* SetBoardQuarantine(grpc::CallbackServerContext* context,
                                                const v1::SetBoardQuarantineRequest* request,
                                                v1::Board* response) override;
@@ -140,6 +143,9 @@ class TrackerService final : public v1::Tracker::CallbackService,
   // PERMISSION_DENIED when `caller` may not register this agent or serve one of its boards;
   // RegisterAgent's (then nothing changed).
   absl::Status Attach(const Caller& caller, const v1::Register& registration, AgentStream* stream);
+  // Whether an agent's certificate lets it register board `b` as its kind with its slots: OK, or
+  // PERMISSION_DENIED naming what the certificate allows.
+  static absl::Status Granted(const Identity& id, const v1::BoardRegistration& b);
   // The caller of a call, if it is one of `roles`: UNAUTHENTICATED without an accepted
   // credential, PERMISSION_DENIED for another role. Refusals are logged and counted.
   absl::StatusOr<Caller> Authorize(const grpc::CallbackServerContext& context,

@@ -239,6 +239,7 @@ int main(int argc, char** argv) {
     options.catalog.max_versions_per_client = config.max_operator_versions_per_client();
   }
   if (config.operator_cache_bytes() > 0) options.catalog.cache_bytes = config.operator_cache_bytes();
+  if (config.max_slots_per_board() > 0) options.max_slots_per_board = config.max_slots_per_board();
   benchfarm::tracker::JobQueue queue(store.get(), &clock, options);
   absl::Status recovered = queue.Recover();
   if (!recovered.ok()) return Fail(absl::StrCat("recovery failed: ", recovered.message()));
@@ -275,7 +276,7 @@ int main(int argc, char** argv) {
       spdlog::info("farmctl as admin: export BENCHFARM_TRACKER={}:{} BENCHFARM_CA={} BENCHFARM_TOKEN_FILE={}",
                    host, port, security->ca_cert, security->admin_token_file);
     }
-    spdlog::info("an agent: deploy/pki.sh agent {} AGENT_ID [BOARD_GLOB...]; a user token: "
+    spdlog::info("an agent: deploy/pki.sh agent {} AGENT_ID BOARD_GLOB=KIND[:SLOTS]...; a user token: "
                  "deploy/pki.sh token {} NAME (README \"Security\")",
                  security->state_dir, security->state_dir);
   }
