@@ -69,14 +69,20 @@ $4
 boards { id: "$3" kind: "host-process" host_process {} build_template: "agent/templates/host-process" }
 CONFIG
 }
+# start_agent NAME CONFIG PATTERN: an agent expected to serve; waits until `boards` shows PATTERN.
+# Its pid in $agent_pid.
+start_agent() {
+  agent/agent --config "$2" >"$work/$1.out" 2>"$work/$1.err" &
+  agent_pid=$!
+  pids+=($agent_pid)
+  wait_line "$work/$1.out" "serving 1 boards" "$agent_pid" >/dev/null
+  for _ in $(seq 100); do as alice boards; grep -q "$3" "$work/as.out" && break; sleep 0.1; done
+  grep -q "$3" "$work/as.out" || { cat "$work/as.out" "$work/$1.err" >&2; fail "$1: boards show no '$3'"; }
+}
 creds="$(agent_credentials "$pki" real-agent 'hp-*=host-process')"
 agent_config "$work/real.textproto" real-agent hp-0 "$creds"
-agent/agent --config "$work/real.textproto" >"$work/real.out" 2>"$work/real.err" &
-real=$!
-pids+=($real)
-wait_line "$work/real.out" "serving 1 boards" "$real" >/dev/null
-for _ in $(seq 100); do as alice boards; grep -q "hp-0 .*IDLE" "$work/as.out" && break; sleep 0.1; done
-grep -q "hp-0 .*IDLE" "$work/as.out" || { cat "$work/as.out" "$work/real.err" >&2; fail "the real agent's board is not IDLE"; }
+start_agent real "$work/real.textproto" "^hp-0 .*IDLE"
+real=$agent_pid
 
 start_probe() {  # start_probe NAME CONFIG: an agent expected to be refused; waits for the refusal
   agent/agent --config "$2" >"$work/$1.out" 2>"$work/$1.err" &
@@ -180,12 +186,7 @@ start_probe other "$work/other.textproto" "board hp-0 is held by agent real-agen
 as alice board move hp-0 other-agent; refused "MoveBoard: not allowed to user alice"
 as admin-cli board move hp-0 other-agent
 grep -q "^hp-0 OFFLINE, held by agent other-agent$" "$work/as.out" || { cat "$work/as.out" "$work/as.err" >&2; fail "admin board move"; }
-agent/agent --config "$work/other.textproto" >"$work/other-moved.out" 2>"$work/other-moved.err" &
-moved=$!
-pids+=($moved)
-wait_line "$work/other-moved.out" "serving 1 boards" "$moved" >/dev/null
-for _ in $(seq 100); do as alice boards; grep -q "^hp-0 .*other-agent" "$work/as.out" && break; sleep 0.1; done
-grep -q "^hp-0 .*other-agent" "$work/as.out" || { cat "$work/as.out" "$work/other-moved.err" >&2; fail "the moved board is not served by its new agent"; }
+start_agent other-moved "$work/other.textproto" "^hp-0 .*other-agent"
 
 # ---- refusals are counted -----------------------------------------------------------------------
 http_get "http://127.0.0.1:$tracker_metrics/metrics" >"$work/metrics.txt"
