@@ -8,7 +8,9 @@
 #     id, a board its certificate does not name, a kind or more slots than it binds, or a board
 #     another agent holds (until an admin moves it); a second stream of a connected agent replaces
 #     the first, which is told why;
-#   - revoking a token or a certificate takes effect at once;
+#   - revoking a token or a certificate takes effect at once: a connected agent's stream ends
+#     within seconds and what it held re-queues; a token file replaced keeping its size and
+#     modification time counts;
 #   - refusals are counted in /metrics; --insecure is refused on a non-loopback address.
 set -euo pipefail
 TEST_NAME=security
@@ -187,6 +189,75 @@ as alice board move hp-0 other-agent; refused "MoveBoard: not allowed to user al
 as admin-cli board move hp-0 other-agent
 grep -q "^hp-0 OFFLINE, held by agent other-agent$" "$work/as.out" || { cat "$work/as.out" "$work/as.err" >&2; fail "admin board move"; }
 start_agent other-moved "$work/other.textproto" "^hp-0 .*other-agent"
+moved=$agent_pid
+
+# ---- revoking a connected agent's certificate ends its stream and re-queues what it holds -------
+# (issue 34: a revoked agent kept taking and reporting jobs for 48 minutes.) A trial that runs a
+# few seconds, revoked while it runs.
+cat >"$work/slow.c" <<'C'
+#include <benchfarm/ops/common.h>
+#include <dlpack/dlpack.h>
+#include <time.h>
+static int copy(TVMValue* args) {
+  const DLTensor* x = (const DLTensor*)args[0].v_handle;
+  DLTensor* y = (DLTensor*)args[1].v_handle;
+  int64_t i;
+  for (i = 0; i < x->shape[0]; ++i) ((float*)y->data)[i] = ((const float*)x->data)[i];
+  return 0;
+}
+BF_OPS_DECLARE_PACKED(slow_copy);
+BF_OPS_DECLARE_PACKED(slow_copy) {
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  do clock_gettime(CLOCK_MONOTONIC, &now);
+  while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) < 3000000000L);
+  return copy(args);
+}
+BF_OPS_DECLARE_PACKED(slow_copy_ref);
+BF_OPS_DECLARE_PACKED(slow_copy_ref) { return copy(args); }
+C
+as alice submit --kind host-process --c-source "$work/slow.c" --entry slow_copy --reference slow_copy_ref \
+  --shape 16,16 --number 1 --repeat 1 --timeout-ms 60000
+[[ $rc -eq 0 ]] || { cat "$work/as.err" >&2; fail "the slow trial was not accepted"; }
+slow=$(head -1 "$work/as.out")
+for _ in $(seq 100); do as alice get "$slow" --json; grep -q '"state": "RUNNING"' "$work/as.out" && break; sleep 0.1; done
+grep -q '"state": "RUNNING"' "$work/as.out" || { cat "$work/as.out" >&2; fail "the slow trial never ran"; }
+pki_sh revoke-cert "$pki" "$pki/agents/other-agent.pem"
+revoked_at=$(date +%s%N)
+for _ in $(seq 50); do grep -q "certificate was revoked" "$work/other-moved.err" && break; sleep 0.1; done
+grep -q "certificate was revoked" "$work/other-moved.err" || { tail "$work/other-moved.err" >&2; fail "the revoked agent's stream was not closed within 5 s"; }
+say "revoked agent's stream closed $(( ($(date +%s%N) - revoked_at) / 1000000 )) ms after revoke-cert"
+as alice get "$slow" --json
+python3 - "$work/as.out" <<'PY' || { cat "$work/as.out" >&2; fail "the revoked agent's job did not re-queue"; }
+import json, sys
+job = json.load(open(sys.argv[1]))
+job = job.get("jobs", [job])[0] if isinstance(job, dict) and "jobs" in job else job
+assert job["state"] == "QUEUED", job["state"]
+assert "certificate was revoked" in job["attempts"][0]["message"], job["attempts"]
+assert "result" not in job or not job["result"].get("costs_s"), job.get("result")
+PY
+as alice boards; grep -q "^hp-0 .*OFFLINE" "$work/as.out" || { cat "$work/as.out" >&2; fail "the revoked agent's board is not OFFLINE"; }
+as alice cancel "$slow"
+
+# ---- a token file replaced in place, same size and modification time, takes effect ----------------
+pki_sh token "$pki" dave >"$pki/dave.token"
+as dave boards; [[ $rc -eq 0 ]] || fail "dave's new token is refused"
+dave_hash=$(printf '%s' "$(cat "$pki/dave.token")" | sha256sum | cut -d' ' -f1)
+stamp=$(stat -c %y "$pki/tokens")
+inode=$(stat -c %i "$pki/tokens")
+python3 - "$pki/tokens" "$dave_hash" <<'PY'
+import sys
+path, old = sys.argv[1], sys.argv[2].encode()
+with open(path, "r+b") as f:
+    text = f.read()
+    assert old in text
+    f.seek(0)
+    f.write(text.replace(old, b"0" * len(old)))
+PY
+touch -d "$stamp" "$pki/tokens"
+[[ $(stat -c %y "$pki/tokens") == "$stamp" && $(stat -c %i "$pki/tokens") == "$inode" ]] || fail "the token file's stat changed"
+for _ in $(seq 30); do as dave boards; [[ $rc -ne 0 ]] && break; sleep 0.1; done
+refused "unknown or revoked token"
 
 # ---- refusals are counted -----------------------------------------------------------------------
 http_get "http://127.0.0.1:$tracker_metrics/metrics" >"$work/metrics.txt"

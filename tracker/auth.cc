@@ -24,12 +24,6 @@ namespace {
 constexpr char kBoardUriPrefix[] = "urn:benchfarm:board:";
 constexpr char kServeUriPrefix[] = "urn:benchfarm:serve:";
 
-int64_t MTime(const std::string& path) {
-  struct stat st;
-  if (path.empty() || stat(path.c_str(), &st) != 0) return 0;
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-}
-
 bool ParseRole(absl::string_view text, Role* role) {
   if (text == "agent") *role = Role::kAgent;
   else if (text == "user") *role = Role::kUser;
@@ -101,12 +95,38 @@ std::string Sha256Hex(const std::string& data) {
 
 Authenticator::Authenticator(AuthOptions options) : options_(std::move(options)) {}
 
+std::optional<std::string> Authenticator::Changed(const std::string& path, FileState* state) {
+  struct stat st;
+  const bool exists = !path.empty() && stat(path.c_str(), &st) == 0;
+  const int64_t mtime =
+      exists ? static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec : 0;
+  const int64_t size = exists ? static_cast<int64_t>(st.st_size) : -1;
+  const uint64_t inode = exists ? static_cast<uint64_t>(st.st_ino) : 0;
+  const absl::Time now = absl::Now();
+  const bool moved = mtime != state->mtime || size != state->size || inode != state->inode;
+  if (!moved && now - state->read_at < absl::Seconds(1)) return std::nullopt;
+  state->mtime = mtime;
+  state->size = size;
+  state->inode = inode;
+  state->read_at = now;
+  std::string content;
+  if (exists) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    content = text.str();
+  }
+  if (content == state->content && state->content_known) return std::nullopt;
+  state->content = content;
+  state->content_known = true;
+  return content;
+}
+
 void Authenticator::Reload() {
-  const int64_t tokens_mtime = MTime(options_.tokens_file);
-  if (tokens_mtime != tokens_mtime_) {
-    tokens_mtime_ = tokens_mtime;
+  if (std::optional<std::string> text = Changed(options_.tokens_file, &tokens_file_)) {
+    ++generation_;
     tokens_.clear();
-    std::ifstream in(options_.tokens_file);
+    std::istringstream in(*text);
     for (std::string line; std::getline(in, line);) {
       std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipWhitespace());
       Role role;
@@ -115,16 +135,31 @@ void Authenticator::Reload() {
       }
     }
   }
-  const int64_t revoked_mtime = MTime(options_.revoked_file);
-  if (revoked_mtime != revoked_mtime_) {
-    revoked_mtime_ = revoked_mtime;
+  if (std::optional<std::string> text = Changed(options_.revoked_file, &revoked_file_)) {
+    ++generation_;
     revoked_.clear();
-    std::ifstream in(options_.revoked_file);
+    std::istringstream in(*text);
     for (std::string line; std::getline(in, line);) {
       std::string hash = absl::AsciiStrToLower(absl::StripAsciiWhitespace(line));
       if (!hash.empty()) revoked_.push_back(hash);
     }
   }
+}
+
+uint64_t Authenticator::Generation() {
+  absl::MutexLock lock(&mu_);
+  Reload();
+  return generation_;
+}
+
+bool Authenticator::Revoked(const Identity& id) {
+  absl::MutexLock lock(&mu_);
+  Reload();
+  if (id.how == "certificate") {
+    return std::find(revoked_.begin(), revoked_.end(), id.credential) != revoked_.end();
+  }
+  auto token = tokens_.find(id.credential);
+  return token == tokens_.end() || token->second.name != id.name || token->second.role != id.role;
 }
 
 absl::StatusOr<Identity> Authenticator::Identify(const grpc::ServerContextBase& context) {
@@ -143,6 +178,7 @@ absl::StatusOr<Identity> Authenticator::Identify(const grpc::ServerContextBase& 
     }
     Identity id;
     id.how = "certificate";
+    if (!pem.empty()) id.credential = Fingerprint(pem[0]);
     bool has_role = false;
     for (const std::string& subject : Values(*auth, GRPC_X509_SUBJECT_PROPERTY_NAME)) {
       for (absl::string_view part : absl::StrSplit(subject, ',')) {
@@ -170,7 +206,8 @@ absl::StatusOr<Identity> Authenticator::Identify(const grpc::ServerContextBase& 
     if (!absl::ConsumePrefix(&value, "Bearer ")) {
       return absl::UnauthenticatedError("authorization: expected \"Bearer TOKEN\"");
     }
-    auto token = tokens_.find(Sha256Hex(std::string(absl::StripAsciiWhitespace(value))));
+    const std::string hash = Sha256Hex(std::string(absl::StripAsciiWhitespace(value)));
+    auto token = tokens_.find(hash);
     if (token == tokens_.end()) {
       return absl::UnauthenticatedError("unknown or revoked token");
     }
@@ -181,6 +218,7 @@ absl::StatusOr<Identity> Authenticator::Identify(const grpc::ServerContextBase& 
     id.role = token->second.role;
     id.name = token->second.name;
     id.how = "token";
+    id.credential = hash;
     return id;
   }
   return absl::UnauthenticatedError(

@@ -7,7 +7,10 @@
 // "urn:benchfarm:board:GLOB": those are kept apart (legacy_board_globs) and refused. A bearer token
 // ("authorization: Bearer TOKEN") is looked up by its SHA-256 in the tokens file (lines
 // "SHA256 ROLE NAME"). The tokens and revoked files (SHA-256 fingerprints of revoked
-// certificates) are re-read when they change, so issuing and revoking take effect at once.
+// certificates) are re-read when they change — when stat says so, and by their content at least
+// every second (a replacement that keeps the modification time, `cp -p`, counts too) — so issuing
+// and revoking take effect at once for new calls; Revoked() tells whether a credential that was
+// accepted earlier (a stream's) is still good.
 //
 // Roles: agent (only the agent stream, only for the boards its certificate names), user (submit;
 // see and cancel its own jobs; read boards, queue and the operator catalog; add operators),
@@ -26,6 +29,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 
 namespace benchfarm::tracker {
@@ -51,6 +55,7 @@ struct Identity {
   std::vector<BoardGrant> grants;        // agents: the boards it may serve, and how
   std::vector<std::string> legacy_board_globs;  // agents: boards named without their kinds
   std::string how;                       // "certificate" or "token", for logs and errors
+  std::string credential;                // its certificate's fingerprint or its token's SHA-256
 };
 
 struct AuthOptions {
@@ -66,17 +71,39 @@ class Authenticator {
   // no token, an unknown or revoked token, a revoked certificate, a certificate without a role).
   absl::StatusOr<Identity> Identify(const grpc::ServerContextBase& context);
 
+  // Whether the credential `id` was accepted with has been revoked since (its certificate's
+  // fingerprint is in the revoked file; its token is gone from the tokens file, or names someone
+  // else now). Re-reads the files as Identify does.
+  bool Revoked(const Identity& id);
+
+  // Counts changes of the files' contents (re-reading them if due): callers holding accepted
+  // credentials look again when it moves.
+  uint64_t Generation();
+
  private:
   struct Token {
     Role role;
     std::string name;
   };
+  // What a file was when last read: stat's view, and its content.
+  struct FileState {
+    int64_t mtime = -1;
+    int64_t size = -1;
+    uint64_t inode = 0;
+    absl::Time read_at = absl::InfinitePast();
+    bool content_known = false;
+    std::string content;
+  };
+  // The file's new content when it changed since `state` (or could not be read any more): the
+  // stat fields differ, or a second has passed and the bytes differ.
+  static std::optional<std::string> Changed(const std::string& path, FileState* state);
   void Reload() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const AuthOptions options_;
   absl::Mutex mu_;
-  int64_t tokens_mtime_ ABSL_GUARDED_BY(mu_) = -1;
-  int64_t revoked_mtime_ ABSL_GUARDED_BY(mu_) = -1;
+  FileState tokens_file_ ABSL_GUARDED_BY(mu_);
+  FileState revoked_file_ ABSL_GUARDED_BY(mu_);
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, Token> tokens_ ABSL_GUARDED_BY(mu_);  // sha256 hex -> who
   std::vector<std::string> revoked_ ABSL_GUARDED_BY(mu_);
 };

@@ -1086,6 +1086,22 @@ void JobQueue::DisconnectAgent(const std::string& agent_id) {
   }
 }
 
+void JobQueue::RevokeAgent(const std::string& agent_id, const std::string& why) {
+  DisconnectAgent(agent_id);
+  std::vector<GroupCommit::Ticket> tickets;
+  {
+    absl::MutexLock lock(&mu_);
+    std::vector<LiveJob*> running = RunningJobs(&agent_boards_[agent_id]);
+    SortBySeq(&running);
+    for (LiveJob* job : running) {
+      if (job->agent_id != agent_id) continue;
+      counters_.revoked_attempts++;
+      tickets.push_back(EndAttemptWithoutResult(job, v1::BOARD_LOST, why));
+    }
+  }
+  for (GroupCommit::Ticket t : tickets) (void)commit_.Wait(t);
+}
+
 void JobQueue::Touch(const std::string& agent_id, const std::vector<v1::HeldAttempt>& held) {
   absl::MutexLock lock(&mu_);
   const absl::Time deadline = clock_->Now() + options_.lease;

@@ -171,6 +171,7 @@ struct QueueStats {
   int64_t jobs_cancelled = 0;
   int64_t lease_expiries = 0;
   int64_t requeues = 0;
+  int64_t revoked_attempts = 0;  // attempts ended because their agent's credential was revoked
   int64_t unstable_results = 0;  // stored results flagged unstable (CostStats.unstable)
   int64_t store_failures = 0;    // transactions the store refused
   int64_t store_commits = 0;     // transactions stored (each holds one or more changes)
@@ -241,6 +242,10 @@ class JobQueue {
   absl::Status RegisterAgent(const v1::Register& registration, bool boards_bound = false);
   // The agent's stream ended: its boards go OFFLINE; its jobs keep their leases (it may return).
   void DisconnectAgent(const std::string& agent_id);
+  // The agent's credential was revoked: as DisconnectAgent, and the attempts it holds end now
+  // (BOARD_LOST, `why`; the jobs re-queue) — what it measures is not trusted, and a result it
+  // sends for them later is ignored (the attempt is over).
+  void RevokeAgent(const std::string& agent_id, const std::string& why);
   // Renews the leases of exactly these attempts, where each is the current attempt of a job
   // running on the agent's boards (see Attempts and leases); the others are left to expire.
   void Touch(const std::string& agent_id, const std::vector<v1::HeldAttempt>& held);

@@ -1511,6 +1511,29 @@ TEST_F(JobQueueTest, ABoundBoardIsItsAgentsUntilAnAdminMovesIt) {
   EXPECT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
 }
 
+// A revoked agent's attempts end at once and its late results are ignored (issue 34 §3).
+TEST_F(JobQueueTest, ARevokedAgentsAttemptsRequeueAndItsLateResultsAreIgnored) {
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  auto ids = Submit({MakeTrial()});
+  v1::JobOffer o = TakeOne("a");
+  ASSERT_EQ(o.job_id(), ids[0]);
+  queue_->RevokeAgent("a", "its agent's certificate was revoked");
+  auto job = queue_->GetJob(ids[0]);
+  EXPECT_EQ(job->state(), v1::QUEUED);
+  ASSERT_EQ(job->attempts_size(), 1);
+  EXPECT_EQ(job->attempts(0).error_code(), v1::BOARD_LOST);
+  EXPECT_EQ(job->attempts(0).message(), "its agent's certificate was revoked");
+  EXPECT_EQ(queue_->Boards("host")[0].state(), v1::OFFLINE);
+  EXPECT_EQ(queue_->Stats().revoked_attempts, 1);
+  // What it measured arrives late: ignored, the job stays queued for someone else.
+  EXPECT_TRUE(queue_->ReportResult("a", Ok(o, 1e-9)).ok());
+  EXPECT_EQ(queue_->GetJob(ids[0])->state(), v1::QUEUED);
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("b", {"b2"})).ok());
+  v1::JobOffer again = TakeOne("b");
+  EXPECT_EQ(again.job_id(), ids[0]);
+  EXPECT_EQ(again.attempt(), 2);
+}
+
 TEST_F(JobQueueTest, PerClientCapsAreResourceExhaustedAndStoreNothing) {
   JobQueueOptions options = Defaults();
   options.max_queued_per_client = 5;

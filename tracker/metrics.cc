@@ -79,6 +79,12 @@ Metrics::Metrics(MetricsOptions options)
                     .Help("Jobs queued again after a lost or failed attempt")
                     .Register(*registry_)
                     .Add({})),
+      revoked_attempts_(prometheus::BuildCounter()
+                            .Name("benchfarm_tracker_revoked_attempts_total")
+                            .Help("Attempts ended (their jobs queued again) because the agent "
+                                  "running them had its credential revoked")
+                            .Register(*registry_)
+                            .Add({})),
       submitted_(prometheus::BuildCounter()
                      .Name("benchfarm_tracker_trials_submitted_total")
                      .Help("Trials accepted, by client")
@@ -214,6 +220,7 @@ void Metrics::Update(const QueueStats& stats) {
   // Counters: add what grew since last time.
   lease_expiries_.Increment(static_cast<double>(stats.lease_expiries - last_.lease_expiries));
   requeues_.Increment(static_cast<double>(stats.requeues - last_.requeues));
+  revoked_attempts_.Increment(static_cast<double>(stats.revoked_attempts - last_.revoked_attempts));
   store_failures_.Increment(static_cast<double>(stats.store_failures - last_.store_failures));
   store_commits_.Increment(static_cast<double>(stats.store_commits - last_.store_commits));
   store_writes_.Increment(static_cast<double>(stats.store_writes - last_.store_writes));

@@ -7,6 +7,7 @@
 //   benchfarm_tracker_lease_expiries_total                counter
 //   benchfarm_tracker_unstable_results_total              counter: results flagged unstable
 //   benchfarm_tracker_requeues_total                      counter
+//   benchfarm_tracker_revoked_attempts_total              counter
 //   benchfarm_tracker_trials_submitted_total{client}      counter
 //   benchfarm_tracker_job_wait_seconds                    histogram: submitted -> first start
 //   benchfarm_tracker_job_run_seconds                     histogram: last start -> finished
@@ -127,6 +128,7 @@ class Metrics {
   prometheus::Counter& lease_expiries_;
   prometheus::Counter& unstable_results_;
   prometheus::Counter& requeues_;
+  prometheus::Counter& revoked_attempts_;
   prometheus::Family<prometheus::Counter>& submitted_;
   prometheus::Histogram& wait_;
   prometheus::Histogram& run_;

@@ -2,6 +2,7 @@
 #include "tracker/service.h"
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <set>
 #include <utility>
@@ -12,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/memory.h"
+#include "spdlog/spdlog.h"
 #include "tracker/metrics.h"
 
 namespace benchfarm::tracker {
@@ -44,8 +46,11 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   // A stream of an agent that registered again on a newer stream: ended, with the reason.
   void Replace(const std::string& why) { Close(grpc::Status(grpc::ABORTED, why)); }
 
-  // Ends a stream whose caller may not use it (before it registered anything).
+  // Ends a stream whose caller may not use it (before it registered anything), or whose
+  // credential was revoked since.
   void Refuse(const absl::Status& status) { Close(ToGrpc(status)); }
+
+  const Caller& caller() const { return caller_; }
 
   // Sends offers and cancellations for this agent's free boards (dispatcher thread).
   void Pump() {
@@ -308,13 +313,15 @@ class WatchSink : public std::enable_shared_from_this<WatchSink> {
  public:
   enum class Offered { kQueued, kKick, kCut };
 
-  WatchSink(const v1::WatchJobsRequest& request, const ServiceOptions& options)
-      : client_id(request.client_id()),
+  WatchSink(const v1::WatchJobsRequest& request, const ServiceOptions& options, Caller caller)
+      : caller(std::move(caller)),
+        client_id(request.client_id()),
         job_ids(request.job_ids().begin(), request.job_ids().end()),
         max_events_(options.watch_buffer_events + static_cast<int64_t>(job_ids.size())),
         max_bytes_(options.watch_buffer_bytes),
         remaining_(job_ids) {}
 
+  const Caller caller;           // who watches (its credential may be revoked meanwhile)
   const std::string client_id;  // empty: every client
   const std::set<std::string> job_ids;  // empty: every job (of the client)
 
@@ -393,6 +400,16 @@ class WatchSink : public std::enable_shared_from_this<WatchSink> {
     return cut_;
   }
 
+  // The watcher's credential was revoked: the stream ends with UNAUTHENTICATED. Never under the
+  // queue's or the hub's lock.
+  void Revoke(const std::string& why) {
+    {
+      absl::MutexLock lock(&mu_);
+      FinishLocked(grpc::Status(grpc::UNAUTHENTICATED, why));
+    }
+    Advance();
+  }
+
  private:
   // Asks for the stream to end with `status` (the first reason wins) and drops what is buffered.
   void FinishLocked(grpc::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -445,6 +462,22 @@ class WatchHub {
 
   const ServiceOptions& options() const { return options_; }
   JobQueue* queue() const { return queue_; }
+
+  // Ends the streams whose watcher `revoked` says lost its credential; how many.
+  int EndRevoked(const std::function<bool(const Caller&)>& revoked) {
+    std::vector<std::shared_ptr<WatchSink>> ended;
+    {
+      absl::MutexLock lock(&mu_);
+      for (const auto& [raw, sink] : sinks_) {
+        if (revoked(sink->caller)) ended.push_back(sink);
+      }
+    }
+    for (const std::shared_ptr<WatchSink>& sink : ended) {
+      sink->Revoke(absl::StrCat("WatchJobs: the ", sink->caller.identity.how, " of ",
+                                sink->caller.identity.name, " was revoked"));
+    }
+    return static_cast<int>(ended.size());
+  }
 
   void Add(const std::shared_ptr<WatchSink>& sink) {
     absl::MutexLock lock(&mu_);
@@ -562,10 +595,10 @@ class WatchHub {
 class JobWatcher final : public grpc::ServerWriteReactor<v1::JobEvent> {
  public:
   JobWatcher(grpc::CallbackServerContext* context, std::shared_ptr<WatchHub> hub,
-             const v1::WatchJobsRequest& request)
+             const v1::WatchJobsRequest& request, Caller caller)
       : context_(context),
         hub_(std::move(hub)),
-        sink_(std::make_shared<WatchSink>(request, hub_->options())) {
+        sink_(std::make_shared<WatchSink>(request, hub_->options(), std::move(caller))) {
     sink_->Attach(this);
     hub_->Add(sink_);
     // The current state of named jobs first (they may have finished already).
@@ -803,6 +836,8 @@ void TrackerService::Detach(const std::string& agent_id, AgentStream* stream) {
 void TrackerService::DispatchLoop() {
   absl::Time last_full = absl::InfinitePast();
   absl::Time last_heap_check = absl::Now();
+  absl::Time last_credential_check = absl::Now();
+  uint64_t credentials_generation = options_.auth != nullptr ? options_.auth->Generation() : 0;
   std::vector<std::string> agents;
   for (;;) {
     bool all = false;
@@ -829,6 +864,41 @@ void TrackerService::DispatchLoop() {
       base::ReleaseFreeHeapOver(options_.release_heap_over);
       last_heap_check = absl::Now();
     }
+    if (options_.auth != nullptr && absl::Now() - last_credential_check >= options_.credential_check_period) {
+      const uint64_t generation = options_.auth->Generation();
+      if (generation != credentials_generation) EndRevokedStreams();
+      credentials_generation = generation;
+      last_credential_check = absl::Now();
+    }
+  }
+}
+
+void TrackerService::EndRevokedStreams() {
+  auto revoked = [this](const Caller& c) {
+    return c.authenticated && options_.auth->Revoked(c.identity);
+  };
+  std::vector<std::string> agents;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [agent_id, stream] : streams_) {
+      if (!revoked(stream->caller())) continue;
+      agents.push_back(agent_id);
+      stream->Refuse(absl::UnauthenticatedError(absl::StrCat(
+          "agent ", agent_id, ": its certificate was revoked; this stream is closed")));
+    }
+  }
+  for (const std::string& agent_id : agents) {
+    // What it holds re-queues now: a revoked agent's measurements are not trusted.
+    queue_->RevokeAgent(agent_id, "its agent's certificate was revoked: measured again elsewhere");
+    if (metrics_ != nullptr) metrics_->AuthRefused("AgentStream", "revoked");
+  }
+  const int watchers = watch_hub_->EndRevoked(revoked);
+  if (metrics_ != nullptr) {
+    for (int i = 0; i < watchers; ++i) metrics_->AuthRefused("WatchJobs", "revoked");
+  }
+  if (!agents.empty() || watchers > 0) {
+    spdlog::warn("revoked credentials: ended {} agent stream(s) and {} watch stream(s)",
+                 agents.size(), watchers);
   }
 }
 
@@ -932,7 +1002,7 @@ grpc::ServerWriteReactor<v1::JobEvent>* TrackerService::WatchJobs(
     };
     return new Refusal(refused);
   }
-  return new JobWatcher(context, watch_hub_, watch);
+  return new JobWatcher(context, watch_hub_, watch, *caller);
 }
 
 grpc::ServerUnaryReactor* TrackerService::CancelJob(grpc::CallbackServerContext* context,

@@ -64,6 +64,9 @@ struct ServiceOptions {
   // Who may call (borrowed; outlives the service). Null: an --insecure tracker, where every
   // caller may do everything and client ids are taken from requests.
   Authenticator* auth = nullptr;
+  // How often the credential files are looked at for revocations that end open streams (agents'
+  // and watchers'); a revoked agent's running attempts re-queue at once.
+  absl::Duration credential_check_period = absl::Seconds(1);
 };
 
 // The caller of one call, as the service authorized it.
@@ -143,6 +146,9 @@ class TrackerService final : public v1::Tracker::CallbackService,
   // PERMISSION_DENIED when `caller` may not register this agent or serve one of its boards;
   // RegisterAgent's (then nothing changed).
   absl::Status Attach(const Caller& caller, const v1::Register& registration, AgentStream* stream);
+  // Closes the streams (agents', watchers') whose credential was revoked since they were
+  // accepted, and re-queues what revoked agents hold (dispatcher thread).
+  void EndRevokedStreams();
   // Whether an agent's certificate lets it register board `b` as its kind with its slots: OK, or
   // PERMISSION_DENIED naming what the certificate allows.
   static absl::Status Granted(const Identity& id, const v1::BoardRegistration& b);
