@@ -201,12 +201,10 @@ absl::StatusOr<std::shared_ptr<const v1::Operator>> OperatorCatalog::WithFiles(
     return absl::NotFoundError(absl::StrCat("operator ", name, " has no version \"", version, "\""));
   }
   if (entry->builtin()) return entry;
-  for (auto it = cache_.begin(); it != cache_.end(); ++it) {
-    if ((*it)->name() == entry->name() && (*it)->version() == entry->version()) {
-      Entry hit = *it;
-      cache_.splice(cache_.begin(), cache_, it);
-      return hit;
-    }
+  const std::string key = absl::StrCat(entry->name(), "@", entry->version());
+  if (auto hit = cache_index_.find(key); hit != cache_index_.end()) {
+    cache_.splice(cache_.begin(), cache_, hit->second);  // iterators stay valid
+    return *hit->second;
   }
   ASSIGN_OR_RETURN(std::optional<v1::Operator> full,
                    store_->GetOperator(entry->name(), entry->version()));
@@ -219,9 +217,12 @@ absl::StatusOr<std::shared_ptr<const v1::Operator>> OperatorCatalog::WithFiles(
   const int64_t bytes = loaded->files_bytes();
   if (bytes <= options_.cache_bytes) {
     cache_.push_front(loaded);
+    cache_index_[key] = cache_.begin();
     cache_bytes_ += bytes;
     while (cache_bytes_ > options_.cache_bytes && !cache_.empty()) {
-      cache_bytes_ -= cache_.back()->files_bytes();
+      const Entry& last = cache_.back();
+      cache_bytes_ -= last->files_bytes();
+      cache_index_.erase(absl::StrCat(last->name(), "@", last->version()));
       cache_.pop_back();
     }
   }

@@ -112,6 +112,8 @@ class OperatorCatalog {
   std::map<std::string, Usage> usage_ ABSL_GUARDED_BY(mu_);         // added_by -> usage
   // Entries with files, most recently used first, at most options_.cache_bytes of files.
   mutable std::list<Entry> cache_ ABSL_GUARDED_BY(mu_);
+  // "name@version" -> its place in cache_.
+  mutable std::map<std::string, std::list<Entry>::iterator> cache_index_ ABSL_GUARDED_BY(mu_);
   mutable int64_t cache_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
