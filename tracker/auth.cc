@@ -154,7 +154,6 @@ uint64_t Authenticator::Generation() {
 
 bool Authenticator::Revoked(const Identity& id) {
   absl::MutexLock lock(&mu_);
-  Reload();
   if (id.how == "certificate") {
     return std::find(revoked_.begin(), revoked_.end(), id.credential) != revoked_.end();
   }

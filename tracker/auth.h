@@ -73,7 +73,8 @@ class Authenticator {
 
   // Whether the credential `id` was accepted with has been revoked since (its certificate's
   // fingerprint is in the revoked file; its token is gone from the tokens file, or names someone
-  // else now). Re-reads the files as Identify does.
+  // else now), as the files were when Identify or Generation last read them (a sweep over many
+  // streams reads them once).
   bool Revoked(const Identity& id);
 
   // Counts changes of the files' contents (re-reading them if due): callers holding accepted

@@ -24,8 +24,7 @@ absl::Status OperatorCatalog::Load() {
   ASSIGN_OR_RETURN(Owners owners, store_->LoadOperatorOwners());
   absl::MutexLock lock(&mu_);
   for (v1::Operator& op : stored) {
-    if (op.builtin()) continue;
-    WithoutFiles(&op);
+    if (op.builtin()) continue;  // (the store gives them without files)
     auto& versions = ops_[op.name()];
     bool known = false;
     for (const auto& v : versions) known = known || v->version() == op.version();
@@ -78,6 +77,7 @@ absl::StatusOr<OperatorCatalog::Added> OperatorCatalog::Add(v1::Operator op,
   RETURN_IF_ERROR(catalog::ValidateUserOperator(&op));
   op.set_version(catalog::OperatorVersion(op));
   op.set_added_by(caller.client);
+  op.set_files_bytes(FilesBytes(op));
   absl::MutexLock add_lock(&add_mu_);
   bool new_name = false;
   {
@@ -95,10 +95,7 @@ absl::StatusOr<OperatorCatalog::Added> OperatorCatalog::Add(v1::Operator op,
     if (caller.authenticated && !caller.admin) {
       auto used = usage_.find(caller.client);
       const Usage usage = used != usage_.end() ? used->second : Usage();
-      int64_t bytes = 0;
-      for (const auto& [file, content] : op.files()) {
-        bytes += static_cast<int64_t>(file.size() + content.size());
-      }
+      const int64_t bytes = op.files_bytes();
       if (usage.versions + 1 > options_.max_versions_per_client) {
         return absl::ResourceExhaustedError(absl::StrCat(
             caller.client, " has added ", usage.versions,
@@ -115,11 +112,6 @@ absl::StatusOr<OperatorCatalog::Added> OperatorCatalog::Add(v1::Operator op,
   }
   *op.mutable_added_at() =
       google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(now));
-  int64_t bytes = 0;
-  for (const auto& [file, content] : op.files()) {
-    bytes += static_cast<int64_t>(file.size() + content.size());
-  }
-  op.set_files_bytes(bytes);
   if (new_name && caller.authenticated) {
     // The owner first: a name stored without one would be nobody's.
     RETURN_IF_ERROR(store_->SetOperatorOwner(op.name(), caller.client));

@@ -60,12 +60,16 @@ absl::Status Store::UpsertBoard(const v1::Board& board) {
   return Apply(batch);
 }
 
-void WithoutFiles(v1::Operator* op) {
+int64_t FilesBytes(const v1::Operator& op) {
   int64_t bytes = 0;
-  for (const auto& [name, content] : op->files()) {
+  for (const auto& [name, content] : op.files()) {
     bytes += static_cast<int64_t>(name.size() + content.size());
   }
-  if (op->files_size() > 0) op->set_files_bytes(bytes);
+  return bytes;
+}
+
+void WithoutFiles(v1::Operator* op) {
+  if (op->files_size() > 0) op->set_files_bytes(FilesBytes(*op));
   op->clear_files();
 }
 

@@ -99,6 +99,8 @@ struct StoreUpkeep {
   int64_t wal_truncations_blocked = 0;  // SQLite: attempts another process's reader held off
 };
 
+// The size of an operator's files: their names and contents.
+int64_t FilesBytes(const v1::Operator& op);
 // Drops an operator's files, keeping their size in files_bytes (what LoadOperators returns).
 void WithoutFiles(v1::Operator* op);
 
