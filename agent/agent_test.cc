@@ -213,6 +213,11 @@ TEST_F(AgentTest, MeasuresATrialOnTheBoardWithCheckedOutputs) {
   EXPECT_GT(r.stages().measure_s(), 0);
   EXPECT_EQ(r.attempts(), 1);
   EXPECT_TRUE(r.has_started_at());
+  // The job is DONE at the tracker before the agent has read the tracker's ack of its result.
+  const absl::Time acked = absl::Now() + absl::Seconds(10);
+  while (agent_->counters().results_acked < 1 && absl::Now() < acked) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
   AgentCounters c = agent_->counters();
   EXPECT_EQ(c.builds, 1);
   EXPECT_EQ(c.boards.flashes, 1);
