@@ -538,15 +538,17 @@ class SecurityFarmTest(FarmCase):
         job_id = self.parked_job(self.farm)
         bob = FARM.client(OTHER)
         self.addCleanup(bob.close)
-        with self.assertRaises(benchfarm.TrackerError) as cm:
-            bob.get(job_id)
-        self.assertCode(cm, grpc.StatusCode.PERMISSION_DENIED, job_id, OTHER)
-        with self.assertRaises(benchfarm.TrackerError) as cm:
-            bob.cancel(job_id)
-        self.assertCode(cm, grpc.StatusCode.PERMISSION_DENIED, job_id)
-        with self.assertRaises(benchfarm.TrackerError) as cm:
-            list(bob.watch([job_id], timeout=10))
-        self.assertCode(cm, grpc.StatusCode.PERMISSION_DENIED, job_id)
+        # Another user's job is answered exactly as a job that does not exist, so a user cannot
+        # tell whether someone else's job id exists.
+        missing = job_id + "0"
+        for call in (bob.get, bob.cancel, lambda j: list(bob.watch([j], timeout=10))):
+            answers = []
+            for probe in (job_id, missing):
+                with self.assertRaises(benchfarm.TrackerError) as cm:
+                    call(probe)
+                self.assertCode(cm, grpc.StatusCode.NOT_FOUND, probe)
+                answers.append(cm.exception.message.replace(probe, "ID"))
+            self.assertEqual(answers[0], answers[1])
         self.assertEqual(cm.exception.rpc, "WatchJobs")
         self.assertEqual(self.farm.get(job_id).state, pb.QUEUED, "bob's cancel changed nothing")
 
@@ -579,6 +581,32 @@ class SecurityFarmTest(FarmCase):
         named = FARM.client(USER, client_id=USER)
         self.addCleanup(named.close)
         self.assertEqual(named.get(self.parked_job(named)).client_id, USER)
+
+    def test_malformed_and_oversized_requests(self):
+        # Bytes that do not parse as the method's request: INVALID_ARGUMENT naming the message,
+        # not UNIMPLEMENTED (which says the method does not exist).
+        for method, message in (("GetJob", "GetJobRequest"), ("SubmitTrials", "SubmitTrialsRequest"),
+                                ("WatchJobs", "WatchJobsRequest")):
+            path = "/benchfarm.v1.Tracker/" + method
+            raw = (self.farm._channel.unary_stream if method == "WatchJobs"
+                   else self.farm._channel.unary_unary)(path)
+            with self.assertRaises(grpc.RpcError) as cm:
+                answer = raw(b"\xff\xff\xff", timeout=10)
+                if method == "WatchJobs":
+                    list(answer)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, method)
+            self.assertIn("benchfarm.v1." + message, cm.exception.details())
+        unknown = self.farm._channel.unary_unary("/benchfarm.v1.Tracker/NoSuchMethod")
+        with self.assertRaises(grpc.RpcError) as cm:
+            unknown(b"", timeout=10)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        # An oversized id is refused without being echoed back.
+        huge = "j" * 100000
+        for call in (self.farm.get, self.farm.cancel, lambda j: list(self.farm.watch([j], timeout=10))):
+            with self.assertRaises(benchfarm.TrackerError) as cm:
+                call(huge)
+            self.assertCode(cm, grpc.StatusCode.INVALID_ARGUMENT, "longer than 128 bytes")
+            self.assertLess(len(cm.exception.message), 200)
 
     def test_insecure_client_against_tls_tracker(self):
         plain = benchfarm.Client(FARM.address, insecure=True, timeout=10)
@@ -640,7 +668,7 @@ class SecurityFarmTest(FarmCase):
         self.assertEqual(_ids(farm.results(limit=None)), [job_id])
         with self.assertRaises(benchfarm.TrackerError) as cm:
             farm.get(self.parked_job(self.farm))
-        self.assertCode(cm, grpc.StatusCode.PERMISSION_DENIED)
+        self.assertCode(cm, grpc.StatusCode.NOT_FOUND, "no job")
 
 
 class CatalogFarmTest(FarmCase):

@@ -25,7 +25,14 @@ The faults, one at a time, each followed by a wait until the farm has recovered:
                 leader lock) and the agent and client are given both addresses: the serving one
                 is killed, the fault clears when the standby serves, and the killed one,
                 restarted, becomes the standby
-  agent-stop    SIGSTOP the agent for lease + --stop-extra seconds, then SIGCONT
+  agent-stop    SIGSTOP the agent for lease + --stop-extra seconds, then SIGCONT. A pause is the
+                agent's failure, not its boards': no board may be QUARANTINED (or health
+                checked) for it, and every board must be IDLE or BUSY again within
+                --serving-within seconds of the SIGCONT
+  agent-revoke  pki.sh revoke-cert the agent's certificate while it works: the tracker must end
+                its stream within --revoke-within seconds (the agent logs the UNAUTHENTICATED
+                end) and re-queue what it held; then the agent is re-enrolled (a new
+                certificate, the same grant) and restarted, as an operator would
   board-kill    kill -9 the process of a busy board (the agent restarts boards itself)
   disk-full     fill the database's tmpfs until ENOSPC, hold --disk-full-seconds, free it
   link-drop     drop bytes on every board's link (--link-drop-rate per byte, both directions):
@@ -71,7 +78,10 @@ from benchfarm import benchfarm_pb2 as pb
 
 KIND = "host-process"
 OP = "chaos_log"
-ALL_FAULTS = ["agent-kill", "tracker-kill", "agent-stop", "board-kill", "disk-full", "link-drop"]
+ALL_FAULTS = ["agent-kill", "tracker-kill", "agent-stop", "agent-revoke", "board-kill", "disk-full",
+              "link-drop"]
+AGENT_ID = "chaos-agent"
+AGENT_GRANT = "hp-*=" + KIND
 # A failed RPC worth trying again (the tracker is restarting, its disk is full, ...).
 RETRYABLE = {
     grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -116,6 +126,7 @@ class Supervisor:
         self.starts = []     # (time, stdout offset) of every start
         self.err_offsets = []  # stderr offset of every start
         self.exits = []      # (time, returncode) of every exit
+        self.asked = []      # when the harness asked it to exit (SIGTERM) for a restart
         self._proc = None
         self._stopping = False
         self._cv = threading.Condition()
@@ -347,12 +358,11 @@ class Farm:
         token = os.path.join(self.pki, "chaos.token")
         with open(token, "w") as f:
             self.pki_sh("token", self.pki, "chaos", stdout=f)
-        self.pki_sh("agent", self.pki, "chaos-agent", "hp-*=host-process",
-                    stdout=subprocess.DEVNULL)
+        self.pki_sh("agent", self.pki, AGENT_ID, AGENT_GRANT, stdout=subprocess.DEVNULL)
         with open(os.path.join(self.work, "agent.textproto"), "w") as f:
-            f.write('agent_id: "chaos-agent"\ntracker_address: "%s"\n' % address)
-            f.write('credentials { ca_cert: "%s/ca.pem" cert: "%s/agents/chaos-agent.pem" '
-                    'key: "%s/agents/chaos-agent.key" }\n' % (self.pki, self.pki, self.pki))
+            f.write('agent_id: "%s"\ntracker_address: "%s"\n' % (AGENT_ID, address))
+            f.write('credentials { ca_cert: "%s/ca.pem" cert: "%s" key: "%s" }\n' % (
+                self.pki, self.agent_cert(), self.agent_cert()[:-len(".pem")] + ".key"))
             for d in ("scratch", "cache", "spool"):
                 f.write('%s_dir: "%s/agent/%s"\n' % (d, self.work, d))
             if "link-drop" in a.faults:
@@ -385,6 +395,9 @@ class Farm:
             if current is not None and tracker.wait_line(r"listening on", current, 0):
                 return tracker
         return None
+
+    def agent_cert(self):
+        return os.path.join(self.pki, "agents", AGENT_ID + ".pem")
 
     def link_fault_file(self, board):
         return os.path.join(self.link_faults, board + ".fault")
@@ -579,6 +592,7 @@ class Fault:
         self.recovered = None  # time, or None
         self.recovery_note = ""
         self.limited_by = ""     # which condition came last: results, boards, board <id>
+        self.failure = ""        # a rule of the fault itself that was broken (fails the run)
 
 
 def kill_daemon(farm, daemon, fault):
@@ -635,6 +649,49 @@ def stop_agent(farm, fault):
     restarted = [s for s, _ in farm.agent.starts if s > fault.t0]
     fault.detail = "SIGSTOP %d for %.0f s (lease %d s), SIGCONT%s" % (
         pid, hold, farm.args.lease, "; RESTARTED (must not be)" if restarted else "")
+
+
+def revoke_agent(farm, fault):
+    """Revokes the working agent's certificate; once the tracker has ended its stream, enrols
+    it again (a new certificate with the same grant, at the same path) and restarts it."""
+    pid = farm.agent.pid
+    if pid is None:
+        fault.skipped = "agent not running"
+        return
+    since = os.path.getsize(farm.agent.err_path)
+    fault.t0 = time.time()
+    farm.pki_sh("revoke-cert", farm.pki, farm.agent_cert())
+    a = farm.args
+    ended = Supervisor.scan(farm.agent.err_path, since, r"ended the stream: .*\(code 16\)",
+                            a.revoke_within)
+    took = time.time() - fault.t0
+    farm.pki_sh("agent", farm.pki, AGENT_ID, AGENT_GRANT, stdout=subprocess.DEVNULL)
+    t_restart = time.time()
+    farm.agent.asked.append(t_restart)
+    os.kill(pid, signal.SIGTERM)
+    fault.t1 = farm.agent.wait_start_after(t_restart, 60)
+    if ended:
+        fault.detail = "revoke-cert; the tracker ended the agent's stream %.1f s later" % took
+    else:
+        fault.detail = "revoke-cert; the agent's stream was NOT ended within %.0f s" % a.revoke_within
+        fault.failure = "a revoked agent kept its stream %.0f s" % a.revoke_within
+    fault.detail += "; re-enrolled, restarted%s" % ("" if fault.t1 else " (NOT started again)")
+
+
+def check_pause(farm, monitor, fault):
+    """After an agent-stop: no board quarantined or health checked from the SIGSTOP until it
+    recovered, and every board IDLE or BUSY within --serving-within s of the SIGCONT."""
+    end = fault.recovered or (fault.t1 + farm.args.recovery_timeout)
+    quarantined = sorted({b for s in list(monitor.samples) if fault.t0 <= s.t <= end
+                          for b, state in s.states.items()
+                          if state in ("QUARANTINED", "HEALTH_CHECK")})
+    ok = monitor.boards_ok_since(fault.t1)
+    fault.detail += "; boards serving %s after SIGCONT" % (
+        "%.1f s" % (ok - fault.t1) if ok else "never")
+    if quarantined:
+        fault.failure = "a pause quarantined boards %s" % ", ".join(quarantined)
+    elif ok is None or ok - fault.t1 > farm.args.serving_within:
+        fault.failure = "boards not serving within %.0f s of SIGCONT" % farm.args.serving_within
 
 
 def kill_board(farm, monitor, fault):
@@ -715,6 +772,8 @@ def inject(farm, monitor, fault):
         kill_tracker(farm, fault)
     elif fault.name == "agent-stop":
         stop_agent(farm, fault)
+    elif fault.name == "agent-revoke":
+        revoke_agent(farm, fault)
     elif fault.name == "board-kill":
         kill_board(farm, monitor, fault)
     elif fault.name == "disk-full":
@@ -803,6 +862,8 @@ def run(args):
                     fault.recovery_note = "did not clear"
                     continue
                 wait_recovered(farm, monitor, ledger, fault, args.recovery_timeout)
+                if fault.name == "agent-stop":
+                    check_pause(farm, monitor, fault)
                 log("%s: %s; %s" % (name, fault.detail, "recovered %.1f s after injection" % (
                     fault.recovered - fault.t0) if fault.recovered else fault.recovery_note))
                 time.sleep(args.gap)
@@ -928,7 +989,8 @@ def report(args, farm, ledger, monitor, faults, by_id, missing, codes, leftover,
     w("%-44s %10s" % ("supervisor restarts (tracker / agent)", "%d / %d" % (
         sum(len(t.starts) - 1 for t in farm.trackers), len(farm.agent.starts) - 1)))
     crashed = [(d.name, rel(t), rc) for d in farm.trackers + [farm.agent] for t, rc in d.exits
-               if rc not in (-signal.SIGKILL, 0) or (rc == 0 and t < farm.stop_time)]
+               if (rc not in (-signal.SIGKILL, 0) or (rc == 0 and t < farm.stop_time))
+               and not (rc == 0 and any(a <= t <= a + 60 for a in d.asked))]
     if crashed:
         w("%-44s %10d  %s" % ("  exits the harness did not cause", len(crashed), ", ".join(
             "%s at %.0fs (%s)" % c for c in crashed)))
@@ -947,6 +1009,8 @@ def report(args, farm, ledger, monitor, faults, by_id, missing, codes, leftover,
         note = ("; " + f.recovery_note) if f.recovery_note else ""
         if f.limited_by:
             note += "; last to recover: " + f.limited_by
+        if f.failure:
+            note += "; FAILED: " + f.failure
         w("%-13s %8.1f %8s %11s  %s%s" % (f.name, rel(f.t0), held, recover, f.detail, note))
     recovered = collections.defaultdict(list)
     for f in faults:
@@ -979,6 +1043,7 @@ def report(args, farm, ledger, monitor, faults, by_id, missing, codes, leftover,
                        ("stuck", stuck)):
         if rows:
             failures.append("%d %s" % (len(rows), what))
+    failures.extend("%s: %s" % (f.name, f.failure) for f in faults if f.failure)
     uncleared = [f.name for f in faults if f.t0 and not f.t1]
     if uncleared:  # e.g. no standby took over, or the supervisor could not restart a daemon
         failures.append("%d fault(s) did not clear: %s" % (len(uncleared), ", ".join(uncleared)))
@@ -1011,6 +1076,10 @@ def main():
     p.add_argument("--heartbeat", type=int, default=2)
     p.add_argument("--restart-sec", type=float, default=1.0, help="the supervisor's RestartSec")
     p.add_argument("--stop-extra", type=float, default=5, help="SIGSTOP lasts lease + this")
+    p.add_argument("--serving-within", type=float, default=5,
+                   help="after SIGCONT, every board must serve again within this")
+    p.add_argument("--revoke-within", type=float, default=10,
+                   help="after revoke-cert, the tracker must end the agent's stream within this")
     p.add_argument("--disk-full-seconds", type=int, default=10)
     p.add_argument("--db-disk-mb", type=int, default=256)
     p.add_argument("--link-drop-rate", type=float, default=1e-3,

@@ -2,8 +2,10 @@
 # //tests:chaos_test: the short chaos run (tests/chaos.py --short): a tracker and an agent with
 # three host-process boards under a supervisor, 300 trials of the call-logging kernel
 # (tests/chaos_op), one cycle of faults (kill -9 agent, kill -9 tracker, SIGSTOP agent past the
-# lease, kill -9 a board process, a full database disk, bytes dropped on every board link for
-# 5 s), then exact accounting. Fails on any lost, doubled, unmeasured or stuck trial. Needs root for the
+# lease — no board quarantined, serving within 5 s of SIGCONT —, the agent's certificate revoked
+# mid-run — its stream ended within 10 s — then re-enrolled, kill -9 a board process, a full
+# database disk, bytes dropped on every board link for 5 s), then exact accounting. Fails on any
+# lost, doubled, unmeasured or stuck trial, or a fault's own rule broken. Needs root for the
 # database's tmpfs (otherwise that fault is skipped, visibly) and Debian's python3-grpcio.
 set -euo pipefail
 python=/usr/bin/python3

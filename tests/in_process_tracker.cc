@@ -28,8 +28,7 @@ absl::Status InProcessTracker::Start(int port) {
   int bound = 0;
   const int want = port != 0 ? port : port_;
   builder.AddListeningPort(absl::StrCat("127.0.0.1:", want), grpc::InsecureServerCredentials(), &bound);
-  builder.RegisterService(static_cast<v1::Tracker::CallbackService*>(service_.get()));
-  builder.RegisterService(static_cast<v1::TrackerAgent::CallbackService*>(service_.get()));
+  service_->AddTo(&builder);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || bound == 0) {
     server_.reset();

@@ -122,8 +122,11 @@ as alice submit --kind host-process --op add --shape 64,64,64
 [[ $rc -eq 0 ]] || { cat "$work/as.err" >&2; fail "alice cannot submit"; }
 job=$(head -1 "$work/as.out")
 as alice watch "$job"; [[ $rc -eq 0 ]] || fail "alice cannot watch her job"
-as bob watch "$job"; refused "belongs to another client (you are bob)"
-as bob cancel "$job"; refused "belongs to another client (you are bob)"
+# Another user's job is answered as a job that does not exist: its id cannot be probed (issue 34).
+as bob get "$job"; refused "no job $job"
+as bob watch "$job"; refused "no job $job"
+as bob cancel "$job"; refused "no job $job"
+as bob get "${job}0"; refused "no job ${job}0"
 as bob results --client alice; refused "you may list only your own jobs"
 as bob results --json; [[ $rc -eq 0 ]] && ! grep -q "$job" "$work/as.out" || fail "bob's results show alice's job"
 as alice results --json; grep -q "\"client_id\": \"alice\"" "$work/as.out" || fail "alice's job is not hers"
@@ -160,6 +163,14 @@ kill -TERM "$twin"; wait "$twin" || true
 
 # ---- admins take boards out of service; users may not ------------------------------------------
 as alice quarantine hp-0 --reason test; refused "SetBoardQuarantine: not allowed to user alice"
+# Strings a request names are capped, and an oversized one is not echoed back (issue 34).
+long_reason="$(head -c 5000 /dev/zero | tr '\0' r)"
+as admin-cli quarantine hp-0 --reason "$long_reason"; refused "reason: longer than 512 bytes"
+! grep -q rrrrrrrrrrrrrrrrrrrr "$work/as.err" || fail "the oversized reason was echoed"
+long_id="$(head -c 100000 /dev/zero | tr '\0' j)"
+as alice get "$long_id"; refused "job_id: longer than 128 bytes"
+# (farmctl names the id it asked for once; the tracker's answer does not repeat it)
+[[ $(tr -cd j <"$work/as.err" | wc -c) -lt 101000 ]] || fail "the oversized job id was echoed"
 as admin-cli quarantine hp-0 --reason "fan noise"
 grep -q "hp-0 QUARANTINED (held: fan noise)" "$work/as.out" || { cat "$work/as.out" "$work/as.err" >&2; fail "admin quarantine"; }
 as alice boards; grep -q "hp-0 .*QUARANTINED (held)" "$work/as.out" || { cat "$work/as.out" >&2; fail "boards do not show the held board"; }

@@ -947,7 +947,7 @@ absl::StatusOr<v1::Board> JobQueue::SetQuarantineLocked(const std::string& board
   v1::Board& board = record.board;
   if (quarantine) {
     board.set_held(true);
-    board.set_held_reason(reason.substr(0, 256));
+    board.set_held_reason(reason.substr(0, kMaxQuarantineReasonBytes));
     board.set_state(v1::QUARANTINED);
   } else {
     board.set_held(false);
@@ -1027,6 +1027,8 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg, bool boards_bound)
     }
   }
   connected_agents_.insert(reg.agent_id());
+  silent_agents_.erase(reg.agent_id());
+  heard_[reg.agent_id()] = clock_->Now();
   for (const v1::BoardRegistration& b : reg.boards()) {
     auto [it, added] = boards_.try_emplace(b.board_id());
     BoardRecord& record = it->second;
@@ -1078,6 +1080,12 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg, bool boards_bound)
 void JobQueue::DisconnectAgent(const std::string& agent_id) {
   absl::MutexLock lock(&mu_);
   connected_agents_.erase(agent_id);
+  silent_agents_.erase(agent_id);
+  heard_.erase(agent_id);
+  TakeAgentOffline(agent_id);
+}
+
+void JobQueue::TakeAgentOffline(const std::string& agent_id) {
   for (const std::string& id : agent_boards_[agent_id]) {
     auto it = boards_.find(id);
     if (it == boards_.end() || it->second.board.agent_id() != agent_id) continue;
@@ -1104,7 +1112,23 @@ void JobQueue::RevokeAgent(const std::string& agent_id, const std::string& why) 
 
 void JobQueue::Touch(const std::string& agent_id, const std::vector<v1::HeldAttempt>& held) {
   absl::MutexLock lock(&mu_);
-  const absl::Time deadline = clock_->Now() + options_.lease;
+  const absl::Time now = clock_->Now();
+  const absl::Time deadline = now + options_.lease;
+  if (auto heard = heard_.find(agent_id); heard != heard_.end()) heard->second = now;
+  if (silent_agents_.erase(agent_id) > 0) {
+    // Back from silence: its boards serve again (their lost attempts re-queued meanwhile).
+    connected_agents_.insert(agent_id);
+    for (const std::string& id : agent_boards_[agent_id]) {
+      auto it = boards_.find(id);
+      if (it == boards_.end() || it->second.board.agent_id() != agent_id) continue;
+      BoardRecord& record = it->second;
+      if (record.board.state() == v1::OFFLINE) {
+        record.board.set_state(record.running.empty() ? v1::IDLE : v1::BUSY);
+        Reindex(&record);
+        (void)SaveBoard(record);
+      }
+    }
+  }
   for (const v1::HeldAttempt& h : held) {
     auto it = jobs_.find(h.job_id());
     if (it == jobs_.end()) continue;
@@ -1443,6 +1467,12 @@ int JobQueue::ExpireLeases() {
   absl::MutexLock lock(&mu_);
   ForgetStored(&garbage);
   absl::Time now = clock_->Now();
+  for (const auto& [agent_id, heard] : heard_) {
+    if (now - heard < options_.lease || connected_agents_.erase(agent_id) == 0) continue;
+    silent_agents_.insert(agent_id);
+    counters_.silent_agents++;
+    TakeAgentOffline(agent_id);
+  }
   std::vector<LiveJob*> expired;
   for (LiveJob* job : RunningJobs()) {
     if (now >= job->lease_deadline) expired.push_back(job);
@@ -1450,8 +1480,15 @@ int JobQueue::ExpireLeases() {
   SortBySeq(&expired);
   for (LiveJob* job : expired) {
     counters_.lease_expiries++;
-    NoteBoardOutcome(job->job.board_id(), true, "a lease expired (the agent or board went silent)");
-    (void)EndAttemptWithoutResult(job, v1::BOARD_LOST, "the lease expired");
+    // Not the board's failure (see Silent agents): its consecutive failures are left as they are.
+    const bool silent = silent_agents_.count(job->agent_id) > 0;
+    (void)EndAttemptWithoutResult(
+        job, v1::BOARD_LOST,
+        silent ? absl::StrCat("the lease expired: agent ", job->agent_id,
+                              " has said nothing for ",
+                              absl::FormatDuration(absl::Trunc(now - heard_[job->agent_id],
+                                                               absl::Seconds(1))))
+               : std::string("the lease expired: the agent's heartbeats did not name this attempt"));
   }
   std::vector<BoardRecord*> silent;  // health checks whose lease ended
   for (const std::string& board_id : checking_health_) {
@@ -1461,7 +1498,10 @@ int JobQueue::ExpireLeases() {
   for (BoardRecord* record : silent) {
     record->health_job_id.clear();
     record->board.set_state(v1::QUARANTINED);
-    record->next_health_check = now + options_.health_check_backoff;
+    // A silent agent's board is checked as soon as the agent is heard from again.
+    record->next_health_check =
+        silent_agents_.count(record->board.agent_id()) > 0 ? now
+                                                           : now + options_.health_check_backoff;
     counters_.lease_expiries++;
     Reindex(record);
   }

@@ -40,6 +40,14 @@
 // ones leased for one more lease period, so agents that reconnect holding them carry on; the
 // rest re-queue when the lease expires.
 //
+// Silent agents: a lease expiry is the agent's failure, never the board's — a board that hangs or
+// faults is reported by its agent with its own error code — so it does not count toward a board's
+// quarantine. An agent whose stream is open but that said nothing for a whole lease (paused by
+// SIGSTOP, a partition the connection has not noticed yet) goes silent: its boards are OFFLINE
+// and offered nothing, its attempts end as their leases expire (re-queued for other boards), and
+// the first word from it (a heartbeat) brings its boards back to serve at once, without health
+// checks.
+//
 // Validation at the door: a submission is checked whole before anything is stored — a known
 // operator and version in the catalog (an empty version is resolved to the latest and stored
 // with the job), every knob and value allowed, shapes and dtypes consistent with the operator,
@@ -172,6 +180,7 @@ struct QueueStats {
   int64_t lease_expiries = 0;
   int64_t requeues = 0;
   int64_t revoked_attempts = 0;  // attempts ended because their agent's credential was revoked
+  int64_t silent_agents = 0;     // times a connected agent went silent for a whole lease
   int64_t unstable_results = 0;  // stored results flagged unstable (CostStats.unstable)
   int64_t store_failures = 0;    // transactions the store refused
   int64_t store_commits = 0;     // transactions stored (each holds one or more changes)
@@ -285,7 +294,8 @@ class JobQueue {
   void RecordFlashes(const std::string& agent_id, const v1::BoardUpdate& update);
   // Cancellations to deliver to the agent (each returned once).
   std::vector<std::string> TakeCancels(const std::string& agent_id);
-  // Ends every attempt whose lease has expired (see Leases). Returns how many.
+  // Marks agents silent for a whole lease as silent (see Silent agents), then ends every attempt
+  // whose lease has expired (see Leases). Returns how many attempts it ended.
   int ExpireLeases();
 
   // Called with every job whose state or result changed.
@@ -402,6 +412,9 @@ class JobQueue {
   void FreeBoard(const std::string& board_id, const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Notify(const v1::Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The agent's boards go OFFLINE (quarantined ones and health checks stay as they are) and it
+  // is offered nothing: its stream ended, or it went silent.
+  void TakeAgentOffline(const std::string& agent_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job is live / no longer live: its client's load.
   void AddLoad(LiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RemoveLoad(const LiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -454,6 +467,12 @@ class JobQueue {
   std::map<std::string, KindMemory> memory_by_kind_ ABSL_GUARDED_BY(mu_);
   absl::node_hash_map<std::string, std::set<std::string>> agent_boards_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> connected_agents_ ABSL_GUARDED_BY(mu_);
+  // When each connected or silent agent was last heard from (its registration, a heartbeat, an
+  // ack or progress: Touch).
+  absl::flat_hash_map<std::string, absl::Time> heard_ ABSL_GUARDED_BY(mu_);
+  // Agents whose stream is open but who said nothing for a whole lease (see Silent agents): out
+  // of connected_agents_ until heard from again.
+  absl::flat_hash_set<std::string> silent_agents_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<std::string>> pending_cancels_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> kinds_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, ClientLoad> load_by_client_ ABSL_GUARDED_BY(mu_);

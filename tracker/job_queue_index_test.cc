@@ -231,7 +231,9 @@ TEST_F(JobQueueIndexTest, CountsFollowEveryTransition) {
   ASSERT_EQ(offers.size(), 1u);
   EXPECT_EQ(offers[0].offer.job_id(), ids[1]);
   ExpectCountsMatch(ids);
-  clock_.Advance(absl::Seconds(11));
+  clock_.Advance(absl::Seconds(6));
+  queue_->Touch("a1", std::vector<v1::HeldAttempt>{});  // a heartbeat that does not name it
+  clock_.Advance(absl::Seconds(5));
   EXPECT_EQ(queue_->ExpireLeases(), 1);
   ExpectCountsMatch(ids);
   // Cancelled while queued, and while running.

@@ -313,9 +313,6 @@ TEST_F(JobQueueTest, KindsAndPinsAreHonoured) {
 
 TEST_F(JobQueueTest, ExpiredLeaseRequeuesWithHistoryThenFailsBoardLost) {
   auto ids = Submit({MakeTrial()});
-  JobQueueOptions options = Defaults();
-  options.quarantine_threshold = 100;
-  Restart(options);
   ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
   for (int attempt = 1; attempt <= 3; ++attempt) {
     v1::JobOffer o = TakeOne("a");
@@ -324,8 +321,13 @@ TEST_F(JobQueueTest, ExpiredLeaseRequeuesWithHistoryThenFailsBoardLost) {
     queue_->Touch("a", o.job_id(), o.attempt());  // a heartbeat naming it renews the lease
     clock_.Advance(absl::Seconds(6));
     EXPECT_EQ(queue_->ExpireLeases(), 0);
+    queue_->Touch("a", std::vector<v1::HeldAttempt>{});  // a heartbeat that does not name it
     clock_.Advance(absl::Seconds(5));
     EXPECT_EQ(queue_->ExpireLeases(), 1);
+    // A lease expiry is not the board's failure: three of them (the threshold is 2) leave it
+    // serving.
+    EXPECT_EQ(queue_->Boards("host")[0].state(), v1::IDLE);
+    EXPECT_EQ(queue_->Boards("host")[0].consecutive_infra_failures(), 0);
   }
   auto job = queue_->GetJob(ids[0]);
   ASSERT_TRUE(job.ok());
@@ -335,6 +337,55 @@ TEST_F(JobQueueTest, ExpiredLeaseRequeuesWithHistoryThenFailsBoardLost) {
   ASSERT_EQ(job->attempts_size(), 3);
   for (const v1::Attempt& a : job->attempts()) EXPECT_EQ(a.error_code(), v1::BOARD_LOST);
   EXPECT_EQ(queue_->Stats().lease_expiries, 3);
+}
+
+TEST_F(JobQueueTest, ASilentAgentsBoardsGoOfflineNotQuarantinedAndServeWhenItSpeaks) {
+  auto ids = Submit({MakeTrial(), MakeTrial(), MakeTrial(), MakeTrial()});
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1", "b2", "b3"})).ok());
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("z", {"c1"})).ok());
+  ASSERT_EQ(queue_->TakeOffers("a").size(), 3u);
+  std::vector<Offer> on_z = queue_->TakeOffers("z");
+  ASSERT_EQ(on_z.size(), 1u);
+  auto state_of = [&](const std::string& board) {
+    for (const v1::Board& b : queue_->Boards("host")) {
+      if (b.board_id() == board) return b;
+    }
+    return v1::Board();
+  };
+  // Agent a is paused (SIGSTOP) past the lease, twice (the quarantine threshold is 2); z keeps
+  // sending heartbeats.
+  for (int pause = 1; pause <= 2; ++pause) {
+    for (int s = 0; s < 11; ++s) {
+      clock_.Advance(absl::Seconds(1));
+      queue_->Touch("z", on_z[0].offer.job_id(), on_z[0].offer.attempt());
+      queue_->ExpireLeases();
+    }
+    for (const char* b : {"b1", "b2", "b3"}) {
+      EXPECT_EQ(state_of(b).state(), v1::OFFLINE) << b << " after pause " << pause;
+      EXPECT_EQ(state_of(b).consecutive_infra_failures(), 0) << b;
+    }
+    EXPECT_EQ(state_of("c1").state(), v1::BUSY);
+    EXPECT_TRUE(queue_->TakeOffers("a").empty()) << "a silent agent is offered nothing";
+    // Its attempts ended (not the boards' failure) and wait for a board.
+    for (int i = 0; i < 3; ++i) {
+      absl::StatusOr<v1::Job> job = queue_->GetJob(ids[i]);
+      ASSERT_TRUE(job.ok());
+      EXPECT_EQ(job->state(), v1::QUEUED);
+      ASSERT_EQ(job->attempts_size(), pause);
+      EXPECT_NE(job->attempts(pause - 1).message().find("agent a has said nothing for 10s"),
+                std::string::npos)
+          << job->attempts(pause - 1).message();
+    }
+    EXPECT_EQ(queue_->Stats().silent_agents, pause);
+    // It resumes: its first heartbeat brings its boards back, and they are offered work at once.
+    queue_->Touch("a", std::vector<v1::HeldAttempt>{});
+    for (const char* b : {"b1", "b2", "b3"}) EXPECT_EQ(state_of(b).state(), v1::IDLE) << b;
+    std::vector<Offer> offers = queue_->TakeOffers("a");
+    ASSERT_EQ(offers.size(), 3u);
+    for (const Offer& o : offers) EXPECT_EQ(o.offer.attempt(), pause + 1);
+  }
+  EXPECT_EQ(queue_->Stats().silent_agents, 2);
+  EXPECT_TRUE(queue_->CheckIndexes().ok()) << queue_->CheckIndexes();
 }
 
 v1::HeldAttempt Held(const std::string& job_id, int attempt) {

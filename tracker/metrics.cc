@@ -85,6 +85,12 @@ Metrics::Metrics(MetricsOptions options)
                                   "running them had its credential revoked")
                             .Register(*registry_)
                             .Add({})),
+      silent_agents_(prometheus::BuildCounter()
+                         .Name("benchfarm_tracker_silent_agents_total")
+                         .Help("Times a connected agent said nothing for a whole lease (paused, "
+                               "partitioned): its boards went OFFLINE until it was heard again")
+                         .Register(*registry_)
+                         .Add({})),
       submitted_(prometheus::BuildCounter()
                      .Name("benchfarm_tracker_trials_submitted_total")
                      .Help("Trials accepted, by client")
@@ -221,6 +227,7 @@ void Metrics::Update(const QueueStats& stats) {
   lease_expiries_.Increment(static_cast<double>(stats.lease_expiries - last_.lease_expiries));
   requeues_.Increment(static_cast<double>(stats.requeues - last_.requeues));
   revoked_attempts_.Increment(static_cast<double>(stats.revoked_attempts - last_.revoked_attempts));
+  silent_agents_.Increment(static_cast<double>(stats.silent_agents - last_.silent_agents));
   store_failures_.Increment(static_cast<double>(stats.store_failures - last_.store_failures));
   store_commits_.Increment(static_cast<double>(stats.store_commits - last_.store_commits));
   store_writes_.Increment(static_cast<double>(stats.store_writes - last_.store_writes));

@@ -8,6 +8,7 @@
 //   benchfarm_tracker_unstable_results_total              counter: results flagged unstable
 //   benchfarm_tracker_requeues_total                      counter
 //   benchfarm_tracker_revoked_attempts_total              counter
+//   benchfarm_tracker_silent_agents_total                 counter: agents silent for a lease
 //   benchfarm_tracker_trials_submitted_total{client}      counter
 //   benchfarm_tracker_job_wait_seconds                    histogram: submitted -> first start
 //   benchfarm_tracker_job_run_seconds                     histogram: last start -> finished
@@ -129,6 +130,7 @@ class Metrics {
   prometheus::Counter& unstable_results_;
   prometheus::Counter& requeues_;
   prometheus::Counter& revoked_attempts_;
+  prometheus::Counter& silent_agents_;
   prometheus::Family<prometheus::Counter>& submitted_;
   prometheus::Histogram& wait_;
   prometheus::Histogram& run_;

@@ -816,9 +816,21 @@ namespace {
 
 constexpr std::initializer_list<Role> kUsers = {Role::kUser, Role::kAdmin};
 
-absl::Status NotYours(const Caller& caller, const std::string& what) {
-  return absl::PermissionDeniedError(absl::StrCat(what, " belongs to another client (you are ",
-                                                  caller.identity.name, ")"));
+// A string a request names: at most `max` bytes, and not empty when `required`. Too long, it is
+// not echoed back.
+absl::Status CheckField(const char* field, const std::string& value, size_t max,
+                        bool required = true) {
+  if (required && value.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ": required"));
+  if (value.size() > max) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": longer than ", max, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+// What a job id that does not exist, and another client's job, are answered alike: a user cannot
+// tell whether someone else's job id exists (the job queue's own NotFound reads the same).
+absl::Status NoSuchJob(const std::string& job_id) {
+  return absl::NotFoundError(absl::StrCat("no job ", job_id));
 }
 
 }  // namespace
@@ -928,6 +940,9 @@ grpc::ServerUnaryReactor* TrackerService::SubmitTrials(grpc::CallbackServerConte
                                                        v1::SubmitTrialsResponse* response) {
   absl::StatusOr<Caller> caller = Authorize(*context, kUsers, "SubmitTrials");
   if (!caller.ok()) return Done(context, caller.status());
+  if (absl::Status s = CheckField("client_id", request->client_id(), kMaxIdBytes, false); !s.ok()) {
+    return Done(context, s);
+  }
   // The client is who the credential says: a request cannot claim someone else's id.
   std::string client = request->client_id();
   if (caller->authenticated) {
@@ -935,7 +950,7 @@ grpc::ServerUnaryReactor* TrackerService::SubmitTrials(grpc::CallbackServerConte
       if (metrics_ != nullptr) metrics_->AuthRefused("SubmitTrials", "permission_denied");
       return Done(context, absl::PermissionDeniedError(absl::StrCat(
                                "client_id: this call is authenticated as ", caller->identity.name,
-                               "; it may not submit as \"", client.substr(0, 128), "\"")));
+                               "; it may not submit as \"", client, "\"")));
     }
     if (client.empty()) client = caller->identity.name;
   }
@@ -959,13 +974,13 @@ grpc::ServerUnaryReactor* TrackerService::GetJob(grpc::CallbackServerContext* co
                                                  v1::Job* response) {
   absl::StatusOr<Caller> caller = Authorize(*context, kUsers, "GetJob");
   if (!caller.ok()) return Done(context, caller.status());
-  if (request->job_id().empty()) {
-    return Done(context, absl::InvalidArgumentError("job_id: required"));
+  if (absl::Status s = CheckField("job_id", request->job_id(), kMaxIdBytes); !s.ok()) {
+    return Done(context, s);
   }
   absl::StatusOr<v1::Job> job = queue_->GetJob(request->job_id());
   if (job.ok() && !caller->may_act_for(job->client_id())) {
     if (metrics_ != nullptr) metrics_->AuthRefused("GetJob", "permission_denied");
-    return Done(context, NotYours(*caller, absl::StrCat("job ", request->job_id())));
+    return Done(context, NoSuchJob(request->job_id()));
   }
   if (job.ok()) *response = std::move(*job);
   return Done(context, job.status());
@@ -973,26 +988,34 @@ grpc::ServerUnaryReactor* TrackerService::GetJob(grpc::CallbackServerContext* co
 
 grpc::ServerWriteReactor<v1::JobEvent>* TrackerService::WatchJobs(
     grpc::CallbackServerContext* context, const v1::WatchJobsRequest* request) {
-  absl::Status refused;
   v1::WatchJobsRequest watch = *request;
   absl::StatusOr<Caller> caller = Authorize(*context, kUsers, "WatchJobs");
-  if (!caller.ok()) {
-    refused = caller.status();
-  } else if (caller->authenticated && caller->identity.role != Role::kAdmin) {
-    // A user watches its own jobs only.
+  absl::Status refused = caller.status();
+  if (refused.ok()) refused = CheckField("client_id", watch.client_id(), kMaxIdBytes, false);
+  for (const std::string& id : watch.job_ids()) {
+    if (refused.ok()) refused = CheckField("job_ids", id, kMaxIdBytes);
+  }
+  // A user watches its own jobs only.
+  const bool own_only = refused.ok() && caller->authenticated && caller->identity.role != Role::kAdmin;
+  if (own_only) {
     if (!watch.client_id().empty() && watch.client_id() != caller->identity.name) {
       refused = absl::PermissionDeniedError(absl::StrCat(
           "client_id: you are ", caller->identity.name, "; you may watch only your own jobs"));
     }
     watch.set_client_id(caller->identity.name);
-    for (const std::string& id : watch.job_ids()) {
-      absl::StatusOr<v1::Job> job = queue_->GetJob(id);
-      if (job.ok() && job->client_id() != caller->identity.name) {
-        refused = NotYours(*caller, absl::StrCat("job ", id));
-        break;
-      }
+  }
+  // A job that does not exist is never watched (job ids are the tracker's to give), and is
+  // answered as another client's job is.
+  for (const std::string& id : watch.job_ids()) {
+    if (!refused.ok()) break;
+    absl::StatusOr<v1::Job> job = queue_->GetJob(id);
+    if (absl::IsNotFound(job.status()) ||
+        (own_only && job.ok() && job->client_id() != caller->identity.name)) {
+      refused = NoSuchJob(id);
     }
-    if (!refused.ok() && metrics_ != nullptr) metrics_->AuthRefused("WatchJobs", "permission_denied");
+  }
+  if (own_only && !refused.ok() && metrics_ != nullptr) {
+    metrics_->AuthRefused("WatchJobs", "permission_denied");
   }
   if (!refused.ok()) {
     class Refusal final : public grpc::ServerWriteReactor<v1::JobEvent> {
@@ -1010,14 +1033,14 @@ grpc::ServerUnaryReactor* TrackerService::CancelJob(grpc::CallbackServerContext*
                                                     v1::CancelJobResponse* response) {
   absl::StatusOr<Caller> caller = Authorize(*context, kUsers, "CancelJob");
   if (!caller.ok()) return Done(context, caller.status());
-  if (request->job_id().empty()) {
-    return Done(context, absl::InvalidArgumentError("job_id: required"));
+  if (absl::Status s = CheckField("job_id", request->job_id(), kMaxIdBytes); !s.ok()) {
+    return Done(context, s);
   }
   if (caller->authenticated) {
     absl::StatusOr<v1::Job> current = queue_->GetJob(request->job_id());
     if (current.ok() && !caller->may_act_for(current->client_id())) {
       if (metrics_ != nullptr) metrics_->AuthRefused("CancelJob", "permission_denied");
-      return Done(context, NotYours(*caller, absl::StrCat("job ", request->job_id())));
+      return Done(context, NoSuchJob(request->job_id()));
     }
   }
   absl::StatusOr<v1::Job> job = queue_->Cancel(request->job_id());
@@ -1086,6 +1109,11 @@ grpc::ServerUnaryReactor* TrackerService::ListResults(grpc::CallbackServerContex
                                                       v1::ListResultsResponse* response) {
   absl::StatusOr<Caller> caller = Authorize(*context, kUsers, "ListResults");
   if (!caller.ok()) return Done(context, caller.status());
+  for (absl::Status s : {CheckField("client_id", request->client_id(), kMaxIdBytes, false),
+                         CheckField("board_kind", request->board_kind(), kMaxBoardKindBytes, false),
+                         CheckField("op", request->op(), kMaxOpNameBytes, false)}) {
+    if (!s.ok()) return Done(context, s);
+  }
   // A user lists its own jobs (an empty client_id means: mine).
   if (caller->authenticated && caller->identity.role != Role::kAdmin &&
       !request->client_id().empty() && request->client_id() != caller->identity.name) {
@@ -1133,6 +1161,10 @@ grpc::ServerUnaryReactor* TrackerService::ListBoards(grpc::CallbackServerContext
   if (absl::StatusOr<Caller> c = Authorize(*context, kUsers, "ListBoards"); !c.ok()) {
     return Done(context, c.status());
   }
+  if (absl::Status s = CheckField("board_kind", request->board_kind(), kMaxBoardKindBytes, false);
+      !s.ok()) {
+    return Done(context, s);
+  }
   for (v1::Board& board : queue_->Boards(request->board_kind())) {
     *response->add_boards() = std::move(board);
   }
@@ -1163,6 +1195,9 @@ grpc::ServerUnaryReactor* TrackerService::ListOperators(grpc::CallbackServerCont
   if (absl::StatusOr<Caller> c = Authorize(*context, kUsers, "ListOperators"); !c.ok()) {
     return Done(context, c.status());
   }
+  if (absl::Status s = CheckField("name", request->name(), kMaxOpNameBytes, false); !s.ok()) {
+    return Done(context, s);
+  }
   for (v1::Operator& op : queue_->catalog()->List(request->name(), request->all_versions())) {
     *response->add_ops() = std::move(op);
   }
@@ -1175,6 +1210,10 @@ grpc::ServerUnaryReactor* TrackerService::GetOperator(grpc::CallbackServerContex
   if (absl::StatusOr<Caller> c = Authorize(*context, kUsers, "GetOperator"); !c.ok()) {
     return Done(context, c.status());
   }
+  for (absl::Status s : {CheckField("name", request->name(), kMaxOpNameBytes),
+                         CheckField("version", request->version(), kMaxVersionBytes, false)}) {
+    if (!s.ok()) return Done(context, s);
+  }
   absl::StatusOr<v1::Operator> op = queue_->catalog()->Get(request->name(), request->version());
   if (op.ok()) *response = *std::move(op);
   return Done(context, op.status());
@@ -1185,10 +1224,9 @@ grpc::ServerUnaryReactor* TrackerService::SetOperatorOwner(
     v1::Operator* response) {
   absl::StatusOr<Caller> caller = Authorize(*context, {Role::kAdmin}, "SetOperatorOwner");
   if (!caller.ok()) return Done(context, caller.status());
-  if (request->name().empty()) return Done(context, absl::InvalidArgumentError("name: required"));
-  if (request->owner().empty() || request->owner().size() > kMaxIdBytes) {
-    return Done(context, absl::InvalidArgumentError(absl::StrCat(
-                             "owner: a client id of 1 to ", kMaxIdBytes, " bytes")));
+  for (absl::Status s : {CheckField("name", request->name(), kMaxOpNameBytes),
+                         CheckField("owner", request->owner(), kMaxIdBytes)}) {
+    if (!s.ok()) return Done(context, s);
   }
   absl::StatusOr<v1::Operator> op = queue_->catalog()->SetOwner(request->name(), request->owner());
   if (op.ok()) *response = *std::move(op);
@@ -1200,10 +1238,9 @@ grpc::ServerUnaryReactor* TrackerService::MoveBoard(grpc::CallbackServerContext*
                                                     v1::Board* response) {
   absl::StatusOr<Caller> caller = Authorize(*context, {Role::kAdmin}, "MoveBoard");
   if (!caller.ok()) return Done(context, caller.status());
-  if (request->board_id().empty() || request->agent_id().empty() ||
-      request->agent_id().size() > kMaxIdBytes) {
-    return Done(context, absl::InvalidArgumentError(absl::StrCat(
-                             "board_id and agent_id (1 to ", kMaxIdBytes, " bytes) are required")));
+  for (absl::Status s : {CheckField("board_id", request->board_id(), kMaxBoardIdBytes),
+                         CheckField("agent_id", request->agent_id(), kMaxIdBytes)}) {
+    if (!s.ok()) return Done(context, s);
   }
   absl::StatusOr<v1::Board> board = queue_->MoveBoard(request->board_id(), request->agent_id());
   if (board.ok()) *response = *std::move(board);
@@ -1215,7 +1252,11 @@ grpc::ServerUnaryReactor* TrackerService::SetBoardQuarantine(
     v1::Board* response) {
   absl::StatusOr<Caller> caller = Authorize(*context, {Role::kAdmin}, "SetBoardQuarantine");
   if (!caller.ok()) return Done(context, caller.status());
-  if (request->board_id().empty()) return Done(context, absl::InvalidArgumentError("board_id: required"));
+  for (absl::Status s :
+       {CheckField("board_id", request->board_id(), kMaxBoardIdBytes),
+        CheckField("reason", request->reason(), kMaxQuarantineReasonBytes, false)}) {
+    if (!s.ok()) return Done(context, s);
+  }
   absl::StatusOr<v1::Board> board =
       queue_->SetQuarantine(request->board_id(), request->quarantine(), request->reason());
   if (board.ok()) *response = *std::move(board);

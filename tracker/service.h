@@ -89,6 +89,13 @@ class TrackerService final : public v1::Tracker::CallbackService,
   // Stops the dispatcher and ends every agent stream. Call before shutting the server down.
   void Stop();
 
+  // Registers both services on `builder` (every server of the tracker is built this way), with
+  // the tracker's largest request (64 MiB) and one rule gRPC's callback API does not keep: a
+  // request that does not parse as its method's message is INVALID_ARGUMENT naming that message
+  // type, not UNIMPLEMENTED as if the method did not exist (server_setup.cc). Methods the tracker
+  // does not have stay UNIMPLEMENTED.
+  void AddTo(grpc::ServerBuilder* builder);
+
   // ---- Tracker ----
   grpc::ServerUnaryReactor* SubmitTrials(grpc::CallbackServerContext* context,
                                          const v1::SubmitTrialsRequest* request,

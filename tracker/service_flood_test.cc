@@ -98,8 +98,7 @@ class ServiceFloodTest : public ::testing::Test {
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(static_cast<v1::Tracker::CallbackService*>(service_.get()));
-    builder.RegisterService(static_cast<v1::TrackerAgent::CallbackService*>(service_.get()));
+    service_->AddTo(&builder);
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     address_ = absl::StrCat("127.0.0.1:", port);

@@ -255,9 +255,7 @@ int main(int argc, char** argv) {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(config.listen_address(), security->credentials, &port);
-  builder.RegisterService(static_cast<benchfarm::v1::Tracker::CallbackService*>(&service));
-  builder.RegisterService(static_cast<benchfarm::v1::TrackerAgent::CallbackService*>(&service));
-  builder.SetMaxReceiveMessageSize(64 << 20);
+  service.AddTo(&builder);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     return Fail(absl::StrCat("cannot listen on ", config.listen_address()));
