@@ -1,11 +1,9 @@
 #include "agent/metrics.h"
 
-#include <algorithm>
 #include <cstdint>
-#include <exception>
-#include <vector>
 
-#include "absl/strings/str_cat.h"
+#include "base/metrics_http.h"
+#include "base/status_macros.h"
 
 namespace benchfarm::agent {
 namespace {
@@ -14,15 +12,6 @@ const prometheus::Histogram::BucketBoundaries& StageBuckets() {
   static const auto* b = new prometheus::Histogram::BucketBoundaries{
       0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
   return *b;
-}
-
-// civetweb's options for prometheus::Exposer: the address, the worker threads and how long a
-// connection may hold one without completing its request.
-std::vector<std::string> ServerOptions(const std::string& address, const AgentMetricsOptions& o) {
-  return {"listening_ports", address,
-          "num_threads", absl::StrCat(std::max(o.server_threads, 1)),
-          "request_timeout_ms",
-          absl::StrCat(std::max<int64_t>(absl::ToInt64Milliseconds(o.request_timeout), 1))};
 }
 
 }  // namespace
@@ -92,20 +81,11 @@ AgentMetrics::AgentMetrics(AgentMetricsOptions options)
 }
 
 absl::Status AgentMetrics::Serve(const std::string& address) {
-  try {
-    exposer_ = std::make_unique<prometheus::Exposer>(ServerOptions(address, options_));
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("metrics: cannot serve on ", address, ": ", e.what()));
-  }
-  exposer_->RegisterCollectable(registry_);
+  ASSIGN_OR_RETURN(server_, base::ServeMetrics(address, registry_, options_.server));
   return absl::OkStatus();
 }
 
-int AgentMetrics::port() const {
-  if (exposer_ == nullptr) return 0;
-  std::vector<int> ports = exposer_->GetListeningPorts();
-  return ports.empty() ? 0 : ports[0];
-}
+int AgentMetrics::port() const { return server_ == nullptr ? 0 : server_->port(); }
 
 void AgentMetrics::SetConnected(bool connected) { connected_.Set(connected ? 1 : 0); }
 

@@ -1,4 +1,5 @@
-// AgentMetrics: the agent's Prometheus series (prometheus-cpp), served on /metrics.
+// AgentMetrics: the agent's Prometheus series (prometheus-cpp), served on /metrics
+// (base/metrics_http.h).
 //
 //   benchfarm_agent_tracker_connected                       gauge: 1 while registered
 //   benchfarm_agent_boards{state}                           gauge: idle, busy, resetting, offline
@@ -17,9 +18,10 @@
 // Every label value comes from the agent's config (board ids) or from a fixed set (results,
 // stages, ErrorCode names), so the series are bounded.
 //
-// The HTTP server (civetweb inside prometheus::Exposer) gives each connection a worker thread
-// until the connection sends its request or request_timeout passes: idle or slow connections
-// hold at most server_threads workers for at most request_timeout each.
+// The HTTP server (base/http_server.h) is one thread over non-blocking sockets: idle or slow
+// connections cost a descriptor each, never a worker; each must send its request within
+// request_timeout, and past max_connections the oldest idle one is closed for a new one, so no
+// number of them keeps a scrape from being answered.
 //
 // Thread-safety: safe from any thread.
 
@@ -33,9 +35,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
+#include "base/http_server.h"
 #include "prometheus/counter.h"
-#include "prometheus/exposer.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
@@ -43,12 +44,8 @@
 namespace benchfarm::agent {
 
 struct AgentMetricsOptions {
-  // HTTP worker threads: one per connection being served or waited on (civetweb's num_threads;
-  // prometheus-cpp's default is 2, so two idle connections stalled every scrape).
-  int server_threads = 8;
-  // How long a connection may take to send its whole request (and to take the response) before
-  // it is dropped (civetweb's request_timeout_ms; its default is 30 s).
-  absl::Duration request_timeout = absl::Seconds(5);
+  // The /metrics server's request_timeout (5 s) and max_connections (1024).
+  base::HttpServerOptions server;
 };
 
 class AgentMetrics {
@@ -56,10 +53,11 @@ class AgentMetrics {
   AgentMetrics() : AgentMetrics(AgentMetricsOptions()) {}
   explicit AgentMetrics(AgentMetricsOptions options);
 
-  // Serves /metrics on address ("127.0.0.1:9471"; port 0 picks one) with options' server_threads
-  // and request_timeout. Errors: Unavailable with the library's message when the address cannot
-  // be bound.
+  // Serves /metrics on address ("127.0.0.1:9471", "[::]:9471"; port 0 picks one) with options'
+  // server, until destroyed. Call it once. Errors: Unavailable naming the address and why when it
+  // is malformed or cannot be bound.
   absl::Status Serve(const std::string& address);
+  // The port actually bound (after Serve with port 0), or 0.
   int port() const;
 
   void SetConnected(bool connected);
@@ -82,7 +80,7 @@ class AgentMetrics {
  private:
   const AgentMetricsOptions options_;
   std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<base::HttpServer> server_;
   prometheus::Gauge& connected_;
   prometheus::Family<prometheus::Gauge>& boards_;
   prometheus::Family<prometheus::Counter>& builds_;

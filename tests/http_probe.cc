@@ -57,19 +57,41 @@ bool SendAll(int fd, const std::string& data) {
   return write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size());
 }
 
-// GET path; the whole response ("" if none within 10 s).
-std::string HttpGet(int port, const std::string& path) {
+std::string Exchange(int port, const std::string& request) {
   int fd = Connect(port);
   if (fd < 0) return "";
-  std::string response;
-  if (SendAll(fd, absl::StrCat("GET ", path,
-                               " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"))) {
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof(buf))) > 0) response.append(buf, static_cast<size_t>(n));
-  }
+  std::string response = SendAll(fd, request) ? ReadAll(fd) : "";
   close(fd);
   return response;
+}
+
+std::string HttpGet(int port, const std::string& path) {
+  return Exchange(port, absl::StrCat("GET ", path,
+                                     " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"));
+}
+
+std::string ReadAll(int fd) {
+  std::string data;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) data.append(buf, static_cast<size_t>(n));
+  return data;
+}
+
+void ExpectScrapesAnswerWithin(int port, int scrapes, absl::Duration limit) {
+  for (int i = 0; i < scrapes; ++i) {
+    const absl::Time start = absl::Now();
+    const std::string response = HttpGet(port, "/metrics");
+    const absl::Duration took = absl::Now() - start;
+    EXPECT_TRUE(IsOk(response)) << "scrape " << i << ": " << response.substr(0, 200);
+    EXPECT_LT(took, limit) << "scrape " << i;
+  }
+}
+
+void ExpectScrapesAnswerWhileStalled(int port, int idle, int slow) {
+  std::vector<int> stalled = OpenStalledConnections(port, idle, slow);
+  ExpectScrapesAnswerWithin(port, 4, absl::Seconds(2));
+  CloseAll(stalled);
 }
 
 // Opens `idle` connections that never send a byte and `slow` ones that send half a request.
@@ -84,7 +106,7 @@ std::vector<int> OpenStalledConnections(int port, int idle, int slow) {
     }
     fds.push_back(fd);
   }
-  // Let the server accept them and hand them to its workers before the real request.
+  // Let the server accept them (and read the slow ones' halves) before the real request.
   absl::SleepFor(absl::Milliseconds(200));
   return fds;
 }

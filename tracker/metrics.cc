@@ -1,12 +1,11 @@
 // Metrics: see metrics.h.
 #include "tracker/metrics.h"
 
-#include <algorithm>
 #include <cstdint>
-#include <exception>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/metrics_http.h"
+#include "base/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace benchfarm::tracker {
@@ -18,15 +17,6 @@ const prometheus::Histogram::BucketBoundaries& SecondsBuckets() {
   static const auto* b = new prometheus::Histogram::BucketBoundaries{
       0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800};
   return *b;
-}
-
-// civetweb's options for prometheus::Exposer: the address, the worker threads and how long a
-// connection may hold one without completing its request.
-std::vector<std::string> ServerOptions(const std::string& address, const MetricsOptions& o) {
-  return {"listening_ports", address,
-          "num_threads", absl::StrCat(std::max(o.server_threads, 1)),
-          "request_timeout_ms",
-          absl::StrCat(std::max<int64_t>(absl::ToInt64Milliseconds(o.request_timeout), 1))};
 }
 
 std::string StateName(v1::JobState s) { return v1::JobState_Name(s); }
@@ -182,20 +172,11 @@ void Metrics::SetLeader(bool leading) { leader_.Set(leading ? 1 : 0); }
 void Metrics::WatcherCut() { watchers_cut_.Increment(); }
 
 absl::Status Metrics::Serve(const std::string& address) {
-  try {
-    exposer_ = std::make_unique<prometheus::Exposer>(ServerOptions(address, options_));
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("metrics: cannot serve on ", address, ": ", e.what()));
-  }
-  exposer_->RegisterCollectable(registry_);
+  ASSIGN_OR_RETURN(server_, base::ServeMetrics(address, registry_, options_.server));
   return absl::OkStatus();
 }
 
-int Metrics::port() const {
-  if (!exposer_) return 0;
-  std::vector<int> ports = exposer_->GetListeningPorts();
-  return ports.empty() ? 0 : ports[0];
-}
+int Metrics::port() const { return server_ == nullptr ? 0 : server_->port(); }
 
 void Metrics::Update(const QueueStats& stats) {
   absl::MutexLock lock(&mu_);

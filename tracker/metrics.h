@@ -1,4 +1,5 @@
-// Metrics: the tracker's Prometheus series (prometheus-cpp), served on /metrics by an Exposer.
+// Metrics: the tracker's Prometheus series (prometheus-cpp), served on /metrics
+// (base/metrics_http.h).
 //
 //   benchfarm_tracker_queue_depth{board_kind,priority}   gauge: queued jobs
 //   benchfarm_tracker_jobs{state}                         gauge: live jobs by state
@@ -34,9 +35,10 @@
 // max_board_kinds board kinds their own queue_depth series; later ones are counted under
 // client="_other" / board_kind="_other", so totals and sums over the label stay right.
 //
-// The HTTP server (civetweb inside prometheus::Exposer) gives each connection a worker thread
-// until the connection sends its request or request_timeout passes: idle or slow connections
-// hold at most server_threads workers for at most request_timeout each.
+// The HTTP server (base/http_server.h) is one thread over non-blocking sockets: idle or slow
+// connections cost a descriptor each, never a worker; each must send its request within
+// request_timeout, and past max_connections the oldest idle one is closed for a new one, so no
+// number of them keeps a scrape from being answered.
 //
 // Thread-safety: safe from any thread.
 
@@ -52,9 +54,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
+#include "base/http_server.h"
 #include "prometheus/counter.h"
-#include "prometheus/exposer.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
@@ -67,12 +68,8 @@ namespace benchfarm::tracker {
 inline constexpr char kOtherLabelValue[] = "_other";
 
 struct MetricsOptions {
-  // HTTP worker threads: one per connection being served or waited on (civetweb's num_threads;
-  // prometheus-cpp's default is 2, so two idle connections stalled every scrape).
-  int server_threads = 8;
-  // How long a connection may take to send its whole request (and to take the response) before
-  // it is dropped (civetweb's request_timeout_ms; its default is 30 s).
-  absl::Duration request_timeout = absl::Seconds(5);
+  // The /metrics server's request_timeout (5 s) and max_connections (1024).
+  base::HttpServerOptions server;
   // Distinct client ids with their own benchfarm_tracker_trials_submitted_total series.
   int max_clients = 100;
   // Distinct board kinds with their own benchfarm_tracker_queue_depth series.
@@ -84,9 +81,9 @@ class Metrics {
   Metrics() : Metrics(MetricsOptions()) {}
   explicit Metrics(MetricsOptions options);
 
-  // Serves /metrics on address ("127.0.0.1:9470"; port 0 picks one) with options' server_threads
-  // and request_timeout. Errors: Unavailable with the library's message when the address cannot
-  // be bound.
+  // Serves /metrics on address ("127.0.0.1:9470", "[::]:9470"; port 0 picks one) with options'
+  // server, until destroyed. Call it once. Errors: Unavailable naming the address and why when it
+  // is malformed or cannot be bound.
   absl::Status Serve(const std::string& address);
   // The port actually bound (after Serve with port 0), or 0.
   int port() const;
@@ -121,7 +118,7 @@ class Metrics {
 
   const MetricsOptions options_;
   std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<base::HttpServer> server_;
   prometheus::Family<prometheus::Gauge>& queue_depth_;
   prometheus::Family<prometheus::Gauge>& jobs_;
   prometheus::Family<prometheus::Counter>& finished_;

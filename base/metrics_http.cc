@@ -1,0 +1,29 @@
+// ServeMetrics: see metrics_http.h.
+#include "base/metrics_http.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "prometheus/text_serializer.h"
+
+namespace benchfarm::base {
+
+absl::StatusOr<std::unique_ptr<HttpServer>> ServeMetrics(
+    const std::string& address, std::shared_ptr<prometheus::Registry> registry,
+    const HttpServerOptions& options) {
+  HttpResource resource;
+  resource.path = "/metrics";
+  resource.content_type = kMetricsContentType;
+  resource.body = [registry = std::move(registry)] {
+    return prometheus::TextSerializer().Serialize(registry->Collect());
+  };
+  absl::StatusOr<std::unique_ptr<HttpServer>> server =
+      HttpServer::Start(address, std::move(resource), options);
+  if (!server.ok()) {
+    return absl::UnavailableError(absl::StrCat("metrics: ", server.status().message()));
+  }
+  return server;
+}
+
+}  // namespace benchfarm::base
