@@ -76,6 +76,21 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
   if (c.agent_id().empty()) return absl::InvalidArgumentError("agent_id: required");
   if (c.tracker_address().empty()) return absl::InvalidArgumentError("tracker_address: required");
   if (c.boards().empty()) return absl::InvalidArgumentError("boards: at least one board");
+  if (c.image_cache_max_bytes() < 0) {
+    return absl::InvalidArgumentError("image_cache_max_bytes: must not be negative");
+  }
+  if (c.max_image_bytes() < 0) {
+    return absl::InvalidArgumentError("max_image_bytes: must not be negative");
+  }
+  ImageBuilderOptions bo;
+  if (c.image_cache_max_bytes() > 0) bo.image_cache_max_bytes = c.image_cache_max_bytes();
+  if (c.max_image_bytes() > 0) bo.max_image_bytes = c.max_image_bytes();
+  if (bo.max_image_bytes > bo.image_cache_max_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_image_bytes: ", bo.max_image_bytes,
+                     " is more than the image cache holds (image_cache_max_bytes ",
+                     bo.image_cache_max_bytes, ")"));
+  }
   const std::string base = absl::StrCat("/tmp/benchfarm-agent-", c.agent_id());
   if (c.scratch_dir().empty()) c.set_scratch_dir(base + "/scratch");
   if (c.cache_dir().empty()) c.set_cache_dir(base + "/cache");
@@ -132,10 +147,11 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
   // User code (builds, host-process boards, QEMU) runs only sandboxed: no bwrap, no agent.
   if (absl::Status sandbox = device::CheckSandbox(); !sandbox.ok()) return sandbox;
   spdlog::info("user code runs in {}", device::DescribeSandbox());
-  ImageBuilderOptions bo;
   bo.cache_dir = c.cache_dir();
   bo.scratch_dir = c.scratch_dir();
   bo.crt_dir = crt;
+  AgentMetrics* metrics = &agent->metrics_;
+  bo.evicted = [metrics] { metrics->CacheEviction(); };
   agent->builder_ = std::make_unique<ImageBuilder>(bo);
   absl::StatusOr<std::unique_ptr<ResultSpool>> spool = ResultSpool::Open(c.spool_dir());
   if (!spool.ok()) return spool.status();

@@ -239,6 +239,11 @@ TEST_F(AgentTest, EachFailureGetsItsOwnCodeAndTheBoardServesTheNextJob) {
       CSource("good_add", Kernel("good_add", kGoodAdd), "add_reference"),
       // Its own reference in the same file (wrong by one): compared against, found wrong.
       CSource("mine", Kernel("mine", kGoodAdd) + Kernel("mine_ref", kOffByOne), "mine_ref"),
+      // 17 MiB of padding: over the default max_image_bytes (16 MiB), the trial's fault.
+      CSource("huge",
+              Kernel("huge", kGoodAdd) +
+                  "__asm__(\".section .rodata\\n.fill 17825792, 1, 0\\n.previous\");\n",
+              "add_reference"),
   };
   std::vector<v1::Job> jobs = Run(trials);
   ASSERT_EQ(jobs.size(), trials.size());
@@ -256,6 +261,9 @@ TEST_F(AgentTest, EachFailureGetsItsOwnCodeAndTheBoardServesTheNextJob) {
   EXPECT_TRUE(jobs[6].result().costs_s().empty());
   EXPECT_EQ(code(7), v1::NO_ERROR) << message(7);
   EXPECT_EQ(code(8), v1::WRONG_ANSWER) << message(8);
+  EXPECT_EQ(code(9), v1::COMPILE_DEVICE) << message(9);
+  EXPECT_TRUE(absl::StrContains(message(9), "over the agent's max_image_bytes of 16777216"))
+      << message(9);
   for (const v1::Job& j : jobs) {
     EXPECT_EQ(j.result().attempts(), 1) << j.job_id();  // trial faults are not retried
     EXPECT_EQ(j.result().autotvm_error_no(), static_cast<int>(j.result().error_code()) < 100
@@ -849,6 +857,28 @@ TEST_F(AgentTest, RejectsABadConfigNamingTheField) {
   ASSERT_FALSE(agent.ok());
   EXPECT_TRUE(absl::StrContains(agent.status().message(), "cpu_affinity: \"first\""))
       << agent.status();
+  // The image cache's limits: not negative, and one image fits in the cache.
+  c.mutable_boards(0)->clear_cpu_affinity();
+  for (const auto& [set, want] :
+       std::vector<std::pair<std::function<void(v1::AgentConfig*)>, std::string>>{
+           {[](v1::AgentConfig* a) { a->set_image_cache_max_bytes(-1); },
+            "image_cache_max_bytes: must not be negative"},
+           {[](v1::AgentConfig* a) { a->set_max_image_bytes(-1); },
+            "max_image_bytes: must not be negative"},
+           {[](v1::AgentConfig* a) { a->set_image_cache_max_bytes(1 << 20); },
+            "max_image_bytes: 16777216 is more than the image cache holds "
+            "(image_cache_max_bytes 1048576)"},
+           {[](v1::AgentConfig* a) { a->set_max_image_bytes(int64_t{3} << 30); },
+            "max_image_bytes: 3221225472 is more than the image cache holds "
+            "(image_cache_max_bytes 2147483648)"}}) {
+    v1::AgentConfig bad = c;
+    set(&bad);
+    o.config = bad;
+    agent = Agent::Create(o);
+    ASSERT_FALSE(agent.ok()) << want;
+    EXPECT_TRUE(absl::IsInvalidArgument(agent.status())) << agent.status();
+    EXPECT_EQ(agent.status().message(), want);
+  }
 }
 
 }  // namespace

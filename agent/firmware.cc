@@ -11,9 +11,11 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "absl/random/random.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -24,6 +26,7 @@
 #include "device/sandbox.h"
 #include "base/status_macros.h"
 #include "catalog/operator.h"
+#include "spdlog/spdlog.h"
 
 namespace benchfarm::agent {
 namespace {
@@ -101,6 +104,14 @@ void RemoveTree(const std::string& path) {
   }
   rmdir(path.c_str());
 }
+
+// Removes the tree at `path` when it goes out of scope, unless `path` was cleared.
+struct RemoveOnExit {
+  std::string path;
+  ~RemoveOnExit() {
+    if (!path.empty()) RemoveTree(path);
+  }
+};
 
 // Every regular file under `root` (relative paths, sorted), skipping hidden entries.
 void ListFiles(const std::string& root, const std::string& rel, std::vector<std::string>* out) {
@@ -266,8 +277,6 @@ absl::StatusOr<BuildUnit> CSourceUnit(const KnobSpace& space, const v1::Operator
   return unit;
 }
 
-ImageBuilder::ImageBuilder(ImageBuilderOptions options) : options_(std::move(options)) {}
-
 namespace {
 
 // Where the sandboxed build sees its inputs and outputs.
@@ -280,8 +289,6 @@ constexpr char kWorkIn[] = "/bf/work";
 // emulated board's cycle model needs (image.timing).
 constexpr const char* kEntrySuffixes[] = {"", ".hash", ".bin", ".hex", ".timing"};
 constexpr char kManifest[] = "MANIFEST";
-// The most bytes the agent takes from a build's work directory per file.
-constexpr size_t kMaxImageBytes = size_t{256} << 20;
 
 std::string Sha256Hex(absl::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -292,32 +299,68 @@ std::string Sha256Hex(absl::string_view data) {
   return hex;
 }
 
-// A file the sandbox wrote: read only if it is a regular file itself (never through a symbolic
-// link, never a FIFO or device) and not larger than `max`. NotFound if it is not there.
-absl::StatusOr<std::string> ReadUntrustedFile(const std::string& path, size_t max) {
-  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("no ", path));
-    return absl::UnknownError(absl::StrCat("the build's ", path, " cannot be read: ", strerror(errno)));
+// A file the sandbox wrote, opened only if it is a regular file itself (never through a symbolic
+// link, never a FIFO or device), with its size from fstat: nothing is read until Read().
+class UntrustedFile {
+ public:
+  // NotFound if it is not there; Unknown if it cannot be opened or is not a regular file.
+  static absl::StatusOr<UntrustedFile> Open(const std::string& path) {
+    const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("no ", path));
+      return absl::UnknownError(
+          absl::StrCat("the build's ", path, " cannot be read: ", strerror(errno)));
+    }
+    UntrustedFile file(path, fd);
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      return absl::UnknownError(absl::StrCat("the build's ", path, " is not a regular file"));
+    }
+    file.size_ = st.st_size;
+    return file;
   }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) > max) {
-    close(fd);
+  UntrustedFile(UntrustedFile&& other)
+      : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)), size_(other.size_) {}
+  UntrustedFile& operator=(UntrustedFile&&) = delete;
+  ~UntrustedFile() {
+    if (fd_ >= 0) close(fd_);
+  }
+
+  int64_t size() const { return size_; }
+
+  // Its size() bytes; Unknown if it is no longer that size.
+  absl::StatusOr<std::string> Read() const {
+    std::string content(static_cast<size_t>(size_), '\0');
+    size_t done = 0;
+    while (done < content.size()) {
+      const ssize_t n = pread(fd_, content.data() + done, content.size() - done, done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    char more;
+    if (done != content.size() || pread(fd_, &more, 1, done) != 0) {
+      return absl::UnknownError(absl::StrCat("the build's ", path_, " changed while read"));
+    }
+    return content;
+  }
+
+ private:
+  UntrustedFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+
+  std::string path_;
+  int fd_;
+  int64_t size_ = 0;
+};
+
+// An untrusted file's content if it has at most `max` bytes. NotFound if it is not there.
+absl::StatusOr<std::string> ReadUntrustedFile(const std::string& path, int64_t max) {
+  ASSIGN_OR_RETURN(UntrustedFile file, UntrustedFile::Open(path));
+  if (file.size() > max) {
     return absl::UnknownError(
-        absl::StrCat("the build's ", path, " is not a regular file of at most ", max, " bytes"));
+        absl::StrCat("the build's ", path, " has ", file.size(), " bytes, more than ", max));
   }
-  std::string content;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    content.append(buf, static_cast<size_t>(n));
-    if (content.size() > max) break;
-  }
-  close(fd);
-  if (content.size() > max) return absl::UnknownError(absl::StrCat("the build's ", path, " is too large"));
-  return content;
+  return file.Read();
 }
 
 // Directories 0755, files 0644 (0755 if executable), below and at `path`; symbolic links are
@@ -366,13 +409,14 @@ absl::Status ReadTree(const std::string& root, std::vector<TreeFile>* files, std
 }
 
 // Writes `files` as the directory `dir` (staged beside it, then renamed into place), unless it
-// exists already.
+// exists already. The staged directory is removed whatever happens.
 absl::Status WriteTree(const std::string& dir, const std::vector<TreeFile>& files) {
   struct stat st;
   if (stat(dir.c_str(), &st) == 0) return absl::OkStatus();
   const size_t slash = dir.rfind('/');
   const std::string staged = absl::StrCat(dir.substr(0, slash), "/.staging-",
                                           absl::Uniform<uint32_t>(absl::BitGen()));
+  RemoveOnExit cleanup{staged};
   RETURN_IF_ERROR(MakeDirs(staged));
   for (const TreeFile& f : files) {
     const size_t sep = f.rel.rfind('/');
@@ -383,15 +427,172 @@ absl::Status WriteTree(const std::string& dir, const std::vector<TreeFile>& file
   }
   if (rename(staged.c_str(), dir.c_str()) != 0) {
     const int err = errno;
-    RemoveTree(staged);
     if (err != EEXIST && err != ENOTEMPTY) {
       return absl::InternalError(absl::StrCat("cannot store ", dir, ": ", strerror(err)));
     }
+    return absl::OkStatus();
   }
+  cleanup.path.clear();
   return absl::OkStatus();
 }
 
+// The bytes of the regular files in `dir` (not below).
+int64_t DirBytes(const std::string& dir) {
+  int64_t bytes = 0;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return 0;
+  while (struct dirent* e = readdir(d)) {
+    struct stat st;
+    if (lstat(absl::StrCat(dir, "/", e->d_name).c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      bytes += st.st_size;
+    }
+  }
+  closedir(d);
+  return bytes;
+}
+
+// The names in `dir` that `keep` selects.
+std::vector<std::string> Names(const std::string& dir,
+                               const std::function<bool(const std::string&)>& keep) {
+  std::vector<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return names;
+  while (struct dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != ".." && keep(name)) names.push_back(name);
+  }
+  closedir(d);
+  return names;
+}
+
+// Renames the entry of `key` in `images` aside, where no reader looks, and returns its new path;
+// empty (errno set) if the rename failed.
+std::string SetAside(const std::string& images, const std::string& key) {
+  const std::string aside =
+      absl::StrCat(images, "/.removed-", key, "-", absl::Uniform<uint32_t>(absl::BitGen()));
+  return rename(absl::StrCat(images, "/", key).c_str(), aside.c_str()) == 0 ? aside : "";
+}
+
 }  // namespace
+
+ImageBuilder::ImageBuilder(ImageBuilderOptions options) : options_(std::move(options)) {
+  RemoveLeftovers();
+  IndexCache();
+  Evict();
+}
+
+void ImageBuilder::RemoveLeftovers() {
+  // Hidden directories are the builder's own: staged (.staging-*) or set aside (.removed-*, and
+  // .bad-* of earlier agents) when a killed agent left them.
+  std::vector<std::string> removed;
+  for (const char* kind : {"images", "crt", "templates"}) {
+    const std::string parent = absl::StrCat(options_.cache_dir, "/", kind);
+    for (const std::string& name :
+         Names(parent, [](const std::string& n) { return n[0] == '.'; })) {
+      removed.push_back(absl::StrCat(parent, "/", name));
+    }
+  }
+  for (const std::string& name : Names(options_.scratch_dir, [](const std::string& n) {
+         return absl::StartsWith(n, "build-") || absl::StartsWith(n, "runtime-");
+       })) {
+    removed.push_back(absl::StrCat(options_.scratch_dir, "/", name));
+  }
+  for (const std::string& path : removed) RemoveTree(path);
+  if (!removed.empty()) {
+    spdlog::info("removed {} directories an interrupted agent left: {}", removed.size(),
+                 absl::StrJoin(removed, ", "));
+  }
+}
+
+void ImageBuilder::IndexCache() {
+  const std::string images = options_.cache_dir + "/images";
+  absl::MutexLock lock(&mu_);
+  for (const std::string& key : Names(images, [](const std::string& n) { return n[0] != '.'; })) {
+    const std::string dir = absl::StrCat(images, "/", key);
+    struct stat st;
+    if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    Record(key, DirBytes(dir), absl::TimeFromTimespec(st.st_mtim));
+  }
+}
+
+std::shared_ptr<const void> ImageBuilder::Pin(const std::string& key) {
+  class Held {
+   public:
+    Held(std::shared_ptr<Pins> pins, std::string key)
+        : pins_(std::move(pins)), key_(std::move(key)) {
+      absl::MutexLock lock(&pins_->mu);
+      pins_->held[key_]++;
+    }
+    Held(const Held&) = delete;
+    Held& operator=(const Held&) = delete;
+    ~Held() {
+      absl::MutexLock lock(&pins_->mu);
+      if (--pins_->held[key_] == 0) pins_->held.erase(key_);
+    }
+
+   private:
+    const std::shared_ptr<Pins> pins_;
+    const std::string key_;
+  };
+  return std::make_shared<const Held>(pins_, key);
+}
+
+void ImageBuilder::Record(const std::string& key, int64_t bytes, absl::Time last_use) {
+  Entry& entry = entries_[key];
+  cached_bytes_ += bytes - entry.bytes;
+  entry = Entry{bytes, last_use};
+}
+
+void ImageBuilder::Forget(const std::string& key) {
+  auto it = entries_.find(key);
+  if (it != entries_.end()) {
+    cached_bytes_ -= it->second.bytes;
+    entries_.erase(it);
+  }
+  manifests_.erase(key);
+}
+
+void ImageBuilder::Evict() {
+  const std::string images = options_.cache_dir + "/images";
+  std::vector<std::string> aside;
+  int64_t freed = 0, over = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (cached_bytes_ <= options_.image_cache_max_bytes) return;
+    std::vector<std::pair<absl::Time, std::string>> by_use;
+    for (const auto& [key, entry] : entries_) by_use.emplace_back(entry.last_use, key);
+    std::sort(by_use.begin(), by_use.end());
+    for (const auto& [last_use, key] : by_use) {
+      if (cached_bytes_ <= options_.image_cache_max_bytes) break;
+      if (in_flight_.count(key) > 0) continue;
+      {
+        absl::MutexLock pins_lock(&pins_->mu);
+        if (pins_->held.count(key) > 0) continue;
+      }
+      // Renamed under mu_: a build of this key that starts next finds no entry.
+      std::string path = SetAside(images, key);
+      const int err = errno;
+      if (path.empty() && err != ENOENT) {
+        spdlog::warn("image cache: cannot evict {}/{}: {}", images, key, strerror(err));
+        continue;
+      }
+      if (!path.empty()) aside.push_back(std::move(path));
+      freed += entries_[key].bytes;
+      Forget(key);
+    }
+    over = cached_bytes_ - options_.image_cache_max_bytes;
+  }
+  for (const std::string& path : aside) {
+    RemoveTree(path);
+    cache_evictions_++;
+    if (options_.evicted) options_.evicted();
+  }
+  spdlog::info("image cache: evicted {} least recently used images ({} bytes){}", aside.size(),
+               freed,
+               over > 0 ? absl::StrCat("; still ", over,
+                                       " bytes over image_cache_max_bytes in images in use")
+                        : std::string());
+}
 
 absl::StatusOr<ImageBuilder::Snapshot> ImageBuilder::CrtSnapshot() {
   absl::MutexLock lock(&mu_);
@@ -458,9 +659,15 @@ absl::StatusOr<Image> ImageBuilder::Build(const std::string& template_dir, const
     in_flight_.insert(key);
   }
   absl::StatusOr<Image> image = BuildLocked(tmpl, crt, unit, key, deadline);
-  if (image.ok()) image->functions = unit.functions;
-  absl::MutexLock lock(&mu_);
-  in_flight_.erase(key);
+  if (image.ok()) {
+    image->functions = unit.functions;
+    image->pin = Pin(key);  // before the key leaves in_flight_: never evictable in between
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    in_flight_.erase(key);
+  }
+  if (image.ok() && !image->cached) Evict();
   return image;
 }
 
@@ -480,17 +687,20 @@ absl::StatusOr<std::optional<Image>> ImageBuilder::CachedImage(const std::string
     if (known != manifests_.end() && known->second != *manifest) good = false;
   }
   std::set<std::string> listed;
+  int64_t bytes = 0;
   if (good) {
+    bytes = manifest->size();
     for (absl::string_view line : absl::StrSplit(*manifest, '\n', absl::SkipEmpty())) {
       std::vector<std::string> f = absl::StrSplit(line, absl::MaxSplits(' ', 1));
       absl::StatusOr<std::string> content =
-          f.size() == 2 ? ReadUntrustedFile(dir + "/" + f[1], kMaxImageBytes)
+          f.size() == 2 ? ReadUntrustedFile(dir + "/" + f[1], options_.max_image_bytes)
                         : absl::StatusOr<std::string>(absl::DataLossError("bad manifest"));
       if (!content.ok() || Sha256Hex(*content) != f[0]) {
         good = false;
         break;
       }
       listed.insert(f.size() == 2 ? f[1] : "");
+      bytes += content->size();
     }
   }
   // Nothing unlisted beside them (a .hash planted next to an image would change its identity).
@@ -503,17 +713,18 @@ absl::StatusOr<std::optional<Image>> ImageBuilder::CachedImage(const std::string
   }
   if (!good) {
     cache_mismatches_++;
-    const std::string aside = absl::StrCat(options_.cache_dir, "/images/.bad-", key, "-",
-                                           absl::Uniform<uint32_t>(absl::BitGen()));
-    if (rename(dir.c_str(), aside.c_str()) == 0) RemoveTree(aside);
-    else RemoveTree(dir);
+    const std::string aside = SetAside(options_.cache_dir + "/images", key);
+    RemoveTree(aside.empty() ? dir : aside);
     absl::MutexLock lock(&mu_);
-    manifests_.erase(key);
+    Forget(key);
     return std::optional<Image>();
   }
+  // Used now (the mtime keeps it for a restarted agent's index).
+  utimensat(AT_FDCWD, dir.c_str(), nullptr, 0);
   {
     absl::MutexLock lock(&mu_);
     manifests_[key] = *manifest;
+    Record(key, bytes, absl::Now());
   }
   Image image;
   image.key = key;
@@ -566,11 +777,8 @@ absl::Status ImageBuilder::PrepareRuntime(const Snapshot& tmpl, const Snapshot& 
   RETURN_IF_ERROR(MakeDirs(runtime));
   const std::string tmp = absl::StrCat(options_.scratch_dir, "/runtime-",
                                        absl::Uniform<uint32_t>(absl::BitGen()));
+  RemoveOnExit cleanup{tmp};
   RETURN_IF_ERROR(MakeDirs(tmp));
-  struct Cleanup {
-    std::string path;
-    ~Cleanup() { RemoveTree(path); }
-  } cleanup{tmp};
   absl::MutexLock lock(&runtime_mu_);
   absl::Status ran = RunStep({{tmpl.dir, kTemplateIn, false},
                               {crt.dir, kCrtIn, false},
@@ -617,11 +825,8 @@ absl::StatusOr<Image> ImageBuilder::BuildLocked(const Snapshot& tmpl, const Snap
   // The image, in a sandbox that may write only its work directory.
   const std::string work =
       absl::StrCat(options_.scratch_dir, "/build-", key, "-", absl::Uniform<uint32_t>(absl::BitGen()));
+  RemoveOnExit cleanup{work};
   RETURN_IF_ERROR(MakeDirs(work));
-  struct Cleanup {
-    std::string path;
-    ~Cleanup() { RemoveTree(path); }
-  } cleanup{work};
   for (const auto& [name, content] : unit.files) {
     const size_t slash = name.rfind('/');
     if (slash != std::string::npos) RETURN_IF_ERROR(MakeDirs(work + "/" + name.substr(0, slash)));
@@ -647,22 +852,41 @@ absl::StatusOr<Image> ImageBuilder::BuildLocked(const Snapshot& tmpl, const Snap
     return built;
   }
 
-  // Into the cache, by the agent: copies of what the build wrote (regular files only), their
-  // digests, and one rename, so a reader sees the whole entry or none.
-  std::string manifest;
-  std::vector<TreeFile> entry;
+  // Into the cache, by the agent: copies of what the build wrote (regular files only, opened and
+  // their sizes checked before any is read), their digests, and one rename, so a reader sees the
+  // whole entry or none.
+  std::vector<std::pair<std::string, UntrustedFile>> outputs;
+  int64_t image_bytes = 0;
   for (const char* suffix : kEntrySuffixes) {
     const std::string name = absl::StrCat("image", suffix);
-    absl::StatusOr<std::string> content = ReadUntrustedFile(work + "/" + name, kMaxImageBytes);
-    if (absl::IsNotFound(content.status()) && *suffix != '\0') continue;
+    absl::StatusOr<UntrustedFile> file = UntrustedFile::Open(work + "/" + name);
+    if (absl::IsNotFound(file.status()) && *suffix != '\0') continue;
+    if (!file.ok()) {
+      failed_++;
+      return absl::UnknownError(absl::IsNotFound(file.status())
+                                    ? std::string("the build wrote no image")
+                                    : std::string(file.status().message()));
+    }
+    image_bytes += file->size();
+    outputs.emplace_back(name, *std::move(file));
+  }
+  if (image_bytes > options_.max_image_bytes) {
+    failed_++;
+    return absl::UnknownError(absl::StrCat("the image is ", image_bytes,
+                                           " bytes, over the agent's max_image_bytes of ",
+                                           options_.max_image_bytes));
+  }
+  std::string manifest;
+  std::vector<TreeFile> entry;
+  for (const auto& [name, file] : outputs) {
+    absl::StatusOr<std::string> content = file.Read();
     if (!content.ok()) {
       failed_++;
-      return absl::UnknownError(absl::IsNotFound(content.status())
-                                    ? std::string("the build wrote no image")
-                                    : std::string(content.status().message()));
+      return content.status();
     }
     absl::StrAppend(&manifest, Sha256Hex(*content), " ", name, "\n");
-    entry.push_back({name, *std::move(content), static_cast<mode_t>(*suffix == '\0' ? 0755 : 0644)});
+    entry.push_back(
+        {name, *std::move(content), static_cast<mode_t>(name == "image" ? 0755 : 0644)});
   }
   entry.push_back({kManifest, manifest, 0644});
   RETURN_IF_ERROR(WriteTree(dir, entry));
@@ -671,6 +895,7 @@ absl::StatusOr<Image> ImageBuilder::BuildLocked(const Snapshot& tmpl, const Snap
     absl::StatusOr<std::string> stored = ReadFile(dir + "/" + kManifest);
     absl::MutexLock lock(&mu_);
     manifests_[key] = stored.ok() ? *stored : manifest;
+    Record(key, DirBytes(dir), absl::Now());
   }
   ASSIGN_OR_RETURN(device::FirmwareImage fw, device::FirmwareImageFromFile(image.path));
   image.hash = fw.content_hash;

@@ -27,14 +27,34 @@
 // a mismatch — a tampered or damaged entry — is counted (cache_mismatches()), the entry removed,
 // and the image built afresh.
 //
+// Limits: an image's files together may have at most max_image_bytes (16 MiB by default): their
+// sizes are checked before anything is read, and a build over it fails like a compile error
+// (COMPILE_DEVICE: the trial's fault) with nothing cached. The image entries together may have at
+// most image_cache_max_bytes (2 GiB by default): after storing an entry (and at construction, for
+// a lowered limit) the builder evicts the least recently used entries — stored or hit the longest
+// ago: each hit touches its directory's mtime, so the order survives a restart — until the rest
+// fit (cache_evictions()). An entry whose Image (any copy of it) is still held, e.g. by a board
+// worker flashing or measuring with it, or that is being built or checked, is never evicted;
+// while such entries alone exceed the limit the cache stays over it until the next store. The
+// crt/template snapshots and runtime/ (one per crt tree and template version, small and trusted)
+// are not counted and never evicted. A cache_dir belongs to one agent (its builder alone writes
+// and evicts it).
+//
+// Interrupted work leaves nothing: a staged or set-aside directory (.staging-*, .removed-*, and
+// any other hidden directory in images/, crt/ and templates/) is removed on every failure path
+// and, for an agent killed mid-copy, at construction, with the build work directories (build-*,
+// runtime-*) in scratch_dir.
+//
 // Thread-safety: ImageBuilder may be used from any number of threads; two builds of the same key
-// at once wait for one another (the second is a cache hit).
+// at once wait for one another (the second is a cache hit). An Image may outlive its builder.
 
 #ifndef BENCHFARM_AGENT_FIRMWARE_H_
 #define BENCHFARM_AGENT_FIRMWARE_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -79,13 +99,22 @@ struct Image {
   bool cached = false;
   absl::Duration build_time;
   std::vector<std::string> functions;
+  // Shared by the copies of this Image: while one lives, its cache entry is not evicted.
+  std::shared_ptr<const void> pin;
 };
+
+inline constexpr int64_t kDefaultImageCacheMaxBytes = int64_t{2} << 30;
+inline constexpr int64_t kDefaultMaxImageBytes = int64_t{16} << 20;
 
 struct ImageBuilderOptions {
   std::string cache_dir;    // images, snapshots, and the templates' runtime cache (runtime/)
   std::string scratch_dir;  // work directories of builds (removed after each build)
   std::string crt_dir;      // the crt source tree
   absl::Duration time_limit = absl::Minutes(2);  // each of the two steps
+  int64_t image_cache_max_bytes = kDefaultImageCacheMaxBytes;  // images/ entries together
+  int64_t max_image_bytes = kDefaultMaxImageBytes;             // one image's files together
+  // Called once for each entry evicted (the agent's /metrics counter); may be empty.
+  std::function<void()> evicted;
   // Limits of every process of a build's sandbox.
   device::SandboxLimits limits = DefaultBuildLimits();
 
@@ -102,10 +131,13 @@ struct ImageBuilderOptions {
 
 class ImageBuilder {
  public:
+  // Removes what an interrupted predecessor left (see the top), indexes the cached images and
+  // evicts beyond image_cache_max_bytes. Logs what it removed; never fails.
   explicit ImageBuilder(ImageBuilderOptions options);
 
   // The image of `unit` built with the template in `template_dir`: from the cache, or built now.
-  // Errors: Unknown "compile failed" with the build's output (COMPILE_DEVICE); DeadlineExceeded
+  // Errors: Unknown "compile failed" with the build's output, or "the image is N bytes, over the
+  // agent's max_image_bytes of M" (both COMPILE_DEVICE); DeadlineExceeded
   // (BUILD_TIMEOUT) with the output so far; FailedPrecondition when the template cannot be run
   // (a broken agent configuration, or no sandbox: bubblewrap missing); Internal for file system
   // errors.
@@ -117,8 +149,35 @@ class ImageBuilder {
   int64_t cache_hits() const { return cache_hits_.load(); }
   // Cached images that failed their hash check (then rebuilt).
   int64_t cache_mismatches() const { return cache_mismatches_.load(); }
+  // Entries evicted to keep image_cache_max_bytes.
+  int64_t cache_evictions() const { return cache_evictions_.load(); }
 
  private:
+  // The index of images/: each entry's bytes and last use (store or hit).
+  struct Entry {
+    int64_t bytes = 0;
+    absl::Time last_use;
+  };
+  // Keys of the Images handed out and still held, with how many pins each (shared with the pins,
+  // which may outlive the builder).
+  struct Pins {
+    absl::Mutex mu;
+    std::map<std::string, int> held ABSL_GUARDED_BY(mu);
+  };
+
+  // At construction: removes what an interrupted agent left; indexes images/ (last use: each
+  // entry directory's mtime).
+  void RemoveLeftovers();
+  void IndexCache();
+  // A pin of `key`'s entry, for Image::pin.
+  std::shared_ptr<const void> Pin(const std::string& key);
+  // Records `key`'s entry with its bytes and last use; forgets it (and its MANIFEST).
+  void Record(const std::string& key, int64_t bytes, absl::Time last_use)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Forget(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Evicts least recently used entries, neither pinned nor in flight, until the rest fit.
+  void Evict() ABSL_LOCKS_EXCLUDED(mu_);
+
   struct Snapshot {
     std::string hash;  // of every file's name, mode and content
     std::string dir;   // cache_dir/<kind>/<hash>
@@ -141,9 +200,13 @@ class ImageBuilder {
                        const std::string& step, absl::Time deadline);
 
   const ImageBuilderOptions options_;
-  std::atomic<int64_t> builds_{0}, failed_{0}, cache_hits_{0}, cache_mismatches_{0};
-  absl::Mutex mu_;
+  std::atomic<int64_t> builds_{0}, failed_{0}, cache_hits_{0}, cache_mismatches_{0},
+      cache_evictions_{0};
+  const std::shared_ptr<Pins> pins_ = std::make_shared<Pins>();
+  absl::Mutex mu_;  // taken before pins_->mu
   std::set<std::string> in_flight_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  int64_t cached_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::string crt_fingerprint_ ABSL_GUARDED_BY(mu_);
   // What this process stored or verified: key -> MANIFEST.
   std::map<std::string, std::string> manifests_ ABSL_GUARDED_BY(mu_);

@@ -1,6 +1,8 @@
 // ImageBuilder: images built in the build sandbox, the cache written by the builder alone and
-// checked on every hit (a tampered entry is detected, counted and rebuilt), and what a build step
-// may and may not touch — a template of the test's own probes the sandbox from inside.
+// checked on every hit (a tampered entry is detected, counted and rebuilt), what a build step
+// may and may not touch — a template of the test's own probes the sandbox from inside — and the
+// cache's limits: an image over max_image_bytes is not taken, the least recently used images go
+// beyond image_cache_max_bytes, and nothing an interrupted agent left stays.
 
 #include "agent/firmware.h"
 
@@ -11,8 +13,10 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -94,6 +98,50 @@ const char kAdd[] =
     "}\n";
 
 absl::Time Soon() { return absl::Now() + absl::Minutes(2); }
+
+// The message of a build of `unit` (host-process template) that fails as COMPILE_DEVICE.
+std::string CompileDeviceError(ImageBuilder& builder, const BuildUnit& unit) {
+  absl::StatusOr<Image> image =
+      builder.Build(Runfiles("agent/templates/host-process"), unit, Soon());
+  EXPECT_FALSE(image.ok());
+  EXPECT_TRUE(absl::IsUnknown(image.status())) << image.status();  // COMPILE_DEVICE
+  return std::string(image.status().message());
+}
+
+// Every name in `path`, hidden ones too.
+int AllEntries(const std::string& path) {
+  int n = 0;
+  if (DIR* d = opendir(path.c_str())) {
+    while (struct dirent* e = readdir(d)) {
+      n += std::string(e->d_name) != "." && std::string(e->d_name) != "..";
+    }
+    closedir(d);
+  }
+  return n;
+}
+
+// The bytes of the files in the cache's image entries (images/<key>/*).
+int64_t ImageCacheBytes(const std::string& images) {
+  int64_t bytes = 0;
+  if (DIR* d = opendir(images.c_str())) {
+    while (struct dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      const std::string entry = absl::StrCat(images, "/", e->d_name);
+      if (DIR* files = opendir(entry.c_str())) {
+        while (struct dirent* f = readdir(files)) {
+          struct stat st;
+          if (lstat(absl::StrCat(entry, "/", f->d_name).c_str(), &st) == 0 &&
+              S_ISREG(st.st_mode)) {
+            bytes += st.st_size;
+          }
+        }
+        closedir(files);
+      }
+    }
+    closedir(d);
+  }
+  return bytes;
+}
 
 TEST(ImageBuilder, BuildsInTheSandboxAndKeepsTheImageWithItsDigests) {
   const std::string dir = TestDir();
@@ -199,15 +247,156 @@ TEST(ImageBuilder, IncludesOfHostFilesFailWithoutTheirContent) {
     absl::StatusOr<BuildUnit> unit =
         Trial(absl::StrCat("#include \"", path, "\"\n", kAdd));
     ASSERT_TRUE(unit.ok());
-    absl::StatusOr<Image> image =
-        builder.Build(Runfiles("agent/templates/host-process"), *unit, Soon());
-    ASSERT_FALSE(image.ok());
-    EXPECT_TRUE(absl::IsUnknown(image.status())) << image.status();  // COMPILE_DEVICE
-    const std::string message(image.status().message());
+    const std::string message = CompileDeviceError(builder, *unit);
     EXPECT_TRUE(absl::StrContains(message, "No such file or directory")) << message;
     EXPECT_FALSE(absl::StrContains(message, "SECRET_CONTENT")) << message;
     EXPECT_FALSE(absl::StrContains(message, "root:")) << message;
   }
+}
+
+TEST(ImageBuilder, AnImageOverMaxImageBytesFailsLikeACompileErrorAndIsNotCached) {
+  const std::string dir = TestDir();
+  ImageBuilderOptions options = Options(dir);
+  options.max_image_bytes = int64_t{1} << 20;
+  ImageBuilder builder(options);
+  // 2 MiB of zeros in the image's read-only data.
+  absl::StatusOr<BuildUnit> unit = Trial(absl::StrCat(
+      kAdd, "__asm__(\".section .rodata\\n.fill 2097152, 1, 0\\n.previous\");\n"));
+  ASSERT_TRUE(unit.ok());
+  const std::string message = CompileDeviceError(builder, *unit);
+  EXPECT_TRUE(absl::StartsWith(message, "the image is 2")) << message;
+  EXPECT_TRUE(absl::StrContains(message, " bytes, over the agent's max_image_bytes of 1048576"))
+      << message;
+  EXPECT_EQ(builder.failed_builds(), 1);
+  EXPECT_EQ(builder.builds(), 0);
+  // Nothing of it is kept: no entry, nothing staged, no work directory.
+  EXPECT_EQ(AllEntries(dir + "/cache/images"), 0);
+  EXPECT_EQ(Entries(dir + "/scratch"), 0);
+  // The same source without the padding is well under the limit.
+  absl::StatusOr<BuildUnit> small = Trial(kAdd);
+  ASSERT_TRUE(small.ok());
+  absl::StatusOr<Image> image =
+      builder.Build(Runfiles("agent/templates/host-process"), *small, Soon());
+  ASSERT_TRUE(image.ok()) << image.status();
+}
+
+TEST(ImageBuilder, TheLeastRecentlyUsedImagesGoBeyondTheCacheLimitButNotOnesInUse) {
+  const std::string dir = TestDir();
+  const std::string tmpl = Runfiles("agent/templates/host-process");
+  const std::string images = dir + "/cache/images";
+  std::map<std::string, BuildUnit> units;
+  for (const char* name : {"a", "b", "c"}) {
+    absl::StatusOr<BuildUnit> unit =
+        Trial(absl::StrCat(kAdd, "const char which[] = \"", name, "\";\n"));
+    ASSERT_TRUE(unit.ok());
+    units[name] = *unit;
+  }
+  // One entry's size, to set a limit that holds two entries and not three.
+  int64_t one;
+  {
+    ImageBuilder sizing(Options(dir));
+    ASSERT_TRUE(sizing.Build(tmpl, units["a"], Soon()).ok());
+    one = ImageCacheBytes(images);
+  }
+  ASSERT_GT(one, 0);
+  ImageBuilderOptions options = Options(dir);
+  options.image_cache_max_bytes = one * 5 / 2;
+  int evicted_calls = 0;
+  options.evicted = [&evicted_calls] { evicted_calls++; };
+  ImageBuilder builder(options);
+  auto build = [&](const std::string& name) {
+    absl::StatusOr<Image> image = builder.Build(tmpl, units[name], Soon());
+    EXPECT_TRUE(image.ok()) << image.status();
+    return image.ok() ? *image : Image();
+  };
+  auto cached = [&](const std::string& key) { return Exists(absl::StrCat(images, "/", key)); };
+
+  const std::string a = build("a").key;  // a hit (built by `sizing`)
+  const std::string b = build("b").key;  // built: two entries, under the limit
+  EXPECT_EQ(builder.cache_evictions(), 0);
+  EXPECT_TRUE(build("a").cached);        // a used after b
+  const std::string c = build("c").key;  // built: over the limit, b (least recently used) goes
+  EXPECT_EQ(builder.cache_evictions(), 1);
+  EXPECT_EQ(evicted_calls, 1);
+  EXPECT_TRUE(cached(a));
+  EXPECT_FALSE(cached(b));
+  EXPECT_TRUE(cached(c));
+  EXPECT_LE(ImageCacheBytes(images), options.image_cache_max_bytes);
+
+  // b again: a miss, rebuilt. The least recently used is now a, but a board holds a's image
+  // (flashing or measuring with it): c goes instead.
+  {
+    Image held = build("a");
+    ASSERT_TRUE(held.cached);
+    Image c_again = build("c");  // c used after a: a is the least recently used
+    c_again = Image();
+    const int64_t builds = builder.builds();
+    Image rebuilt = build("b");
+    EXPECT_FALSE(rebuilt.cached);
+    EXPECT_EQ(builder.builds(), builds + 1);
+    EXPECT_EQ(builder.cache_evictions(), 2);
+    EXPECT_TRUE(cached(a));
+    EXPECT_TRUE(Exists(held.path));
+    EXPECT_FALSE(cached(c));
+    EXPECT_TRUE(cached(rebuilt.key));
+    EXPECT_LE(ImageCacheBytes(images), options.image_cache_max_bytes);
+  }
+
+  // The order survives a restart (a hit touches its entry): a used last, then a builder with room
+  // for one entry keeps a and evicts b at construction. (File times advance by the kernel's
+  // tick: a hit in the same tick as b's store would tie.)
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_TRUE(build("a").cached);
+  ImageBuilderOptions one_entry = Options(dir);
+  one_entry.image_cache_max_bytes = one * 3 / 2;
+  ImageBuilder restarted(one_entry);
+  EXPECT_EQ(restarted.cache_evictions(), 1);
+  EXPECT_TRUE(cached(a));
+  EXPECT_FALSE(cached(b));
+  EXPECT_EQ(Entries(images), 1);
+  EXPECT_EQ(AllEntries(images), 1);  // nothing set aside left behind
+}
+
+TEST(ImageBuilder, WhatAnInterruptedAgentLeftIsRemovedAtStart) {
+  const std::string dir = TestDir();
+  const std::string tmpl = Runfiles("agent/templates/host-process");
+  std::string key;
+  {
+    ImageBuilder builder(Options(dir));
+    absl::StatusOr<BuildUnit> unit = Trial(kAdd);
+    ASSERT_TRUE(unit.ok());
+    absl::StatusOr<Image> image = builder.Build(tmpl, *unit, Soon());
+    ASSERT_TRUE(image.ok()) << image.status();
+    key = image->key;
+  }
+  // An agent killed mid-copy and mid-build: staged and set-aside directories in the cache, work
+  // directories in the scratch directory.
+  const std::vector<std::string> leftovers = {
+      dir + "/cache/images/.staging-12345",  dir + "/cache/images/.bad-" + key + "-7",
+      dir + "/cache/images/.removed-k-9",    dir + "/cache/crt/.staging-1",
+      dir + "/cache/templates/.staging-2",   dir + "/scratch/build-" + key + "-3",
+      dir + "/scratch/runtime-4"};
+  for (const std::string& path : leftovers) {
+    ASSERT_TRUE(MakeDirs(path + "/sub").ok());
+    Write(path + "/image", std::string(1000, 'x'));
+  }
+  // What is not the builder's to remove: the agent's lock, board logs, the process records.
+  Write(dir + "/scratch/agent.lock", "");
+  Write(dir + "/scratch/b0.qemu.log", "log");
+  ASSERT_TRUE(MakeDirs(dir + "/scratch/processes").ok());
+
+  ImageBuilder restarted(Options(dir));
+  for (const std::string& path : leftovers) EXPECT_FALSE(Exists(path)) << path;
+  EXPECT_TRUE(Exists(dir + "/scratch/agent.lock"));
+  EXPECT_TRUE(Exists(dir + "/scratch/b0.qemu.log"));
+  EXPECT_TRUE(Exists(dir + "/scratch/processes"));
+  // The cached image is still there, and a hit.
+  EXPECT_TRUE(Exists(dir + "/cache/images/" + key + "/image"));
+  absl::StatusOr<BuildUnit> unit = Trial(kAdd);
+  ASSERT_TRUE(unit.ok());
+  absl::StatusOr<Image> image = restarted.Build(tmpl, *unit, Soon());
+  ASSERT_TRUE(image.ok()) << image.status();
+  EXPECT_TRUE(image->cached);
 }
 
 // A template of the test's own: each step probes what it can reach and writes the answers into

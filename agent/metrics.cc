@@ -37,6 +37,12 @@ AgentMetrics::AgentMetrics(AgentMetricsOptions options)
                       .Help("Images found in the cache instead of built")
                       .Register(*registry_)
                       .Add({})),
+      cache_evictions_(prometheus::BuildCounter()
+                           .Name("benchfarm_agent_image_cache_evictions_total")
+                           .Help("Cached images evicted, least recently used first, to keep "
+                                 "image_cache_max_bytes")
+                           .Register(*registry_)
+                           .Add({})),
       flashes_(prometheus::BuildCounter()
                    .Name("benchfarm_agent_flashes_total")
                    .Help("Images flashed, by board")
@@ -98,6 +104,7 @@ void AgentMetrics::SetBoards(const std::map<std::string, int>& by_state) {
 
 void AgentMetrics::Build(const std::string& result) { builds_.Add({{"result", result}}).Increment(); }
 void AgentMetrics::CacheHit() { cache_hits_.Increment(); }
+void AgentMetrics::CacheEviction() { cache_evictions_.Increment(); }
 void AgentMetrics::Flash(const std::string& board) { flashes_.Add({{"board", board}}).Increment(); }
 void AgentMetrics::FlashSkip(const std::string& board) {
   flash_skips_.Add({{"board", board}}).Increment();

@@ -5,6 +5,8 @@
 //   benchfarm_agent_boards{state}                           gauge: idle, busy, resetting, offline
 //   benchfarm_agent_builds_total{result}                    counter: ok, failed, timeout
 //   benchfarm_agent_build_cache_hits_total                  counter
+//   benchfarm_agent_image_cache_evictions_total             counter: images evicted (LRU) to
+//                                                           keep image_cache_max_bytes
 //   benchfarm_agent_flashes_total{board}                    counter
 //   benchfarm_agent_flash_skips_total{board}                counter: image already on the board
 //   benchfarm_agent_handshakes_total{board,result}          counter: ok, failed
@@ -64,6 +66,7 @@ class AgentMetrics {
   void SetBoards(const std::map<std::string, int>& by_state);
   void Build(const std::string& result);
   void CacheHit();
+  void CacheEviction();
   void Flash(const std::string& board);
   void FlashSkip(const std::string& board);
   void Handshake(const std::string& board, bool ok);
@@ -85,6 +88,7 @@ class AgentMetrics {
   prometheus::Family<prometheus::Gauge>& boards_;
   prometheus::Family<prometheus::Counter>& builds_;
   prometheus::Counter& cache_hits_;
+  prometheus::Counter& cache_evictions_;
   prometheus::Family<prometheus::Counter>& flashes_;
   prometheus::Family<prometheus::Counter>& flash_skips_;
   prometheus::Family<prometheus::Counter>& handshakes_;

@@ -1,7 +1,9 @@
 // ResultSpool: finished results kept on disk until the tracker acknowledges them, so a result is
 // neither lost (agent or tracker restart, tracker away) nor reported twice (the tracker records a
 // job's result once and acknowledges repeats). One file per job: <dir>/<job_id>.result, a
-// serialized v1::JobResult written to a temporary file, fsynced and renamed into place.
+// serialized v1::JobResult written to a temporary file, fsynced and renamed into place. The spool
+// is not part of the image cache (agent/firmware.h; by default its directory is beside the
+// cache's, not in it): it counts toward no cache limit and nothing in it is evicted for room.
 //
 // Thread-safety: all methods may be called from any thread.
 
