@@ -245,6 +245,7 @@ AgentCounters Agent::counters() const {
   for (const auto& w : workers_) {
     WorkerCounters wc = w->counters();
     c.boards.flashes += wc.flashes;
+    c.boards.leftovers_killed += wc.leftovers_killed;
     c.boards.flash_skips += wc.flash_skips;
     c.boards.handshakes += wc.handshakes;
     c.boards.handshake_failures += wc.handshake_failures;

@@ -11,6 +11,7 @@
 #include "catalog/operator.h"
 #include "proto/error_codes.h"
 #include "google/protobuf/util/time_util.h"
+#include "spdlog/spdlog.h"
 
 namespace benchfarm::agent {
 namespace {
@@ -466,6 +467,7 @@ void BoardWorker::RunBatch(Prepared& batch) {
       const uint64_t damaged = (link.crc_failures - link_before.crc_failures) +
                                (link.packets_dropped - link_before.packets_dropped);
       if (s.ok() && !l.outcome.done) {
+        EndLeftovers(item.offer.job_id());
         any = true;
         continue;
       }
@@ -491,6 +493,7 @@ void BoardWorker::RunBatch(Prepared& batch) {
           r.set_message(absl::StrCat(q.function, ": ", o.mismatch, " (max abs error ",
                                      o.max_abs_error, ")"));
         }
+        EndLeftovers(item.offer.job_id());
         Report(item.offer, r, l.started);
         continue;
       }
@@ -541,6 +544,7 @@ void BoardWorker::RunBatch(Prepared& batch) {
         r.set_error_code(v1::RUNTIME_DEVICE);
         r.set_message(std::string(s.message()));
       }
+      EndLeftovers(item.offer.job_id());
       Report(item.offer, r, l.started);
     }
   }
@@ -644,6 +648,20 @@ std::optional<BoardWorker::Failure> BoardWorker::CheckCalibration() {
 bool BoardWorker::AnswersAtOnce() {
   return !board_->Connect(absl::Now() + std::min(kAliveProbe, options_.connect_timeout))
               .has_value();
+}
+
+void BoardWorker::EndLeftovers(const std::string& job_id) {
+  const device::Board::Leftovers left = board_->EndTrialLeftovers();
+  if (left.killed == 0 && left.threads == 0) return;
+  spdlog::warn("board {}: job {}: {}", id(), job_id, left.ToString());
+  {
+    absl::MutexLock lock(&mu_);
+    counters_.leftovers_killed += left.killed;
+  }
+  if (metrics_ != nullptr) metrics_->LeftoversKilled(id(), left.killed);
+  // A thread cannot be ended alone: the board restarts before its next call (unless a failure
+  // of the call has already seen to that).
+  if (left.threads > 0 && !reset_pending_) MarkForReset(device::Board::ResetReason::kHung);
 }
 
 void BoardWorker::MarkForReset(device::Board::ResetReason reason) {

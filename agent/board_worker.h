@@ -87,6 +87,7 @@ struct WorkerCounters {
   int64_t images = 0;   // images this board used (built or from the cache)
   int64_t results = 0;  // jobs finished
   int64_t resets = 0;   // restarts after a hang or crash
+  int64_t leftovers_killed = 0;  // processes trials left running, killed after their calls
 };
 
 class BoardWorker {
@@ -157,6 +158,9 @@ class BoardWorker {
   std::optional<Failure> CheckCalibration();
   // After a hang or crash (kHung: the board is restarted on next use) or a reboot (kRebooted).
   void MarkForReset(device::Board::ResetReason reason);
+  // After each call of a trial's code (Board::EndTrialLeftovers): what it left running is ended
+  // — processes killed, a board running threads of the trial's restarted — and logged.
+  void EndLeftovers(const std::string& job_id);
   // After a call timed out: whether the board answers a new handshake at once (then it is alive
   // and the call was lost on the link; else its kernel hangs). Leaves a new link up if so.
   bool AnswersAtOnce();

@@ -47,6 +47,11 @@ AgentMetrics::AgentMetrics(AgentMetricsOptions options)
                    .Name("benchfarm_agent_flashes_total")
                    .Help("Images flashed, by board")
                    .Register(*registry_)),
+      leftovers_killed_(prometheus::BuildCounter()
+                            .Name("benchfarm_agent_trial_leftovers_killed_total")
+                            .Help("Processes a trial's code left running on a host-process "
+                                  "board, killed after its call, by board")
+                            .Register(*registry_)),
       flash_skips_(prometheus::BuildCounter()
                        .Name("benchfarm_agent_flash_skips_total")
                        .Help("Flashes skipped because the board already ran the image")
@@ -111,6 +116,10 @@ void AgentMetrics::FlashSkip(const std::string& board) {
 }
 void AgentMetrics::Handshake(const std::string& board, bool ok) {
   handshakes_.Add({{"board", board}, {"result", ok ? "ok" : "failed"}}).Increment();
+}
+
+void AgentMetrics::LeftoversKilled(const std::string& board, int processes) {
+  leftovers_killed_.Add({{"board", board}}).Increment(processes);
 }
 
 void AgentMetrics::Link(const std::string& board, uint64_t crc_errors, uint64_t dropped) {

@@ -11,6 +11,8 @@
 //   benchfarm_agent_flash_skips_total{board}                counter: image already on the board
 //   benchfarm_agent_handshakes_total{board,result}          counter: ok, failed
 //   benchfarm_agent_link_crc_errors_total{board}            counter
+//   benchfarm_agent_trial_leftovers_killed_total{board}     counter: processes trials left
+//                                                           running, killed after their calls
 //   benchfarm_agent_link_dropped_packets_total{board}       counter
 //   benchfarm_agent_trials_total{error_code}                counter: results by ErrorCode name
 //   benchfarm_agent_stage_seconds{stage}                    histogram: build, flash, handshake,
@@ -72,6 +74,7 @@ class AgentMetrics {
   void Handshake(const std::string& board, bool ok);
   // The link's running totals; the counters advance by the difference.
   void Link(const std::string& board, uint64_t crc_errors, uint64_t dropped);
+  void LeftoversKilled(const std::string& board, int processes);
   void Trial(const std::string& error_code);
   void Stage(const std::string& stage, double seconds);
   void SetSpooled(int64_t n);
@@ -90,6 +93,7 @@ class AgentMetrics {
   prometheus::Counter& cache_hits_;
   prometheus::Counter& cache_evictions_;
   prometheus::Family<prometheus::Counter>& flashes_;
+  prometheus::Family<prometheus::Counter>& leftovers_killed_;
   prometheus::Family<prometheus::Counter>& flash_skips_;
   prometheus::Family<prometheus::Counter>& handshakes_;
   prometheus::Family<prometheus::Counter>& crc_errors_;

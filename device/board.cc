@@ -438,6 +438,28 @@ void Board::Reset(ResetReason reason) {
   if (reason == ResetReason::kHung) needs_restart_ = true;
 }
 
+Board::Leftovers Board::EndTrialLeftovers() {
+  Leftovers left;
+  if (host_process_ == nullptr || host_process_->pid() <= 0) return left;
+  absl::StatusOr<KilledStrays> ended = host_process_->EndStrays();
+  if (!ended.ok()) return left;  // the board has ended: its sandbox with it
+  left.killed = ended->killed;
+  if (ended->left.command_threads > 1) left.threads = ended->left.command_threads;
+  return left;
+}
+
+std::string Board::Leftovers::ToString() const {
+  std::string s;
+  if (killed > 0) {
+    s = absl::StrCat("killed ", killed, " process", killed == 1 ? "" : "es", " the trial started");
+  }
+  if (threads > 0) {
+    absl::StrAppend(&s, s.empty() ? "" : "; ", "the board process runs ", threads,
+                    " threads");
+  }
+  return s;
+}
+
 bool BoardCrash::KilledFromOutside() const {
   return signal == SIGKILL || signal == SIGTERM || signal == SIGHUP || signal == SIGINT;
 }

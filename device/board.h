@@ -154,6 +154,18 @@ class Board {
   };
   void Reset(ResetReason reason);
 
+  // After a call that ran a trial's code: ends what that code left running. On a host-process
+  // board every process of its sandbox but the board is killed (setsid() daemons included); a
+  // thread the trial started in the board process (threads > 0) cannot be killed alone: the
+  // caller restarts the board (Reset kHung). Other boards run trial code on their own CPU:
+  // nothing is ever left.
+  struct Leftovers {
+    int killed = 0;        // processes
+    int threads = 0;       // of the board process, when more than its one
+    std::string ToString() const;  // "" when nothing was left
+  };
+  Leftovers EndTrialLeftovers();
+
   // How the board died, if it did and the board can tell: "killed by signal 11 (...)" for a host
   // process, "QEMU exited: exit code 1" for an emulated one. Waits up to `wait` for it.
   std::optional<BoardCrash> CrashReport(absl::Duration wait);

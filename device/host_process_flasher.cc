@@ -396,6 +396,14 @@ pid_t HostProcessFlasher::pid() const {
   return board_ ? board_->process->pid() : -1;
 }
 
+absl::StatusOr<KilledStrays> HostProcessFlasher::EndStrays() {
+  const pid_t launcher = pid();
+  if (launcher < 0) {
+    return absl::FailedPreconditionError(absl::StrCat(kName, ": no board was started"));
+  }
+  return KillSandboxStrays(launcher);
+}
+
 std::optional<FirmwareImage> HostProcessFlasher::image() const {
   absl::MutexLock lock(&mu_);
   if (!board_) return std::nullopt;

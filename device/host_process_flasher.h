@@ -73,6 +73,7 @@
 #include "absl/types/span.h"
 #include "base/process_exit.h"
 #include "device/flasher.h"
+#include "device/sandbox.h"
 #include "device/subprocess.h"
 #include "device/transport.h"
 
@@ -142,6 +143,13 @@ class HostProcessFlasher final : public Flasher {
   // The board's process id (also its process group and session id) — its sandbox's bwrap, whose
   // exit is the board's; -1 when there is none.
   pid_t pid() const;
+
+  // Ends what a trial left running in the current board's sandbox: every process but the board
+  // (KillSandboxStrays: children, setsid() daemons, theirs) is killed. Returns how many, and how
+  // many threads the board process runs now (the board is single-threaded: more is a thread the
+  // trial started, which only a restart ends). FailedPrecondition when no board was started;
+  // NotFound when its sandbox has ended.
+  absl::StatusOr<KilledStrays> EndStrays();
 
   // The image the current board was started from; nullopt when there is none.
   std::optional<FirmwareImage> image() const;

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -320,6 +321,93 @@ absl::StatusOr<std::string> PathIntoSandbox(pid_t launcher, absl::string_view in
         absl::StrCat("sandbox of process ", launcher, ": no sandbox process (", children, ")"));
   }
   return absl::StrCat("/proc/", first, "/root", inside);
+}
+
+namespace {
+
+// The children of every thread of `pid` (empty when it is gone).
+std::vector<pid_t> ChildrenOf(pid_t pid) {
+  std::vector<pid_t> children;
+  const std::string tasks = absl::StrCat("/proc/", pid, "/task");
+  DIR* dir = opendir(tasks.c_str());
+  if (dir == nullptr) return children;
+  while (struct dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(absl::StrCat(tasks, "/", e->d_name, "/children"));
+    for (pid_t child; in >> child;) children.push_back(child);
+  }
+  closedir(dir);
+  return children;
+}
+
+// From /proc/PID/status: its pid inside its own pid namespace (the last NSpid), its thread count,
+// and whether it is a zombie (dead, waiting for its parent). False when it is gone.
+struct ProcStatus {
+  pid_t ns_pid = 0;
+  int threads = 0;
+  bool zombie = false;
+};
+bool ReadProcStatus(pid_t pid, ProcStatus* status) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
+  if (!in) return false;
+  for (std::string line; std::getline(in, line);) {
+    if (absl::StartsWith(line, "State:")) {
+      status->zombie = line.find('Z') != std::string::npos || line.find('X') != std::string::npos;
+    } else if (absl::StartsWith(line, "Threads:")) {
+      (void)absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(8)), &status->threads);
+    } else if (absl::StartsWith(line, "NSpid:")) {
+      std::vector<absl::string_view> ids = absl::StrSplit(line.substr(6), '\t', absl::SkipWhitespace());
+      if (!ids.empty()) (void)absl::SimpleAtoi(absl::StripAsciiWhitespace(ids.back()), &status->ns_pid);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<SandboxProcesses> ListSandboxProcesses(pid_t launcher) {
+  // bwrap's one child is the sandbox's init; every process of the sandbox descends from it.
+  std::vector<pid_t> inits = ChildrenOf(launcher);
+  if (inits.empty()) {
+    return absl::NotFoundError(absl::StrCat("sandbox of process ", launcher, ": no sandbox process"));
+  }
+  SandboxProcesses out;
+  std::vector<pid_t> todo = ChildrenOf(inits[0]);
+  std::set<pid_t> seen;
+  while (!todo.empty()) {
+    const pid_t pid = todo.back();
+    todo.pop_back();
+    if (!seen.insert(pid).second) continue;
+    ProcStatus status;
+    if (!ReadProcStatus(pid, &status)) continue;  // gone meanwhile
+    for (pid_t child : ChildrenOf(pid)) todo.push_back(child);
+    if (status.zombie) continue;
+    if (status.ns_pid == 2) {
+      out.command_threads = status.threads;
+    } else {
+      out.strays.push_back(pid);
+    }
+  }
+  std::sort(out.strays.begin(), out.strays.end());
+  return out;
+}
+
+absl::StatusOr<KilledStrays> KillSandboxStrays(pid_t launcher) {
+  KilledStrays out;
+  std::set<pid_t> killed;
+  for (int look = 0; look < 100; ++look) {
+    absl::StatusOr<SandboxProcesses> now = ListSandboxProcesses(launcher);
+    if (!now.ok()) return now.status();
+    out.left = *std::move(now);
+    if (out.left.strays.empty()) break;
+    for (pid_t pid : out.left.strays) {
+      if (kill(pid, SIGKILL) == 0) killed.insert(pid);
+    }
+    // The init reaps them; a moment for that, so the next look sees who is really left.
+    absl::SleepFor(absl::Milliseconds(look < 10 ? 1 : 10));
+  }
+  out.killed = static_cast<int>(killed.size());
+  return out;
 }
 
 void SetSandboxProcForTesting(bool fresh_proc) { g_fresh_proc = fresh_proc; }

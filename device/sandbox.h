@@ -149,6 +149,27 @@ absl::StatusOr<SubprocessOptions> SandboxedSubprocess(const SandboxOptions& sand
 // (or no longer) there.
 absl::StatusOr<std::string> PathIntoSandbox(pid_t launcher, absl::string_view inside);
 
+// What runs in the sandbox whose bwrap has pid `launcher`, seen from here (/proc/PID/task/*/
+// children, from the sandbox's init down): `strays` are the host pids of every live process but
+// the init and the command it started (the sandbox's pid 2) — what the command left running:
+// its children, daemons that called setsid() (the init adopts them), theirs; `command_threads`
+// is how many threads the command runs (0 if it has ended). NotFound when the sandbox is not (or
+// no longer) there.
+struct SandboxProcesses {
+  std::vector<pid_t> strays;
+  int command_threads = 0;
+};
+absl::StatusOr<SandboxProcesses> ListSandboxProcesses(pid_t launcher);
+
+// SIGKILLs the sandbox's strays (ListSandboxProcesses) until none is left: a process that forks
+// while it is being killed is found at the next look (at most 100 looks). Returns how many
+// processes it killed, and the sandbox as it was left. NotFound as ListSandboxProcesses.
+struct KilledStrays {
+  int killed = 0;
+  SandboxProcesses left;
+};
+absl::StatusOr<KilledStrays> KillSandboxStrays(pid_t launcher);
+
 // Gives `path` and everything under it (symbolic links themselves, not followed) to uid/gid —
 // e.g. back to this process after a sandbox had it. Internal on failure.
 absl::Status ChownTree(const std::string& path, uid_t uid, gid_t gid);
