@@ -451,7 +451,9 @@ TEST_F(LeaseAgentTest, AnAttemptSupersededWhileItRunsIsMeasuredOnceUnderTheNewAt
   EXPECT_EQ(job.result().error_code(), v1::NO_ERROR) << job.result().message();
   ASSERT_EQ(job.attempts_size(), 2) << job.ShortDebugString();
   EXPECT_EQ(job.attempts(0).error_code(), v1::BOARD_LOST);
-  EXPECT_EQ(job.attempts(0).message(), "the lease expired");
+  // (The jump makes the agent look silent for 30 s: its next heartbeat brings its board back.)
+  EXPECT_TRUE(absl::StartsWith(job.attempts(0).message(), "the lease expired"))
+      << job.attempts(0).message();
   EXPECT_EQ(agent_->counters().boards.results, 1) << "the job was measured more than once";
   // Heartbeats name what the agent holds: nothing is held now, nothing stays RUNNING.
   EXPECT_EQ(agent_->workers()[0]->HeldJobs().size(), 0u);
