@@ -492,131 +492,11 @@ absl::Status JobQueue::CheckPin(const v1::Trial& t, int i) const {
 
 // ---- queues ---------------------------------------------------------------------------------
 
-namespace {
-
-// A label set as one string, the same for equal sets whatever their order ("" for none).
-std::string LabelsKey(const google::protobuf::Map<std::string, std::string>& labels) {
-  if (labels.empty()) return "";
-  std::map<std::string, std::string> sorted(labels.begin(), labels.end());
-  std::string key;
-  for (const auto& [k, v] : sorted) absl::StrAppend(&key, k.size(), ":", k, v.size(), ":", v);
-  return key;
-}
-
-// The board has every one of the labels.
-bool HasLabels(const v1::Board& board, const std::map<std::string, std::string>& labels) {
-  for (const auto& [key, value] : labels) {
-    auto it = board.labels().find(key);
-    if (it == board.labels().end() || it->second != value) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 void JobQueue::Enqueue(LiveJob* job) {
   job->job.set_state(v1::QUEUED);
   job->job.clear_board_id();
   job->agent_id.clear();
-  const v1::Trial& t = job->job.trial();
-  Level& level = queues_[t.board_kind()][t.priority()];
-  PinQueue& pin = level.by_pin[t.board_id()][LabelsKey(t.labels())];
-  if (pin.size == 0) pin.labels = std::map<std::string, std::string>(t.labels().begin(), t.labels().end());
-  std::deque<QueuedJob>& q = pin.by_client[job->job.client_id()];
-  // Keep submission order even for re-queued jobs.
-  auto at = std::upper_bound(q.begin(), q.end(), job->seq,
-                             [](int64_t seq, const QueuedJob& queued) { return seq < queued.seq; });
-  q.insert(at, QueuedJob{job->seq, job});
-  ++pin.size;
-  ++level.size;
-  ++queued_jobs_;
-}
-
-void JobQueue::Dequeue(const LiveJob& job) {
-  const v1::Trial& t = job.job.trial();
-  auto kind = queues_.find(t.board_kind());
-  if (kind == queues_.end()) return;
-  auto level = kind->second.find(t.priority());
-  if (level == kind->second.end()) return;
-  auto board = level->second.by_pin.find(t.board_id());
-  if (board == level->second.by_pin.end()) return;
-  auto pin = board->second.find(LabelsKey(t.labels()));
-  if (pin == board->second.end()) return;
-  auto client = pin->second.by_client.find(job.job.client_id());
-  if (client == pin->second.by_client.end()) return;
-  auto& q = client->second;
-  auto it = std::lower_bound(q.begin(), q.end(), job.seq,
-                             [](const QueuedJob& queued, int64_t seq) { return queued.seq < seq; });
-  if (it == q.end() || it->seq != job.seq) return;
-  q.erase(it);
-  --pin->second.size;
-  --level->second.size;
-  --queued_jobs_;
-  if (q.empty()) pin->second.by_client.erase(client);
-  if (pin->second.by_client.empty()) board->second.erase(pin);
-  if (board->second.empty()) level->second.by_pin.erase(board);
-  if (level->second.by_pin.empty()) kind->second.erase(level);
-}
-
-bool JobQueue::Eligible(const v1::Trial& trial, const v1::Board& board) const {
-  if (!trial.board_id().empty() && trial.board_id() != board.board_id()) return false;
-  for (const auto& [key, value] : trial.labels()) {
-    auto it = board.labels().find(key);
-    if (it == board.labels().end() || it->second != value) return false;
-  }
-  return true;
-}
-
-JobQueue::LiveJob* JobQueue::PickFor(const v1::Board& board, GroupCommit::Ticket durable) {
-  auto kind = queues_.find(board.kind());
-  if (kind == queues_.end()) return nullptr;
-  std::vector<PinQueue*> pins;
-  for (auto& entry : kind->second) {  // highest priority first
-    Level& level = entry.second;
-    // The pins this board may serve: unpinned or pinned to it, with labels it has.
-    pins.clear();
-    auto add_pins = [&](const std::string& board_id) {
-      auto by_board = level.by_pin.find(board_id);
-      if (by_board == level.by_pin.end()) return;
-      for (auto& [key, pin] : by_board->second) {
-        if (HasLabels(board, pin.labels)) pins.push_back(&pin);
-      }
-    };
-    add_pins("");
-    if (!board.board_id().empty()) add_pins(board.board_id());
-    if (pins.empty()) continue;
-    // Clients take turns: the first client after the one served last (cyclically) with a job in
-    // any of these pins...
-    const std::string* next = nullptr;
-    bool next_wrapped = false;
-    for (PinQueue* pin : pins) {
-      auto it = pin->by_client.upper_bound(level.last_client);
-      bool wrapped = false;
-      if (it == pin->by_client.end()) {
-        it = pin->by_client.begin();
-        wrapped = true;
-      }
-      if (it == pin->by_client.end()) continue;
-      if (next == nullptr || std::tie(wrapped, it->first) < std::tie(next_wrapped, *next)) {
-        next = &it->first;
-        next_wrapped = wrapped;
-      }
-    }
-    if (next == nullptr) continue;
-    // ...and its first job in submission order among them.
-    const QueuedJob* first = nullptr;
-    for (PinQueue* pin : pins) {
-      auto it = pin->by_client.find(*next);
-      if (it != pin->by_client.end() && (first == nullptr || it->second.front().seq < first->seq)) {
-        first = &it->second.front();
-      }
-    }
-    LiveJob* job = first->job;
-    if (job->inserted > durable) return nullptr;  // offered once stored (soon: a commit away)
-    level.last_client = *next;
-    return job;
-  }
-  return nullptr;
+  queues_.Add(job);
 }
 
 // ---- client side ----------------------------------------------------------------------------
@@ -803,7 +683,7 @@ absl::StatusOr<v1::Job> JobQueue::Cancel(const std::string& job_id) {
     const bool running = job.job.state() == v1::RUNNING;
     const std::string agent_id = job.agent_id;
     const std::string board_id = job.job.board_id();
-    if (!running) Dequeue(job);
+    if (!running) queues_.Remove(job);
     ticket = Finish(&job, result, v1::CANCELLED_STATE);  // `job` dangles from here
     cancelled = finishing_[job_id].job;
     if (running) {
@@ -840,11 +720,9 @@ std::vector<v1::KindSummary> JobQueue::Summary() {
     v1::KindSummary& k = kinds[kind];
     k.set_board_kind(kind);
     int64_t queued = 0;
-    if (auto q = queues_.find(kind); q != queues_.end()) {
-      for (const auto& [priority, level] : q->second) {
-        (*k.mutable_queued_by_priority())[priority] += level.size;
-        queued += level.size;
-      }
+    for (const auto& [priority, n] : queues_.QueuedByPriority(kind)) {
+      (*k.mutable_queued_by_priority())[priority] += n;
+      queued += n;
     }
     k.set_running(live - queued);
   }
@@ -868,40 +746,29 @@ std::vector<std::string> JobQueue::WaitingReasons(const std::string& kind) const
     any_serving = any_serving || (record.board.kind() == kind && serving(record.board));
   }
   int64_t queued = 0;
-  auto levels = queues_.find(kind);
-  if (levels != queues_.end()) {
-    for (const auto& [priority, level] : levels->second) {
-      queued += level.size;
-      for (const auto& by_board : level.by_pin) {
-        const std::string& board_id = by_board.first;
-        for (const auto& entry : by_board.second) {
-          const PinQueue& pin = entry.second;
-          if (board_id.empty() && pin.labels.empty()) continue;  // not pinned
-          bool can_run = false;
-          std::vector<std::string> states;
-          auto consider = [&](const std::string& bid, const BoardRecord& record) {
-            if (record.board.kind() != kind || !HasLabels(record.board, pin.labels)) return;
-            can_run = can_run || serving(record.board);
-            states.push_back(absl::StrCat(bid, " ", v1::BoardState_Name(record.board.state())));
-          };
-          if (!board_id.empty()) {
-            if (auto it = boards_.find(board_id); it != boards_.end()) consider(it->first, it->second);
-          } else {
-            for (const auto& [bid, record] : boards_) consider(bid, record);
-          }
-          if (can_run) continue;
-          std::sort(states.begin(), states.end());
-          std::string what = absl::StrCat("board ", board_id);
-          if (board_id.empty()) {
-            std::vector<std::string> parts;
-            for (const auto& [k, v] : pin.labels) parts.push_back(absl::StrCat(k, "=", v));
-            what = absl::StrCat("labels ", absl::StrJoin(parts, ","));
-          }
-          waiting[absl::StrCat("pinned to ", what, " (", absl::StrJoin(states, ", "), ")")] +=
-              pin.size;
-        }
-      }
+  for (const auto& [priority, n] : queues_.QueuedByPriority(kind)) queued += n;
+  for (const PinQueues::Pin& pin : queues_.Pinned(kind)) {
+    bool can_run = false;
+    std::vector<std::string> states;
+    auto consider = [&](const std::string& bid, const BoardRecord& record) {
+      if (record.board.kind() != kind || !HasLabels(record.board, pin.labels)) return;
+      can_run = can_run || serving(record.board);
+      states.push_back(absl::StrCat(bid, " ", v1::BoardState_Name(record.board.state())));
+    };
+    if (!pin.board_id.empty()) {
+      if (auto it = boards_.find(pin.board_id); it != boards_.end()) consider(it->first, it->second);
+    } else {
+      for (const auto& [bid, record] : boards_) consider(bid, record);
     }
+    if (can_run) continue;
+    std::sort(states.begin(), states.end());
+    std::string what = absl::StrCat("board ", pin.board_id);
+    if (pin.board_id.empty()) {
+      std::vector<std::string> parts;
+      for (const auto& [k, v] : pin.labels) parts.push_back(absl::StrCat(k, "=", v));
+      what = absl::StrCat("labels ", absl::StrJoin(parts, ","));
+    }
+    waiting[absl::StrCat("pinned to ", what, " (", absl::StrJoin(states, ", "), ")")] += pin.jobs;
   }
   std::vector<std::string> out;
   if (queued > 0 && !any_serving) {
@@ -1189,16 +1056,16 @@ std::vector<std::string> JobQueue::AgentsToPump(PumpCursor* cursor, size_t max_a
   // Free boards of the kinds with jobs queued (as TakeOffers decides, pins and labels aside: a
   // board that cannot take the kind's jobs is pumped for nothing, which costs a lookup). No
   // offers while the store fails (TakeOffers); cancellations still go.
-  auto kind = commit_.failing() ? queues_.end() : queues_.lower_bound(cursor->kind);
-  for (; kind != queues_.end() && found < max_agents; ++kind) {
-    if (kind->second.empty()) continue;
-    auto free = free_by_kind_.find(kind->first);
+  const std::vector<std::string> kinds =
+      commit_.failing() ? std::vector<std::string>() : queues_.KindsFrom(cursor->kind);
+  for (auto kind = kinds.begin(); kind != kinds.end() && found < max_agents; ++kind) {
+    auto free = free_by_kind_.find(*kind);
     if (free == free_by_kind_.end()) continue;
-    auto board = kind->first == cursor->kind ? free->second.upper_bound(cursor->board_id)
-                                             : free->second.begin();
+    auto board = *kind == cursor->kind ? free->second.upper_bound(cursor->board_id)
+                                       : free->second.begin();
     for (; board != free->second.end() && found < max_agents; ++board) {
       name(boards_[*board].board.agent_id());
-      cursor->kind = kind->first;
+      cursor->kind = *kind;
       cursor->board_id = *board;
     }
   }
@@ -1250,7 +1117,9 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
     for (BoardRecord* record : candidates) {
       v1::Board& board = record->board;
       if (!HasFreeSlot(*record)) continue;
-      LiveJob* job = PickFor(board, durable);
+      // A job is offered once its submission is stored (soon: a commit away).
+      LiveJob* job =
+          queues_.Pick(board, [durable](const LiveJob& j) { return j.inserted <= durable; });
       if (job == nullptr) continue;
       // A user operator's files travel with the offer: read before anything changes, so a store
       // that cannot give them leaves the job queued (this board tries again next round).
@@ -1268,7 +1137,7 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
       }
       progress = true;
       const std::string& board_id = board.board_id();
-      Dequeue(*job);
+      queues_.Remove(*job);
       job->job.set_state(v1::RUNNING);
       job->job.set_board_id(board_id);
       NoteRunning(*job);
@@ -1431,7 +1300,7 @@ void JobQueue::NoteRunning(const LiveJob& job) {
   running_.emplace(job.job.board_id(), job.job.job_id());
 }
 
-std::vector<JobQueue::LiveJob*> JobQueue::RunningJobs(const std::set<std::string>* boards) {
+std::vector<LiveJob*> JobQueue::RunningJobs(const std::set<std::string>* boards) {
   std::vector<LiveJob*> running;
   // Collects running jobs from `it` on: those of `board_id`, or of every board if null. An entry
   // of a job no longer running there is dropped (which invalidates the other iterators).
@@ -1748,12 +1617,12 @@ QueueStats JobQueue::Stats() {
   stats.store_writes_saved = commits.writes_saved;
   stats.store_upkeep = store_->Upkeep();
   // From the counters and the queues' sizes: the cost does not grow with the backlog.
-  const int64_t running = static_cast<int64_t>(jobs_.size()) - queued_jobs_;
-  if (queued_jobs_ > 0) stats.jobs_by_state[v1::QUEUED] = queued_jobs_;
+  const int64_t running = static_cast<int64_t>(jobs_.size()) - queues_.size();
+  if (queues_.size() > 0) stats.jobs_by_state[v1::QUEUED] = queues_.size();
   if (running > 0) stats.jobs_by_state[v1::RUNNING] = running;
-  for (const auto& [kind, levels] : queues_) {
-    for (const auto& [priority, level] : levels) {
-      stats.queued_by_kind_priority[{kind, priority}] = level.size;
+  for (const std::string& kind : queues_.KindsFrom("")) {
+    for (const auto& [priority, n] : queues_.QueuedByPriority(kind)) {
+      stats.queued_by_kind_priority[{kind, priority}] = n;
     }
   }
   for (const auto& [id, record] : boards_) stats.boards_by_state[record.board.state()]++;

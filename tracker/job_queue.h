@@ -103,6 +103,8 @@
 #include "proto/benchfarm.pb.h"
 #include "tracker/catalog.h"
 #include "tracker/group_commit.h"
+#include "tracker/live_job.h"
+#include "tracker/pin_queues.h"
 #include "tracker/store.h"
 
 namespace benchfarm::tracker {
@@ -308,40 +310,9 @@ class JobQueue {
   OperatorCatalog* catalog() { return &catalog_; }
 
  private:
-  struct LiveJob {
-    int64_t seq = 0;
-    v1::Job job;
-    absl::Time lease_deadline;
-    std::string agent_id;
-    int64_t trial_bytes = 0;  // counted in its client's load
-    // The ticket of its insert: it is offered only once that is stored (a job offered but then
-    // lost with its unacknowledged submission in a crash would be measured for nobody).
-    GroupCommit::Ticket inserted = 0;
-  };
   struct ClientLoad {  // a client's unfinished jobs
     int64_t jobs = 0;
     int64_t bytes = 0;
-  };
-  // A queued job: its sequence number (the order) and where it lives in jobs_.
-  struct QueuedJob {
-    int64_t seq = 0;
-    LiveJob* job = nullptr;
-  };
-  // The queued jobs of one pin (a board id or none, and a label set or none) at one level.
-  struct PinQueue {
-    std::map<std::string, std::string> labels;  // the pin's labels
-    std::map<std::string, std::deque<QueuedJob>> by_client;  // client -> jobs, in seq order
-    int64_t size = 0;
-  };
-  // One priority of one kind. Its jobs are grouped by pin, so a free board looks only at the
-  // groups it may serve (unpinned, its own id, labels it has): jobs pinned elsewhere cost a pick
-  // nothing, however many they are. The groups' client queues together make the fair-share
-  // round: last_client is the client served last at this level, by any board.
-  struct Level {
-    // pinned board id ("" for none) -> label-set key ("" for none) -> queue
-    std::map<std::string, std::map<std::string, PinQueue>> by_pin;
-    std::string last_client;
-    int64_t size = 0;
   };
   struct BoardRecord {
     v1::Board board;
@@ -382,13 +353,8 @@ class JobQueue {
   // Why the queued jobs of a kind wait ("2 jobs pinned to board b7 (OFFLINE)").
   std::vector<std::string> WaitingReasons(const std::string& kind) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // QUEUED, off any board, filed in queues_.
   void Enqueue(LiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Dequeue(const LiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool Eligible(const v1::Trial& trial, const v1::Board& board) const;
-  // The next job for the board, or null (also when that job's submission is not stored yet:
-  // its insert's ticket is after `durable`).
-  LiveJob* PickFor(const v1::Board& board, GroupCommit::Ticket durable)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the current attempt of a running job that produced no result: re-queue or fail.
   GroupCommit::Ticket EndAttemptWithoutResult(LiveJob* job, v1::ErrorCode code,
                                               const std::string& why)
@@ -440,8 +406,7 @@ class JobQueue {
   // QUEUED and RUNNING. A node map: the queues point into it (QueuedJob), and with a million
   // queued jobs its slots stay small (a flat map would hold two million LiveJobs' room).
   absl::node_hash_map<std::string, LiveJob> jobs_ ABSL_GUARDED_BY(mu_);
-  // kind -> priority (highest first) -> level
-  std::map<std::string, std::map<int, Level, std::greater<int>>> queues_ ABSL_GUARDED_BY(mu_);
+  PinQueues queues_ ABSL_GUARDED_BY(mu_);  // the QUEUED ones
   absl::node_hash_map<std::string, BoardRecord> boards_ ABSL_GUARDED_BY(mu_);
   // Board indexes (Reindex): kind -> boards with a free slot; quarantined boards awaiting a
   // health check (AwaitsHealthCheck); boards running one (health_job_id set).
@@ -480,9 +445,8 @@ class JobQueue {
   int next_listener_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t next_health_ ABSL_GUARDED_BY(mu_) = 1;
   QueueStats counters_ ABSL_GUARDED_BY(mu_);
-  // Kept up to date by Enqueue/Dequeue and AddLoad/RemoveLoad so Summary and Stats never walk the
-  // jobs: queued jobs (those in queues_), and live jobs by kind (running = live - queued).
-  int64_t queued_jobs_ ABSL_GUARDED_BY(mu_) = 0;
+  // Kept up to date by AddLoad/RemoveLoad so Summary and Stats never walk the jobs: live jobs by
+  // kind (running = live - queued).
   std::map<std::string, int64_t> live_by_kind_ ABSL_GUARDED_BY(mu_);
   int64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;  // the newest job's sequence number
   // Finished jobs (by id) and submissions (by client and request id) whose change may not be
