@@ -35,9 +35,6 @@ constexpr int kMaxArgs = 16;
 constexpr int kMaxNdim = 6;
 constexpr int64_t kMaxElements = int64_t{1} << 28;
 
-// Health checks' job ids (never a submitted job's: NewJobId).
-constexpr char kHealthJobPrefix[] = "health-";
-
 // "j-" + 13 base-32 digits (0-9a-v): 15 characters, which std::string keeps inline (no allocation
 // for each copy of an id, and a key compare in the queue's maps reads no other memory). The first
 // 7 digits hold the job's sequence number (its low 34 bits: distinct for 17 billion jobs), the
@@ -307,8 +304,8 @@ absl::Status JobQueue::Recover() {
     record.board = std::move(board);
     kinds_.insert(record.board.kind());
     agent_boards_[record.board.agent_id()].insert(record.board.board_id());
-    CountMemory(record.board, 1);
-    Reindex(&record);
+    boards_.CountMemory(record.board, 1);
+    boards_.Reindex(&record);
   }
   ASSIGN_OR_RETURN(std::vector<StoredJob> jobs, store_->LoadUnfinishedJobs());
   ASSIGN_OR_RETURN(last_seq_, store_->LastSeq());
@@ -329,7 +326,7 @@ absl::Status JobQueue::Recover() {
         board->second.running.insert(live.job.job_id());
         board->second.board.set_current_job_id(*board->second.running.begin());
         board->second.board.set_running_jobs(static_cast<int>(board->second.running.size()));
-        Reindex(&board->second);
+        boards_.Reindex(&board->second);
       }
     } else {
       Enqueue(&live);
@@ -445,16 +442,11 @@ absl::Status JobQueue::ValidateTrial(v1::Trial* trial, int i) const {
   if (t.priority() < 0 || t.priority() > 100) return Invalid(i, "priority", "must be in 0..100");
   // Sizes: the arguments must fit some board of the kind (when every board says what it holds).
   const int64_t bytes = catalog::ArgumentBytes(shapes);
-  int64_t largest = 0;
-  bool all_known = false;
-  if (auto memory = memory_by_kind_.find(t.board_kind()); memory != memory_by_kind_.end()) {
-    all_known = memory->second.unknown == 0 && !memory->second.known.empty();
-    if (all_known) largest = *memory->second.known.rbegin();
-  }
-  if (all_known && bytes > largest) {
+  if (std::optional<int64_t> largest = boards_.LargestMemory(t.board_kind());
+      largest && bytes > *largest) {
     return Invalid(i, "args",
                    absl::StrCat("the arguments take ", bytes, " bytes; the largest board of kind ",
-                                t.board_kind(), " holds ", largest));
+                                t.board_kind(), " holds ", *largest));
   }
   return CheckPin(t, i);
 }
@@ -820,13 +812,12 @@ absl::StatusOr<v1::Board> JobQueue::SetQuarantineLocked(const std::string& board
     board.set_held(false);
     board.clear_held_reason();
     board.clear_quarantine_reason();
-    record.recent_infra.clear();
-    record.health_job_id.clear();
+    boards_.ForgetHealthCheck(&record);
     board.set_consecutive_infra_failures(0);
     const bool online = connected_agents_.count(board.agent_id()) > 0;
     board.set_state(!online ? v1::OFFLINE : record.running.empty() ? v1::IDLE : v1::BUSY);
   }
-  Reindex(&record);
+  boards_.Reindex(&record);
   *ticket = SaveBoard(record);
   return board;
 }
@@ -853,7 +844,7 @@ absl::StatusOr<v1::Board> JobQueue::MoveBoard(const std::string& board_id,
     agent_boards_[from].erase(board_id);
     board.set_agent_id(agent_id);
     if (board.state() != v1::QUARANTINED) board.set_state(v1::OFFLINE);
-    Reindex(&record);
+    boards_.Reindex(&record);
     ticket = SaveBoard(record);
     saved = board;
   }
@@ -900,7 +891,7 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg, bool boards_bound)
     auto [it, added] = boards_.try_emplace(b.board_id());
     BoardRecord& record = it->second;
     v1::Board& board = record.board;
-    if (!added) CountMemory(board, -1);
+    if (!added) boards_.CountMemory(board, -1);
     board.set_board_id(b.board_id());
     board.set_kind(b.kind());
     *board.mutable_labels() = b.labels();
@@ -910,12 +901,12 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg, bool boards_bound)
     board.set_slots(std::max(1, b.slots()));
     board.set_memory_bytes(std::max<int64_t>(0, b.memory_bytes()));
     board.set_timing(b.timing().substr(0, 32));
-    CountMemory(board, 1);
+    boards_.CountMemory(board, 1);
     record.running.clear();
     board.clear_current_job_id();
     board.set_running_jobs(0);
     if (board.state() != v1::QUARANTINED) board.set_state(v1::IDLE);
-    Reindex(&record);
+    boards_.Reindex(&record);
     kinds_.insert(b.kind());
     mine.insert(b.board_id());
     // Stored with the next batch; a failing store does not keep the agent out.
@@ -931,7 +922,7 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg, bool boards_bound)
     if (holds(id, job->job.attempts_size())) {
       job->agent_id = reg.agent_id();
       job->lease_deadline = now + options_.lease;
-      OccupyBoard(&boards_[job->job.board_id()], id);
+      boards_.Occupy(&boards_[job->job.board_id()], id);
     } else {
       lost.push_back(job);
     }
@@ -957,7 +948,7 @@ void JobQueue::TakeAgentOffline(const std::string& agent_id) {
     auto it = boards_.find(id);
     if (it == boards_.end() || it->second.board.agent_id() != agent_id) continue;
     if (it->second.board.state() != v1::QUARANTINED) it->second.board.set_state(v1::OFFLINE);
-    Reindex(&it->second);
+    boards_.Reindex(&it->second);
   }
 }
 
@@ -991,7 +982,7 @@ void JobQueue::Touch(const std::string& agent_id, const std::vector<v1::HeldAtte
       BoardRecord& record = it->second;
       if (record.board.state() == v1::OFFLINE) {
         record.board.set_state(record.running.empty() ? v1::IDLE : v1::BUSY);
-        Reindex(&record);
+        boards_.Reindex(&record);
         (void)SaveBoard(record);
       }
     }
@@ -1014,21 +1005,6 @@ void JobQueue::Touch(const std::string& agent_id, const std::string& job_id, int
   Touch(agent_id, {h});
 }
 
-bool JobQueue::AwaitsHealthCheck(const BoardRecord& record) {
-  return record.board.state() == v1::QUARANTINED && !record.board.held() &&
-         record.health_job_id.empty();
-}
-
-bool JobQueue::HealthCheckDue(const BoardRecord& record, absl::Time now) {
-  return AwaitsHealthCheck(record) && now >= record.next_health_check;
-}
-
-bool JobQueue::HasFreeSlot(const BoardRecord& record) {
-  const v1::Board& board = record.board;
-  return (board.state() == v1::IDLE || board.state() == v1::BUSY) &&
-         static_cast<int>(record.running.size()) < std::max(1, board.slots());
-}
-
 std::vector<std::string> JobQueue::AgentsToPump(PumpCursor* cursor, size_t max_agents) {
   max_agents = std::max<size_t>(1, max_agents);
   absl::MutexLock lock(&mu_);
@@ -1045,7 +1021,7 @@ std::vector<std::string> JobQueue::AgentsToPump(PumpCursor* cursor, size_t max_a
       if (!cancels.empty()) agents.push_back(agent_id);
     }
     const absl::Time now = clock_->Now();
-    for (const std::string& id : awaiting_health_) {
+    for (const std::string& id : boards_.awaiting_health()) {
       const BoardRecord& record = boards_[id];
       if (now >= record.next_health_check) name(record.board.agent_id());
     }
@@ -1059,8 +1035,8 @@ std::vector<std::string> JobQueue::AgentsToPump(PumpCursor* cursor, size_t max_a
   const std::vector<std::string> kinds =
       commit_.failing() ? std::vector<std::string>() : queues_.KindsFrom(cursor->kind);
   for (auto kind = kinds.begin(); kind != kinds.end() && found < max_agents; ++kind) {
-    auto free = free_by_kind_.find(*kind);
-    if (free == free_by_kind_.end()) continue;
+    auto free = boards_.free_by_kind().find(*kind);
+    if (free == boards_.free_by_kind().end()) continue;
     auto board = *kind == cursor->kind ? free->second.upper_bound(cursor->board_id)
                                        : free->second.begin();
     for (; board != free->second.end() && found < max_agents; ++board) {
@@ -1086,12 +1062,10 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
     BoardRecord& record = boards_[board_id];
     v1::Board& board = record.board;
     if (board.agent_id() != agent_id) continue;
-    if (HealthCheckDue(record, now)) {
+    if (BoardRegistry::HealthCheckDue(record, now)) {
       Offer offer;
       offer.agent_id = agent_id;
-      record.health_job_id = absl::StrCat(kHealthJobPrefix, board_id, "-", next_health_++);
-      record.health_deadline = now + options_.lease;
-      offer.offer.set_job_id(record.health_job_id);
+      offer.offer.set_job_id(boards_.StartHealthCheck(&record, now + options_.lease));
       offer.offer.set_board_id(board_id);
       *offer.offer.mutable_trial() =
           options_.health_check_trial.op().source_case() == v1::OperatorSpec::SOURCE_NOT_SET
@@ -1102,8 +1076,6 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
       offer.offer.set_attempt(1);
       offer.offer.set_health_check(true);
       *offer.offer.mutable_lease_deadline() = ToProto(record.health_deadline);
-      board.set_state(v1::HEALTH_CHECK);
-      Reindex(&record);
       offers.push_back(std::move(offer));
       (void)SaveBoard(record);
       continue;
@@ -1116,7 +1088,7 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
     progress = false;
     for (BoardRecord* record : candidates) {
       v1::Board& board = record->board;
-      if (!HasFreeSlot(*record)) continue;
+      if (!BoardRegistry::HasFreeSlot(*record)) continue;
       // A job is offered once its submission is stored (soon: a commit away).
       LiveJob* job =
           queues_.Pick(board, [durable](const LiveJob& j) { return j.inserted <= durable; });
@@ -1147,7 +1119,7 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
       attempt->set_board_id(board_id);
       attempt->set_agent_id(agent_id);
       *attempt->mutable_started_at() = ToProto(now);
-      OccupyBoard(record, job->job.job_id());
+      boards_.Occupy(record, job->job.job_id());
       // Deferred, not waited for: usually its result replaces it before it is written. Lost in a
       // crash, the offer is as if not made (the job re-queues; the agent's measurement of it is
       // acknowledged as superseded).
@@ -1184,44 +1156,8 @@ absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobRe
 absl::Status JobQueue::ReportResultLocked(const std::string& agent_id, const v1::JobResult& report,
                                           bool* superseded, GroupCommit::Ticket* ticket) {
   if (superseded != nullptr) *superseded = false;
-  // A health check? (Their ids, and only theirs, start so: TakeOffers.)
-  BoardRecord* checked = nullptr;
-  if (absl::StartsWith(report.job_id(), kHealthJobPrefix)) {
-    for (const std::string& board_id : checking_health_) {
-      BoardRecord& record = boards_[board_id];
-      if (record.health_job_id == report.job_id()) {
-        checked = &record;
-        break;
-      }
-    }
-  }
-  if (checked != nullptr) {
-    BoardRecord& record = *checked;
-    record.health_job_id.clear();
-    // A malformed result fails the check.
-    const std::string problem = ResultProblem(
-        report.result(), kMaxCosts, TimeoutSeconds(options_.health_check_trial.measure()));
-    if (problem.empty() && report.result().error_code() == v1::NO_ERROR) {
-      record.board.set_state(v1::IDLE);
-      record.recent_infra.clear();
-      record.board.set_consecutive_infra_failures(0);
-      record.board.clear_quarantine_reason();
-    } else {
-      record.board.set_state(v1::QUARANTINED);
-      record.board.set_quarantine_reason(absl::StrCat(
-          "health check failed: ",
-          !problem.empty() ? problem
-                           : absl::StrCat(v1::ErrorCode_Name(report.result().error_code()), ": ",
-                                          report.result().message())).substr(0, kMaxQuarantineReasonBytes));
-      record.next_health_check = clock_->Now() + options_.health_check_backoff;
-    }
-    Reindex(&record);
-    *ticket = SaveBoard(record);
-    if (!problem.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("health check ", report.job_id(),
-                                                     ": result refused: ", problem));
-    }
-    return absl::OkStatus();
+  if (BoardRecord* checked = boards_.HealthCheck(report.job_id())) {
+    return ReportHealthCheck(checked, report, ticket);
   }
   auto it = jobs_.find(report.job_id());
   if (it == jobs_.end() || it->second.job.state() != v1::RUNNING ||
@@ -1274,6 +1210,29 @@ absl::Status JobQueue::ReportResultLocked(const std::string& agent_id, const v1:
   *ticket = Finish(&job, result, v1::DONE);
   FreeBoard(board_id, job_id);  // `job` dangles since Finish
   NoteBoardOutcome(board_id, infra, report.result().message());
+  return absl::OkStatus();
+}
+
+absl::Status JobQueue::ReportHealthCheck(BoardRecord* record, const v1::JobResult& report,
+                                         GroupCommit::Ticket* ticket) {
+  // A malformed result fails the check.
+  const std::string problem = ResultProblem(
+      report.result(), kMaxCosts, TimeoutSeconds(options_.health_check_trial.measure()));
+  const bool passed = problem.empty() && report.result().error_code() == v1::NO_ERROR;
+  boards_.EndHealthCheck(
+      record, passed,
+      passed ? ""
+             : absl::StrCat("health check failed: ",
+                            !problem.empty()
+                                ? problem
+                                : absl::StrCat(v1::ErrorCode_Name(report.result().error_code()),
+                                               ": ", report.result().message())),
+      clock_->Now() + options_.health_check_backoff);
+  *ticket = SaveBoard(*record);
+  if (!problem.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("health check ", report.job_id(),
+                                                   ": result refused: ", problem));
+  }
   return absl::OkStatus();
 }
 
@@ -1360,19 +1319,17 @@ int JobQueue::ExpireLeases() {
                : std::string("the lease expired: the agent's heartbeats did not name this attempt"));
   }
   std::vector<BoardRecord*> silent;  // health checks whose lease ended
-  for (const std::string& board_id : checking_health_) {
+  for (const std::string& board_id : boards_.checking_health()) {
     BoardRecord& record = boards_[board_id];
     if (now >= record.health_deadline) silent.push_back(&record);
   }
   for (BoardRecord* record : silent) {
-    record->health_job_id.clear();
-    record->board.set_state(v1::QUARANTINED);
-    // A silent agent's board is checked as soon as the agent is heard from again.
-    record->next_health_check =
-        silent_agents_.count(record->board.agent_id()) > 0 ? now
-                                                           : now + options_.health_check_backoff;
+    // Failed; a silent agent's board is checked as soon as the agent is heard from again.
+    boards_.EndHealthCheck(record, false, "",
+                           silent_agents_.count(record->board.agent_id()) > 0
+                               ? now
+                               : now + options_.health_check_backoff);
     counters_.lease_expiries++;
-    Reindex(record);
   }
   return static_cast<int>(expired.size());
 }
@@ -1427,117 +1384,26 @@ void JobQueue::NoteBoardOutcome(const std::string& board_id, bool infra_error,
                                 absl::string_view why) {
   auto it = boards_.find(board_id);
   if (it == boards_.end()) return;
-  BoardRecord& record = it->second;
-  if (!infra_error && record.board.consecutive_infra_failures() == 0) return;  // nothing new
-  record.board.set_consecutive_infra_failures(
-      infra_error ? record.board.consecutive_infra_failures() + 1 : 0);
-  if (infra_error && record.board.consecutive_infra_failures() >= options_.quarantine_threshold) {
-    record.board.set_state(v1::QUARANTINED);
-    record.board.set_quarantine_reason(std::string(why.substr(0, kMaxQuarantineReasonBytes)));
-    record.next_health_check = clock_->Now();
-    Reindex(&record);
+  if (boards_.NoteOutcome(&it->second, infra_error, why, options_.quarantine_threshold,
+                          clock_->Now())) {
+    (void)SaveBoard(it->second);
   }
-  (void)SaveBoard(record);
-}
-
-void JobQueue::OccupyBoard(BoardRecord* record, const std::string& job_id) {
-  record->running.insert(job_id);
-  v1::Board& board = record->board;
-  board.set_current_job_id(*record->running.begin());
-  board.set_running_jobs(static_cast<int>(record->running.size()));
-  if (board.state() == v1::IDLE || board.state() == v1::OFFLINE) board.set_state(v1::BUSY);
-  Reindex(record);
 }
 
 void JobQueue::FreeBoard(const std::string& board_id, const std::string& job_id) {
   auto it = boards_.find(board_id);
   if (it == boards_.end()) return;
-  BoardRecord& record = it->second;
-  v1::Board& board = record.board;
-  record.running.erase(job_id);
-  board.set_running_jobs(static_cast<int>(record.running.size()));
-  if (record.running.empty()) {
-    board.clear_current_job_id();
-  } else {
-    board.set_current_job_id(*record.running.begin());
-  }
-  if (board.state() == v1::BUSY && record.running.empty()) {
-    board.set_state(connected_agents_.count(board.agent_id()) ? v1::IDLE : v1::OFFLINE);
-  }
-  Reindex(&record);
-}
-
-void JobQueue::Reindex(BoardRecord* record) {
-  const std::string& id = record->board.board_id();
-  const bool free = HasFreeSlot(*record);
-  if (!record->free_kind.empty() && (!free || record->free_kind != record->board.kind())) {
-    auto kind = free_by_kind_.find(record->free_kind);
-    kind->second.erase(id);
-    if (kind->second.empty()) free_by_kind_.erase(kind);
-    record->free_kind.clear();
-  }
-  if (free && record->free_kind.empty()) {
-    free_by_kind_[record->board.kind()].insert(id);
-    record->free_kind = record->board.kind();
-  }
-  if (AwaitsHealthCheck(*record)) {
-    awaiting_health_.insert(id);
-  } else {
-    awaiting_health_.erase(id);
-  }
-  if (!record->health_job_id.empty()) {
-    checking_health_.insert(id);
-  } else {
-    checking_health_.erase(id);
-  }
-}
-
-void JobQueue::CountMemory(const v1::Board& board, int sign) {
-  memory_by_kind_[board.kind()].Count(board.memory_bytes(), sign);
+  boards_.Free(&it->second, job_id, connected_agents_.count(it->second.board.agent_id()) > 0);
 }
 
 absl::Status JobQueue::CheckIndexes() {
   absl::MutexLock lock(&mu_);
-  size_t free = 0, awaiting = 0, checking = 0;
-  std::map<std::string, KindMemory> memory;
-  for (const auto& [id, record] : boards_) {
-    memory[record.board.kind()].Count(record.board.memory_bytes(), 1);
-    const bool want_free = HasFreeSlot(record);
-    auto kind = free_by_kind_.find(record.board.kind());
-    const bool is_free = kind != free_by_kind_.end() && kind->second.count(id) > 0;
-    if (want_free != is_free || want_free != !record.free_kind.empty()) {
-      return absl::InternalError(absl::StrCat("board ", id, " (", v1::BoardState_Name(record.board.state()),
-                                              ", ", record.running.size(), " of ",
-                                              record.board.slots(), " slots) is ",
-                                              is_free ? "" : "not ", "indexed as free"));
-    }
-    if (AwaitsHealthCheck(record) != (awaiting_health_.count(id) > 0)) {
-      return absl::InternalError(absl::StrCat("board ", id, ": awaiting_health_ is wrong"));
-    }
-    if (record.health_job_id.empty() == (checking_health_.count(id) > 0)) {
-      return absl::InternalError(absl::StrCat("board ", id, ": checking_health_ is wrong"));
-    }
-    free += want_free;
-    awaiting += AwaitsHealthCheck(record);
-    checking += !record.health_job_id.empty();
-  }
-  for (const auto& [kind, m] : memory_by_kind_) {
-    const KindMemory& want = memory[kind];
-    if (m.unknown != want.unknown || m.known != want.known) {
-      return absl::InternalError(absl::StrCat("memory_by_kind_[", kind, "] is wrong"));
-    }
-  }
+  RETURN_IF_ERROR(boards_.CheckIndexes());
   for (const auto& [id, live] : jobs_) {
     if (live.job.state() == v1::RUNNING && running_.count({live.job.board_id(), id}) == 0) {
       return absl::InternalError(
           absl::StrCat("job ", id, " runs on board ", live.job.board_id(), " but running_ lacks it"));
     }
-  }
-  size_t indexed_free = 0;
-  for (const auto& [kind, ids] : free_by_kind_) indexed_free += ids.size();
-  if (indexed_free != free || awaiting_health_.size() != awaiting ||
-      checking_health_.size() != checking) {
-    return absl::InternalError("an index names a board that is not there");
   }
   return absl::OkStatus();
 }

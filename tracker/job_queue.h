@@ -102,6 +102,7 @@
 #include "base/clock.h"
 #include "proto/benchfarm.pb.h"
 #include "tracker/catalog.h"
+#include "tracker/board_registry.h"
 #include "tracker/group_commit.h"
 #include "tracker/live_job.h"
 #include "tracker/pin_queues.h"
@@ -131,7 +132,6 @@ inline constexpr size_t kMaxImagePoolEntryBytes = 1024;
 inline constexpr size_t kMaxImagePoolBytes = 512 << 10;  // all entries together
 inline constexpr size_t kMaxCSourceBytes = 1 << 20;
 inline constexpr size_t kMaxResultMessageBytes = 4096;
-inline constexpr size_t kMaxQuarantineReasonBytes = 512;  // Board.quarantine_reason
 inline constexpr size_t kMaxResultFieldBytes = 128;  // Result.firmware_hash, timer, emulation
 inline constexpr int kDefaultMaxRepeat = 200;         // MeasureOptions.max_repeat 0 (adaptive)
 inline constexpr int kMaxCosts = 1024;               // Result.costs_s (also MeasureOptions.repeat)
@@ -314,17 +314,6 @@ class JobQueue {
     int64_t jobs = 0;
     int64_t bytes = 0;
   };
-  struct BoardRecord {
-    v1::Board board;
-    std::set<std::string> running;  // jobs leased to it
-    std::deque<bool> recent_infra;  // last attempts: true = infrastructure error
-    absl::Time next_health_check;
-    std::string health_job_id;
-    absl::Time health_deadline;
-    // Where Reindex filed it: in free_by_kind_[free_kind] when free_kind is not empty.
-    std::string free_kind;
-  };
-
   // The RUNNING jobs on the boards in `boards`, or on every board if null, in no particular
   // order; running_'s entries of jobs no longer running on their board are dropped on the way.
   std::vector<LiveJob*> RunningJobs(const std::set<std::string>* boards = nullptr)
@@ -333,20 +322,6 @@ class JobQueue {
   static void SortBySeq(std::vector<LiveJob*>* jobs);
   // Notes in running_ that `job` went RUNNING on its board.
   void NoteRunning(const LiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A quarantined board (not held by an admin) whose health check is due and not yet offered.
-  static bool HealthCheckDue(const BoardRecord& record, absl::Time now);
-  // An IDLE or BUSY board running fewer jobs than its slots.
-  static bool HasFreeSlot(const BoardRecord& record);
-  // A quarantined board (not held by an admin) with no health check outstanding: its check is
-  // due at next_health_check.
-  static bool AwaitsHealthCheck(const BoardRecord& record);
-  // Files the board in the indexes (free_by_kind_, awaiting_health_, checking_health_) as its
-  // state is now: called after every change of a board's state, slots, jobs, kind or health
-  // check.
-  void Reindex(BoardRecord* record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Adds the board's memory to its kind's (sign 1) or takes it away (-1): around every change
-  // of a board's kind or memory.
-  void CountMemory(const v1::Board& board, int sign) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Checks the trial (see Validation) and resolves its operator version in place.
   absl::Status ValidateTrial(v1::Trial* trial, int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckPin(const v1::Trial& trial, int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -366,15 +341,17 @@ class JobQueue {
   absl::Status ReportResultLocked(const std::string& agent_id, const v1::JobResult& report,
                                   bool* superseded, GroupCommit::Ticket* ticket)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The result of the board's health check: the board serves again or stays quarantined.
+  absl::Status ReportHealthCheck(BoardRecord* record, const v1::JobResult& report,
+                                 GroupCommit::Ticket* ticket) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<v1::Board> SetQuarantineLocked(const std::string& board_id, bool quarantine,
                                                 const std::string& reason,
                                                 GroupCommit::Ticket* ticket)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An attempt on the board ended (BoardRegistry::NoteOutcome), stored if it changed the board.
   void NoteBoardOutcome(const std::string& board_id, bool infra_error, absl::string_view why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The board holds / no longer holds the job.
-  void OccupyBoard(BoardRecord* record, const std::string& job_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The board no longer holds the job (BoardRegistry::Free).
   void FreeBoard(const std::string& board_id, const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Notify(const v1::Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -407,29 +384,7 @@ class JobQueue {
   // queued jobs its slots stay small (a flat map would hold two million LiveJobs' room).
   absl::node_hash_map<std::string, LiveJob> jobs_ ABSL_GUARDED_BY(mu_);
   PinQueues queues_ ABSL_GUARDED_BY(mu_);  // the QUEUED ones
-  absl::node_hash_map<std::string, BoardRecord> boards_ ABSL_GUARDED_BY(mu_);
-  // Board indexes (Reindex): kind -> boards with a free slot; quarantined boards awaiting a
-  // health check (AwaitsHealthCheck); boards running one (health_job_id set).
-  std::map<std::string, std::set<std::string>> free_by_kind_ ABSL_GUARDED_BY(mu_);
-  std::set<std::string> awaiting_health_ ABSL_GUARDED_BY(mu_);
-  std::set<std::string> checking_health_ ABSL_GUARDED_BY(mu_);
-  // What one trial may allocate on the boards of each kind (BoardRegistration.memory_bytes):
-  // boards that do not say, and what the others say (CountMemory).
-  struct KindMemory {
-    int64_t unknown = 0;
-    std::multiset<int64_t> known;
-    // Adds a board that says `bytes` (<= 0: does not say) with sign 1, takes it away with -1.
-    void Count(int64_t bytes, int sign) {
-      if (bytes <= 0) {
-        unknown += sign;
-      } else if (sign > 0) {
-        known.insert(bytes);
-      } else if (auto it = known.find(bytes); it != known.end()) {
-        known.erase(it);
-      }
-    }
-  };
-  std::map<std::string, KindMemory> memory_by_kind_ ABSL_GUARDED_BY(mu_);
+  BoardRegistry boards_ ABSL_GUARDED_BY(mu_);
   absl::node_hash_map<std::string, std::set<std::string>> agent_boards_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> connected_agents_ ABSL_GUARDED_BY(mu_);
   // When each connected or silent agent was last heard from (its registration, a heartbeat, an
@@ -443,7 +398,6 @@ class JobQueue {
   std::map<std::string, ClientLoad> load_by_client_ ABSL_GUARDED_BY(mu_);
   std::map<int, Listener> listeners_ ABSL_GUARDED_BY(mu_);
   int next_listener_ ABSL_GUARDED_BY(mu_) = 1;
-  int64_t next_health_ ABSL_GUARDED_BY(mu_) = 1;
   QueueStats counters_ ABSL_GUARDED_BY(mu_);
   // Kept up to date by AddLoad/RemoveLoad so Summary and Stats never walk the jobs: live jobs by
   // kind (running = live - queued).
