@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/files.h"
 #include "absl/strings/str_cat.h"
 #include "device/board.h"
 #include "device/qemu_flasher.h"
@@ -141,7 +142,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
   if (!space.ok()) return space.status();
   agent->space_ = std::make_unique<KnobSpace>(*std::move(space));
   for (const std::string& dir : {c.scratch_dir(), c.cache_dir()}) {
-    absl::Status made = MakeDirs(dir);
+    absl::Status made = base::MakeDirs(dir);
     if (!made.ok()) return made;
   }
   // User code (builds, host-process boards, QEMU) runs only sandboxed: no bwrap, no agent.

@@ -136,7 +136,7 @@ class AgentTest : public ::testing::Test {
   void SetUp() override {
     dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    ASSERT_TRUE(MakeDirs(dir_).ok());
+    ASSERT_TRUE(base::MakeDirs(dir_).ok());
     tracker::JobQueueOptions q;
     q.known_kinds = {kKind};
     TweakQueue(&q);

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/random/random.h"
+#include "base/files.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -154,7 +155,7 @@ class ContainmentTest : public ::testing::Test {
   void SetUp() override {
     dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    ASSERT_TRUE(MakeDirs(dir_).ok());
+    ASSERT_TRUE(base::MakeDirs(dir_).ok());
     tracker::JobQueueOptions q;
     q.known_kinds = {kKind};
     tracker::ServiceOptions s;
@@ -444,7 +445,7 @@ TEST_F(ContainmentTest, IncludesOfHostFilesLeakNothingIntoCompileErrors) {
 // No sandbox, no agent: without bwrap it refuses to start and says what to install.
 TEST_F(ContainmentTest, WithoutBubblewrapTheAgentRefusesToStart) {
   const std::string empty = dir_ + "/empty-path";
-  ASSERT_TRUE(MakeDirs(empty).ok());
+  ASSERT_TRUE(base::MakeDirs(empty).ok());
   const char* saved = std::getenv("PATH");
   const std::string path = saved != nullptr ? saved : "";
   setenv("PATH", empty.c_str(), 1);

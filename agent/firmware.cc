@@ -20,15 +20,22 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "device/firmware_hash.h"
+#include "base/content_hash.h"
 #include "device/flasher.h"
 #include "device/run_command.h"
 #include "device/sandbox.h"
+#include "base/files.h"
 #include "base/status_macros.h"
 #include "catalog/operator.h"
 #include "spdlog/spdlog.h"
 
 namespace benchfarm::agent {
+
+using base::MakeDirs;
+using base::ReadFile;
+using base::RemoveTree;
+using base::WriteFile;
+
 namespace {
 
 // (registered name, C symbol) pairs -> the system library: registry and entry point.
@@ -70,41 +77,6 @@ void AddReferences(const KnobSpace& space, std::vector<std::pair<std::string, st
   }
 }
 
-absl::Status WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  out.close();
-  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void RemoveTree(const std::string& path) {
-  DIR* dir = opendir(path.c_str());
-  if (dir != nullptr) {
-    while (struct dirent* e = readdir(dir)) {
-      std::string name = e->d_name;
-      if (name == "." || name == "..") continue;
-      std::string child = path + "/" + name;
-      struct stat st;
-      if (lstat(child.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-        RemoveTree(child);
-      } else {
-        unlink(child.c_str());
-      }
-    }
-    closedir(dir);
-  }
-  rmdir(path.c_str());
-}
-
 // Removes the tree at `path` when it goes out of scope, unless `path` was cleared.
 struct RemoveOnExit {
   std::string path;
@@ -133,20 +105,6 @@ void ListFiles(const std::string& root, const std::string& rel, std::vector<std:
 }
 
 }  // namespace
-
-absl::Status MakeDirs(const std::string& path) {
-  if (path.empty()) return absl::InvalidArgumentError("empty directory path");
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    std::string prefix = path.substr(0, pos);
-    if (prefix.empty()) continue;
-    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      return absl::InternalError(absl::StrCat("mkdir ", prefix, ": ", strerror(errno)));
-    }
-  }
-  return absl::OkStatus();
-}
 
 BuildUnit CandidatesUnit(const KnobSpace& space, const std::vector<Candidate>& candidates) {
   BuildUnit unit;
@@ -649,7 +607,7 @@ absl::StatusOr<Image> ImageBuilder::Build(const std::string& template_dir, const
     absl::StrAppend(&material, "--file ", name, " ", content.size(), "\n", content);
   }
   const std::string key =
-      absl::StrCat(device::HashBytes(material), device::HashBytes(absl::StrCat("salt\n", material)));
+      absl::StrCat(base::HashBytes(material), base::HashBytes(absl::StrCat("salt\n", material)));
   {
     absl::MutexLock lock(&mu_);
     auto free = [this, &key]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

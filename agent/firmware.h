@@ -214,9 +214,6 @@ class ImageBuilder {
   absl::Mutex runtime_mu_;
 };
 
-// Creates `path` and its parents (like mkdir -p). Internal with the OS's text on failure.
-absl::Status MakeDirs(const std::string& path);
-
 }  // namespace benchfarm::agent
 
 #endif  // BENCHFARM_AGENT_FIRMWARE_H_

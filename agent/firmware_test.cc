@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "base/files.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -36,7 +37,7 @@ std::string TestDir() {
   const std::string dir =
       absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  EXPECT_TRUE(MakeDirs(dir).ok());
+  EXPECT_TRUE(base::MakeDirs(dir).ok());
   return dir;
 }
 
@@ -377,13 +378,13 @@ TEST(ImageBuilder, WhatAnInterruptedAgentLeftIsRemovedAtStart) {
       dir + "/cache/templates/.staging-2",   dir + "/scratch/build-" + key + "-3",
       dir + "/scratch/runtime-4"};
   for (const std::string& path : leftovers) {
-    ASSERT_TRUE(MakeDirs(path + "/sub").ok());
+    ASSERT_TRUE(base::MakeDirs(path + "/sub").ok());
     Write(path + "/image", std::string(1000, 'x'));
   }
   // What is not the builder's to remove: the agent's lock, board logs, the process records.
   Write(dir + "/scratch/agent.lock", "");
   Write(dir + "/scratch/b0.qemu.log", "log");
-  ASSERT_TRUE(MakeDirs(dir + "/scratch/processes").ok());
+  ASSERT_TRUE(base::MakeDirs(dir + "/scratch/processes").ok());
 
   ImageBuilder restarted(Options(dir));
   for (const std::string& path : leftovers) EXPECT_FALSE(Exists(path)) << path;
@@ -404,7 +405,7 @@ TEST(ImageBuilder, WhatAnInterruptedAgentLeftIsRemovedAtStart) {
 TEST(ImageBuilder, EachBuildStepSeesOnlyWhatItMay) {
   const std::string dir = TestDir();
   const std::string tmpl = dir + "/probe-template";
-  ASSERT_TRUE(MakeDirs(tmpl).ok());
+  ASSERT_TRUE(base::MakeDirs(tmpl).ok());
   const std::string outside = dir + "/outside";
   Write(tmpl + "/build",
         absl::StrCat(

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "base/files.h"
 #include "absl/strings/str_cat.h"
 #include "agent/agent.h"
 #include "agent/firmware.h"
@@ -73,7 +74,7 @@ class QemuAgentTest : public ::testing::Test {
   void SetUp() override {
     dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    ASSERT_TRUE(MakeDirs(dir_).ok());
+    ASSERT_TRUE(base::MakeDirs(dir_).ok());
     tracker::JobQueueOptions q;
     q.known_kinds = {kQemuKind,   kHostKind,   kMissingKind,  kSilentKind,
                      kIcountKind, kCyclesKind, kMuteModelKind};

@@ -13,7 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "agent/firmware.h"  // MakeDirs
+#include "base/files.h"
 #include "spdlog/spdlog.h"
 
 namespace benchfarm::agent {
@@ -35,7 +35,7 @@ std::string FileNameOf(const std::string& job_id) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ResultSpool>> ResultSpool::Open(const std::string& dir) {
-  absl::Status made = MakeDirs(dir);
+  absl::Status made = base::MakeDirs(dir);
   if (!made.ok()) return absl::Status(made.code(), absl::StrCat("spool: ", made.message()));
   std::unique_ptr<ResultSpool> spool(new ResultSpool(dir));
   DIR* d = opendir(dir.c_str());

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/os_error.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -45,7 +46,6 @@ constexpr int kDrainBatch = 16;
 // How long accepting stops when accept() finds no descriptor and no connection to give one back.
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 
-std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
 // accept()'s errors for a connection that failed before it was accepted (accept(2): Linux
 // passes the connection's pending network error on): the next one may succeed.

@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/files.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -356,7 +357,7 @@ class BoardRun {
     o.scratch_dir = absl::StrCat(s_.work, "/", o.config.id());
     o.connect_timeout = absl::Seconds(30);
     o.cycle_model_plugin = s_.plugin;
-    (void)agent::MakeDirs(o.scratch_dir);
+    (void)base::MakeDirs(o.scratch_dir);
     absl::StatusOr<std::unique_ptr<device::Board>> board = device::Board::Create(o);
     if (!board.ok()) return Fail("board", board.status());
     board_ = *std::move(board);

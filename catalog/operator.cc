@@ -10,7 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/status_macros.h"
-#include "device/firmware_hash.h"
+#include "base/content_hash.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/json_util.h"
@@ -291,7 +291,7 @@ std::string OperatorVersion(const v1::Operator& op) {
   for (const auto& [name, content] : files) {
     absl::StrAppend(&material, "\n--file ", name, " ", content.size(), "\n", content);
   }
-  return device::HashBytes(material);
+  return base::HashBytes(material);
 }
 
 namespace {

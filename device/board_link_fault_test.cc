@@ -19,7 +19,7 @@
 #include "absl/time/time.h"
 #include "device/board.h"
 #include "device/fault_injecting_transport.h"
-#include "device/firmware_hash.h"
+#include "base/content_hash.h"
 #include "device/rpc_client.h"
 #include "proto/config.pb.h"
 

@@ -22,7 +22,7 @@
 #include "base/process_exit.h"
 #include "base/status_macros.h"
 #include "device/fd_transport.h"
-#include "device/firmware_hash.h"
+#include "base/content_hash.h"
 #include "device/run_command.h"
 
 namespace benchfarm::device {
@@ -63,7 +63,7 @@ absl::Status CommandFlasher::Flash(const FirmwareImage& image, absl::Time deadli
   if (hash.empty() &&
       std::any_of(options_.argv_template.begin(), options_.argv_template.end(),
                   [](const std::string& a) { return absl::StrContains(a, "{hash}"); })) {
-    absl::StatusOr<std::string> computed = HashFile(image.path);
+    absl::StatusOr<std::string> computed = base::HashFile(image.path);
     if (!computed.ok()) {
       return absl::Status(computed.status().code(),
                           absl::StrCat(name, ": ", computed.status().message()));

@@ -22,7 +22,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "device/firmware_hash.h"
+#include "base/content_hash.h"
 
 namespace benchfarm::device {
 namespace {
@@ -37,7 +37,7 @@ std::string TempDir() {
 FirmwareImage MakeImage(const std::string& name = "firmware.elf") {
   const std::string path = TempDir() + "/" + name;
   std::ofstream(path, std::ios::trunc) << "not really an ELF";
-  return FirmwareImage{path, HashBytes("not really an ELF")};
+  return FirmwareImage{path, base::HashBytes("not really an ELF")};
 }
 
 CommandFlasherOptions Options(std::vector<std::string> argv) {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "base/os_error.h"
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -72,21 +73,15 @@ absl::Status SetNonBlocking(int fd, absl::string_view name) {
   int flags = fcntl(fd, F_GETFL);
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
     return absl::InternalError(
-        absl::StrCat(name, ": cannot make fd ", fd, " non-blocking: ", ErrnoText(errno)));
+        absl::StrCat(name, ": cannot make fd ", fd, " non-blocking: ", base::ErrnoText(errno)));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-std::string ErrnoText(int err) {
-  char buf[256];
-  // GNU strerror_r returns the message, which may or may not be `buf`.
-  return strerror_r(err, buf, sizeof(buf));
-}
-
 absl::Status OpenErrorToStatus(int err, absl::string_view message) {
-  std::string text = absl::StrCat(message, ": ", ErrnoText(err));
+  std::string text = absl::StrCat(message, ": ", base::ErrnoText(err));
   switch (err) {
     case ENOENT:
     case ENOTDIR:
@@ -135,7 +130,7 @@ absl::Status FdTransport::Attach(int read_fd, int write_fd, Ownership ownership)
   if (wake < 0) {
     int err = errno;
     close_given();
-    return absl::InternalError(absl::StrCat(name_, ": eventfd: ", ErrnoText(err)));
+    return absl::InternalError(absl::StrCat(name_, ": eventfd: ", base::ErrnoText(err)));
   }
   read_fd_ = read_fd;
   write_fd_ = write_fd;
@@ -199,7 +194,7 @@ absl::StatusOr<size_t> FdTransport::Read(absl::Span<uint8_t> out, absl::Time dea
   for (;;) {
     struct pollfd p[2] = {{fds.read_fd, POLLIN, 0}, {fds.wake_fd, POLLIN, 0}};
     int r = PollUntil(p, 2, deadline);
-    if (r < 0) return absl::InternalError(absl::StrCat(name_, ": ppoll: ", ErrnoText(errno)));
+    if (r < 0) return absl::InternalError(absl::StrCat(name_, ": ppoll: ", base::ErrnoText(errno)));
     if (p[1].revents != 0) {
       return absl::FailedPreconditionError(absl::StrCat(name_, ": closed while reading"));
     }
@@ -228,9 +223,9 @@ absl::StatusOr<size_t> FdTransport::Read(absl::Span<uint8_t> out, absl::Time dea
     }
     if (IsHangup(err)) {
       return absl::UnavailableError(
-          absl::StrCat(name_, ": closed by the board (", ErrnoText(err), ")"));
+          absl::StrCat(name_, ": closed by the board (", base::ErrnoText(err), ")"));
     }
-    return absl::InternalError(absl::StrCat(name_, ": read: ", ErrnoText(err)));
+    return absl::InternalError(absl::StrCat(name_, ": read: ", base::ErrnoText(err)));
   }
 }
 
@@ -241,7 +236,7 @@ absl::Status FdTransport::Write(absl::string_view data, absl::Time deadline) {
   while (done < data.size()) {
     struct pollfd p[2] = {{fds.write_fd, POLLOUT, 0}, {fds.wake_fd, POLLIN, 0}};
     int r = PollUntil(p, 2, deadline);
-    if (r < 0) return absl::InternalError(absl::StrCat(name_, ": ppoll: ", ErrnoText(errno)));
+    if (r < 0) return absl::InternalError(absl::StrCat(name_, ": ppoll: ", base::ErrnoText(errno)));
     if (p[1].revents != 0) {
       return absl::FailedPreconditionError(absl::StrCat(name_, ": closed while writing (wrote ",
                                                         done, " of ", data.size(), " bytes)"));
@@ -268,10 +263,10 @@ absl::Status FdTransport::Write(absl::string_view data, absl::Time deadline) {
       continue;
     }
     if (IsHangup(err)) {
-      return absl::UnavailableError(absl::StrCat(name_, ": closed by the board (", ErrnoText(err),
+      return absl::UnavailableError(absl::StrCat(name_, ": closed by the board (", base::ErrnoText(err),
                                                  "; wrote ", done, " of ", data.size(), " bytes)"));
     }
-    return absl::InternalError(absl::StrCat(name_, ": write: ", ErrnoText(err)));
+    return absl::InternalError(absl::StrCat(name_, ": write: ", base::ErrnoText(err)));
   }
   return absl::OkStatus();
 }

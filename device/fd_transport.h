@@ -52,9 +52,6 @@ namespace benchfarm::device {
 // someone else) => Unavailable; anything else => Internal. Thread-safe (uses strerror_r).
 absl::Status OpenErrorToStatus(int err, absl::string_view message);
 
-// strerror_r's text for `err`. Thread-safe.
-std::string ErrnoText(int err);
-
 class FdTransport final : public Transport {
  public:
   // Whether Close() closes the attached descriptors (kOwned) or leaves them to their owner

@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "base/os_error.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/synchronization/notification.h"
@@ -184,7 +185,7 @@ TEST(OpenErrorToStatus, MapsErrno) {
   EXPECT_TRUE(absl::IsUnavailable(OpenErrorToStatus(EBUSY, "x")));
   absl::Status other = OpenErrorToStatus(EMFILE, "open(/dev/x)");
   EXPECT_TRUE(absl::IsInternal(other));
-  EXPECT_EQ(other.message(), "open(/dev/x): " + ErrnoText(EMFILE));
+  EXPECT_EQ(other.message(), "open(/dev/x): " + base::ErrnoText(EMFILE));
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "base/status_macros.h"
-#include "device/firmware_hash.h"
+#include "base/content_hash.h"
 
 namespace benchfarm::device {
 
@@ -30,7 +30,7 @@ std::optional<std::string> FirmwareIdBeside(const std::string& path) {
 absl::StatusOr<FirmwareImage> FirmwareImageFromFile(const std::string& path) {
   FirmwareImage image;
   image.path = path;
-  ASSIGN_OR_RETURN(image.content_hash, HashFile(path));  // also: the image must be readable
+  ASSIGN_OR_RETURN(image.content_hash, base::HashFile(path));  // also: the image must be readable
   if (std::optional<std::string> id = FirmwareIdBeside(path)) image.content_hash = *id;
   return image;
 }

@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
-#include "device/firmware_hash.h"
+#include "base/content_hash.h"
 
 namespace benchfarm::device {
 namespace {
@@ -27,7 +27,7 @@ TEST(FirmwareImageFromFile, HashesTheFile) {
   ASSERT_TRUE(image.ok()) << image.status();
   EXPECT_EQ(image->path, path);
   EXPECT_EQ(image->content_hash, "85944171f73967e8");
-  EXPECT_EQ(image->content_hash, HashBytes("foobar"));
+  EXPECT_EQ(image->content_hash, base::HashBytes("foobar"));
 }
 
 TEST(FirmwareImageFromFile, MissingFileIsNotFound) {

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/os_error.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -24,7 +25,7 @@
 #include "base/process_exit.h"
 #include "base/status_macros.h"
 #include "device/fd_transport.h"
-#include "device/firmware_hash.h"
+#include "base/content_hash.h"
 #include "device/pty_transport.h"
 #include "device/sandbox.h"
 
@@ -136,7 +137,7 @@ absl::StatusOr<std::vector<int>> AllowedCpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof(set), &set) != 0) {
-    return absl::InternalError(absl::StrCat("sched_getaffinity: ", ErrnoText(errno)));
+    return absl::InternalError(absl::StrCat("sched_getaffinity: ", base::ErrnoText(errno)));
   }
   std::vector<int> cpus;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
@@ -278,7 +279,7 @@ absl::Status HostProcessFlasher::Start(const FirmwareImage& image, std::optional
     // The board cannot hash /proc/self/exe in a sandbox without /proc: it is told the hash.
     std::string hash = image.content_hash;
     if (hash.empty()) {
-      absl::StatusOr<std::string> hashed = HashFile(image.path);
+      absl::StatusOr<std::string> hashed = base::HashFile(image.path);
       if (!hashed.ok()) return Prefixed(hashed.status(), absl::StrCat(kName, ": "));
       hash = *hashed;
     }
@@ -319,7 +320,7 @@ absl::Status HostProcessFlasher::Start(const FirmwareImage& image, std::optional
       const int err = errno;
       close(out);
       return fail(
-          absl::InternalError(absl::StrCat(kName, ": fcntl(F_DUPFD_CLOEXEC): ", ErrnoText(err))));
+          absl::InternalError(absl::StrCat(kName, ": fcntl(F_DUPFD_CLOEXEC): ", base::ErrnoText(err))));
     }
     auto io = std::make_unique<FdTransport>(absl::StrCat("process:", image.path));
     absl::Status attached = io->Attach(out, process->TakeStdin(), FdTransport::Ownership::kOwned);

@@ -28,7 +28,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "device/firmware_hash.h"
+#include "base/content_hash.h"
 #include "device/host_session.h"
 #include "device/rpc_client.h"
 #include "device/sandbox.h"

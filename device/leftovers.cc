@@ -20,6 +20,8 @@
 #include <sstream>
 #include <utility>
 
+#include "base/os_error.h"
+#include "base/files.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -35,16 +37,6 @@ namespace {
 
 constexpr char kLockFile[] = "agent.lock";
 constexpr size_t kMaxCommand = 200;
-
-absl::Status MakeDirs(const std::string& dir) {
-  for (size_t at = dir.find('/', 1);; at = dir.find('/', at + 1)) {
-    const std::string prefix = at == std::string::npos ? dir : dir.substr(0, at);
-    if (!prefix.empty() && mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      return absl::InternalError(absl::StrCat("leftovers: mkdir ", prefix, ": ", ErrnoText(errno)));
-    }
-    if (at == std::string::npos) return absl::OkStatus();
-  }
-}
 
 std::string ReadSmallFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -111,11 +103,11 @@ std::string ProcessRecordDir(const std::string& scratch_dir) {
 }
 
 absl::StatusOr<std::unique_ptr<StateLock>> StateLock::Acquire(const std::string& dir) {
-  if (absl::Status made = MakeDirs(dir); !made.ok()) return made;
+  if (absl::Status made = base::MakeDirs(dir); !made.ok()) return made;
   const std::string path = absl::StrCat(dir, "/", kLockFile);
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return absl::InternalError(absl::StrCat("leftovers: open ", path, ": ", ErrnoText(errno)));
+    return absl::InternalError(absl::StrCat("leftovers: open ", path, ": ", base::ErrnoText(errno)));
   }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
@@ -126,13 +118,13 @@ absl::StatusOr<std::unique_ptr<StateLock>> StateLock::Acquire(const std::string&
           "another agent (pid ", holder.empty() ? "unknown" : holder, ") holds ", path,
           ": it runs with the same scratch_dir; two agents must not share their directories"));
     }
-    return absl::InternalError(absl::StrCat("leftovers: flock ", path, ": ", ErrnoText(err)));
+    return absl::InternalError(absl::StrCat("leftovers: flock ", path, ": ", base::ErrnoText(err)));
   }
   const std::string pid = absl::StrCat(getpid(), "\n");
   if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) < 0) {
     const int err = errno;
     close(fd);
-    return absl::InternalError(absl::StrCat("leftovers: write ", path, ": ", ErrnoText(err)));
+    return absl::InternalError(absl::StrCat("leftovers: write ", path, ": ", base::ErrnoText(err)));
   }
   return std::unique_ptr<StateLock>(new StateLock(fd));
 }
@@ -140,11 +132,11 @@ absl::StatusOr<std::unique_ptr<StateLock>> StateLock::Acquire(const std::string&
 StateLock::~StateLock() { close(fd_); }
 
 absl::StatusOr<LeftoverReport> KillLeftovers(const std::string& dir, absl::Time deadline) {
-  if (absl::Status made = MakeDirs(dir); !made.ok()) return made;
+  if (absl::Status made = base::MakeDirs(dir); !made.ok()) return made;
   LeftoverReport report;
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) {
-    return absl::InternalError(absl::StrCat("leftovers: opendir ", dir, ": ", ErrnoText(errno)));
+    return absl::InternalError(absl::StrCat("leftovers: opendir ", dir, ": ", base::ErrnoText(errno)));
   }
   std::vector<std::string> names;
   while (struct dirent* e = readdir(d)) {

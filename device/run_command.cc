@@ -11,6 +11,7 @@
 #include <memory>
 #include <utility>
 
+#include "base/os_error.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -68,7 +69,7 @@ absl::StatusOr<bool> Drain(int fd, OutputTail& tail, absl::string_view name) {
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
     return absl::InternalError(
-        absl::StrCat(name, ": reading the command's output: ", ErrnoText(errno)));
+        absl::StrCat(name, ": reading the command's output: ", base::ErrnoText(errno)));
   }
 }
 
@@ -132,7 +133,7 @@ absl::StatusOr<CommandRun> RunCommand(const RunCommandOptions& options, absl::Ti
   const int out = out_owner.fd;
   const int flags = fcntl(out, F_GETFL);
   if (flags < 0 || fcntl(out, F_SETFL, flags | O_NONBLOCK) != 0) {
-    return absl::InternalError(absl::StrCat(name, ": fcntl: ", ErrnoText(errno)));
+    return absl::InternalError(absl::StrCat(name, ": fcntl: ", base::ErrnoText(errno)));
   }
 
   const absl::Time time_limit_at = start + options.time_limit;

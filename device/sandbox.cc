@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/os_error.h"
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -97,15 +98,15 @@ Mode HostMode() {
 absl::Status ChownRecursively(const std::string& path, uid_t uid, gid_t gid) {
   struct stat st;
   if (lstat(path.c_str(), &st) != 0) {
-    return absl::InternalError(absl::StrCat("sandbox: lstat ", path, ": ", ErrnoText(errno)));
+    return absl::InternalError(absl::StrCat("sandbox: lstat ", path, ": ", base::ErrnoText(errno)));
   }
   if (lchown(path.c_str(), uid, gid) != 0) {
-    return absl::InternalError(absl::StrCat("sandbox: chown ", path, ": ", ErrnoText(errno)));
+    return absl::InternalError(absl::StrCat("sandbox: chown ", path, ": ", base::ErrnoText(errno)));
   }
   if (!S_ISDIR(st.st_mode)) return absl::OkStatus();
   DIR* dir = opendir(path.c_str());
   if (dir == nullptr) {
-    return absl::InternalError(absl::StrCat("sandbox: opendir ", path, ": ", ErrnoText(errno)));
+    return absl::InternalError(absl::StrCat("sandbox: opendir ", path, ": ", base::ErrnoText(errno)));
   }
   absl::Status status;
   while (struct dirent* e = readdir(dir)) {

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/os_error.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -47,7 +48,7 @@ absl::Status LibraryError(sp_return r, absl::string_view name, absl::string_view
     case SP_ERR_FAIL: {
       code = sp_last_error_code();
       char* message = sp_last_error_message();
-      what = message != nullptr ? std::string(message) : ErrnoText(code);
+      what = message != nullptr ? std::string(message) : base::ErrnoText(code);
       sp_free_error_message(message);
       break;
     }

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/os_error.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
@@ -228,7 +229,7 @@ absl::Status MoveAboveStdio(UniqueFd& fd, absl::string_view name) {
   if (fd.get() < 0 || fd.get() > kPassedFd) return absl::OkStatus();
   const int moved = fcntl(fd.get(), F_DUPFD_CLOEXEC, kPassedFd + 1);
   if (moved < 0) {
-    return absl::InternalError(absl::StrCat(name, ": fcntl(F_DUPFD_CLOEXEC): ", ErrnoText(errno)));
+    return absl::InternalError(absl::StrCat(name, ": fcntl(F_DUPFD_CLOEXEC): ", base::ErrnoText(errno)));
   }
   fd.Reset(moved);
   return absl::OkStatus();
@@ -260,7 +261,7 @@ absl::StatusOr<std::string> ResolveProgram(const std::string& program) {
 
 absl::Status ChildErrorToStatus(const ChildError& e, const std::string& name,
                                 const std::string& path, const SubprocessOptions& options) {
-  const std::string text = ErrnoText(e.err);
+  const std::string text = base::ErrnoText(e.err);
   switch (e.step) {
     case kExec: {
       const std::string message = absl::StrCat(name, ": cannot start ", path, ": ", text);
@@ -391,7 +392,7 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
     struct rlimit current;
     if (getrlimit(static_cast<__rlimit_resource_t>(resource), &current) != 0) {
       return absl::InternalError(
-          absl::StrCat(name, ": getrlimit(", ResourceName(resource), "): ", ErrnoText(errno)));
+          absl::StrCat(name, ": getrlimit(", ResourceName(resource), "): ", base::ErrnoText(errno)));
     }
     LimitToSet& l = plan.limits[plan.num_limits++];
     l.resource = resource;
@@ -423,7 +424,7 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
   auto make_pipe = [&](UniqueFd& read_end, UniqueFd& write_end) -> absl::Status {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
-      return absl::InternalError(absl::StrCat(name, ": pipe2: ", ErrnoText(errno)));
+      return absl::InternalError(absl::StrCat(name, ": pipe2: ", base::ErrnoText(errno)));
     }
     read_end.Reset(fds[0]);
     write_end.Reset(fds[1]);
@@ -463,7 +464,7 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
     child_pass.Reset(fcntl(options.pass_fd, F_DUPFD_CLOEXEC, kPassedFd + 1));
     if (child_pass.get() < 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat(name, ": pass_fd ", options.pass_fd, ": ", ErrnoText(errno)));
+          absl::StrCat(name, ": pass_fd ", options.pass_fd, ": ", base::ErrnoText(errno)));
     }
   }
   for (UniqueFd* fd : {&child_in, &child_out, &child_err, &error_write}) {
@@ -490,7 +491,7 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
 
   int fork_errno = 0;
   const pid_t pid = Spawner::Get().Fork(plan, &fork_errno);
-  if (pid < 0) return absl::InternalError(absl::StrCat(name, ": fork: ", ErrnoText(fork_errno)));
+  if (pid < 0) return absl::InternalError(absl::StrCat(name, ": fork: ", base::ErrnoText(fork_errno)));
   const std::string record =
       record_prefix.empty() ? std::string() : absl::StrCat(record_prefix, pid);
 
@@ -575,7 +576,7 @@ absl::StatusOr<std::optional<base::ProcessExit>> Subprocess::PollLocked() {
     r = waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
   } while (r < 0 && errno == EINTR);
   if (r < 0) {
-    return absl::InternalError(absl::StrCat(name_, ": waitid(", pid_, "): ", ErrnoText(errno)));
+    return absl::InternalError(absl::StrCat(name_, ": waitid(", pid_, "): ", base::ErrnoText(errno)));
   }
   if (info.si_pid == 0) return std::optional<base::ProcessExit>();
   // Ended but not reaped: its pid is still its group's id and cannot be reused yet, so whatever it
@@ -587,7 +588,7 @@ absl::StatusOr<std::optional<base::ProcessExit>> Subprocess::PollLocked() {
     r = waitpid(pid_, &wait_status, 0);
   } while (r < 0 && errno == EINTR);
   if (r < 0) {
-    return absl::InternalError(absl::StrCat(name_, ": waitpid(", pid_, "): ", ErrnoText(errno)));
+    return absl::InternalError(absl::StrCat(name_, ": waitpid(", pid_, "): ", base::ErrnoText(errno)));
   }
   exit_ = base::ProcessExit::FromWaitStatus(wait_status);
   if (launcher_ && exit_->exit_code > 128 && exit_->exit_code <= 128 + 64) {

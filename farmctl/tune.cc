@@ -20,7 +20,7 @@
 #include "absl/time/time.h"
 #include "base/status_macros.h"
 #include "catalog/operator.h"
-#include "device/firmware_hash.h"
+#include "base/content_hash.h"
 #include "farmctl/autotvm_record.h"
 #include "farmctl/board_commands.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -369,7 +369,7 @@ std::string AbsolutePath(const std::string& path) {
 
 std::string RunKey(const OpKnobs& op, const TuneOptions& options) {
   v1::Trial t = TrialTemplate(op, options);
-  return device::HashBytes(absl::StrCat(Deterministic(t), "\n", AbsolutePath(options.out_dir)));
+  return base::HashBytes(absl::StrCat(Deterministic(t), "\n", AbsolutePath(options.out_dir)));
 }
 
 v1::Trial TrialTemplate(const OpKnobs& op, const TuneOptions& options) {
@@ -674,7 +674,7 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
     // resubmits nothing new, another run with other shapes or options never gets stale jobs.
     std::string material = RunKey(op, options);
     for (const v1::Trial& t : req.trials()) absl::StrAppend(&material, "\n", Deterministic(t));
-    req.set_request_id(absl::StrCat(client.empty() ? run_name : client, "-", device::HashBytes(material)));
+    req.set_request_id(absl::StrCat(client.empty() ? run_name : client, "-", base::HashBytes(material)));
     v1::SubmitTrialsResponse resp;
     grpc::Status s = CallTracker(tracker, [&](grpc::ClientContext* context) {
       return tracker.stub->SubmitTrials(context, req, &resp);
@@ -757,7 +757,7 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
       // even when the trials are the same (an adaptive run); the same recheck resumes.
       std::string material = absl::StrCat("recheck\n", RunKey(op, options));
       for (const v1::Trial& t : req.trials()) absl::StrAppend(&material, "\n", Deterministic(t));
-      const std::string key = device::HashBytes(material);
+      const std::string key = base::HashBytes(material);
       req.set_request_id(absl::StrCat(client.empty() ? run_name : client, "-recheck-", key));
       if (state.recheck(key).done.size() + state.recheck(key).pending.size() < first.size()) {
         v1::SubmitTrialsResponse resp;

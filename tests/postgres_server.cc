@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/os_error.h"
 #include "absl/memory/memory.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -39,7 +40,6 @@ constexpr char kSetpriv[] = "/usr/bin/setpriv";
 constexpr char kInstallHint[] =
     "PostgreSQL 15's server is not installed (apt install postgresql-15; ./farm installs it)";
 
-std::string ErrnoText(int error) { return std::generic_category().message(error); }
 
 bool Executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 
@@ -134,13 +134,13 @@ absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start(
   std::string pattern = absl::StrCat(
       !as_root && tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/postgres.XXXXXX");
   if (mkdtemp(pattern.data()) == nullptr) {
-    return absl::InternalError(absl::StrCat("mkdtemp ", pattern, ": ", ErrnoText(errno)));
+    return absl::InternalError(absl::StrCat("mkdtemp ", pattern, ": ", base::ErrnoText(errno)));
   }
   auto server = absl::WrapUnique(new PostgresServer(options, pattern, as_root));
   if (as_root) {
     if (chown(server->dir_.c_str(), postgres_user->pw_uid, postgres_user->pw_gid) != 0) {
       return absl::InternalError(
-          absl::StrCat("chown postgres ", server->dir_, ": ", ErrnoText(errno)));
+          absl::StrCat("chown postgres ", server->dir_, ": ", base::ErrnoText(errno)));
     }
   }
 

@@ -12,7 +12,8 @@
 namespace benchfarm::tracker {
 namespace {
 
-absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
+// A credential file the config names; NotFound "security: WHAT: ..." when it cannot be read.
+absl::StatusOr<std::string> ReadPem(const std::string& path, const char* what) {
   absl::StatusOr<std::string> text = base::ReadFile(path);
   if (!text.ok()) return absl::NotFoundError(absl::StrCat("security: ", what, ": ", text.status().message()));
   return text;
@@ -83,11 +84,11 @@ absl::StatusOr<ServerSecurity> SetUpServerSecurity(const v1::TrackerConfig& conf
   if (Exists(absl::StrCat(out.state_dir, "/admin.token"))) {
     out.admin_token_file = absl::StrCat(out.state_dir, "/admin.token");
   }
-  absl::StatusOr<std::string> ca = ReadFile(out.ca_cert, "the CA certificate");
+  absl::StatusOr<std::string> ca = ReadPem(out.ca_cert, "the CA certificate");
   if (!ca.ok()) return ca.status();
-  absl::StatusOr<std::string> cert_pem = ReadFile(cert, "the tracker's certificate");
+  absl::StatusOr<std::string> cert_pem = ReadPem(cert, "the tracker's certificate");
   if (!cert_pem.ok()) return cert_pem.status();
-  absl::StatusOr<std::string> key_pem = ReadFile(key, "the tracker's key");
+  absl::StatusOr<std::string> key_pem = ReadPem(key, "the tracker's key");
   if (!key_pem.ok()) return key_pem.status();
   grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
   ssl.pem_root_certs = *ca;

@@ -1,19 +1,20 @@
-// Firmware content hashes: FNV-1a 64-bit over an image's bytes, written as 16 lowercase hex digits.
+// Content hashes: FNV-1a 64-bit over bytes (an image, an operator's files), written as 16
+// lowercase hex digits.
 //
 // This is exactly what the host-process board (crt/host/board.c, HashFile) reports as
 // benchfarm.DeviceInfo.firmware_hash for its own executable, and what the agent computes for an
 // image it built, so "does the board already run this image?" is a string comparison. It is a
 // cache key and a staleness check, not a security measure: FNV-1a is not collision resistant.
 
-#ifndef BENCHFARM_DEVICE_FIRMWARE_HASH_H_
-#define BENCHFARM_DEVICE_FIRMWARE_HASH_H_
+#ifndef BENCHFARM_BASE_CONTENT_HASH_H_
+#define BENCHFARM_BASE_CONTENT_HASH_H_
 
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace benchfarm::device {
+namespace benchfarm::base {
 
 // The hash of `data`, e.g. "cbf29ce484222325" for no bytes. Thread-safe.
 std::string HashBytes(absl::string_view data);
@@ -26,6 +27,6 @@ std::string HashBytes(absl::string_view data);
 //   Internal            any other open(), fstat() or read() error, with the OS's text.
 absl::StatusOr<std::string> HashFile(const std::string& path);
 
-}  // namespace benchfarm::device
+}  // namespace benchfarm::base
 
-#endif  // BENCHFARM_DEVICE_FIRMWARE_HASH_H_
+#endif  // BENCHFARM_BASE_CONTENT_HASH_H_

@@ -1,6 +1,6 @@
 // FNV-1a 64: the same constants, byte order and "%016llx" formatting as crt/host/board.c.
 
-#include "device/firmware_hash.h"
+#include "base/content_hash.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,11 +12,12 @@
 #include <cstdio>
 #include <vector>
 
+#include "base/os_error.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "device/fd_transport.h"
+#include "base/os_error.h"
 
-namespace benchfarm::device {
+namespace benchfarm::base {
 namespace {
 
 constexpr uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ull;
@@ -52,8 +53,11 @@ absl::StatusOr<std::string> HashFile(const std::string& path) {
   if (fd < 0) {
     const int err = errno;
     const std::string message = absl::StrCat("hash ", path);
-    if (err == ENOENT || err == ENOTDIR || err == EACCES || err == EPERM) {
-      return OpenErrorToStatus(err, message);
+    if (err == ENOENT || err == ENOTDIR) {
+      return absl::NotFoundError(absl::StrCat(message, ": ", ErrnoText(err)));
+    }
+    if (err == EACCES || err == EPERM) {
+      return absl::PermissionDeniedError(absl::StrCat(message, ": ", ErrnoText(err)));
     }
     return absl::InternalError(absl::StrCat(message, ": open: ", ErrnoText(err)));
   }
@@ -84,4 +88,4 @@ absl::StatusOr<std::string> HashFile(const std::string& path) {
   return Hex(h);
 }
 
-}  // namespace benchfarm::device
+}  // namespace benchfarm::base

@@ -1,6 +1,6 @@
 // HashFile/HashBytes: FNV-1a 64 test vectors, files larger than one read chunk, and errors.
 
-#include "device/firmware_hash.h"
+#include "base/content_hash.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 
-namespace benchfarm::device {
+namespace benchfarm::base {
 namespace {
 
 std::string TempPath(const std::string& name) {
@@ -65,4 +65,4 @@ TEST(HashFile, Errors) {
 }
 
 }  // namespace
-}  // namespace benchfarm::device
+}  // namespace benchfarm::base
