@@ -1,6 +1,7 @@
 // MinRPC packet codec: the host side's encoder of requests and decoder of replies.
 //
-// A MinRPC packet is the body of one session Normal message (reference section 3). This library
+// A MinRPC packet is the body of one session Normal message (docs/microtvm-reference.md section 3,
+// "reference" below; benchfarm's decisions on top of it: docs/wire-protocol.md). This library
 // builds and parses those packets byte-compatibly with Apache TVM v0.18's MinRPC and with
 // benchfarm's crt/ server; it knows nothing about transports, framing, sessions or gRPC.
 //

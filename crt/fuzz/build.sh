@@ -46,12 +46,13 @@ for dir in "$crt"/*/include; do
   [[ -d "$dir" ]] && includes+=(-I "$dir")
 done
 
-# Every crt source a target needs: the link, the MinRPC server and time
-# evaluator, the runtime, random_fill, the pool, the sample operators with
-# their system library, and the host platform.
+# Every crt source a target needs: the link, the MinRPC server, time
+# evaluator and wire encodings (the harnesses use wire.h too), the runtime,
+# random_fill, the pool, the sample operators with their system library, and
+# the host platform.
 sources=(
   link/crc16.c link/framing.c link/session.c
-  rpc/rpc_server.c rpc/time_evaluator.c
+  rpc/rpc_server.c rpc/time_evaluator.c rpc/wire.c
   runtime/crt_runtime_api.c runtime/func_registry.c
   contrib/random_fill.c
   memory/page_allocator.c

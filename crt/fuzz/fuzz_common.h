@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <tvm/runtime/crt/wire.h>
 
 /* Aborts (a libFuzzer crash) with the file, line and a message when cond is false. */
 #define CRT_FUZZ_CHECK(cond, msg)                                                              \
@@ -105,12 +106,10 @@ static inline uint64_t crt_fuzz_fnv(uint64_t h, const void* data, size_t n) {
   return h;
 }
 
+/* Hashes v's 8 little-endian bytes. */
 static inline uint64_t crt_fuzz_fnv_u64(uint64_t h, uint64_t v) {
   uint8_t b[8];
-  int i;
-  for (i = 0; i < 8; i++) {
-    b[i] = (uint8_t)(v >> (8 * i));
-  }
+  crt_wire_store_u64(b, v);
   return crt_fuzz_fnv(h, b, sizeof(b));
 }
 

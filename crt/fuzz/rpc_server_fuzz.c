@@ -67,6 +67,7 @@
 #include <tvm/runtime/crt/platform.h>
 #include <tvm/runtime/crt/rpc_server.h>
 #include <tvm/runtime/crt/time_evaluator.h>
+#include <tvm/runtime/crt/wire.h>
 
 #include "fuzz_common.h"
 
@@ -177,26 +178,6 @@ typedef struct {
 } Harness;
 
 static Harness g_h;
-
-static uint64_t LoadU64(const uint8_t* p) {
-  uint64_t v = 0;
-  int i;
-  for (i = 7; i >= 0; i--) {
-    v = (v << 8) | p[i];
-  }
-  return v;
-}
-
-static uint32_t LoadU32(const uint8_t* p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
-static void StoreU64(uint8_t* p, uint64_t v) {
-  int i;
-  for (i = 0; i < 8; i++) {
-    p[i] = (uint8_t)(v >> (8 * i));
-  }
-}
 
 /* Feeds the host session, passing the rest in again after errors (as rpc_server_test.cc). */
 static void HostReceive(Harness* h, const uint8_t* data, size_t n) {
@@ -317,53 +298,62 @@ static bool Handshake(Harness* h) {
 
 /* Checks the envelope of the reply to a request with code `request_code`, and records handles. */
 static void CheckReply(Harness* h, int64_t request_code) {
-  const uint8_t* r = h->last_reply_head;
   uint32_t len = h->last_reply_len;
+  crt_wire_reader_t r; /* reads past the captured head return 0 */
   uint32_t code;
+  uint32_t num;
+  uint32_t tcode;
   CRT_FUZZ_CHECK(len >= 12u, "reply shorter than its envelope");
-  CRT_FUZZ_CHECK(LoadU64(r) == (uint64_t)len - 8u, "reply packet_nbytes does not match its body");
-  code = LoadU32(r + 8);
+  crt_wire_reader_init(&r, h->last_reply_head,
+                       len < sizeof(h->last_reply_head) ? len : sizeof(h->last_reply_head));
+  CRT_FUZZ_CHECK(crt_wire_read_u64(&r) == (uint64_t)len - 8u,
+                 "reply packet_nbytes does not match its body");
+  code = crt_wire_read_u32(&r);
   CRT_FUZZ_CHECK(code == kCrtRpcReturn || code == kCrtRpcException || code == kCrtRpcCopyAck,
                  "reply code is not Return, Exception or CopyAck");
+  num = crt_wire_read_u32(&r);
+  tcode = crt_wire_read_u32(&r); /* the first value's */
   if (code == kCrtRpcException) {
-    CRT_FUZZ_CHECK(len >= 28u && LoadU32(r + 12) == 1u && LoadU32(r + 16) == kTVMStr &&
-                       LoadU64(r + 20) == (uint64_t)len - 28u,
-                   "malformed Exception reply");
+    CRT_FUZZ_CHECK(
+        len >= 28u && num == 1u && tcode == kTVMStr && crt_wire_read_u64(&r) == (uint64_t)len - 28u,
+        "malformed Exception reply");
   }
   if (code == kCrtRpcCopyAck) {
     CRT_FUZZ_CHECK(request_code == kCrtRpcCopyFromRemote, "CopyAck for another request");
   }
   if (code == kCrtRpcReturn &&
       (request_code == kCrtRpcDevAllocData || request_code == kCrtRpcDevAllocDataWithScope)) {
-    CRT_FUZZ_CHECK(len == 28u && LoadU32(r + 12) == 1u && LoadU32(r + 16) == kTVMOpaqueHandle,
+    CRT_FUZZ_CHECK(len == 28u && num == 1u && tcode == kTVMOpaqueHandle,
                    "DevAllocData returned something other than a handle");
     if (h->num_handles < sizeof(h->handles) / sizeof(h->handles[0])) {
-      h->handles[h->num_handles++] = LoadU64(r + 20);
+      h->handles[h->num_handles++] = crt_wire_read_u64(&r);
     }
   }
   /* CallFunc's [kDLInt original type code][value]: remember packed function handles. */
-  if (code == kCrtRpcReturn && request_code == kCrtRpcCallFunc && len == 40u &&
-      LoadU32(r + 12) == 2u && LoadU64(r + 24) == kTVMPackedFuncHandle &&
-      h->num_functions < sizeof(h->functions) / sizeof(h->functions[0])) {
-    h->functions[h->num_functions++] = LoadU64(r + 32);
+  if (code == kCrtRpcReturn && request_code == kCrtRpcCallFunc && len == 40u && num == 2u) {
+    (void)crt_wire_read_u32(&r); /* the type code the value is sent with */
+    if (crt_wire_read_i64(&r) == kTVMPackedFuncHandle &&
+        h->num_functions < sizeof(h->functions) / sizeof(h->functions[0])) {
+      h->functions[h->num_functions++] = crt_wire_read_u64(&r);
+    }
   }
 }
 
 /* CRT_FUZZ_VERBOSE=1: one line per request, to check what a seed does. */
 static void PrintReply(const Harness* h, int64_t request_code) {
   const uint8_t* r = h->last_reply_head;
-  uint32_t code = LoadU32(r + 8);
+  uint32_t code = crt_wire_load_u32(r + 8);
   fprintf(stderr, "request %lld -> reply %u (%u bytes)", (long long)request_code, code,
           h->last_reply_len);
   if (code == kCrtRpcException) {
-    size_t n = (size_t)LoadU64(r + 20);
+    size_t n = (size_t)crt_wire_load_u64(r + 20);
     if (n > sizeof(h->last_reply_head) - 28u) {
       n = sizeof(h->last_reply_head) - 28u;
     }
     fprintf(stderr, ": %.*s", (int)n, (const char*)r + 28);
   } else if (h->last_reply_len >= 28u) {
-    fprintf(stderr, ": tcode %u value 0x%llx", LoadU32(r + 16),
-            (unsigned long long)LoadU64(r + 20));
+    fprintf(stderr, ": tcode %u value 0x%llx", crt_wire_load_u32(r + 16),
+            (unsigned long long)crt_wire_load_u64(r + 20));
   }
   fprintf(stderr, "\n");
 }
@@ -377,10 +367,10 @@ static void SubstitutePlaceholders(const Harness* h, uint8_t* body, size_t len) 
     for (k = 0; k < 7u && body[i + k] == PLACEHOLDER_BYTE; k++) {
     }
     if (k == 7u && index < 0x80u && h->num_handles > 0u) {
-      StoreU64(body + i, h->handles[index % h->num_handles]);
+      crt_wire_store_u64(body + i, h->handles[index % h->num_handles]);
       i += 8u;
     } else if (k == 7u && index >= 0x80u && h->num_functions > 0u) {
-      StoreU64(body + i, h->functions[(index - 0x80u) % h->num_functions]);
+      crt_wire_store_u64(body + i, h->functions[(index - 0x80u) % h->num_functions]);
       i += 8u;
     } else {
       i++;
@@ -440,13 +430,13 @@ static void RunStructured(Harness* h, const uint8_t* data, size_t size) {
       CRT_FUZZ_CHECK(Handshake(h), "the board did not answer an Init");
     }
     if ((flags & 0x01u) != 0u && len >= 8u) {
-      StoreU64(body, (uint64_t)len - 8u);
+      crt_wire_store_u64(body, (uint64_t)len - 8u);
     }
     if ((flags & 0x02u) != 0u) {
       SubstitutePlaceholders(h, body, len);
     }
-    request_code = len >= 12u ? (int64_t)(int32_t)LoadU32(body + 8) : -1;
-    is_shutdown = len == 12u && LoadU64(body) == 4u && request_code == kCrtRpcShutdown;
+    request_code = len >= 12u ? (int64_t)(int32_t)crt_wire_load_u32(body + 8) : -1;
+    is_shutdown = len == 12u && crt_wire_load_u64(body) == 4u && request_code == kCrtRpcShutdown;
 
     CRT_FUZZ_CHECK(crt_session_send(&h->host, kCrtSessionNormal, body, len) == kTvmErrorNoError,
                    "host send");

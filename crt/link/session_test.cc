@@ -1,6 +1,6 @@
 // Tests of session.c: TVM v0.18's tests/crt/session_test.cc with its golden bytes
 // (reference sections 2.5 and 6.2), the nonce rule, and benchfarm's fixes (reference
-// section 9, wire-protocol.md "Fixed, not imitated"): wrong-id traffic dropped without
+// section 9, docs/wire-protocol.md "Fixed, not imitated"): wrong-id traffic dropped without
 // wedging, no stale bytes after a bad or aborted packet, duplicate Reply ignored, Init
 // while established renegotiates once, version always checked, over-long messages
 // refused and counted, a streaming body sink, and each layer's own error codes.

@@ -10,6 +10,10 @@
  * forgotten. Problems found while receiving are remembered in message[] and
  * answered with an Exception at finish, so the host always gets one reply per
  * request.
+ *
+ * A complete request goes to the handler of its code (kRequestHandlers), which
+ * reads its fields with a wire.h reader over request[] and answers with one
+ * reply composed by a wire.h writer.
  */
 #include <crt_config.h>
 #include <stdarg.h>
@@ -22,53 +26,28 @@
 #include <tvm/runtime/crt/random_fill.h>
 #include <tvm/runtime/crt/rpc_server.h>
 #include <tvm/runtime/crt/time_evaluator.h>
+#include <tvm/runtime/crt/wire.h>
 
 /* The request envelope: u64 packet_nbytes, i32 code. */
 #define ENVELOPE_BYTES 12u
 /* CopyToRemote's fixed header before the shape: envelope, u64 data, DLDevice, i32 ndim. */
 #define COPY_FIXED_BYTES (ENVELOPE_BYTES + 8u + 8u + 4u)
+/* The longest fixed part of a reply (CallFunc's): u64 packet_nbytes, i32 kReturn, i32 2,
+ * i32 kDLInt, i32 type code, i64 type code, the 8-byte value. */
+#define REPLY_HEAD_BYTES 40u
 
 typedef enum {
-  kModeIdle = 0,     /* no message in progress */
-  kModeBuffer = 1,   /* buffering a request into request[] */
-  kModeCopy = 2,     /* CopyToRemote payload: writing into copy_dst */
-  kModeReject = 3,   /* skipping the rest; message[] holds the Exception to send */
+  kModeIdle = 0,   /* no message in progress */
+  kModeBuffer = 1, /* buffering a request into request[] */
+  kModeCopy = 2,   /* CopyToRemote payload: writing into copy_dst */
+  kModeReject = 3, /* skipping the rest; message[] holds the Exception to send */
 } Mode;
 
 static crt_rpc_server_t* g_server;
 
 static const DLDevice kCpu = {kDLCPU, 0};
 
-/* ---- little-endian fields --------------------------------------------------------------------- */
-
-static uint64_t LoadU64(const uint8_t* p) {
-  uint64_t v = 0;
-  int i;
-  for (i = 7; i >= 0; i--) {
-    v = (v << 8) | p[i];
-  }
-  return v;
-}
-
-static uint32_t LoadU32(const uint8_t* p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
-static void StoreU64(uint8_t* p, uint64_t v) {
-  int i;
-  for (i = 0; i < 8; i++) {
-    p[i] = (uint8_t)(v >> (8 * i));
-  }
-}
-
-static void StoreU32(uint8_t* p, uint32_t v) {
-  int i;
-  for (i = 0; i < 4; i++) {
-    p[i] = (uint8_t)(v >> (8 * i));
-  }
-}
-
-/* ---- messages --------------------------------------------------------------------------------- */
+/* ---- messages -------------------------------------------------------------------------------- */
 
 static void AppendText(char* buf, size_t* pos, const char* text) {
   while (*text != '\0' && *pos + 1u < CRT_RPC_SERVER_MESSAGE_BYTES) {
@@ -100,46 +79,53 @@ static void SetMessage(crt_rpc_server_t* s, const char* text, int has_value, uin
   if (text2 != NULL) AppendText(s->message, &pos, text2);
 }
 
-/* ---- replies ---------------------------------------------------------------------------------- */
-
-/* Opens a Normal message for a reply of `nbytes` after the u64 length, and writes that length. */
-static tvm_crt_error_t BeginReply(crt_rpc_server_t* s, uint64_t nbytes) {
-  uint8_t head[8];
-  tvm_crt_error_t err = crt_session_start_message(&s->session, kCrtSessionNormal, 8u + nbytes);
-  if (err != kTvmErrorNoError) return err;
-  StoreU64(head, nbytes);
-  return crt_session_send_body_chunk(&s->session, head, 8);
+/* Sets message[] to text and returns -1: the failure of a parse step. */
+static int Fail(crt_rpc_server_t* s, const char* text) {
+  SetMessage(s, text, 0, 0, NULL);
+  return -1;
 }
 
-static tvm_crt_error_t Put(crt_rpc_server_t* s, const void* data, size_t n) {
-  return n == 0u ? kTvmErrorNoError : crt_session_send_body_chunk(&s->session, data, n);
+/* Sets message[] to text followed by the argument index and returns -1. */
+static int FailAt(crt_rpc_server_t* s, const char* text, uint32_t index) {
+  SetMessage(s, text, 1, index, NULL);
+  return -1;
 }
 
-static tvm_crt_error_t PutU32(crt_rpc_server_t* s, uint32_t v) {
-  uint8_t b[4];
-  StoreU32(b, v);
-  return Put(s, b, 4);
+/* ---- replies --------------------------------------------------------------------------------- */
+
+/* Starts a reply's fixed part in head[REPLY_HEAD_BYTES]: packet_nbytes (SendReply fills it in),
+ * then the reply code. */
+static void StartReply(crt_wire_writer_t* w, uint8_t* head, int32_t code) {
+  crt_wire_writer_init(w, head, REPLY_HEAD_BYTES);
+  crt_wire_write_u64(w, 0u);
+  crt_wire_write_i32(w, code);
 }
 
-static tvm_crt_error_t PutU64(crt_rpc_server_t* s, uint64_t v) {
-  uint8_t b[8];
-  StoreU64(b, v);
-  return Put(s, b, 8);
+/* Sends one Normal message: head[0..head_len) with its packet_nbytes set, then payload[0..n). */
+static tvm_crt_error_t SendReply(crt_rpc_server_t* s, uint8_t* head, size_t head_len,
+                                 const void* payload, size_t n) {
+  tvm_crt_error_t err;
+  crt_wire_store_u64(head, (uint64_t)(head_len - 8u) + n);
+  err = crt_session_start_message(&s->session, kCrtSessionNormal, head_len + n);
+  if (err == kTvmErrorNoError) err = crt_session_send_body_chunk(&s->session, head, head_len);
+  if (err == kTvmErrorNoError && n != 0u) {
+    err = crt_session_send_body_chunk(&s->session, (const uint8_t*)payload, n);
+  }
+  if (err == kTvmErrorNoError) err = crt_session_finish_message(&s->session);
+  return err;
 }
 
 static tvm_crt_error_t SendException(crt_rpc_server_t* s, const char* msg) {
+  uint8_t head[REPLY_HEAD_BYTES];
+  crt_wire_writer_t w;
   size_t len = strlen(msg);
-  tvm_crt_error_t err;
   s->counters.exceptions++;
   /* i32 kException, i32 1, i32 kTVMStr, u64 len, bytes */
-  err = BeginReply(s, 4u + 4u + 4u + 8u + len);
-  if (err == kTvmErrorNoError) err = PutU32(s, kCrtRpcException);
-  if (err == kTvmErrorNoError) err = PutU32(s, 1u);
-  if (err == kTvmErrorNoError) err = PutU32(s, kTVMStr);
-  if (err == kTvmErrorNoError) err = PutU64(s, len);
-  if (err == kTvmErrorNoError) err = Put(s, msg, len);
-  if (err == kTvmErrorNoError) err = crt_session_finish_message(&s->session);
-  return err;
+  StartReply(&w, head, kCrtRpcException);
+  crt_wire_write_i32(&w, 1);
+  crt_wire_write_i32(&w, kTVMStr);
+  crt_wire_write_u64(&w, len);
+  return SendReply(s, head, crt_wire_writer_len(&w), msg, len);
 }
 
 /* Exception "<what> failed (0x<code>): <TVMGetLastError()>". */
@@ -161,22 +147,70 @@ static tvm_crt_error_t SendCallError(crt_rpc_server_t* s, const char* what, int 
 }
 
 static tvm_crt_error_t SendReturnVoid(crt_rpc_server_t* s) {
-  tvm_crt_error_t err = BeginReply(s, 12u);
-  if (err == kTvmErrorNoError) err = PutU32(s, kCrtRpcReturn);
-  if (err == kTvmErrorNoError) err = PutU32(s, 1u);
-  if (err == kTvmErrorNoError) err = PutU32(s, kTVMNullptr);
-  if (err == kTvmErrorNoError) err = crt_session_finish_message(&s->session);
-  return err;
+  uint8_t head[REPLY_HEAD_BYTES];
+  crt_wire_writer_t w;
+  StartReply(&w, head, kCrtRpcReturn);
+  crt_wire_write_i32(&w, 1);
+  crt_wire_write_i32(&w, kTVMNullptr);
+  return SendReply(s, head, crt_wire_writer_len(&w), NULL, 0);
 }
 
 static tvm_crt_error_t SendReturnHandle(crt_rpc_server_t* s, uint64_t handle) {
-  tvm_crt_error_t err = BeginReply(s, 20u);
-  if (err == kTvmErrorNoError) err = PutU32(s, kCrtRpcReturn);
-  if (err == kTvmErrorNoError) err = PutU32(s, 1u);
-  if (err == kTvmErrorNoError) err = PutU32(s, kTVMOpaqueHandle);
-  if (err == kTvmErrorNoError) err = PutU64(s, handle);
-  if (err == kTvmErrorNoError) err = crt_session_finish_message(&s->session);
-  return err;
+  uint8_t head[REPLY_HEAD_BYTES];
+  crt_wire_writer_t w;
+  StartReply(&w, head, kCrtRpcReturn);
+  crt_wire_write_i32(&w, 1);
+  crt_wire_write_i32(&w, kTVMOpaqueHandle);
+  crt_wire_write_u64(&w, handle);
+  return SendReply(s, head, crt_wire_writer_len(&w), NULL, 0);
+}
+
+/*
+ * Writes a CallFunc result's value field into w: 8 bytes, nothing for kTVMNullptr, or for a
+ * string or bytes the u64 length (the bytes themselves become *payload, *payload_len). Returns
+ * the type code the value is sent with, or -1 when a result of type tcode cannot be sent.
+ */
+static int EncodeResultValue(crt_wire_writer_t* w, TVMValue value, int tcode, const void** payload,
+                             size_t* payload_len) {
+  const TVMByteArray* bytes;
+  switch (tcode) {
+    case kTVMNullptr:
+      return kTVMNullptr;
+    case kDLInt:
+    case kDLUInt:
+    case kTVMArgBool:
+      crt_wire_write_i64(w, value.v_int64);
+      return tcode;
+    case kDLFloat:
+      crt_wire_write_f64(w, value.v_float64);
+      return kDLFloat;
+    case kTVMDataType:
+      crt_wire_write_dtype(w, value.v_type);
+      crt_wire_write_u32(w, 0u);
+      return kTVMDataType;
+    case kDLDevice:
+      crt_wire_write_device(w, value.v_device);
+      return kDLDevice;
+    case kTVMOpaqueHandle:
+    case kTVMModuleHandle:
+    case kTVMPackedFuncHandle:
+    case kTVMObjectHandle:
+      crt_wire_write_u64(w, (uint64_t)(uintptr_t)value.v_handle);
+      return kTVMOpaqueHandle;
+    case kTVMStr:
+      *payload = value.v_str == NULL ? "" : value.v_str;
+      *payload_len = strlen((const char*)*payload);
+      crt_wire_write_u64(w, *payload_len);
+      return kTVMStr;
+    case kTVMBytes:
+      bytes = (const TVMByteArray*)value.v_handle;
+      *payload = bytes == NULL ? NULL : bytes->data;
+      *payload_len = bytes == NULL ? 0u : bytes->size;
+      crt_wire_write_u64(w, *payload_len);
+      return kTVMBytes;
+    default:
+      return -1;
+  }
 }
 
 /*
@@ -184,92 +218,37 @@ static tvm_crt_error_t SendReturnHandle(crt_rpc_server_t* s, uint64_t handle) {
  * Frees a kTVMBytes result. Unsupported result types become an Exception.
  */
 static tvm_crt_error_t SendCallResult(crt_rpc_server_t* s, TVMValue value, int tcode) {
-  uint32_t value_tcode;
-  uint64_t value_bytes;
-  const uint8_t* payload = NULL;
-  uint64_t payload_len = 0;
-  uint8_t fixed[8];
+  uint8_t value_field[8];
+  uint8_t head[REPLY_HEAD_BYTES];
+  crt_wire_writer_t v;
+  crt_wire_writer_t w;
+  const void* payload = NULL;
+  size_t payload_len = 0;
+  int value_tcode;
   tvm_crt_error_t err;
-  TVMByteArray* bytes = NULL;
 
-  memset(fixed, 0, sizeof(fixed));
-  switch (tcode) {
-    case kTVMNullptr:
-      value_tcode = kTVMNullptr;
-      value_bytes = 0;
-      break;
-    case kDLInt:
-    case kDLUInt:
-    case kTVMArgBool:
-      value_tcode = (uint32_t)tcode;
-      value_bytes = 8;
-      StoreU64(fixed, (uint64_t)value.v_int64);
-      break;
-    case kDLFloat: {
-      uint64_t bits;
-      memcpy(&bits, &value.v_float64, sizeof(bits));
-      value_tcode = kDLFloat;
-      value_bytes = 8;
-      StoreU64(fixed, bits);
-      break;
-    }
-    case kTVMDataType:
-      value_tcode = kTVMDataType;
-      value_bytes = 8;
-      fixed[0] = value.v_type.code;
-      fixed[1] = value.v_type.bits;
-      fixed[2] = (uint8_t)(value.v_type.lanes & 0xffu);
-      fixed[3] = (uint8_t)(value.v_type.lanes >> 8);
-      break;
-    case kDLDevice:
-      value_tcode = kDLDevice;
-      value_bytes = 8;
-      StoreU32(fixed, (uint32_t)value.v_device.device_type);
-      StoreU32(fixed + 4, (uint32_t)value.v_device.device_id);
-      break;
-    case kTVMOpaqueHandle:
-    case kTVMModuleHandle:
-    case kTVMPackedFuncHandle:
-    case kTVMObjectHandle:
-      value_tcode = kTVMOpaqueHandle;
-      value_bytes = 8;
-      StoreU64(fixed, (uint64_t)(uintptr_t)value.v_handle);
-      break;
-    case kTVMStr:
-      value_tcode = kTVMStr;
-      payload = (const uint8_t*)(value.v_str == NULL ? "" : value.v_str);
-      payload_len = strlen((const char*)payload);
-      value_bytes = 8u + payload_len;
-      StoreU64(fixed, payload_len);
-      break;
-    case kTVMBytes:
-      bytes = (TVMByteArray*)value.v_handle;
-      value_tcode = kTVMBytes;
-      payload = bytes == NULL ? NULL : (const uint8_t*)bytes->data;
-      payload_len = bytes == NULL ? 0u : bytes->size;
-      value_bytes = 8u + payload_len;
-      StoreU64(fixed, payload_len);
-      break;
-    default:
-      SetMessage(s, "CallFunc: the function returned type code ", 1, (uint64_t)tcode,
-                 ", which cannot be sent");
-      return SendException(s, s->message);
+  crt_wire_writer_init(&v, value_field, sizeof(value_field));
+  value_tcode = EncodeResultValue(&v, value, tcode, &payload, &payload_len);
+  if (value_tcode < 0) {
+    SetMessage(s, "CallFunc: the function returned type code ", 1, (uint64_t)tcode,
+               ", which cannot be sent");
+    return SendException(s, s->message);
   }
   /* i32 kReturn, i32 2, i32 kDLInt, i32 value_tcode, i64 tcode, value */
-  err = BeginReply(s, 4u + 4u + 8u + 8u + value_bytes);
-  if (err == kTvmErrorNoError) err = PutU32(s, kCrtRpcReturn);
-  if (err == kTvmErrorNoError) err = PutU32(s, 2u);
-  if (err == kTvmErrorNoError) err = PutU32(s, kDLInt);
-  if (err == kTvmErrorNoError) err = PutU32(s, value_tcode);
-  if (err == kTvmErrorNoError) err = PutU64(s, (uint64_t)(int64_t)tcode);
-  if (err == kTvmErrorNoError && value_bytes != 0u) err = Put(s, fixed, 8);
-  if (err == kTvmErrorNoError && payload_len != 0u) err = Put(s, payload, (size_t)payload_len);
-  if (err == kTvmErrorNoError) err = crt_session_finish_message(&s->session);
-  if (bytes != NULL) (void)TVMByteArrayFree(bytes);
+  StartReply(&w, head, kCrtRpcReturn);
+  crt_wire_write_i32(&w, 2);
+  crt_wire_write_i32(&w, kDLInt);
+  crt_wire_write_i32(&w, value_tcode);
+  crt_wire_write_i64(&w, tcode);
+  crt_wire_write_bytes(&w, value_field, crt_wire_writer_len(&v));
+  err = SendReply(s, head, crt_wire_writer_len(&w), payload, payload_len);
+  if (tcode == kTVMBytes && value.v_handle != NULL) {
+    (void)TVMByteArrayFree((TVMByteArray*)value.v_handle);
+  }
   return err;
 }
 
-/* ---- allocations ------------------------------------------------------------------------------ */
+/* ---- allocations ----------------------------------------------------------------------------- */
 
 static crt_rpc_allocation_t* FindAllocation(crt_rpc_server_t* s, const uint8_t* data) {
   size_t i;
@@ -303,15 +282,17 @@ static void FreeAllAllocations(crt_rpc_server_t* s) {
   }
 }
 
-/* ---- request parsing -------------------------------------------------------------------------- */
+/* ---- request parsing ------------------------------------------------------------------------- */
 
-typedef struct {
-  uint8_t* p; /* writable: strings are NUL-terminated in place */
-  size_t len;
-  size_t pos;
-} Reader;
+static int32_t RequestCode(const crt_rpc_server_t* s) {
+  return (int32_t)crt_wire_load_u32(s->request + 8);
+}
 
-static int Need(const Reader* r, size_t n) { return r->len - r->pos >= n; }
+/* A reader over request[0..len), past the envelope (which was checked as it arrived). */
+static void OpenRequest(crt_wire_reader_t* r, crt_rpc_server_t* s, size_t len) {
+  crt_wire_reader_init(r, s->request, len);
+  (void)crt_wire_read_bytes(r, ENVELOPE_BYTES);
+}
 
 /* Bytes of one element of dtype, or 0 if bits or lanes is 0. */
 static uint64_t ElementBytes(DLDataType t) { return ((uint64_t)t.bits * t.lanes + 7u) / 8u; }
@@ -336,36 +317,22 @@ static int TensorBytes(const DLTensor* t, uint64_t* out) {
  * data pointer is kept as a number in *data_out and not yet trusted.
  * Returns 0, or -1 with message[] set.
  */
-static int ReadTensor(crt_rpc_server_t* s, Reader* r, DLTensor* t, int64_t* shape,
+static int ReadTensor(crt_rpc_server_t* s, crt_wire_reader_t* r, DLTensor* t, int64_t* shape,
                       uint64_t* data_out) {
   uint32_t ndim;
   uint32_t i;
-  if (!Need(r, 8u + 8u + 4u + 4u)) {
-    SetMessage(s, "truncated DLTensor", 0, 0, NULL);
-    return -1;
-  }
-  *data_out = LoadU64(r->p + r->pos);
-  t->device.device_type = (DLDeviceType)(int32_t)LoadU32(r->p + r->pos + 8);
-  t->device.device_id = (int32_t)LoadU32(r->p + r->pos + 12);
-  ndim = LoadU32(r->p + r->pos + 16);
-  t->dtype.code = r->p[r->pos + 20];
-  t->dtype.bits = r->p[r->pos + 21];
-  t->dtype.lanes = (uint16_t)(r->p[r->pos + 22] | (r->p[r->pos + 23] << 8));
-  r->pos += 24;
+  *data_out = crt_wire_read_u64(r);
+  t->device = crt_wire_read_device(r);
+  ndim = crt_wire_read_u32(r);
+  t->dtype = crt_wire_read_dtype(r);
+  if (!crt_wire_reader_ok(r)) return Fail(s, "truncated DLTensor");
   if (ndim > TVM_CRT_MAX_NDIM) {
     SetMessage(s, "DLTensor ndim ", 1, ndim, " exceeds TVM_CRT_MAX_NDIM");
     return -1;
   }
-  if (!Need(r, 8u * ndim + 8u)) {
-    SetMessage(s, "truncated DLTensor shape", 0, 0, NULL);
-    return -1;
-  }
-  for (i = 0; i < ndim; i++) {
-    shape[i] = (int64_t)LoadU64(r->p + r->pos);
-    r->pos += 8;
-  }
-  t->byte_offset = LoadU64(r->p + r->pos);
-  r->pos += 8;
+  for (i = 0; i < ndim; i++) shape[i] = crt_wire_read_i64(r);
+  t->byte_offset = crt_wire_read_u64(r);
+  if (!crt_wire_reader_ok(r)) return Fail(s, "truncated DLTensor shape");
   t->ndim = (int32_t)ndim;
   t->shape = shape;
   t->strides = NULL;
@@ -385,152 +352,131 @@ static int CheckTensor(crt_rpc_server_t* s, DLTensor* t, uint64_t data) {
     return -1;
   }
   if (t->dtype.bits == 0u || t->dtype.lanes == 0u || TensorBytes(t, &nbytes) != 0) {
-    SetMessage(s, "DLTensor has a bad dtype or shape", 0, 0, NULL);
-    return -1;
+    return Fail(s, "DLTensor has a bad dtype or shape");
   }
   if (!RangeIsOwned(s, data, t->byte_offset, nbytes)) {
-    SetMessage(s, "DLTensor data is not inside memory allocated by this server", 0, 0, NULL);
-    return -1;
+    return Fail(s, "DLTensor data is not inside memory allocated by this server");
   }
   t->data = (void*)(uintptr_t)data;
   return 0;
 }
 
 /*
- * Reads a packed sequence (reference 3.4) into s->values/type_codes; the
- * packet must end exactly after it. Returns the argument count, or -1 with
- * message[] set.
+ * Argument i of type kTVMStr or kTVMBytes: u64 length, then the bytes, which
+ * stay in request[] (r reads request[]). Returns 0, or -1 with message[] set.
  */
-static int ReadArgs(crt_rpc_server_t* s, Reader* r) {
-  uint32_t num;
-  uint32_t i;
-  if (!Need(r, 4)) {
-    SetMessage(s, "truncated argument count", 0, 0, NULL);
+static int ReadTextArg(crt_rpc_server_t* s, crt_wire_reader_t* r, uint32_t i) {
+  uint64_t len = crt_wire_read_u64(r);
+  const uint8_t* bytes;
+  char* text;
+  if (!crt_wire_reader_ok(r)) return FailAt(s, "truncated length of argument ", i);
+  bytes = crt_wire_read_bytes(r, len);
+  if (bytes == NULL) return FailAt(s, "string or bytes run past the packet in argument ", i);
+  if (s->type_codes[i] == kTVMBytes) {
+    s->byte_args[i].data = (const char*)bytes;
+    s->byte_args[i].size = (size_t)len;
+    s->values[i].v_handle = &s->byte_args[i];
+    return 0;
+  }
+  /* Move the text over its 8-byte length field and terminate it there: the NUL lands before
+   * the next field, which was already read past. request[] is the server's own, so writable. */
+  text = (char*)s->request + (bytes - s->request) - 8;
+  memmove(text, bytes, (size_t)len);
+  text[len] = '\0';
+  if (strlen(text) != (size_t)len) {
+    SetMessage(s, "string argument ", 1, i, " contains a NUL byte");
     return -1;
   }
-  num = LoadU32(r->p + r->pos);
-  r->pos += 4;
+  s->values[i].v_str = text;
+  return 0;
+}
+
+/* Argument i of type kTVMObjectHandle: only an RPCObjectRef (type index 9) and its handle. */
+static int ReadObjectArg(crt_rpc_server_t* s, crt_wire_reader_t* r, uint32_t i) {
+  uint32_t type_index = crt_wire_read_u32(r);
+  uint64_t handle = crt_wire_read_u64(r);
+  if (!crt_wire_reader_ok(r)) return FailAt(s, "truncated object handle in argument ", i);
+  if (type_index != 9u || handle > (uint64_t)UINTPTR_MAX) {
+    return FailAt(s, "unsupported object handle in argument ", i);
+  }
+  s->values[i].v_handle = (void*)(uintptr_t)handle;
+  return 0;
+}
+
+/*
+ * Reads the value of argument i (reference 3.4) into s->values[i]; its type
+ * code is s->type_codes[i]. Returns 0, or -1 with message[] set.
+ */
+static int ReadArg(crt_rpc_server_t* s, crt_wire_reader_t* r, uint32_t i) {
+  TVMValue* v = &s->values[i];
+  uint64_t raw; /* a handle or a tensor's data pointer, as sent */
+  switch (s->type_codes[i]) {
+    case kDLInt:
+    case kDLUInt:
+    case kTVMArgBool:
+      v->v_int64 = crt_wire_read_i64(r);
+      break;
+    case kDLFloat:
+      v->v_float64 = crt_wire_read_f64(r);
+      break;
+    case kTVMDataType:
+      v->v_type = crt_wire_read_dtype(r);
+      (void)crt_wire_read_bytes(r, 4u); /* the rest of the 8-byte value */
+      break;
+    case kDLDevice:
+      v->v_device = crt_wire_read_device(r);
+      break;
+    case kTVMOpaqueHandle:
+    case kTVMModuleHandle:
+    case kTVMPackedFuncHandle:
+      raw = crt_wire_read_u64(r);
+      if (crt_wire_reader_ok(r) && raw > (uint64_t)UINTPTR_MAX) {
+        return FailAt(s, "handle does not fit a pointer in argument ", i);
+      }
+      v->v_handle = (void*)(uintptr_t)raw;
+      break;
+    case kTVMNullptr:
+      v->v_handle = NULL;
+      return 0;
+    case kTVMStr:
+    case kTVMBytes:
+      return ReadTextArg(s, r, i);
+    case kTVMDLTensorHandle:
+      if (ReadTensor(s, r, &s->tensors[i], s->shapes[i], &raw) != 0 ||
+          CheckTensor(s, &s->tensors[i], raw) != 0) {
+        return -1;
+      }
+      v->v_handle = &s->tensors[i];
+      return 0;
+    case kTVMObjectHandle:
+      return ReadObjectArg(s, r, i);
+    default:
+      SetMessage(s, "unknown argument type code ", 1, (uint64_t)(uint32_t)s->type_codes[i], NULL);
+      return -1;
+  }
+  return crt_wire_reader_ok(r) ? 0 : FailAt(s, "truncated value of argument ", i);
+}
+
+/*
+ * Reads a packed sequence (reference 3.4) into s->values/type_codes; the
+ * packet must end exactly after it. r reads request[]. Returns the argument
+ * count, or -1 with message[] set.
+ */
+static int ReadArgs(crt_rpc_server_t* s, crt_wire_reader_t* r) {
+  uint32_t num = crt_wire_read_u32(r);
+  uint32_t i;
+  if (!crt_wire_reader_ok(r)) return Fail(s, "truncated argument count");
   if (num > TVM_CRT_MAX_ARGS) {
     SetMessage(s, "too many arguments: ", 1, num, NULL);
     return -1;
   }
-  if (!Need(r, 4u * num)) {
-    SetMessage(s, "truncated type codes", 0, 0, NULL);
-    return -1;
-  }
+  for (i = 0; i < num; i++) s->type_codes[i] = crt_wire_read_i32(r);
+  if (!crt_wire_reader_ok(r)) return Fail(s, "truncated type codes");
   for (i = 0; i < num; i++) {
-    s->type_codes[i] = (int)(int32_t)LoadU32(r->p + r->pos);
-    r->pos += 4;
+    if (ReadArg(s, r, i) != 0) return -1;
   }
-  for (i = 0; i < num; i++) {
-    TVMValue* v = &s->values[i];
-    int tcode = s->type_codes[i];
-    switch (tcode) {
-      case kDLInt:
-      case kDLUInt:
-      case kDLFloat:
-      case kTVMArgBool:
-      case kTVMOpaqueHandle:
-      case kTVMModuleHandle:
-      case kTVMPackedFuncHandle:
-      case kTVMDataType:
-      case kDLDevice: {
-        uint64_t raw;
-        if (!Need(r, 8)) {
-          SetMessage(s, "truncated value of argument ", 1, i, NULL);
-          return -1;
-        }
-        raw = LoadU64(r->p + r->pos);
-        r->pos += 8;
-        if (tcode == kDLFloat) {
-          memcpy(&v->v_float64, &raw, sizeof(raw));
-        } else if (tcode == kTVMDataType) {
-          v->v_type.code = (uint8_t)raw;
-          v->v_type.bits = (uint8_t)(raw >> 8);
-          v->v_type.lanes = (uint16_t)(raw >> 16);
-        } else if (tcode == kDLDevice) {
-          v->v_device.device_type = (DLDeviceType)(int32_t)(uint32_t)raw;
-          v->v_device.device_id = (int32_t)(uint32_t)(raw >> 32);
-        } else if (tcode == kTVMOpaqueHandle || tcode == kTVMModuleHandle ||
-                   tcode == kTVMPackedFuncHandle) {
-          if (raw > (uint64_t)UINTPTR_MAX) {
-            SetMessage(s, "handle does not fit a pointer in argument ", 1, i, NULL);
-            return -1;
-          }
-          v->v_handle = (void*)(uintptr_t)raw;
-        } else {
-          v->v_int64 = (int64_t)raw;
-        }
-        break;
-      }
-      case kTVMNullptr:
-        v->v_handle = NULL;
-        break;
-      case kTVMStr:
-      case kTVMBytes: {
-        uint64_t len;
-        size_t start;
-        if (!Need(r, 8)) {
-          SetMessage(s, "truncated length of argument ", 1, i, NULL);
-          return -1;
-        }
-        len = LoadU64(r->p + r->pos);
-        r->pos += 8;
-        if (len > (uint64_t)(r->len - r->pos)) {
-          SetMessage(s, "string or bytes run past the packet in argument ", 1, i, NULL);
-          return -1;
-        }
-        start = r->pos;
-        r->pos += (size_t)len;
-        if (tcode == kTVMStr) {
-          /* Move the text over its 8-byte length field and terminate it there: the NUL
-           * lands before the next field, which was already read past. */
-          char* text = (char*)(r->p + start - 8u);
-          memmove(text, r->p + start, (size_t)len);
-          text[len] = '\0';
-          if (strlen(text) != (size_t)len) {
-            SetMessage(s, "string argument ", 1, i, " contains a NUL byte");
-            return -1;
-          }
-          v->v_str = text;
-        } else {
-          s->byte_args[i].data = (const char*)(r->p + start);
-          s->byte_args[i].size = (size_t)len;
-          v->v_handle = &s->byte_args[i];
-        }
-        break;
-      }
-      case kTVMDLTensorHandle: {
-        uint64_t data;
-        if (ReadTensor(s, r, &s->tensors[i], s->shapes[i], &data) != 0 ||
-            CheckTensor(s, &s->tensors[i], data) != 0) {
-          return -1;
-        }
-        v->v_handle = &s->tensors[i];
-        break;
-      }
-      case kTVMObjectHandle: {
-        uint32_t type_index;
-        if (!Need(r, 12)) {
-          SetMessage(s, "truncated object handle in argument ", 1, i, NULL);
-          return -1;
-        }
-        type_index = LoadU32(r->p + r->pos);
-        if (type_index != 9u || LoadU64(r->p + r->pos + 4) > (uint64_t)UINTPTR_MAX) {
-          SetMessage(s, "unsupported object handle in argument ", 1, i, NULL);
-          return -1;
-        }
-        v->v_handle = (void*)(uintptr_t)LoadU64(r->p + r->pos + 4);
-        r->pos += 12;
-        break;
-      }
-      default:
-        SetMessage(s, "unknown argument type code ", 1, (uint64_t)(uint32_t)tcode, NULL);
-        return -1;
-    }
-  }
-  if (r->pos != r->len) {
-    SetMessage(s, "packet has ", 1, r->len - r->pos, " bytes after its arguments");
+  if (crt_wire_reader_remaining(r) != 0u) {
+    SetMessage(s, "packet has ", 1, crt_wire_reader_remaining(r), " bytes after its arguments");
     return -1;
   }
   return (int)num;
@@ -546,17 +492,52 @@ static int ArgsAre(const crt_rpc_server_t* s, int num, const int* expected, int 
   return 1;
 }
 
-/* ---- request handlers ------------------------------------------------------------------------- */
+/*
+ * Reads a syscall's arguments and checks their types are exactly expected[0..n).
+ * Returns NULL, or the Exception text: message[] (a bad packet) or usage (other types).
+ */
+static const char* ReadArgsOf(crt_rpc_server_t* s, crt_wire_reader_t* r, const int* expected, int n,
+                              const char* usage) {
+  int num = ReadArgs(s, r);
+  if (num < 0) return s->message;
+  return ArgsAre(s, num, expected, n) ? NULL : usage;
+}
 
-static tvm_crt_error_t HandleCallFunc(crt_rpc_server_t* s, Reader* r) {
-  uint64_t handle;
+/* ---- request handlers: one per code, each given a reader past the envelope ------------------- */
+
+typedef tvm_crt_error_t (*RequestHandler)(crt_rpc_server_t* s, crt_wire_reader_t* r);
+
+/* A syscall this server refuses: its arguments are still read, so a bad packet says why. */
+static tvm_crt_error_t RefuseSyscall(crt_rpc_server_t* s, crt_wire_reader_t* r, const char* text) {
+  return SendException(s, ReadArgs(s, r) < 0 ? s->message : text);
+}
+
+static tvm_crt_error_t HandleShutdown(crt_rpc_server_t* s, crt_wire_reader_t* r) {
+  if (crt_wire_reader_remaining(r) != 0u) return SendException(s, "Shutdown: trailing bytes");
+  s->shutdown = true;
+  return kTvmErrorNoError;
+}
+
+static tvm_crt_error_t HandleInitServer(crt_rpc_server_t* s, crt_wire_reader_t* r) {
+  uint64_t ver_len = crt_wire_read_u64(r);
+  int num;
+  if (!crt_wire_reader_ok(r)) return SendException(s, "InitServer: truncated");
+  if (crt_wire_read_bytes(r, ver_len) == NULL) {
+    return SendException(s, "InitServer: truncated version");
+  }
+  num = ReadArgs(s, r);
+  if (num < 0) return SendException(s, s->message);
+  if (num != 0) return SendException(s, "InitServer: expects no arguments");
+  return SendReturnVoid(s);
+}
+
+static tvm_crt_error_t HandleCallFunc(crt_rpc_server_t* s, crt_wire_reader_t* r) {
+  uint64_t handle = crt_wire_read_u64(r);
   int num;
   TVMValue ret;
   int ret_tcode = kTVMNullptr;
   int err;
-  if (!Need(r, 8)) return SendException(s, "CallFunc: truncated function handle");
-  handle = LoadU64(r->p + r->pos);
-  r->pos += 8;
+  if (!crt_wire_reader_ok(r)) return SendException(s, "CallFunc: truncated function handle");
   num = ReadArgs(s, r);
   if (num < 0) return SendException(s, s->message);
   if (handle > (uint64_t)UINTPTR_MAX) return SendException(s, "CallFunc: invalid function handle");
@@ -567,29 +548,64 @@ static tvm_crt_error_t HandleCallFunc(crt_rpc_server_t* s, Reader* r) {
   return SendCallResult(s, ret, ret_tcode);
 }
 
-static tvm_crt_error_t HandleCopyFromRemote(crt_rpc_server_t* s, Reader* r) {
+static tvm_crt_error_t HandleCopyFromRemote(crt_rpc_server_t* s, crt_wire_reader_t* r) {
   DLTensor t;
   int64_t shape[TVM_CRT_MAX_NDIM];
   uint64_t data;
   uint64_t nbytes;
-  tvm_crt_error_t err;
+  uint8_t head[REPLY_HEAD_BYTES];
+  crt_wire_writer_t w;
   if (ReadTensor(s, r, &t, shape, &data) != 0) return SendException(s, s->message);
-  if (!Need(r, 8)) return SendException(s, "CopyFromRemote: truncated nbytes");
-  nbytes = LoadU64(r->p + r->pos);
-  r->pos += 8;
-  if (r->pos != r->len) return SendException(s, "CopyFromRemote: packet longer than its fields");
+  nbytes = crt_wire_read_u64(r);
+  if (!crt_wire_reader_ok(r)) return SendException(s, "CopyFromRemote: truncated nbytes");
+  if (crt_wire_reader_remaining(r) != 0u) {
+    return SendException(s, "CopyFromRemote: packet longer than its fields");
+  }
   if (!RangeIsOwned(s, data, t.byte_offset, nbytes)) {
-    return SendException(s,
-                         "CopyFromRemote: source is not inside memory allocated by this server");
+    return SendException(s, "CopyFromRemote: source is not inside memory allocated by this server");
   }
   /* u64 4 + n, i32 kCopyAck, n raw bytes */
-  err = BeginReply(s, 4u + nbytes);
-  if (err == kTvmErrorNoError) err = PutU32(s, kCrtRpcCopyAck);
-  if (err == kTvmErrorNoError) {
-    err = Put(s, (const uint8_t*)(uintptr_t)data + (size_t)t.byte_offset, (size_t)nbytes);
+  StartReply(&w, head, kCrtRpcCopyAck);
+  return SendReply(s, head, crt_wire_writer_len(&w),
+                   (const uint8_t*)(uintptr_t)data + (size_t)t.byte_offset, (size_t)nbytes);
+}
+
+static tvm_crt_error_t HandleGetGlobalFunc(crt_rpc_server_t* s, crt_wire_reader_t* r) {
+  static const int kStr[] = {kTVMStr};
+  TVMFunctionHandle f = NULL;
+  int err;
+  const char* bad = ReadArgsOf(s, r, kStr, 1, "GetGlobalFunc: expects (Str)");
+  if (bad != NULL) return SendException(s, bad);
+  err = TVMFuncGetGlobal(s->values[0].v_str, &f);
+  if (err != 0) return SendCallError(s, "GetGlobalFunc", err);
+  return SendReturnHandle(s, (uint64_t)(uintptr_t)f);
+}
+
+static tvm_crt_error_t HandleFreeHandle(crt_rpc_server_t* s, crt_wire_reader_t* r) {
+  static const int kFree[] = {kTVMOpaqueHandle, kDLInt};
+  int64_t tcode;
+  int err;
+  const char* bad = ReadArgsOf(s, r, kFree, 2, "FreeHandle: expects (handle, Int)");
+  if (bad != NULL) return SendException(s, bad);
+  tcode = s->values[1].v_int64;
+  if (tcode == kTVMPackedFuncHandle) {
+    (void)crt_time_evaluator_free((TVMFunctionHandle)s->values[0].v_handle);
+  } else if (tcode == kTVMModuleHandle) {
+    err = TVMModFree((TVMModuleHandle)s->values[0].v_handle);
+    if (err != 0) return SendCallError(s, "FreeHandle", err);
+  } else if (tcode != kTVMObjectHandle) {
+    SetMessage(s, "FreeHandle: cannot free handles of type code ", 1, (uint64_t)tcode, NULL);
+    return SendException(s, s->message);
   }
-  if (err == kTvmErrorNoError) err = crt_session_finish_message(&s->session);
-  return err;
+  return SendReturnVoid(s);
+}
+
+static tvm_crt_error_t HandleDevSetDevice(crt_rpc_server_t* s, crt_wire_reader_t* r) {
+  return RefuseSyscall(s, r, "SetDevice not supported");
+}
+
+static tvm_crt_error_t HandleDevGetAttr(crt_rpc_server_t* s, crt_wire_reader_t* r) {
+  return RefuseSyscall(s, r, "GetAttr not supported");
 }
 
 static tvm_crt_error_t AllocForHost(crt_rpc_server_t* s, uint64_t nbytes, uint64_t alignment,
@@ -619,173 +635,137 @@ static tvm_crt_error_t AllocForHost(crt_rpc_server_t* s, uint64_t nbytes, uint64
   return SendReturnHandle(s, (uint64_t)(uintptr_t)data);
 }
 
-static tvm_crt_error_t HandleSyscall(crt_rpc_server_t* s, int32_t code, Reader* r) {
-  static const int kStr[] = {kTVMStr};
-  static const int kFree[] = {kTVMOpaqueHandle, kDLInt};
+static tvm_crt_error_t HandleDevAllocData(crt_rpc_server_t* s, crt_wire_reader_t* r) {
   static const int kAlloc[] = {kDLDevice, kDLInt, kDLInt, kTVMDataType};
-  static const int kDevHandle[] = {kDLDevice, kTVMOpaqueHandle};
-  static const int kAmong[] = {kTVMDLTensorHandle, kTVMDLTensorHandle, kTVMOpaqueHandle};
-  static const int kScopeNull[] = {kTVMDLTensorHandle, kTVMNullptr};
-  static const int kScopeStr[] = {kTVMDLTensorHandle, kTVMStr};
-  static const int kDev[] = {kDLDevice};
-  int num;
-  int err;
-
-  if (code == kCrtRpcDevAllocDataWithScope) {
-    /* The template's data pointer is meaningless (the host has none yet): read the
-     * tensor by hand rather than through ReadArgs, which checks ownership. */
-    DLTensor t;
-    int64_t shape[TVM_CRT_MAX_NDIM];
-    uint64_t data;
-    uint64_t nbytes;
-    uint64_t alignment;
-    uint32_t tcode1;
-    if (!Need(r, 12) || LoadU32(r->p + r->pos) != 2u ||
-        LoadU32(r->p + r->pos + 4) != kTVMDLTensorHandle) {
-      return SendException(s, "DevAllocDataWithScope: expects (DLTensor, Nullptr or Str)");
-    }
-    tcode1 = LoadU32(r->p + r->pos + 8);
-    r->pos += 12;
-    if (ReadTensor(s, r, &t, shape, &data) != 0) return SendException(s, s->message);
-    if (tcode1 == kTVMStr) {
-      uint64_t len;
-      if (!Need(r, 8)) return SendException(s, "DevAllocDataWithScope: truncated scope");
-      len = LoadU64(r->p + r->pos);
-      r->pos += 8;
-      if (len != (uint64_t)(r->len - r->pos)) {
-        return SendException(s, "DevAllocDataWithScope: bad scope length");
-      }
-      r->pos = r->len;
-    } else if (tcode1 != kTVMNullptr) {
-      return SendException(s, "DevAllocDataWithScope: expects (DLTensor, Nullptr or Str)");
-    }
-    if (r->pos != r->len) return SendException(s, "DevAllocDataWithScope: trailing bytes");
-    if (t.dtype.bits == 0u || t.dtype.lanes == 0u || TensorBytes(&t, &nbytes) != 0) {
-      return SendException(s, "DevAllocDataWithScope: bad dtype or shape");
-    }
-    alignment = (uint64_t)(t.dtype.bits / 8u) * t.dtype.lanes;
-    if (alignment < 64u) alignment = 64u;
-    if ((alignment & (alignment - 1u)) != 0u) alignment = 64u;
-    return AllocForHost(s, nbytes, alignment, t.dtype);
+  const char* bad = ReadArgsOf(
+      s, r, kAlloc, 4, "DevAllocData: expects (Device, Int nbytes, Int alignment, DataType)");
+  if (bad != NULL) return SendException(s, bad);
+  if (s->values[0].v_device.device_type != kDLCPU) {
+    return SendException(s, "DevAllocData: only CPU (device type 1) memory");
   }
-
-  num = ReadArgs(s, r);
-  if (num < 0) return SendException(s, s->message);
-  switch (code) {
-    case kCrtRpcGetGlobalFunc: {
-      TVMFunctionHandle f = NULL;
-      if (!ArgsAre(s, num, kStr, 1)) return SendException(s, "GetGlobalFunc: expects (Str)");
-      err = TVMFuncGetGlobal(s->values[0].v_str, &f);
-      if (err != 0) return SendCallError(s, "GetGlobalFunc", err);
-      return SendReturnHandle(s, (uint64_t)(uintptr_t)f);
-    }
-    case kCrtRpcFreeHandle: {
-      int64_t tcode;
-      if (!ArgsAre(s, num, kFree, 2)) return SendException(s, "FreeHandle: expects (handle, Int)");
-      tcode = s->values[1].v_int64;
-      if (tcode == kTVMPackedFuncHandle) {
-        (void)crt_time_evaluator_free((TVMFunctionHandle)s->values[0].v_handle);
-      } else if (tcode == kTVMModuleHandle) {
-        err = TVMModFree((TVMModuleHandle)s->values[0].v_handle);
-        if (err != 0) return SendCallError(s, "FreeHandle", err);
-      } else if (tcode != kTVMObjectHandle) {
-        SetMessage(s, "FreeHandle: cannot free handles of type code ", 1, (uint64_t)tcode, NULL);
-        return SendException(s, s->message);
-      }
-      return SendReturnVoid(s);
-    }
-    case kCrtRpcDevSetDevice:
-      return SendException(s, "SetDevice not supported");
-    case kCrtRpcDevGetAttr:
-      return SendException(s, "GetAttr not supported");
-    case kCrtRpcDevAllocData:
-      if (!ArgsAre(s, num, kAlloc, 4)) {
-        return SendException(s, "DevAllocData: expects (Device, Int nbytes, Int alignment, DataType)");
-      }
-      if (s->values[0].v_device.device_type != kDLCPU) {
-        return SendException(s, "DevAllocData: only CPU (device type 1) memory");
-      }
-      if (s->values[1].v_int64 < 0 || s->values[2].v_int64 < 0) {
-        return SendException(s, "DevAllocData: negative size or alignment");
-      }
-      return AllocForHost(s, (uint64_t)s->values[1].v_int64, (uint64_t)s->values[2].v_int64,
-                          s->values[3].v_type);
-    case kCrtRpcDevFreeData: {
-      crt_rpc_allocation_t* a;
-      if (!ArgsAre(s, num, kDevHandle, 2)) return SendException(s, "DevFreeData: expects (Device, handle)");
-      a = FindAllocation(s, (const uint8_t*)s->values[1].v_handle);
-      if (a == NULL || s->values[1].v_handle == NULL) {
-        return SendException(s, "DevFreeData: not memory allocated by this server (or freed)");
-      }
-      (void)TVMDeviceFreeDataSpace(kCpu, a->data);
-      a->data = NULL;
-      a->nbytes = 0;
-      return SendReturnVoid(s);
-    }
-    case kCrtRpcDevStreamSync:
-    case kCrtRpcDevFreeStream:
-    case kCrtRpcDevSetStream:
-      if (!ArgsAre(s, num, kDevHandle, 2)) return SendException(s, "stream call: expects (Device, handle)");
-      return SendReturnVoid(s);
-    case kCrtRpcDevCreateStream:
-      if (!ArgsAre(s, num, kDev, 1)) return SendException(s, "DevCreateStream: expects (Device)");
-      return SendReturnHandle(s, 0u);
-    case kCrtRpcCopyAmongRemote:
-      if (!ArgsAre(s, num, kAmong, 3)) {
-        return SendException(s, "CopyAmongRemote: expects (DLTensor, DLTensor, handle)");
-      }
-      err = TVMDeviceCopyDataFromTo((DLTensor*)s->values[0].v_handle,
-                                    (DLTensor*)s->values[1].v_handle, NULL);
-      if (err != 0) return SendCallError(s, "CopyAmongRemote", err);
-      return SendReturnVoid(s);
-    default:
-      (void)kScopeNull;
-      (void)kScopeStr;
-      return SendException(s, "Syscall not recognized");
+  if (s->values[1].v_int64 < 0 || s->values[2].v_int64 < 0) {
+    return SendException(s, "DevAllocData: negative size or alignment");
   }
+  return AllocForHost(s, (uint64_t)s->values[1].v_int64, (uint64_t)s->values[2].v_int64,
+                      s->values[3].v_type);
 }
 
-static tvm_crt_error_t HandleInitServer(crt_rpc_server_t* s, Reader* r) {
-  uint64_t ver_len;
-  int num;
-  if (!Need(r, 8)) return SendException(s, "InitServer: truncated");
-  ver_len = LoadU64(r->p + r->pos);
-  r->pos += 8;
-  if (ver_len > (uint64_t)(r->len - r->pos)) return SendException(s, "InitServer: truncated version");
-  r->pos += (size_t)ver_len;
-  num = ReadArgs(s, r);
-  if (num < 0) return SendException(s, s->message);
-  if (num != 0) return SendException(s, "InitServer: expects no arguments");
+/*
+ * DevAllocDataWithScope(DLTensor, Nullptr or Str scope). The template's data
+ * pointer is meaningless (the host has none yet): the tensor is read here
+ * rather than through ReadArgs, which checks ownership. The scope is ignored.
+ */
+static tvm_crt_error_t HandleDevAllocDataWithScope(crt_rpc_server_t* s, crt_wire_reader_t* r) {
+  static const char kUsage[] = "DevAllocDataWithScope: expects (DLTensor, Nullptr or Str)";
+  DLTensor t;
+  int64_t shape[TVM_CRT_MAX_NDIM];
+  uint64_t data;
+  uint64_t nbytes;
+  uint64_t alignment;
+  uint32_t num = crt_wire_read_u32(r);
+  uint32_t tcode0 = crt_wire_read_u32(r);
+  uint32_t tcode1 = crt_wire_read_u32(r);
+  if (!crt_wire_reader_ok(r) || num != 2u || tcode0 != kTVMDLTensorHandle) {
+    return SendException(s, kUsage);
+  }
+  if (ReadTensor(s, r, &t, shape, &data) != 0) return SendException(s, s->message);
+  if (tcode1 == kTVMStr) {
+    uint64_t len = crt_wire_read_u64(r);
+    if (!crt_wire_reader_ok(r)) return SendException(s, "DevAllocDataWithScope: truncated scope");
+    if (crt_wire_read_bytes(r, len) == NULL || crt_wire_reader_remaining(r) != 0u) {
+      return SendException(s, "DevAllocDataWithScope: bad scope length");
+    }
+  } else if (tcode1 != kTVMNullptr) {
+    return SendException(s, kUsage);
+  }
+  if (crt_wire_reader_remaining(r) != 0u) {
+    return SendException(s, "DevAllocDataWithScope: trailing bytes");
+  }
+  if (t.dtype.bits == 0u || t.dtype.lanes == 0u || TensorBytes(&t, &nbytes) != 0) {
+    return SendException(s, "DevAllocDataWithScope: bad dtype or shape");
+  }
+  alignment = (uint64_t)(t.dtype.bits / 8u) * t.dtype.lanes;
+  if (alignment < 64u) alignment = 64u;
+  if ((alignment & (alignment - 1u)) != 0u) alignment = 64u;
+  return AllocForHost(s, nbytes, alignment, t.dtype);
+}
+
+static tvm_crt_error_t HandleDevFreeData(crt_rpc_server_t* s, crt_wire_reader_t* r) {
+  static const int kDevHandle[] = {kDLDevice, kTVMOpaqueHandle};
+  crt_rpc_allocation_t* a;
+  const char* bad = ReadArgsOf(s, r, kDevHandle, 2, "DevFreeData: expects (Device, handle)");
+  if (bad != NULL) return SendException(s, bad);
+  a = FindAllocation(s, (const uint8_t*)s->values[1].v_handle);
+  if (a == NULL || s->values[1].v_handle == NULL) {
+    return SendException(s, "DevFreeData: not memory allocated by this server (or freed)");
+  }
+  (void)TVMDeviceFreeDataSpace(kCpu, a->data);
+  a->data = NULL;
+  a->nbytes = 0;
   return SendReturnVoid(s);
 }
 
-/* Acts on the complete request in request[0..request_len). */
-static tvm_crt_error_t Dispatch(crt_rpc_server_t* s) {
-  Reader r;
-  int32_t code;
-  r.p = s->request;
-  r.len = s->request_len;
-  r.pos = ENVELOPE_BYTES;
-  code = (int32_t)LoadU32(s->request + 8);
-  switch (code) {
-    case kCrtRpcCallFunc:
-      return HandleCallFunc(s, &r);
-    case kCrtRpcCopyFromRemote:
-      return HandleCopyFromRemote(s, &r);
-    case kCrtRpcInitServer:
-      return HandleInitServer(s, &r);
-    case kCrtRpcShutdown:
-      if (r.len != ENVELOPE_BYTES) return SendException(s, "Shutdown: trailing bytes");
-      s->shutdown = true;
-      return kTvmErrorNoError;
-    default:
-      if (code >= kCrtRpcGetGlobalFunc) return HandleSyscall(s, code, &r);
-      SetMessage(s, "RPC code ", 1, (uint64_t)(uint32_t)code, " is not a request");
-      return SendException(s, s->message);
-  }
+/* DevStreamSync, DevFreeStream, DevSetStream: the CPU has no streams, so these are no-ops. */
+static tvm_crt_error_t HandleStreamCall(crt_rpc_server_t* s, crt_wire_reader_t* r) {
+  static const int kDevHandle[] = {kDLDevice, kTVMOpaqueHandle};
+  const char* bad = ReadArgsOf(s, r, kDevHandle, 2, "stream call: expects (Device, handle)");
+  return bad != NULL ? SendException(s, bad) : SendReturnVoid(s);
 }
 
-/* ---- the session's body sink ------------------------------------------------------------------ */
+static tvm_crt_error_t HandleDevCreateStream(crt_rpc_server_t* s, crt_wire_reader_t* r) {
+  static const int kDev[] = {kDLDevice};
+  const char* bad = ReadArgsOf(s, r, kDev, 1, "DevCreateStream: expects (Device)");
+  return bad != NULL ? SendException(s, bad) : SendReturnHandle(s, 0u);
+}
+
+static tvm_crt_error_t HandleCopyAmongRemote(crt_rpc_server_t* s, crt_wire_reader_t* r) {
+  static const int kAmong[] = {kTVMDLTensorHandle, kTVMDLTensorHandle, kTVMOpaqueHandle};
+  int err;
+  const char* bad =
+      ReadArgsOf(s, r, kAmong, 3, "CopyAmongRemote: expects (DLTensor, DLTensor, handle)");
+  if (bad != NULL) return SendException(s, bad);
+  err = TVMDeviceCopyDataFromTo((DLTensor*)s->values[0].v_handle, (DLTensor*)s->values[1].v_handle,
+                                NULL);
+  if (err != 0) return SendCallError(s, "CopyAmongRemote", err);
+  return SendReturnVoid(s);
+}
+
+/* Requests this server acts on, by code. CopyToRemote is served while it arrives (SinkChunk);
+ * codes without a handler are refused by Dispatch. */
+static const RequestHandler kRequestHandlers[] = {
+    [kCrtRpcShutdown] = HandleShutdown,
+    [kCrtRpcInitServer] = HandleInitServer,
+    [kCrtRpcCallFunc] = HandleCallFunc,
+    [kCrtRpcCopyFromRemote] = HandleCopyFromRemote,
+    [kCrtRpcGetGlobalFunc] = HandleGetGlobalFunc,
+    [kCrtRpcFreeHandle] = HandleFreeHandle,
+    [kCrtRpcDevSetDevice] = HandleDevSetDevice,
+    [kCrtRpcDevGetAttr] = HandleDevGetAttr,
+    [kCrtRpcDevAllocData] = HandleDevAllocData,
+    [kCrtRpcDevFreeData] = HandleDevFreeData,
+    [kCrtRpcDevStreamSync] = HandleStreamCall,
+    [kCrtRpcCopyAmongRemote] = HandleCopyAmongRemote,
+    [kCrtRpcDevAllocDataWithScope] = HandleDevAllocDataWithScope,
+    [kCrtRpcDevCreateStream] = HandleDevCreateStream,
+    [kCrtRpcDevFreeStream] = HandleStreamCall,
+    [kCrtRpcDevSetStream] = HandleStreamCall,
+};
+
+/* Acts on the complete request in request[0..request_len). */
+static tvm_crt_error_t Dispatch(crt_rpc_server_t* s) {
+  crt_wire_reader_t r;
+  int32_t code = RequestCode(s);
+  OpenRequest(&r, s, s->request_len);
+  if (code >= 0 && (size_t)code < sizeof(kRequestHandlers) / sizeof(kRequestHandlers[0]) &&
+      kRequestHandlers[code] != NULL) {
+    return kRequestHandlers[code](s, &r);
+  }
+  if (code >= kCrtRpcGetGlobalFunc) return RefuseSyscall(s, &r, "Syscall not recognized");
+  SetMessage(s, "RPC code ", 1, (uint64_t)(uint32_t)code, " is not a request");
+  return SendException(s, s->message);
+}
+
+/* ---- the session's body sink ----------------------------------------------------------------- */
 
 static void Reject(crt_rpc_server_t* s) { s->mode = kModeReject; }
 
@@ -808,19 +788,17 @@ static bool SinkBegin(void* ctx, uint32_t body_len) {
  * the payload into the tensor.
  */
 static void StartCopyToRemote(crt_rpc_server_t* s, uint32_t header_len) {
-  Reader r;
+  crt_wire_reader_t r;
   DLTensor t;
   int64_t shape[TVM_CRT_MAX_NDIM];
   uint64_t data;
   uint64_t nbytes;
-  r.p = s->request;
-  r.len = header_len;
-  r.pos = ENVELOPE_BYTES;
+  OpenRequest(&r, s, header_len);
   if (ReadTensor(s, &r, &t, shape, &data) != 0) {
     Reject(s);
     return;
   }
-  nbytes = LoadU64(s->request + r.pos);
+  nbytes = crt_wire_read_u64(&r); /* header_len ends right after it */
   if (nbytes != (uint64_t)(s->body_len - header_len)) {
     SetMessage(s, "CopyToRemote: nbytes does not match the payload (", 1,
                (uint64_t)(s->body_len - header_len), " bytes)");
@@ -828,8 +806,8 @@ static void StartCopyToRemote(crt_rpc_server_t* s, uint32_t header_len) {
     return;
   }
   if (!RangeIsOwned(s, data, t.byte_offset, nbytes)) {
-    SetMessage(s, "CopyToRemote: destination is not inside memory allocated by this server", 0,
-               0, NULL);
+    SetMessage(s, "CopyToRemote: destination is not inside memory allocated by this server", 0, 0,
+               NULL);
     Reject(s);
     return;
   }
@@ -838,24 +816,21 @@ static void StartCopyToRemote(crt_rpc_server_t* s, uint32_t header_len) {
   s->mode = kModeCopy;
 }
 
-static int32_t RequestCode(const crt_rpc_server_t* s) {
-  return (int32_t)LoadU32(s->request + 8);
-}
-
 /* How many bytes of the request must be buffered before the next decision. */
 static uint32_t BufferTarget(const crt_rpc_server_t* s) {
   uint32_t ndim;
   if (s->request_len < ENVELOPE_BYTES) return ENVELOPE_BYTES;
   if (RequestCode(s) != kCrtRpcCopyToRemote) return s->body_len;
   if (s->request_len < COPY_FIXED_BYTES) return COPY_FIXED_BYTES;
-  ndim = LoadU32(s->request + COPY_FIXED_BYTES - 4u); /* checked when it arrived */
+  ndim = crt_wire_load_u32(s->request + COPY_FIXED_BYTES - 4u); /* checked when it arrived */
   /* dtype, shape, byte_offset, nbytes */
   return COPY_FIXED_BYTES + 4u + 8u * ndim + 8u + 8u;
 }
 
 /* request[] just reached BufferTarget: check what arrived and move on. */
 static void OnBuffered(crt_rpc_server_t* s) {
-  if (s->request_len == ENVELOPE_BYTES && LoadU64(s->request) != (uint64_t)s->body_len - 8u) {
+  if (s->request_len == ENVELOPE_BYTES &&
+      crt_wire_load_u64(s->request) != (uint64_t)s->body_len - 8u) {
     SetMessage(s, "packet_nbytes does not match the message body (", 1, s->body_len - 8u,
                " bytes)");
     Reject(s);
@@ -863,7 +838,7 @@ static void OnBuffered(crt_rpc_server_t* s) {
   }
   if (RequestCode(s) != kCrtRpcCopyToRemote || s->request_len < COPY_FIXED_BYTES) return;
   if (s->request_len == COPY_FIXED_BYTES) {
-    uint32_t ndim = LoadU32(s->request + COPY_FIXED_BYTES - 4u);
+    uint32_t ndim = crt_wire_load_u32(s->request + COPY_FIXED_BYTES - 4u);
     if (ndim > TVM_CRT_MAX_NDIM) {
       SetMessage(s, "CopyToRemote: ndim ", 1, ndim, " exceeds TVM_CRT_MAX_NDIM");
       Reject(s);
@@ -932,7 +907,7 @@ static void SinkDiscard(void* ctx) {
   s->counters.discarded++;
 }
 
-/* ---- session callback ------------------------------------------------------------------------- */
+/* ---- session callback ------------------------------------------------------------------------ */
 
 static tvm_crt_error_t OnMessage(void* ctx, crt_session_message_type_t type, const uint8_t* body,
                                  size_t body_len) {
@@ -949,7 +924,7 @@ static tvm_crt_error_t OnMessage(void* ctx, crt_session_message_type_t type, con
   return kTvmErrorNoError;
 }
 
-/* ---- globals ---------------------------------------------------------------------------------- */
+/* ---- globals --------------------------------------------------------------------------------- */
 
 static int GetCRTMaxPacketSize(TVMValue* args, int* type_codes, int num_args, TVMValue* ret,
                                int* ret_tcode, void* resource_handle) {
@@ -986,8 +961,8 @@ static size_t FormatTo(char* buf, size_t size, const char* fmt, ...) {
   return n;
 }
 
-static int DeviceInfo(TVMValue* args, int* type_codes, int num_args, TVMValue* ret,
-                      int* ret_tcode, void* resource_handle) {
+static int DeviceInfo(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_tcode,
+                      void* resource_handle) {
   crt_rpc_server_t* s = g_server;
   char number[32];
   size_t pos = 0;
@@ -1018,7 +993,7 @@ static int DeviceInfo(TVMValue* args, int* type_codes, int num_args, TVMValue* r
   return 0;
 }
 
-/* ---- public API ------------------------------------------------------------------------------- */
+/* ---- public API ------------------------------------------------------------------------------ */
 
 tvm_crt_error_t crt_rpc_server_init(crt_rpc_server_t* server, crt_framer_write_fn write,
                                     void* write_ctx, const crt_board_info_t* info) {

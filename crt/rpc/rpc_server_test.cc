@@ -2,8 +2,8 @@
 // crt session (the initiator) talks to crt_rpc_server over an in-memory loopback,
 // with requests built by //device:minrpc_codec. Covers every request the server
 // serves, the globals, several live time evaluators, CopyToRemote streamed past
-// the receive buffer, and the robustness cases of wire-protocol.md ("Fixed, not
-// imitated"): each bad input is dropped or answered with an Exception, and the
+// the receive buffer, and the robustness cases of docs/wire-protocol.md ("Fixed,
+// not imitated"): each bad input is dropped or answered with an Exception, and the
 // next good request still gets the right reply.
 
 #include "tvm/runtime/crt/rpc_server.h"

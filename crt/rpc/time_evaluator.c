@@ -12,6 +12,7 @@
 #include <tvm/runtime/crt/crt.h>
 #include <tvm/runtime/crt/platform.h>
 #include <tvm/runtime/crt/time_evaluator.h>
+#include <tvm/runtime/crt/wire.h>
 
 typedef struct {
   uint16_t index; /* 0: free */
@@ -87,15 +88,6 @@ static int Cooldown(int64_t ms) {
   return 0;
 }
 
-static void StoreDoubleLE(uint8_t* out, double value) {
-  uint64_t bits;
-  int i;
-  memcpy(&bits, &value, sizeof(bits));
-  for (i = 0; i < 8; i++) {
-    out[i] = (uint8_t)(bits >> (8 * i));
-  }
-}
-
 /* Calls the target count times; the first error stops it. */
 static int CallTarget(const Evaluator* ev, int64_t count, TVMValue* args, int* type_codes,
                       int num_args) {
@@ -119,6 +111,7 @@ static int RunEvaluator(uint16_t index, TVMValue* args, int* type_codes, int num
   Evaluator* ev = FindByIndex(index);
   TVMByteArray* result = NULL;
   uint8_t* data = NULL;
+  crt_wire_writer_t out; /* the result: one LE double per repeat */
   int64_t number;
   int64_t i;
   int err;
@@ -140,6 +133,7 @@ static int RunEvaluator(uint16_t index, TVMValue* args, int* type_codes, int num
   }
   result->data = (const char*)data;
   result->size = (size_t)ev->repeat * 8u;
+  crt_wire_writer_init(&out, data, result->size);
 
   err = CallTarget(ev, 1, args, type_codes, num_args); /* warm-up, untimed */
   number = ev->number;
@@ -171,7 +165,7 @@ static int RunEvaluator(uint16_t index, TVMValue* args, int* type_codes, int num
              zero_time_count < ev->limit_zero_time_iterations &&
              number < CRT_TIME_EVALUATOR_MAX_NUMBER);
     if (err != 0) break;
-    StoreDoubleLE(data + 8 * i, elapsed / (double)number);
+    crt_wire_write_f64(&out, elapsed / (double)number);
     if (ev->cooldown_interval_ms > 0 && i % ev->repeats_to_cooldown == 0) {
       err = Cooldown(ev->cooldown_interval_ms);
     }

@@ -1,7 +1,8 @@
 /*
  * rpc_server.h: the board's MinRPC server — what a benchfarm firmware runs in
  * its main loop. It owns the link's session (crt/link: framing + session) and
- * answers MinRPC requests (reference section 3) carried in Normal messages,
+ * answers MinRPC requests (docs/microtvm-reference.md section 3; "reference"
+ * below) carried in Normal messages,
  * byte-compatible with TVM v0.18's CRT on the good path.
  *
  * Event-driven: the firmware feeds received bytes with crt_rpc_server_receive;
@@ -31,7 +32,7 @@
  *   5 benchfarm.DeviceInfo              () -> str: "key=value\n" lines, see below
  * (TVM's CRT has tvm.aot_executor.create at 5; benchfarm serves no AOT executor.)
  *
- * Fixed relative to TVM (wire-protocol.md, "Fixed, not imitated"): every
+ * Fixed relative to TVM (docs/wire-protocol.md, "Fixed, not imitated"): every
  * protocol violation — unknown RPC code, code 0/4/5/8 sent to the server, bad
  * or unknown type code, wrong argument count or types for a syscall, a packet
  * truncated or longer than its arguments, packet_nbytes not matching the

@@ -1,6 +1,6 @@
 /*
  * time_evaluator.h: runtime.RPCTimeEvaluator, timing an operator on the board
- * itself (reference section 4; TVM's 12-argument form).
+ * itself (docs/microtvm-reference.md section 4; TVM's 12-argument form).
  *
  *   runtime.RPCTimeEvaluator(module, name, device_type, device_id, number,
  *       repeat, min_repeat_ms, limit_zero_time_iterations,
@@ -26,7 +26,7 @@
  * i % repeats_to_cooldown == 0 it waits cooldown_interval_ms by polling the
  * platform timer (platform.h has no sleep).
  *
- * Fixed relative to TVM (wire-protocol.md): up to TVM_CRT_MAX_TIME_EVALUATORS
+ * Fixed relative to TVM (docs/wire-protocol.md): up to TVM_CRT_MAX_TIME_EVALUATORS
  * evaluators are live at once (creating one more retires the oldest; calling a
  * retired handle is kTvmErrorTimeEvaluatorBadHandle); each call starts again
  * from the configured number, so results do not depend on earlier calls;

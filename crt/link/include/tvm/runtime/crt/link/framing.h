@@ -2,7 +2,8 @@
  * framing.h: microTVM's framing layer — packets with a start marker, a length
  * and a CRC over a byte stream (UART, pipe, USB CDC).
  *
- * Wire format (reference section 1; byte-identical to TVM v0.18 on the good path):
+ * Wire format (docs/microtvm-reference.md section 1, "reference" below;
+ * byte-identical to TVM v0.18 on the good path):
  *
  *   [FE]        only before the first packet after init/reset/a write error
  *   FF FD       packet start, raw

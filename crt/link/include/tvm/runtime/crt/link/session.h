@@ -3,7 +3,8 @@
  * messages (RPC traffic, logs) on top of the framing layer. The same code
  * serves both ends of the link (board and host).
  *
- * Every framed payload starts with a 3-byte header (reference 2.1):
+ * Every framed payload starts with a 3-byte header (docs/microtvm-reference.md
+ * section 2.1; "reference" below):
  *
  *   byte 0-1  session id, uint16 LE: low byte = initiator nonce,
  *             high byte = responder nonce
