@@ -21,9 +21,6 @@ using google::protobuf::util::TimeUtil;
 constexpr int kDefaultBatchSize = 16;
 constexpr int64_t kMaxElements = int64_t{4} << 20;  // per argument: 16 MiB of float32
 constexpr absl::Duration kDefaultTimeout = absl::Seconds(10);
-constexpr absl::Duration kCrashWait = absl::Milliseconds(500);
-// After a call timed out: how long a board has to answer a new handshake to count as alive.
-constexpr absl::Duration kAliveProbe = absl::Seconds(2);
 constexpr int kFixedRounds = 4;     // a fixed-mode trial's repeats are split over this many rounds
 constexpr int kAdaptiveChunk = 5;   // costs an adaptive trial adds per round
 constexpr int kMaxRepeat = 1024;
@@ -43,14 +40,66 @@ std::string BatchKey(const v1::JobOffer& offer) {
   return absl::StrCat("job:", offer.job_id());
 }
 
+// A trial's time limit for each round of its measurement.
+absl::Duration TrialTimeout(const v1::Trial& t) {
+  return t.measure().timeout_ms() > 0 ? absl::Milliseconds(t.measure().timeout_ms())
+                                      : kDefaultTimeout;
+}
+
+// How to measure a trial (all but its function, reference and shapes): seed, checking, fixed or
+// adaptive mode (an adaptive budget defaults to half the trial's timeout).
+device::MeasureRequest MeasureRequestFor(const v1::Trial& t) {
+  device::MeasureRequest q;
+  q.seed = t.seed() != 0 ? t.seed() : 1;
+  q.check = t.check_outputs();
+  const v1::MeasureOptions& m = t.measure();
+  q.options.number = m.number() > 0 ? m.number() : 10;
+  q.options.repeat = m.repeat() > 0 ? m.repeat() : 1;
+  q.options.min_repeat_ms = std::max(0, m.min_repeat_ms());
+  q.options.cooldown_interval_ms = std::max(0, m.cooldown_ms());
+  if (m.target_rel_ci() > 0) {
+    q.target_rel_ci = m.target_rel_ci();
+    q.budget = m.budget_ms() > 0 ? absl::Milliseconds(m.budget_ms()) : TrialTimeout(t) / 2;
+    if (m.max_repeat() > 0) q.max_repeat = std::min(m.max_repeat(), kMaxRepeat);
+  }
+  return q;
+}
+
+// A C source trial's argument shapes, or InvalidArgument naming the first bad argument: a dtype
+// other than float32, a dim that is not positive or more than kMaxElements elements, no dims.
+absl::StatusOr<std::vector<std::vector<int64_t>>> CSourceShapes(const v1::Trial& t) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (int i = 0; i < t.args_size(); ++i) {
+    const v1::ArgSpec& a = t.args(i);
+    std::string bad;
+    if (!a.dtype().empty() && a.dtype() != "float32") {
+      bad = absl::StrCat("args[", i, "].dtype: \"", a.dtype(), "\" (only float32)");
+    }
+    int64_t elements = 1;
+    for (int64_t d : a.shape()) {
+      if (d <= 0 || d > kMaxElements || elements * d > kMaxElements) {
+        bad = absl::StrCat("args[", i, "].shape: dims must be positive and hold at most ",
+                           kMaxElements, " elements");
+        break;
+      }
+      elements *= d;
+    }
+    if (a.shape().empty() && bad.empty()) bad = absl::StrCat("args[", i, "].shape: empty");
+    if (!bad.empty()) return absl::InvalidArgumentError(bad);
+    shapes.emplace_back(a.shape().begin(), a.shape().end());
+  }
+  return shapes;
+}
+
 }  // namespace
 
+struct BoardWorker::Item {
+  v1::JobOffer offer;
+  device::MeasureRequest request;
+  absl::Duration timeout;
+};
+
 struct BoardWorker::Prepared {
-  struct Item {
-    v1::JobOffer offer;
-    device::MeasureRequest request;
-    absl::Duration timeout;
-  };
   std::vector<Item> items;
   std::future<absl::StatusOr<Image>> image;
   absl::Time build_started;
@@ -219,20 +268,9 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
       r.set_message(why);
       Report(offer, r, started);
     };
-    Prepared::Item item;
-    item.request.seed = t.seed() != 0 ? t.seed() : 1;
-    item.request.check = t.check_outputs();
-    const v1::MeasureOptions& m = t.measure();
-    item.request.options.number = m.number() > 0 ? m.number() : 10;
-    item.request.options.repeat = m.repeat() > 0 ? m.repeat() : 1;
-    item.request.options.min_repeat_ms = std::max(0, m.min_repeat_ms());
-    item.request.options.cooldown_interval_ms = std::max(0, m.cooldown_ms());
-    item.timeout = m.timeout_ms() > 0 ? absl::Milliseconds(m.timeout_ms()) : kDefaultTimeout;
-    if (m.target_rel_ci() > 0) {
-      item.request.target_rel_ci = m.target_rel_ci();
-      item.request.budget = m.budget_ms() > 0 ? absl::Milliseconds(m.budget_ms()) : item.timeout / 2;
-      if (m.max_repeat() > 0) item.request.max_repeat = std::min(m.max_repeat(), kMaxRepeat);
-    }
+    Item item;
+    item.timeout = TrialTimeout(t);
+    item.request = MeasureRequestFor(t);
     if (op.source_case() == v1::OperatorSpec::kTemplateOp) {
       // A user operator's definition travels with its offer; built-ins are in every firmware.
       const KnobSpace* space = space_;
@@ -272,28 +310,12 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
         invalid("op.reference_function: required to check a C source trial's outputs");
         continue;
       }
-      std::string bad_arg;
-      for (int i = 0; i < t.args_size() && bad_arg.empty(); ++i) {
-        const v1::ArgSpec& a = t.args(i);
-        if (!a.dtype().empty() && a.dtype() != "float32") {
-          bad_arg = absl::StrCat("args[", i, "].dtype: \"", a.dtype(), "\" (only float32)");
-        }
-        int64_t elements = 1;
-        for (int64_t d : a.shape()) {
-          if (d <= 0 || d > kMaxElements || elements * d > kMaxElements) {
-            bad_arg = absl::StrCat("args[", i, "].shape: dims must be positive and hold at most ",
-                                   kMaxElements, " elements");
-            break;
-          }
-          elements *= d;
-        }
-        if (a.shape().empty() && bad_arg.empty()) bad_arg = absl::StrCat("args[", i, "].shape: empty");
-        item.request.shapes.emplace_back(a.shape().begin(), a.shape().end());
-      }
-      if (!bad_arg.empty()) {
-        invalid(bad_arg);
+      absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = CSourceShapes(t);
+      if (!shapes.ok()) {
+        invalid(std::string(shapes.status().message()));
         continue;
       }
+      item.request.shapes = *std::move(shapes);
       item.request.function = op.entry_function();
       item.request.reference = op.reference_function();
       unit = *std::move(u);
@@ -366,8 +388,17 @@ void BoardWorker::Run() {
   if (next != nullptr && next->image.valid()) next->image.wait();
 }
 
+// Each trial's measurement in progress; the trials of a batch take turns, one round each.
+struct BoardWorker::Live {
+  const Item* item;
+  v1::Result result;
+  absl::Time started;
+  device::MeasureOutcome outcome;
+  bool finished = false;
+};
+
 void BoardWorker::RunBatch(Prepared& batch) {
-  for (const Prepared::Item& item : batch.items) Progress(item.offer.job_id(), "build");
+  for (const Item& item : batch.items) Progress(item.offer.job_id(), "build");
   absl::StatusOr<Image> image = batch.image.get();
   const absl::Duration build_time = absl::Now() - batch.build_started;
   if (metrics_ != nullptr) {
@@ -384,7 +415,7 @@ void BoardWorker::RunBatch(Prepared& batch) {
   }
   const double build_share = Seconds(build_time) / batch.items.size();
   if (!image.ok()) {
-    for (const Prepared::Item& item : batch.items) {
+    for (const Item& item : batch.items) {
       if (IsCancelled(item.offer.job_id())) continue;
       v1::Result r;
       const absl::Status& s = image.status();
@@ -401,171 +432,101 @@ void BoardWorker::RunBatch(Prepared& batch) {
     absl::MutexLock lock(&mu_);
     counters_.images++;
   }
-  // Each trial's measurement in progress; they take turns, one round each (interleaving).
-  struct Live {
-    const Prepared::Item* item;
-    v1::Result result;
-    absl::Time started;
-    device::MeasureOutcome outcome;
-    bool finished = false;
-  };
   std::vector<Live> live;
-  for (const Prepared::Item& item : batch.items) {
+  int timing = 0;  // trials that take more than one cost: only they interleave
+  for (const Item& item : batch.items) {
     Live l{&item, v1::Result(), absl::Now(), device::MeasureOutcome()};
     l.result.mutable_stages()->set_build_s(build_share);
     live.push_back(std::move(l));
-  }
-  int timing = 0;  // trials that take more than one cost: only they interleave
-  for (const Live& l : live) {
-    const device::MeasureRequest& q = l.item->request;
-    timing += q.target_rel_ci > 0 || q.options.repeat > 1;
+    timing += item.request.target_rel_ci > 0 || item.request.options.repeat > 1;
   }
   const bool interleave = timing > 1;
   for (bool any = true; any;) {
     any = false;
     for (Live& l : live) {
-      if (l.finished) continue;
-      const Prepared::Item& item = *l.item;
-      if (IsCancelled(item.offer.job_id())) {
-        l.finished = true;
-        continue;
-      }
-      v1::Result& r = l.result;
-      const bool first = l.outcome.number == 0;  // set by the first round
-      if (first) {
-        l.started = absl::Now();
-        Progress(item.offer.job_id(), "flash");
-      }
-      // Every round: a trial before this one may have crashed or reset the board.
-      if (std::optional<Failure> f = EnsureImage(*image, r.mutable_stages())) {
-        r.set_error_code(f->code);
-        r.set_message(f->message);
-        Report(item.offer, r, l.started);
-        l.finished = true;
-        continue;
-      }
-      if (first) Progress(item.offer.job_id(), "measure");
-      const device::MeasureRequest& q = item.request;
-      int chunk;
-      if (q.target_rel_ci > 0) {
-        chunk = interleave ? kAdaptiveChunk : device::kAdaptiveMinRepeats;
-      } else {
-        const int repeat = static_cast<int>(q.options.repeat);
-        chunk = interleave ? (repeat + kFixedRounds - 1) / kFixedRounds : repeat;
-      }
-      const absl::Time measure_start = absl::Now();
-      const device::LinkCounters link_before = board_->session()->counters();
-      absl::Status s = device::MeasureRound(*board_->rpc(), q, chunk, &l.outcome,
-                                            measure_start + item.timeout, &args_,
-                                            &board_->timer());
-      r.mutable_stages()->set_measure_s(r.stages().measure_s() +
-                                        Seconds(absl::Now() - measure_start));
-      const device::LinkCounters link = board_->session()->counters();
-      if (metrics_ != nullptr) metrics_->Link(id(), link.crc_failures, link.packets_dropped);
-      // Bytes lost on the link (a bad CRC, a broken packet) while the call went unanswered: the
-      // link's failure, not a hung kernel.
-      const uint64_t damaged = (link.crc_failures - link_before.crc_failures) +
-                               (link.packets_dropped - link_before.packets_dropped);
-      if (s.ok() && !l.outcome.done) {
-        EndLeftovers(item.offer.job_id());
-        any = true;
-        continue;
-      }
-      l.finished = true;
-      if (metrics_ != nullptr) metrics_->Stage("measure", r.stages().measure_s());
-      if (s.ok()) {
-        const device::MeasureOutcome& o = l.outcome;
-        if (o.matches) {
-          r.set_error_code(v1::NO_ERROR);
-          for (double c : o.costs) r.add_costs_s(c);
-          for (double c : o.cycles) r.add_model_cycles(c);
-          for (double i : o.instructions) r.add_model_instructions(i);
-          v1::MeasureReport* m = r.mutable_measured();
-          m->set_number(o.number);
-          m->set_repeats(static_cast<int>(o.costs.size()));
-          m->set_rounds(o.rounds);
-          m->set_stop(o.stop);
-          m->set_target_rel_ci(q.target_rel_ci);
-          m->set_interleaved(interleave && o.rounds > 1);
-          r.set_wall_over_cpu(o.WallOverCpu());
-        } else {
-          r.set_error_code(v1::WRONG_ANSWER);
-          r.set_message(absl::StrCat(q.function, ": ", o.mismatch, " (max abs error ",
-                                     o.max_abs_error, ")"));
-        }
-        EndLeftovers(item.offer.job_id());
-        Report(item.offer, r, l.started);
-        continue;
-      }
-      std::optional<device::BoardCrash> crash;
-      if (!absl::IsDeadlineExceeded(s)) crash = board_->CrashReport(kCrashWait);
-      if (crash && crash->KilledFromOutside()) {
-        // The OOM killer or an operator, not the kernel under test: an infrastructure failure,
-        // retried by the tracker.
-        r.set_error_code(v1::BOARD_LOST);
-        r.set_message(absl::StrCat("the board process was ", crash->description, " from outside "
-                                   "(the OOM killer or an operator; not something ", q.function,
-                                   " does by itself) while it ran the trial; it was restarted"));
-        MarkForReset(device::Board::ResetReason::kHung);
-      } else if (crash) {
-        r.set_error_code(v1::RUNTIME_DEVICE);
-        r.set_message(absl::StrCat("the board crashed running ", q.function, ": ",
-                                   crash->description, "; it was restarted"));
-        MarkForReset(device::Board::ResetReason::kHung);
-      } else if (absl::IsDeadlineExceeded(s) && (damaged > 0 || AnswersAtOnce())) {
-        // A call or its reply lost on the link, not a hung kernel: a hung board (busy in the
-        // kernel) cannot answer a new handshake.
-        r.set_error_code(v1::SESSION_ERROR);
-        r.set_message(absl::StrCat(
-            "the call went unanswered (", s.message(), ") but the board is alive",
-            damaged > 0 ? absl::StrCat(": the link lost bytes (", damaged, " damaged packets)")
-                        : std::string(" (it answered a new handshake at once): the call or its "
-                                      "reply was lost on the link"),
-            "; the board was reconnected"));
-        args_.Forget();
-        if (damaged > 0) MarkForReset(device::Board::ResetReason::kRebooted);
-      } else if (absl::IsDeadlineExceeded(s)) {
-        r.set_error_code(v1::RUN_TIMEOUT);
-        r.set_message(absl::StrCat("no answer from the board within the trial's timeout of ",
-                                   absl::FormatDuration(item.timeout), " (", s.message(),
-                                   "); the board was reset"));
-        MarkForReset(device::Board::ResetReason::kHung);
-      } else if (absl::IsAborted(s)) {
-        // The board reset itself (a fault handler, a watchdog): its image is still there.
-        r.set_error_code(v1::DEVICE_RESET);
-        r.set_message(absl::StrCat("the board reset during ", q.function, ": ", s.message()));
-        MarkForReset(device::Board::ResetReason::kRebooted);
-      } else if (absl::IsUnavailable(s) || absl::IsFailedPrecondition(s) || absl::IsDataLoss(s)) {
-        r.set_error_code(v1::SESSION_ERROR);
-        r.set_message(absl::StrCat("the board's link or timing failed during the trial: ",
-                                   s.message()));
-        MarkForReset(device::Board::ResetReason::kHung);
-      } else {
-        r.set_error_code(v1::RUNTIME_DEVICE);
-        r.set_message(std::string(s.message()));
-      }
-      EndLeftovers(item.offer.job_id());
-      Report(item.offer, r, l.started);
+      if (!l.finished && Round(*image, interleave, l)) any = true;
     }
   }
-  if (board_->connected()) args_.Release(*board_->rpc(), absl::Now() + options_.connect_timeout);
-  args_.Forget();
+  board_->ReleaseArgs(absl::Now() + options_.connect_timeout);
 }
 
-std::optional<BoardWorker::Failure> BoardWorker::EnsureImage(const Image& image,
-                                                             v1::StageTimes* stages) {
+bool BoardWorker::Round(const Image& image, bool interleave, Live& l) {
+  const Item& item = *l.item;
+  l.finished = true;  // unless it takes another round
+  if (IsCancelled(item.offer.job_id())) return false;
+  v1::Result& r = l.result;
+  const bool first = l.outcome.number == 0;  // set by the first round
+  if (first) {
+    l.started = absl::Now();
+    Progress(item.offer.job_id(), "flash");
+  }
+  // Every round: a trial before this one may have crashed or reset the board.
+  if (std::optional<TrialError> e = EnsureImage(image, item, r.mutable_stages())) {
+    r.set_error_code(e->code);
+    r.set_message(e->message);
+    Report(item.offer, r, l.started);
+    return false;
+  }
+  if (first) Progress(item.offer.job_id(), "measure");
+  const device::MeasureRequest& q = item.request;
+  int chunk;
+  if (q.target_rel_ci > 0) {
+    chunk = interleave ? kAdaptiveChunk : device::kAdaptiveMinRepeats;
+  } else {
+    const int repeat = static_cast<int>(q.options.repeat);
+    chunk = interleave ? (repeat + kFixedRounds - 1) / kFixedRounds : repeat;
+  }
+  const absl::Time measure_start = absl::Now();
+  const device::Board::CallOutcome call =
+      board_->MeasureRound(q, chunk, &l.outcome, measure_start + item.timeout);
+  r.mutable_stages()->set_measure_s(r.stages().measure_s() +
+                                    Seconds(absl::Now() - measure_start));
+  AfterCall(item.offer.job_id(), call);
+  if (!call.failure && !l.outcome.done) {
+    l.finished = false;
+    return true;
+  }
+  if (metrics_ != nullptr) metrics_->Stage("measure", r.stages().measure_s());
+  if (call.failure) {
+    const TrialError e = ErrorFor(*call.failure, q.function, item.timeout);
+    r.set_error_code(e.code);
+    r.set_message(e.message);
+  } else if (const device::MeasureOutcome& o = l.outcome; o.matches) {
+    r.set_error_code(v1::NO_ERROR);
+    for (double c : o.costs) r.add_costs_s(c);
+    for (double c : o.cycles) r.add_model_cycles(c);
+    for (double i : o.instructions) r.add_model_instructions(i);
+    v1::MeasureReport* m = r.mutable_measured();
+    m->set_number(o.number);
+    m->set_repeats(static_cast<int>(o.costs.size()));
+    m->set_rounds(o.rounds);
+    m->set_stop(o.stop);
+    m->set_target_rel_ci(q.target_rel_ci);
+    m->set_interleaved(interleave && o.rounds > 1);
+    r.set_wall_over_cpu(o.WallOverCpu());
+  } else {
+    r.set_error_code(v1::WRONG_ANSWER);
+    r.set_message(
+        absl::StrCat(q.function, ": ", o.mismatch, " (max abs error ", o.max_abs_error, ")"));
+  }
+  Report(item.offer, r, l.started);
+  return false;
+}
+
+std::optional<TrialError> BoardWorker::EnsureImage(const Image& image,
+                                                   const Item& item,
+                                                   v1::StageTimes* stages) {
   device::FirmwareImage fw{image.path, image.hash};
   device::EnsureOutcome out = board_->EnsureImage(fw, absl::Now() + options_.connect_timeout);
-  if (out.handshake_time > absl::ZeroDuration()) {
-    args_.Forget();  // a new link: a new session, a new image or a restarted board
-    stages->set_handshake_s(Seconds(out.handshake_time));
-    if (metrics_ != nullptr) metrics_->Stage("handshake", Seconds(out.handshake_time));
-  }
   // A link opened here counts as one handshake, failed or not.
   if (out.handshake_time > absl::ZeroDuration()) {
+    stages->set_handshake_s(Seconds(out.handshake_time));
     const bool ok = board_->connected() ||
                     (out.failure && out.failure->kind == device::BoardFailure::kFirmwareMismatch);
-    if (metrics_ != nullptr) metrics_->Handshake(id(), ok);
+    if (metrics_ != nullptr) {
+      metrics_->Stage("handshake", Seconds(out.handshake_time));
+      metrics_->Handshake(id(), ok);
+    }
     absl::MutexLock lock(&mu_);
     (ok ? counters_.handshakes : counters_.handshake_failures)++;
   }
@@ -596,26 +557,18 @@ std::optional<BoardWorker::Failure> BoardWorker::EnsureImage(const Image& image,
     auto timer = info->fields.find("timer");
     timer_ = timer != info->fields.end() ? timer->second : "";
   }
-  if (!out.failure) {
-    reset_pending_ = false;
-    // A new link (a new image, a restart, a reconnect) and after a failed calibration: check the
-    // timer against the clock before trusting its costs.
-    if (out.handshake_time > absl::ZeroDuration() || calibration_failed_) return CheckCalibration();
-    return std::nullopt;
+  if (out.failure) {
+    reset_pending_ = true;
+    return ErrorFor(*out.failure, item.request.function, item.timeout);
   }
-  reset_pending_ = true;
-  switch (out.failure->kind) {
-    case device::BoardFailure::kFlash:
-      return Failure{v1::FLASH_ERROR, out.failure->message};
-    case device::BoardFailure::kFirmwareMismatch:
-      return Failure{v1::FIRMWARE_MISMATCH, out.failure->message};
-    case device::BoardFailure::kSession:
-      break;
-  }
-  return Failure{v1::SESSION_ERROR, out.failure->message};
+  reset_pending_ = false;
+  // A new link (a new image, a restart, a reconnect) and after a failed calibration: check the
+  // timer against the clock before trusting its costs.
+  if (out.handshake_time > absl::ZeroDuration() || calibration_failed_) return CheckCalibration();
+  return std::nullopt;
 }
 
-std::optional<BoardWorker::Failure> BoardWorker::CheckCalibration() {
+std::optional<TrialError> BoardWorker::CheckCalibration() {
   const std::optional<device::DeviceInfo>& info = board_->info();
   if (!info) return std::nullopt;
   CalibrationInput input;
@@ -631,42 +584,36 @@ std::optional<BoardWorker::Failure> BoardWorker::CheckCalibration() {
   }
   if (!c.ok()) {
     calibration_failed_ = true;
-    MarkForReset(device::Board::ResetReason::kHung);
-    return Failure{v1::SESSION_ERROR,
-                   absl::StrCat("board ", id(), ": calibration failed: ", c.status().message())};
+    board_->Reset(device::Board::ResetReason::kHung);
+    CountReset();
+    return TrialError{v1::SESSION_ERROR,
+                      absl::StrCat("board ", id(), ": calibration failed: ", c.status().message())};
   }
   if (metrics_ != nullptr && c->measured_hz > 0) metrics_->SetBoardClock(id(), c->measured_hz);
   if (!c->problem.empty()) {
     calibration_failed_ = true;
-    return Failure{v1::CALIBRATION_ERROR, absl::StrCat("board ", id(), ": ", c->problem)};
+    return TrialError{v1::CALIBRATION_ERROR, absl::StrCat("board ", id(), ": ", c->problem)};
   }
   calibration_failed_ = false;
   cpu_hz_ = c->ResultHz();
   return std::nullopt;
 }
 
-bool BoardWorker::AnswersAtOnce() {
-  return !board_->Connect(absl::Now() + std::min(kAliveProbe, options_.connect_timeout))
-              .has_value();
-}
-
-void BoardWorker::EndLeftovers(const std::string& job_id) {
-  const device::Board::Leftovers left = board_->EndTrialLeftovers();
-  if (left.killed == 0 && left.threads == 0) return;
-  spdlog::warn("board {}: job {}: {}", id(), job_id, left.ToString());
-  {
-    absl::MutexLock lock(&mu_);
-    counters_.leftovers_killed += left.killed;
+void BoardWorker::AfterCall(const std::string& job_id, const device::Board::CallOutcome& call) {
+  if (metrics_ != nullptr) metrics_->Link(id(), call.link.crc_failures, call.link.packets_dropped);
+  const device::Board::Leftovers& left = call.leftovers;
+  if (left.killed > 0 || left.threads > 0) {
+    spdlog::warn("board {}: job {}: {}", id(), job_id, left.ToString());
+    {
+      absl::MutexLock lock(&mu_);
+      counters_.leftovers_killed += left.killed;
+    }
+    if (metrics_ != nullptr) metrics_->LeftoversKilled(id(), left.killed);
   }
-  if (metrics_ != nullptr) metrics_->LeftoversKilled(id(), left.killed);
-  // A thread cannot be ended alone: the board restarts before its next call (unless a failure
-  // of the call has already seen to that).
-  if (left.threads > 0 && !reset_pending_) MarkForReset(device::Board::ResetReason::kHung);
+  if (call.reset) CountReset();
 }
 
-void BoardWorker::MarkForReset(device::Board::ResetReason reason) {
-  args_.Forget();  // the board forgets them
-  board_->Reset(reason);
+void BoardWorker::CountReset() {
   reset_pending_ = true;
   absl::MutexLock lock(&mu_);
   counters_.resets++;

@@ -37,9 +37,11 @@
 // trial's stop rule fires (device/measure.h).
 //
 // The board itself — flasher, transport, session, reset, crash reports — is a device::Board built
-// from the board's config (device/board.h); the worker keeps only batching and reporting. A port
-// that vanishes fails the jobs of that moment with SESSION_ERROR; it is reopened on the next job,
-// so a board that comes back is used again without a restart.
+// from the board's config (device/board.h); the worker keeps only batching and reporting. The
+// board diagnoses its own failures (a BoardFailure from EnsureImage or MeasureRound, any reset
+// already applied); agent/board_errors.h turns each into the ErrorCode above. A port that
+// vanishes fails the jobs of that moment with SESSION_ERROR; it is reopened on the next job, so a
+// board that comes back is used again without a restart.
 //
 // Attempts: the tracker may offer a job again (attempt N+1) while this board still holds attempt
 // N — after the agent was paused past its lease, say. The new attempt supersedes the old one: no
@@ -68,6 +70,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "agent/board_errors.h"
 #include "agent/calibration.h"
 #include "agent/firmware.h"
 #include "agent/knob_space.h"
@@ -137,33 +140,33 @@ class BoardWorker {
   WorkerCounters counters() const;
 
  private:
-  struct Prepared;  // a batch with its candidates and image build
-  struct Failure {
-    v1::ErrorCode code;
-    std::string message;
-  };
+  struct Item;      // a job of a batch: its offer, measure request and timeout
+  struct Prepared;  // a batch with its image build
+  struct Live;      // a job of the batch being measured
 
   void Run();
   // The next batch: waits for a job, lingers for more of the same operator. Empty when stopping.
   std::vector<v1::JobOffer> TakeBatch(bool wait) ABSL_LOCKS_EXCLUDED(mu_);
   std::unique_ptr<Prepared> Prepare(std::vector<v1::JobOffer> batch);
   void RunBatch(Prepared& batch);
+  // One round of a trial's measurement, the image put on the board first; the trial is reported
+  // when it ends (finished). True when it takes another round.
+  bool Round(const Image& image, bool interleave, Live& trial);
   // Flash economy: when the board's images may hold the tuning run's whole candidate pool
   // (first.image_pool, config.image_candidates), `candidates` becomes that pool plus the batch,
   // in a fixed order, so every batch of the run shares one image. Otherwise unchanged.
   void AddImagePool(const KnobSpace& space, const v1::TemplateOperator& first,
                     std::vector<Candidate>* candidates) const;
-  // The image is on the board and the link is up (and its timer agrees with its clock), or why not.
-  std::optional<Failure> EnsureImage(const Image& image, v1::StageTimes* stages);
-  std::optional<Failure> CheckCalibration();
-  // After a hang or crash (kHung: the board is restarted on next use) or a reboot (kRebooted).
-  void MarkForReset(device::Board::ResetReason reason);
-  // After each call of a trial's code (Board::EndTrialLeftovers): what it left running is ended
-  // — processes killed, a board running threads of the trial's restarted — and logged.
-  void EndLeftovers(const std::string& job_id);
-  // After a call timed out: whether the board answers a new handshake at once (then it is alive
-  // and the call was lost on the link; else its kernel hangs). Leaves a new link up if so.
-  bool AnswersAtOnce();
+  // The image is on the board and the link is up (and its timer agrees with its clock), or the
+  // error of `item` (the trial it is for) saying why not.
+  std::optional<TrialError> EnsureImage(const Image& image, const Item& item,
+                                        v1::StageTimes* stages);
+  std::optional<TrialError> CheckCalibration();
+  // After each round of a trial's code (Board::MeasureRound): the link's counters, what the code
+  // left running (ended by the board) and a reset the board applied are logged and counted.
+  void AfterCall(const std::string& job_id, const device::Board::CallOutcome& call);
+  // The board was reset (restarted, or reconnected after a reboot, before its next use).
+  void CountReset();
   void Report(const v1::JobOffer& offer, v1::Result result, absl::Time started);
   bool IsCancelled(const std::string& job_id);
   void Progress(const std::string& job_id, const std::string& stage);
@@ -186,8 +189,6 @@ class BoardWorker {
   // until it is fixed).
   double cpu_hz_ = 0;
   bool calibration_failed_ = false;
-  // The arguments on the board, shared by the candidates of a batch (device::BoardArgs).
-  device::BoardArgs args_;
 
   mutable absl::Mutex mu_;
   std::deque<v1::JobOffer> pending_ ABSL_GUARDED_BY(mu_);

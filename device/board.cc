@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <optional>
@@ -27,6 +28,14 @@
 #include "spdlog/spdlog.h"
 
 namespace benchfarm::device {
+namespace {
+
+// After a call failed: how long a board has to report how it died.
+constexpr absl::Duration kCrashWait = absl::Milliseconds(500);
+// After a call timed out: how long a board has to answer a new handshake to count as alive.
+constexpr absl::Duration kAliveProbe = absl::Seconds(2);
+
+}  // namespace
 
 absl::StatusOr<FaultOptions> ParseLinkFaultSpec(absl::string_view text) {
   FaultOptions o;
@@ -438,6 +447,75 @@ void Board::Reset(ResetReason reason) {
   if (reason == ResetReason::kHung) needs_restart_ = true;
 }
 
+Board::CallOutcome Board::MeasureRound(const MeasureRequest& request, int chunk,
+                                       MeasureOutcome* outcome, absl::Time deadline) {
+  CallOutcome out;
+  const LinkCounters link_before = session_->counters();
+  const absl::Status s =
+      device::MeasureRound(*rpc_, request, chunk, outcome, deadline, &args_, timer_.get());
+  out.link = session_->counters();
+  if (!s.ok()) Diagnose(s, link_before, &out);
+  out.leftovers = EndTrialLeftovers();
+  if (out.leftovers.threads > 0 && !out.reset) {
+    Reset(ResetReason::kHung);
+    out.reset = true;
+  }
+  return out;
+}
+
+void Board::Diagnose(const absl::Status& s, const LinkCounters& link_before, CallOutcome* out) {
+  const std::string message(s.message());
+  auto reset = [&](ResetReason reason) {
+    Reset(reason);
+    out->reset = true;
+  };
+  const bool timed_out = absl::IsDeadlineExceeded(s);
+  if (std::optional<BoardCrash> crash = timed_out ? std::nullopt : CrashReport(kCrashWait)) {
+    // The OOM killer or an operator is not the code under test.
+    out->failure = BoardFailure{
+        crash->KilledFromOutside() ? BoardFailure::kKilledFromOutside : BoardFailure::kCrashed,
+        crash->description};
+    reset(ResetReason::kHung);
+    return;
+  }
+  if (timed_out) {
+    // Bytes lost on the link (a bad CRC, a broken packet) while the call went unanswered: the
+    // link's failure, not a hung kernel.
+    const uint64_t damaged = (out->link.crc_failures - link_before.crc_failures) +
+                             (out->link.packets_dropped - link_before.packets_dropped);
+    if (damaged > 0) {
+      out->failure = BoardFailure{BoardFailure::kLinkLost, message, damaged};
+      reset(ResetReason::kRebooted);
+      return;
+    }
+    // A hung board (busy in the kernel) cannot answer a new handshake; one that does is alive,
+    // and the call or its reply was lost on the link.
+    if (!Connect(absl::Now() + std::min(kAliveProbe, options_.connect_timeout))) {
+      out->failure = BoardFailure{BoardFailure::kLinkLost, message};
+      return;
+    }
+    out->failure = BoardFailure{BoardFailure::kHung, message};
+    reset(ResetReason::kHung);
+    return;
+  }
+  if (absl::IsAborted(s)) {
+    // The board reset itself (a fault handler, a watchdog): its image is still there.
+    out->failure = BoardFailure{BoardFailure::kRebooted, message};
+    reset(ResetReason::kRebooted);
+    return;
+  }
+  if (absl::IsUnavailable(s) || absl::IsFailedPrecondition(s) || absl::IsDataLoss(s)) {
+    out->failure = BoardFailure{BoardFailure::kLinkFailed, message};
+    reset(ResetReason::kHung);
+    return;
+  }
+  out->failure = BoardFailure{BoardFailure::kCallFailed, message};
+}
+
+void Board::ReleaseArgs(absl::Time deadline) {
+  if (rpc_ != nullptr) args_.Release(*rpc_, deadline);
+}
+
 Board::Leftovers Board::EndTrialLeftovers() {
   Leftovers left;
   if (host_process_ == nullptr || host_process_->pid() <= 0) return left;
@@ -481,6 +559,7 @@ std::optional<BoardCrash> Board::CrashReport(absl::Duration wait) {
 }
 
 void Board::Close() {
+  args_.Forget();  // they belong to the link's session
   rpc_.reset();
   session_.reset();
   if (link_fault_ != nullptr) {

@@ -5,10 +5,12 @@
 //                reports the image's hash (asked first on a serial board, e.g. after an agent
 //                restart), else flashed, connected and the hash checked;
 //   Connect      open the transport, handshake, read DeviceInfo;
+//   MeasureRound one round of a trial's measurement, and the board's own diagnosis of a round
+//                that failed: one BoardFailure (crashed, killed from outside, hung, link lost,
+//                rebooted, ...), the board already reset as that failure needs, and what the
+//                trial's code left running ended;
 //   Reset        after a hang or a crash: the next EnsureImage restarts (re-flashes) the board;
 //                after the board rebooted by itself, it only reconnects;
-//   CrashReport  how the board died, for boards that can tell (a host process killed by a signal,
-//                QEMU that exited);
 //   rpc/info     the RPC client and what the board said about itself.
 //
 // How a board is reached is decided by its config alone:
@@ -46,6 +48,7 @@
 #include "device/fault_injecting_transport.h"
 #include "device/flasher.h"
 #include "device/host_session.h"
+#include "device/measure.h"
 #include "device/rpc_client.h"
 #include "device/transport.h"
 #include "proto/config.pb.h"
@@ -91,15 +94,40 @@ struct BoardOptions {
   std::function<void(absl::string_view board_id, absl::string_view text)> log_sink;
 };
 
-// Why a board could not be brought to an image.
+// What went wrong on a board: why it could not be brought to an image (EnsureImage, Connect: the
+// first three kinds), or how a round of a trial's measurement failed (Board::MeasureRound: the
+// others). The agent turns each kind into one ErrorCode (agent/board_errors.h).
 struct BoardFailure {
   enum Kind {
     kFlash,             // the flasher failed
     kSession,           // no port, no handshake, no DeviceInfo
     kFirmwareMismatch,  // the board reports another image than the one needed
+    // The trial's code crashed the board: a host process killed by a signal the code raises
+    // itself (SIGSEGV, SIGFPE, SIGABRT, ...), QEMU that exited. message: how it died.
+    kCrashed,
+    // A host process killed from outside while it ran the call (BoardCrash::KilledFromOutside:
+    // the OOM killer, an operator). message: how it died.
+    kKilledFromOutside,
+    // The call went unanswered but the board is alive: the link damaged packets during the call
+    // (damaged_packets > 0), or the board answered a new handshake at once. message: the call's
+    // error.
+    kLinkLost,
+    // No answer within the call's deadline on a clean link, and none to a new handshake: the
+    // trial's code hangs. message: the call's error.
+    kHung,
+    // The board reset itself during the call (a fault handler, a watchdog). message: the call's
+    // error, which names the fault.
+    kRebooted,
+    // The link went away, or a reply or the board's timing was malformed (Unavailable,
+    // FailedPrecondition, DataLoss). message: the call's error.
+    kLinkFailed,
+    // The function failed on the board (an error it returned, a missing function) and the board
+    // is fine. message: the call's error.
+    kCallFailed,
   };
   Kind kind;
   std::string message;
+  uint64_t damaged_packets = 0;  // kLinkLost: bad CRCs and broken packets during the call
 };
 
 // What EnsureImage did.
@@ -154,21 +182,49 @@ class Board {
   };
   void Reset(ResetReason reason);
 
-  // After a call that ran a trial's code: ends what that code left running. On a host-process
+  // What a trial's call left running, ended after the call (MeasureRound): on a host-process
   // board every process of its sandbox but the board is killed (setsid() daemons included); a
   // thread the trial started in the board process (threads > 0) cannot be killed alone: the
-  // caller restarts the board (Reset kHung). Other boards run trial code on their own CPU:
-  // nothing is ever left.
+  // board is reset (kHung). Other boards run trial code on their own CPU: nothing is ever left.
   struct Leftovers {
     int killed = 0;        // processes
     int threads = 0;       // of the board process, when more than its one
     std::string ToString() const;  // "" when nothing was left
   };
-  Leftovers EndTrialLeftovers();
 
-  // How the board died, if it did and the board can tell: "killed by signal 11 (...)" for a host
-  // process, "QEMU exited: exit code 1" for an emulated one. Waits up to `wait` for it.
-  std::optional<BoardCrash> CrashReport(absl::Duration wait);
+  // What one MeasureRound came to.
+  struct CallOutcome {
+    // None: the round went through (its results are in the MeasureOutcome). Else one of the call
+    // kinds (kCrashed ... kCallFailed).
+    std::optional<BoardFailure> failure;
+    // The board was reset after the call (Reset: kHung for a crash, a kill from outside, a hang,
+    // a failed link or a thread the trial left; kRebooted for a reboot or a link that damaged
+    // packets). A kLinkLost without damaged packets is not a reset: the board answered a new
+    // handshake and the new link is up.
+    bool reset = false;
+    LinkCounters link;    // the link's counters right after the call
+    Leftovers leftovers;  // what the trial's code left running, ended
+  };
+
+  // One round of `request` (device::MeasureRound: up to `chunk` costs into *outcome; the first
+  // round checks outputs) on the board's shared arguments and timer(), with `deadline` for the
+  // round. Requires connected() (a successful EnsureImage). A round that fails is diagnosed here,
+  // first match wins:
+  //   a crash report (unless the call timed out; waited for briefly)  kKilledFromOutside or
+  //                                                                   kCrashed; Reset kHung
+  //   timed out, and the link damaged packets meanwhile               kLinkLost; Reset kRebooted
+  //   timed out, and the board answers a new handshake at once        kLinkLost; that link stays
+  //                                                                   up (no reset)
+  //   timed out otherwise                                             kHung; Reset kHung
+  //   Aborted (the board reset itself)                                kRebooted; Reset kRebooted
+  //   Unavailable, FailedPrecondition or DataLoss                     kLinkFailed; Reset kHung
+  //   any other error                                                 kCallFailed; no reset
+  // After every round, failed or not, what the trial's code left running is ended (Leftovers).
+  CallOutcome MeasureRound(const MeasureRequest& request, int chunk, MeasureOutcome* outcome,
+                           absl::Time deadline);
+  // Frees the shared arguments on the board (after a batch; nothing when not connected). A new
+  // link forgets them anyway: the board lost them.
+  void ReleaseArgs(absl::Time deadline);
 
   // The link's RPC client and session; null unless connected.
   RpcClient* rpc() { return rpc_.get(); }
@@ -214,6 +270,16 @@ class Board {
   // The link is up and link_fault_file no longer looks as when it was opened. False with the
   // field empty.
   bool LinkFaultFileChanged() const;
+  // MeasureRound's diagnosis of a round that failed with `status` (see there): sets
+  // out->failure and, when it resets the board, out->reset. out->link: the counters after the
+  // call; `link_before`: before it.
+  void Diagnose(const absl::Status& status, const LinkCounters& link_before, CallOutcome* out);
+  // After a call that ran a trial's code: ends what that code left running (see Leftovers).
+  Leftovers EndTrialLeftovers();
+  // How the board died, if it did and the board can tell (a host process killed by a signal:
+  // "killed by signal 11 (...)"; QEMU that exited: "QEMU exited: exit code 1"). Waits up to
+  // `wait` for it.
+  std::optional<BoardCrash> CrashReport(absl::Duration wait);
 
   const BoardOptions options_;
   std::string qemu_link_;  // the symlink QEMU's pty is reached through
@@ -233,6 +299,9 @@ class Board {
   std::unique_ptr<HostSession> session_;
   std::unique_ptr<RpcClient> rpc_;
   std::optional<DeviceInfo> info_;
+  // The arguments of measurements (MeasureRound), shared by the trials of a batch; forgotten
+  // whenever the link closes.
+  BoardArgs args_;
   bool needs_restart_ = false;
   bool port_missing_ = false;
 };

@@ -2,14 +2,24 @@
 // (//crt/host:board over pipes): faults switched on by writing the file, off by removing it, and
 // refused (the link runs clean) for a bad file — each applied at the next EnsureImage by a
 // reconnect, while the board process keeps running. Plus ParseLinkFaultSpec and Validate.
+//
+// And Board::MeasureRound's own diagnosis on that board: a round that goes through is no
+// failure; a board killed from outside (SIGKILL), crashed (SIGSEGV) or hung (SIGSTOP) is reported
+// as such by the board itself, reset, and restarted by the next EnsureImage; a call lost on a
+// lossy link is the link's (kLinkLost, or a link that failed), never a hang.
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -17,9 +27,10 @@
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/process_stat.h"
 #include "device/board.h"
 #include "device/fault_injecting_transport.h"
-#include "base/content_hash.h"
+#include "device/measure.h"
 #include "device/rpc_client.h"
 #include "proto/config.pb.h"
 
@@ -51,6 +62,33 @@ void WriteFile(const std::string& path, const std::string& text) {
 bool IsLinkError(const absl::Status& s) {
   return absl::IsDeadlineExceeded(s) || absl::IsFailedPrecondition(s) || absl::IsDataLoss(s) ||
          absl::IsUnavailable(s) || absl::IsAborted(s);
+}
+
+// The board process itself (in its sandbox; not the sandbox's bwrap): a descendant of this
+// process started with "--kind host-process". 0 if there is none.
+pid_t BoardProcess() {
+  for (const base::ProcessStat& p : base::Descendants(getpid())) {
+    if (p.name == "bwrap") continue;
+    std::ifstream in("/proc/" + std::to_string(p.pid) + "/cmdline", std::ios::binary);
+    const std::string cmdline((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+    if (cmdline.find(std::string("--kind\0host-process\0", 20)) != std::string::npos) {
+      return p.pid;
+    }
+  }
+  return 0;
+}
+
+// `add` checked against its reference on 4096 floats: one cost of one call.
+MeasureRequest Add() {
+  MeasureRequest q;
+  q.function = "add";
+  q.reference = "add_reference";
+  q.shapes = {{4096}, {4096}, {4096}};
+  q.check = true;
+  q.options.number = 1;
+  q.options.repeat = 1;
+  return q;
 }
 
 class BoardLinkFaultTest : public ::testing::Test {
@@ -203,6 +241,115 @@ TEST_F(BoardLinkFaultTest, BadFileIsRefusedAndTheLinkRunsClean) {
   ASSERT_FALSE(out.failure.has_value()) << out.failure->message;
   EXPECT_EQ(out.handshake_time, absl::ZeroDuration());
   EXPECT_EQ(board_->link_fault_counters().dropped, 0u);
+}
+
+// Board::MeasureRound's own diagnosis of a failed round (BoardFailure), on the same board.
+class BoardDiagnosisTest : public BoardLinkFaultTest {
+ protected:
+  // One round of Add() from its start.
+  Board::CallOutcome Round() {
+    MeasureOutcome measured;
+    return board_->MeasureRound(Add(), 1, &measured, absl::Now() + kCall);
+  }
+
+  // Sends `sig` to the board process, then runs a round: the board's diagnosis. The board is
+  // continued (after SIGSTOP) once the round is over.
+  Board::CallOutcome RoundAfter(int sig) {
+    const pid_t pid = BoardProcess();
+    EXPECT_NE(pid, 0) << "no board process";
+    EXPECT_EQ(kill(pid, sig), 0);
+    if (sig != SIGSTOP) {
+      // Dead (a zombie until reaped) before the round starts.
+      for (absl::Time until = absl::Now() + absl::Seconds(10); absl::Now() < until;) {
+        std::optional<base::ProcessStat> p = base::ReadProcessStat(pid);
+        if (!p || p->state == 'Z') break;
+        absl::SleepFor(absl::Milliseconds(10));
+      }
+    }
+    Board::CallOutcome out = Round();
+    if (sig == SIGSTOP) kill(pid, SIGCONT);
+    return out;
+  }
+
+  // After a reset: the next EnsureImage restarts the board, and a round goes through.
+  void ExpectRestarted() {
+    EXPECT_TRUE(EnsureUp().flashed);
+    const Board::CallOutcome out = Round();
+    EXPECT_FALSE(out.failure.has_value()) << out.failure->message;
+  }
+};
+
+TEST_F(BoardDiagnosisTest, ARoundThatGoesThroughIsNoFailure) {
+  ASSERT_FALSE(EnsureUp().failure.has_value());
+  MeasureOutcome measured;
+  const Board::CallOutcome out = board_->MeasureRound(Add(), 1, &measured, absl::Now() + kCall);
+  ASSERT_FALSE(out.failure.has_value()) << out.failure->message;
+  EXPECT_FALSE(out.reset);
+  EXPECT_EQ(out.leftovers.ToString(), "");
+  EXPECT_GT(out.link.messages_received, 0u);
+  EXPECT_TRUE(measured.done);
+  EXPECT_TRUE(measured.matches);
+  EXPECT_EQ(measured.costs.size(), 1u);
+  EXPECT_TRUE(board_->connected());
+  EXPECT_FALSE(board_->EnsureImage(image_, absl::Now() + kConnect).flashed);
+}
+
+TEST_F(BoardDiagnosisTest, ABoardKilledFromOutsideSaysSoAndIsRestarted) {
+  ASSERT_FALSE(EnsureUp().failure.has_value());
+  const Board::CallOutcome out = RoundAfter(SIGKILL);
+  ASSERT_TRUE(out.failure.has_value());
+  EXPECT_EQ(out.failure->kind, BoardFailure::kKilledFromOutside) << out.failure->message;
+  EXPECT_TRUE(absl::StrContains(out.failure->message, "signal 9")) << out.failure->message;
+  EXPECT_TRUE(out.reset);
+  EXPECT_FALSE(board_->connected());
+  ExpectRestarted();
+}
+
+TEST_F(BoardDiagnosisTest, ACrashedBoardSaysHowAndIsRestarted) {
+  ASSERT_FALSE(EnsureUp().failure.has_value());
+  const Board::CallOutcome out = RoundAfter(SIGSEGV);
+  ASSERT_TRUE(out.failure.has_value());
+  EXPECT_EQ(out.failure->kind, BoardFailure::kCrashed) << out.failure->message;
+  EXPECT_TRUE(absl::StrContains(out.failure->message, "signal 11")) << out.failure->message;
+  EXPECT_TRUE(out.reset);
+  ExpectRestarted();
+}
+
+TEST_F(BoardDiagnosisTest, AHungBoardAnswersNoHandshakeAndIsRestarted) {
+  ASSERT_FALSE(EnsureUp().failure.has_value());
+  const Board::CallOutcome out = RoundAfter(SIGSTOP);
+  ASSERT_TRUE(out.failure.has_value());
+  EXPECT_EQ(out.failure->kind, BoardFailure::kHung) << out.failure->message;
+  EXPECT_EQ(out.failure->damaged_packets, 0u);
+  EXPECT_TRUE(out.reset);
+  EXPECT_FALSE(board_->connected());
+  ExpectRestarted();
+}
+
+TEST_F(BoardDiagnosisTest, ACallLostOnALossyLinkIsTheLinksNeverAHang) {
+  WriteFile(fault_file_, "drop_rate=0.00002 seed=5\n");
+  int lost = 0, failed = 0, ok = 0;
+  for (int i = 0; i < 60 && lost < 2; ++i) {
+    if (EnsureUp().failure) return;
+    ASSERT_TRUE(board_->link_faults_on());
+    const Board::CallOutcome out = Round();
+    if (!out.failure) {
+      ++ok;
+      continue;
+    }
+    ++failed;
+    const BoardFailure& f = *out.failure;
+    EXPECT_TRUE(f.kind == BoardFailure::kLinkLost || f.kind == BoardFailure::kLinkFailed)
+        << f.kind << ": " << f.message;
+    if (f.kind == BoardFailure::kLinkLost) {
+      ++lost;
+      // Damaged packets make the board reconnect (a reset); a clean loss leaves the new link up.
+      EXPECT_EQ(out.reset, f.damaged_packets > 0);
+      EXPECT_EQ(board_->connected(), f.damaged_packets == 0);
+    }
+  }
+  std::cout << ok << " rounds ok, " << failed << " failed, " << lost << " lost on the link\n";
+  EXPECT_GT(lost, 0) << "no call was lost: the link dropped nothing?";
 }
 
 TEST(ParseLinkFaultSpec, ReadsEveryKey) {
