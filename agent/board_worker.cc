@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "catalog/operator.h"
-#include "proto/error_codes.h"
+#include "catalog/trial.h"
 #include "google/protobuf/util/time_util.h"
+#include "proto/error_codes.h"
 #include "spdlog/spdlog.h"
 
 namespace benchfarm::agent {
@@ -19,14 +19,11 @@ namespace {
 using google::protobuf::util::TimeUtil;
 
 constexpr int kDefaultBatchSize = 16;
-constexpr int64_t kMaxElements = int64_t{4} << 20;  // per argument: 16 MiB of float32
-constexpr absl::Duration kDefaultTimeout = absl::Seconds(10);
 constexpr absl::Duration kCrashWait = absl::Milliseconds(500);
 // After a call timed out: how long a board has to answer a new handshake to count as alive.
 constexpr absl::Duration kAliveProbe = absl::Seconds(2);
 constexpr int kFixedRounds = 4;     // a fixed-mode trial's repeats are split over this many rounds
 constexpr int kAdaptiveChunk = 5;   // costs an adaptive trial adds per round
-constexpr int kMaxRepeat = 1024;
 
 google::protobuf::Timestamp ToProto(absl::Time t) {
   return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
@@ -66,8 +63,8 @@ device::BoardOptions BoardWorker::BoardOptionsFor(const Options& options) {
 }
 
 BoardWorker::BoardWorker(Options options, std::unique_ptr<device::Board> board,
-                         const KnobSpace* space, ImageBuilder* builder, AgentMetrics* metrics,
-                         Hooks hooks)
+                         const catalog::KnobSpace* space, ImageBuilder* builder,
+                         AgentMetrics* metrics, Hooks hooks)
     : options_(std::move(options)),
       space_(space),
       builder_(builder),
@@ -208,7 +205,7 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
   BuildUnit unit;
   // A batch is of one operator version (BatchKey): a user operator's space lives here.
   std::optional<v1::Operator> user_op;
-  std::optional<KnobSpace> user_space;
+  std::optional<catalog::KnobSpace> user_space;
   for (v1::JobOffer& offer : batch) {
     const absl::Time started = absl::Now();
     const v1::Trial& t = offer.trial();
@@ -219,94 +216,60 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
       r.set_message(why);
       Report(offer, r, started);
     };
+    // A user operator's definition travels with its offer; built-ins are in every firmware.
+    if (offer.has_operator_() && !user_space.has_value()) {
+      user_op = offer.operator_();
+      user_space = catalog::KnobSpace({*user_op});
+    }
+    const catalog::KnobSpace& space = offer.has_operator_() ? *user_space : *space_;
+    // The tracker checked the trial at submission; the agent holds it to the same contract.
+    absl::StatusOr<Candidate> candidate;
+    auto find_spec = [&](const v1::TemplateOperator& tpl) -> absl::StatusOr<const v1::OpTemplate*> {
+      candidate = ResolveCandidate(space, tpl);
+      if (!candidate.ok()) return candidate.status();
+      return candidate->op;
+    };
+    absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = catalog::CheckTrial(t, find_spec);
+    if (!shapes.ok()) {
+      invalid(std::string(shapes.status().message()));
+      continue;
+    }
     Prepared::Item item;
     item.request.seed = t.seed() != 0 ? t.seed() : 1;
     item.request.check = t.check_outputs();
-    const v1::MeasureOptions& m = t.measure();
-    item.request.options.number = m.number() > 0 ? m.number() : 10;
-    item.request.options.repeat = m.repeat() > 0 ? m.repeat() : 1;
-    item.request.options.min_repeat_ms = std::max(0, m.min_repeat_ms());
-    item.request.options.cooldown_interval_ms = std::max(0, m.cooldown_ms());
-    item.timeout = m.timeout_ms() > 0 ? absl::Milliseconds(m.timeout_ms()) : kDefaultTimeout;
-    if (m.target_rel_ci() > 0) {
-      item.request.target_rel_ci = m.target_rel_ci();
-      item.request.budget = m.budget_ms() > 0 ? absl::Milliseconds(m.budget_ms()) : item.timeout / 2;
-      if (m.max_repeat() > 0) item.request.max_repeat = std::min(m.max_repeat(), kMaxRepeat);
+    item.request.shapes = *std::move(shapes);
+    const catalog::EffectiveMeasureOptions m = catalog::EffectiveMeasure(t.measure());
+    item.request.options.number = m.number;
+    item.request.options.repeat = m.repeat;
+    item.request.options.min_repeat_ms = m.min_repeat_ms;
+    item.request.options.cooldown_interval_ms = m.cooldown_ms;
+    item.timeout = m.timeout;
+    if (m.adaptive()) {
+      item.request.target_rel_ci = m.target_rel_ci;
+      item.request.budget = m.budget;
+      item.request.max_repeat = m.max_repeat;
     }
     if (op.source_case() == v1::OperatorSpec::kTemplateOp) {
-      // A user operator's definition travels with its offer; built-ins are in every firmware.
-      const KnobSpace* space = space_;
-      if (offer.has_operator_()) {
-        if (!user_space.has_value()) {
-          user_op = offer.operator_();
-          user_space = KnobSpace::ForOperator(*user_op);
-        }
-        space = &*user_space;
-      }
-      absl::StatusOr<Candidate> c = space->Resolve(op.template_op());
-      if (!c.ok()) {
-        invalid(std::string(c.status().message()));
-        continue;
-      }
-      absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = catalog::TrialShapes(*c->op, t);
-      if (!shapes.ok()) {
-        invalid(std::string(shapes.status().message()));
-        continue;
-      }
-      item.request.function = c->function;
-      item.request.reference =
-          op.reference_function().empty() ? c->op->reference_entry() : op.reference_function();
-      item.request.shapes = *std::move(shapes);
-      candidates.push_back(*c);
-    } else if (op.source_case() == v1::OperatorSpec::kCSource) {
+      item.request.function = candidate->function;
+      item.request.reference = op.reference_function().empty() ? candidate->op->reference_entry()
+                                                               : op.reference_function();
+      candidates.push_back(*std::move(candidate));
+    } else {
       absl::StatusOr<BuildUnit> u = CSourceUnit(*space_, op);
       if (!u.ok()) {
         invalid(std::string(u.status().message()));
         continue;
       }
-      if (t.args_size() < 2) {
-        invalid("args: a C source trial names its arguments (inputs, then the output)");
-        continue;
-      }
-      if (t.check_outputs() && op.reference_function().empty()) {
-        invalid("op.reference_function: required to check a C source trial's outputs");
-        continue;
-      }
-      std::string bad_arg;
-      for (int i = 0; i < t.args_size() && bad_arg.empty(); ++i) {
-        const v1::ArgSpec& a = t.args(i);
-        if (!a.dtype().empty() && a.dtype() != "float32") {
-          bad_arg = absl::StrCat("args[", i, "].dtype: \"", a.dtype(), "\" (only float32)");
-        }
-        int64_t elements = 1;
-        for (int64_t d : a.shape()) {
-          if (d <= 0 || d > kMaxElements || elements * d > kMaxElements) {
-            bad_arg = absl::StrCat("args[", i, "].shape: dims must be positive and hold at most ",
-                                   kMaxElements, " elements");
-            break;
-          }
-          elements *= d;
-        }
-        if (a.shape().empty() && bad_arg.empty()) bad_arg = absl::StrCat("args[", i, "].shape: empty");
-        item.request.shapes.emplace_back(a.shape().begin(), a.shape().end());
-      }
-      if (!bad_arg.empty()) {
-        invalid(bad_arg);
-        continue;
-      }
       item.request.function = op.entry_function();
       item.request.reference = op.reference_function();
       unit = *std::move(u);
-    } else {
-      invalid("op: neither a template operator nor C source");
-      continue;
     }
     item.offer = std::move(offer);
     prepared->items.push_back(std::move(item));
   }
   if (prepared->items.empty()) return prepared;
   if (!candidates.empty()) {
-    const KnobSpace& space = user_space.has_value() ? *user_space : *space_;
+    const catalog::KnobSpace& space = user_space.has_value() ? *user_space : *space_;
     AddImagePool(space, prepared->items.front().offer.trial().op().template_op(), &candidates);
     unit = user_op.has_value() ? UserOperatorUnit(*user_op, candidates)
                                : CandidatesUnit(*space_, candidates);
@@ -321,7 +284,7 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
   return prepared;
 }
 
-void BoardWorker::AddImagePool(const KnobSpace& space, const v1::TemplateOperator& first,
+void BoardWorker::AddImagePool(const catalog::KnobSpace& space, const v1::TemplateOperator& first,
                                std::vector<Candidate>* candidates) const {
   const int capacity = options_.config.image_candidates();
   if (first.image_pool().empty() || capacity <= static_cast<int>(candidates->size())) return;
@@ -335,7 +298,7 @@ void BoardWorker::AddImagePool(const KnobSpace& space, const v1::TemplateOperato
       std::pair<std::string, std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
       (*op.mutable_knobs())[kv.first] = kv.second;
     }
-    absl::StatusOr<Candidate> c = space.Resolve(op);
+    absl::StatusOr<Candidate> c = ResolveCandidate(space, op);
     if (!c.ok()) return;  // a pool this agent cannot build: the batch alone
     if (seen.insert(c->function).second) all.push_back(*std::move(c));
   }
