@@ -138,9 +138,9 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
   std::string plugin = Find(kCycleModelPlugin, roots, "");
   if (!plugin.empty()) plugin = absolute(plugin);
   std::unique_ptr<Agent> agent(new Agent(options));
-  absl::StatusOr<KnobSpace> space = KnobSpace::Load(crt + "/ops/knobs.json");
+  absl::StatusOr<catalog::KnobSpace> space = catalog::KnobSpace::Load(crt + "/ops/knobs.json");
   if (!space.ok()) return space.status();
-  agent->space_ = std::make_unique<KnobSpace>(*std::move(space));
+  agent->space_ = std::make_unique<catalog::KnobSpace>(*std::move(space));
   for (const std::string& dir : {c.scratch_dir(), c.cache_dir()}) {
     absl::Status made = base::MakeDirs(dir);
     if (!made.ok()) return made;

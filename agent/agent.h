@@ -32,9 +32,9 @@
 #include "absl/time/time.h"
 #include "agent/board_worker.h"
 #include "agent/firmware.h"
-#include "agent/knob_space.h"
 #include "agent/metrics.h"
 #include "agent/spool.h"
+#include "catalog/knob_space.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/benchfarm.grpc.pb.h"
 #include "proto/config.pb.h"
@@ -104,7 +104,7 @@ class Agent {
 
   const AgentOptions options_;
   AgentMetrics metrics_;
-  std::unique_ptr<KnobSpace> space_;
+  std::unique_ptr<catalog::KnobSpace> space_;
   std::unique_ptr<ImageBuilder> builder_;
   std::unique_ptr<ResultSpool> spool_;
   std::vector<std::unique_ptr<BoardWorker>> workers_;

@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "catalog/operator.h"
-#include "proto/error_codes.h"
+#include "catalog/trial.h"
 #include "google/protobuf/util/time_util.h"
+#include "proto/error_codes.h"
 #include "spdlog/spdlog.h"
 
 namespace benchfarm::agent {
@@ -19,11 +19,8 @@ namespace {
 using google::protobuf::util::TimeUtil;
 
 constexpr int kDefaultBatchSize = 16;
-constexpr int64_t kMaxElements = int64_t{4} << 20;  // per argument: 16 MiB of float32
-constexpr absl::Duration kDefaultTimeout = absl::Seconds(10);
 constexpr int kFixedRounds = 4;     // a fixed-mode trial's repeats are split over this many rounds
 constexpr int kAdaptiveChunk = 5;   // costs an adaptive trial adds per round
-constexpr int kMaxRepeat = 1024;
 
 google::protobuf::Timestamp ToProto(absl::Time t) {
   return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
@@ -40,55 +37,25 @@ std::string BatchKey(const v1::JobOffer& offer) {
   return absl::StrCat("job:", offer.job_id());
 }
 
-// A trial's time limit for each round of its measurement.
-absl::Duration TrialTimeout(const v1::Trial& t) {
-  return t.measure().timeout_ms() > 0 ? absl::Milliseconds(t.measure().timeout_ms())
-                                      : kDefaultTimeout;
-}
-
-// How to measure a trial (all but its function, reference and shapes): seed, checking, fixed or
-// adaptive mode (an adaptive budget defaults to half the trial's timeout).
-device::MeasureRequest MeasureRequestFor(const v1::Trial& t) {
+// How to measure a trial of these argument shapes (all but its function and reference), by the
+// trial contract's effective options.
+device::MeasureRequest MeasureRequestFor(const v1::Trial& t,
+                                         std::vector<std::vector<int64_t>> shapes) {
   device::MeasureRequest q;
   q.seed = t.seed() != 0 ? t.seed() : 1;
   q.check = t.check_outputs();
-  const v1::MeasureOptions& m = t.measure();
-  q.options.number = m.number() > 0 ? m.number() : 10;
-  q.options.repeat = m.repeat() > 0 ? m.repeat() : 1;
-  q.options.min_repeat_ms = std::max(0, m.min_repeat_ms());
-  q.options.cooldown_interval_ms = std::max(0, m.cooldown_ms());
-  if (m.target_rel_ci() > 0) {
-    q.target_rel_ci = m.target_rel_ci();
-    q.budget = m.budget_ms() > 0 ? absl::Milliseconds(m.budget_ms()) : TrialTimeout(t) / 2;
-    if (m.max_repeat() > 0) q.max_repeat = std::min(m.max_repeat(), kMaxRepeat);
+  q.shapes = std::move(shapes);
+  const catalog::EffectiveMeasureOptions m = catalog::EffectiveMeasure(t.measure());
+  q.options.number = m.number;
+  q.options.repeat = m.repeat;
+  q.options.min_repeat_ms = m.min_repeat_ms;
+  q.options.cooldown_interval_ms = m.cooldown_ms;
+  if (m.adaptive()) {
+    q.target_rel_ci = m.target_rel_ci;
+    q.budget = m.budget;
+    q.max_repeat = m.max_repeat;
   }
   return q;
-}
-
-// A C source trial's argument shapes, or InvalidArgument naming the first bad argument: a dtype
-// other than float32, a dim that is not positive or more than kMaxElements elements, no dims.
-absl::StatusOr<std::vector<std::vector<int64_t>>> CSourceShapes(const v1::Trial& t) {
-  std::vector<std::vector<int64_t>> shapes;
-  for (int i = 0; i < t.args_size(); ++i) {
-    const v1::ArgSpec& a = t.args(i);
-    std::string bad;
-    if (!a.dtype().empty() && a.dtype() != "float32") {
-      bad = absl::StrCat("args[", i, "].dtype: \"", a.dtype(), "\" (only float32)");
-    }
-    int64_t elements = 1;
-    for (int64_t d : a.shape()) {
-      if (d <= 0 || d > kMaxElements || elements * d > kMaxElements) {
-        bad = absl::StrCat("args[", i, "].shape: dims must be positive and hold at most ",
-                           kMaxElements, " elements");
-        break;
-      }
-      elements *= d;
-    }
-    if (a.shape().empty() && bad.empty()) bad = absl::StrCat("args[", i, "].shape: empty");
-    if (!bad.empty()) return absl::InvalidArgumentError(bad);
-    shapes.emplace_back(a.shape().begin(), a.shape().end());
-  }
-  return shapes;
 }
 
 }  // namespace
@@ -115,8 +82,8 @@ device::BoardOptions BoardWorker::BoardOptionsFor(const Options& options) {
 }
 
 BoardWorker::BoardWorker(Options options, std::unique_ptr<device::Board> board,
-                         const KnobSpace* space, ImageBuilder* builder, AgentMetrics* metrics,
-                         Hooks hooks)
+                         const catalog::KnobSpace* space, ImageBuilder* builder,
+                         AgentMetrics* metrics, Hooks hooks)
     : options_(std::move(options)),
       space_(space),
       builder_(builder),
@@ -257,7 +224,7 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
   BuildUnit unit;
   // A batch is of one operator version (BatchKey): a user operator's space lives here.
   std::optional<v1::Operator> user_op;
-  std::optional<KnobSpace> user_space;
+  std::optional<catalog::KnobSpace> user_space;
   for (v1::JobOffer& offer : batch) {
     const absl::Time started = absl::Now();
     const v1::Trial& t = offer.trial();
@@ -268,67 +235,48 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
       r.set_message(why);
       Report(offer, r, started);
     };
+    // A user operator's definition travels with its offer; built-ins are in every firmware.
+    if (offer.has_operator_() && !user_space.has_value()) {
+      user_op = offer.operator_();
+      user_space = catalog::KnobSpace({*user_op});
+    }
+    const catalog::KnobSpace& space = offer.has_operator_() ? *user_space : *space_;
+    // The tracker checked the trial at submission; the agent holds it to the same contract.
+    absl::StatusOr<Candidate> candidate;
+    auto find_spec = [&](const v1::TemplateOperator& tpl) -> absl::StatusOr<const v1::OpTemplate*> {
+      candidate = ResolveCandidate(space, tpl);
+      if (!candidate.ok()) return candidate.status();
+      return candidate->op;
+    };
+    absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = catalog::CheckTrial(t, find_spec);
+    if (!shapes.ok()) {
+      invalid(std::string(shapes.status().message()));
+      continue;
+    }
     Item item;
-    item.timeout = TrialTimeout(t);
-    item.request = MeasureRequestFor(t);
+    item.request = MeasureRequestFor(t, *std::move(shapes));
+    item.timeout = catalog::EffectiveMeasure(t.measure()).timeout;
     if (op.source_case() == v1::OperatorSpec::kTemplateOp) {
-      // A user operator's definition travels with its offer; built-ins are in every firmware.
-      const KnobSpace* space = space_;
-      if (offer.has_operator_()) {
-        if (!user_space.has_value()) {
-          user_op = offer.operator_();
-          user_space = KnobSpace::ForOperator(*user_op);
-        }
-        space = &*user_space;
-      }
-      absl::StatusOr<Candidate> c = space->Resolve(op.template_op());
-      if (!c.ok()) {
-        invalid(std::string(c.status().message()));
-        continue;
-      }
-      absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = catalog::TrialShapes(*c->op, t);
-      if (!shapes.ok()) {
-        invalid(std::string(shapes.status().message()));
-        continue;
-      }
-      item.request.function = c->function;
-      item.request.reference =
-          op.reference_function().empty() ? c->op->reference_entry() : op.reference_function();
-      item.request.shapes = *std::move(shapes);
-      candidates.push_back(*c);
-    } else if (op.source_case() == v1::OperatorSpec::kCSource) {
+      item.request.function = candidate->function;
+      item.request.reference = op.reference_function().empty() ? candidate->op->reference_entry()
+                                                               : op.reference_function();
+      candidates.push_back(*std::move(candidate));
+    } else {
       absl::StatusOr<BuildUnit> u = CSourceUnit(*space_, op);
       if (!u.ok()) {
         invalid(std::string(u.status().message()));
         continue;
       }
-      if (t.args_size() < 2) {
-        invalid("args: a C source trial names its arguments (inputs, then the output)");
-        continue;
-      }
-      if (t.check_outputs() && op.reference_function().empty()) {
-        invalid("op.reference_function: required to check a C source trial's outputs");
-        continue;
-      }
-      absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = CSourceShapes(t);
-      if (!shapes.ok()) {
-        invalid(std::string(shapes.status().message()));
-        continue;
-      }
-      item.request.shapes = *std::move(shapes);
       item.request.function = op.entry_function();
       item.request.reference = op.reference_function();
       unit = *std::move(u);
-    } else {
-      invalid("op: neither a template operator nor C source");
-      continue;
     }
     item.offer = std::move(offer);
     prepared->items.push_back(std::move(item));
   }
   if (prepared->items.empty()) return prepared;
   if (!candidates.empty()) {
-    const KnobSpace& space = user_space.has_value() ? *user_space : *space_;
+    const catalog::KnobSpace& space = user_space.has_value() ? *user_space : *space_;
     AddImagePool(space, prepared->items.front().offer.trial().op().template_op(), &candidates);
     unit = user_op.has_value() ? UserOperatorUnit(*user_op, candidates)
                                : CandidatesUnit(*space_, candidates);
@@ -343,7 +291,7 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
   return prepared;
 }
 
-void BoardWorker::AddImagePool(const KnobSpace& space, const v1::TemplateOperator& first,
+void BoardWorker::AddImagePool(const catalog::KnobSpace& space, const v1::TemplateOperator& first,
                                std::vector<Candidate>* candidates) const {
   const int capacity = options_.config.image_candidates();
   if (first.image_pool().empty() || capacity <= static_cast<int>(candidates->size())) return;
@@ -357,7 +305,7 @@ void BoardWorker::AddImagePool(const KnobSpace& space, const v1::TemplateOperato
       std::pair<std::string, std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
       (*op.mutable_knobs())[kv.first] = kv.second;
     }
-    absl::StatusOr<Candidate> c = space.Resolve(op);
+    absl::StatusOr<Candidate> c = ResolveCandidate(space, op);
     if (!c.ok()) return;  // a pool this agent cannot build: the batch alone
     if (seen.insert(c->function).second) all.push_back(*std::move(c));
   }

@@ -57,8 +57,8 @@
 
 #include <deque>
 #include <functional>
-#include <map>
 #include <future>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -73,8 +73,8 @@
 #include "agent/board_errors.h"
 #include "agent/calibration.h"
 #include "agent/firmware.h"
-#include "agent/knob_space.h"
 #include "agent/metrics.h"
+#include "catalog/knob_space.h"
 #include "device/board.h"
 #include "device/measure.h"
 #include "proto/benchfarm.pb.h"
@@ -114,8 +114,9 @@ class BoardWorker {
 
   // `board` is the worker's board (device::Board::Create(BoardOptionsFor(options))). space,
   // builder and metrics (may be null) are borrowed and outlive the worker.
-  BoardWorker(Options options, std::unique_ptr<device::Board> board, const KnobSpace* space,
-              ImageBuilder* builder, AgentMetrics* metrics, Hooks hooks);
+  BoardWorker(Options options, std::unique_ptr<device::Board> board,
+              const catalog::KnobSpace* space, ImageBuilder* builder, AgentMetrics* metrics,
+              Hooks hooks);
   ~BoardWorker();  // Stop()
 
   void Start();
@@ -155,7 +156,7 @@ class BoardWorker {
   // Flash economy: when the board's images may hold the tuning run's whole candidate pool
   // (first.image_pool, config.image_candidates), `candidates` becomes that pool plus the batch,
   // in a fixed order, so every batch of the run shares one image. Otherwise unchanged.
-  void AddImagePool(const KnobSpace& space, const v1::TemplateOperator& first,
+  void AddImagePool(const catalog::KnobSpace& space, const v1::TemplateOperator& first,
                     std::vector<Candidate>* candidates) const;
   // The image is on the board and the link is up (and its timer agrees with its clock), or the
   // error of `item` (the trial it is for) saying why not.
@@ -173,7 +174,7 @@ class BoardWorker {
   void SetState(const std::string& state);
 
   const Options options_;
-  const KnobSpace* const space_;
+  const catalog::KnobSpace* const space_;
   ImageBuilder* const builder_;
   AgentMetrics* const metrics_;
   const Hooks hooks_;

@@ -58,17 +58,36 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "agent/knob_space.h"
+#include "catalog/knob_space.h"
 #include "device/sandbox.h"
 #include "proto/benchfarm.pb.h"
 
 namespace benchfarm::agent {
+
+// One instantiation of an operator template: a trial's knobs resolved.
+struct Candidate {
+  const v1::OpTemplate* op = nullptr;
+  // Every knob of the op in spec order, with its value as written there ("8", "ikj").
+  std::vector<std::pair<std::string, std::string>> knobs;
+  // A C identifier unique to (op, knob values): "bf_cand_matmul_8_8_16_4_ikj".
+  std::string function;
+  // The op's instantiate line with every placeholder replaced (empty for a user operator:
+  // UserOperatorUnit compiles its sources once per candidate).
+  std::string instantiate;
+};
+
+// The trial's template operator as a candidate of the space's op of that name (the space must
+// outlive the candidate); a knob left out takes its default. InvalidArgument
+// "op.template_op.op: unknown operator \"x\"", or catalog::ResolveKnobs' errors.
+absl::StatusOr<Candidate> ResolveCandidate(const catalog::KnobSpace& space,
+                                           const v1::TemplateOperator& op);
 
 // The sources of one image.
 struct BuildUnit {
@@ -78,7 +97,7 @@ struct BuildUnit {
 
 // One image holding every candidate (each a function named candidate.function) and the reference
 // kernel of every op of the space ("<op>_reference").
-BuildUnit CandidatesUnit(const KnobSpace& space, const std::vector<Candidate>& candidates);
+BuildUnit CandidatesUnit(const catalog::KnobSpace& space, const std::vector<Candidate>& candidates);
 
 // One image holding candidates of a user operator from the catalog: its files under user/, one
 // translation unit per candidate that defines the candidate's knobs (BF_KNOB_<name>) and renames
@@ -90,7 +109,7 @@ BuildUnit UserOperatorUnit(const v1::Operator& op, const std::vector<Candidate>&
 // One image for a trial with its own C source defining op.entry_function() — and
 // op.reference_function() too, unless that names a built-in reference kernel — plus the built-in
 // reference kernels. InvalidArgument for a function name that is not a C identifier.
-absl::StatusOr<BuildUnit> CSourceUnit(const KnobSpace& space, const v1::OperatorSpec& op);
+absl::StatusOr<BuildUnit> CSourceUnit(const catalog::KnobSpace& space, const v1::OperatorSpec& op);
 
 struct Image {
   std::string path;   // the image file in the cache

@@ -22,7 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "agent/knob_space.h"
+#include "catalog/knob_space.h"
 
 namespace benchfarm::agent {
 namespace {
@@ -76,7 +76,8 @@ ImageBuilderOptions Options(const std::string& dir) {
 }
 
 absl::StatusOr<BuildUnit> Trial(const std::string& source) {
-  absl::StatusOr<KnobSpace> space = KnobSpace::Load(Runfiles("crt/ops/knobs.json"));
+  absl::StatusOr<catalog::KnobSpace> space =
+      catalog::KnobSpace::Load(Runfiles("crt/ops/knobs.json"));
   if (!space.ok()) return space.status();
   v1::OperatorSpec op;
   op.set_c_source(source);

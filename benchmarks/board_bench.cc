@@ -28,8 +28,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "agent/firmware.h"
-#include "agent/knob_space.h"
 #include "base/data_roots.h"
+#include "catalog/knob_space.h"
 #include "device/board.h"
 #include "device/flasher.h"
 #include "device/rpc_client.h"
@@ -68,7 +68,7 @@ double Time(int runs, const std::function<bool()>& fn) {
   return Median(t);
 }
 
-agent::BuildUnit Batch(const agent::KnobSpace& space, int first_unroll_index) {
+agent::BuildUnit Batch(const catalog::KnobSpace& space, int first_unroll_index) {
   std::vector<agent::Candidate> candidates;
   const char* unrolls[] = {"1", "2", "4", "8"};
   for (const char* tm : {"1", "2", "4", "8"}) {
@@ -80,7 +80,7 @@ agent::BuildUnit Batch(const agent::KnobSpace& space, int first_unroll_index) {
         (*op.mutable_knobs())["tile_n"] = tn;
         (*op.mutable_knobs())["order"] = order;
         (*op.mutable_knobs())["unroll"] = unrolls[first_unroll_index % 4];
-        absl::StatusOr<agent::Candidate> c = space.Resolve(op);
+        absl::StatusOr<agent::Candidate> c = agent::ResolveCandidate(space, op);
         if (c.ok()) candidates.push_back(*c);
       }
     }
@@ -100,7 +100,7 @@ struct BoardFigures {
   std::string error;
 };
 
-BoardFigures Measure(const Paths& paths, const agent::KnobSpace& space, v1::BoardConfig config,
+BoardFigures Measure(const Paths& paths, const catalog::KnobSpace& space, v1::BoardConfig config,
                      const std::string& template_name, int runs) {
   BoardFigures f;
   const std::string dir = absl::StrCat(paths.work, "/", config.id());
@@ -226,7 +226,8 @@ int Main(int argc, char** argv) {
   char tmpl[] = "/tmp/board_bench.XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return 1;
   paths.work = tmpl;
-  absl::StatusOr<agent::KnobSpace> space = agent::KnobSpace::Load(paths.crt + "/ops/knobs.json");
+  absl::StatusOr<catalog::KnobSpace> space =
+      catalog::KnobSpace::Load(paths.crt + "/ops/knobs.json");
   if (!space.ok()) {
     std::fprintf(stderr, "board_bench: %s\n", std::string(space.status().message()).c_str());
     return 1;

@@ -40,9 +40,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "agent/firmware.h"
-#include "agent/knob_space.h"
 #include "base/data_roots.h"
 #include "base/process_stat.h"
+#include "catalog/knob_space.h"
 #include "device/board.h"
 #include "device/measure.h"
 #include "proto/config.pb.h"
@@ -139,26 +139,21 @@ device::MeasureRequest Request(const std::string& function, const std::string& o
   return q;
 }
 
-std::string ValueText(const google::protobuf::Value& v) {
-  if (v.has_string_value()) return v.string_value();
-  return absl::StrCat(static_cast<int64_t>(v.number_value()));
-}
-
 // Every config of `op` (the default first), or the default and a seeded sample of `limit`.
-absl::StatusOr<std::vector<agent::Candidate>> Configs(const agent::KnobSpace& space,
+absl::StatusOr<std::vector<agent::Candidate>> Configs(const catalog::KnobSpace& space,
                                                       const std::string& op, int limit) {
-  const v1::OpTemplate* t = space.Find(op);
-  if (t == nullptr) return absl::NotFoundError(absl::StrCat("knobs.json has no ", op));
+  const v1::Operator* entry = space.Find(op);
+  if (entry == nullptr) return absl::NotFoundError(absl::StrCat("knobs.json has no ", op));
+  const v1::OpTemplate* t = &entry->spec();
   std::vector<agent::Candidate> out;
   std::set<std::string> seen;
   v1::TemplateOperator def;
   def.set_op(op);
-  absl::StatusOr<agent::Candidate> c = space.Resolve(def);
+  absl::StatusOr<agent::Candidate> c = agent::ResolveCandidate(space, def);
   if (!c.ok()) return c.status();
   out.push_back(*c);
   seen.insert(c->function);
-  int64_t size = 1;
-  for (const v1::Knob& k : t->knobs()) size *= k.values_size();
+  const int64_t size = catalog::SpaceSize(*t);
   std::vector<int64_t> order(size);
   for (int64_t i = 0; i < size; ++i) order[i] = i;
   if (limit > 0) std::shuffle(order.begin(), order.end(), std::mt19937(33));
@@ -166,12 +161,9 @@ absl::StatusOr<std::vector<agent::Candidate>> Configs(const agent::KnobSpace& sp
     if (limit > 0 && static_cast<int>(out.size()) >= limit) break;
     v1::TemplateOperator to;
     to.set_op(op);
-    int64_t rest = index;
-    for (const v1::Knob& k : t->knobs()) {
-      (*to.mutable_knobs())[k.name()] = ValueText(k.values(rest % k.values_size()));
-      rest /= k.values_size();
-    }
-    c = space.Resolve(to);
+    for (const auto& [name, value] : catalog::KnobsOfIndex(*t, index))
+      (*to.mutable_knobs())[name] = value;
+    c = agent::ResolveCandidate(space, to);
     if (!c.ok()) return c.status();
     if (seen.insert(c->function).second) out.push_back(*c);
   }
@@ -279,7 +271,7 @@ struct SpaceRow {
 };
 
 bool Space(const Settings& s, const Target& t, const std::string& op,
-           const agent::KnobSpace& space, agent::ImageBuilder* builder, SpaceRow* row,
+           const catalog::KnobSpace& space, agent::ImageBuilder* builder, SpaceRow* row,
            std::vector<std::string>* errors) {
   row->target = t.key;
   row->op = op;
@@ -433,7 +425,7 @@ int main(int argc, char** argv) {
   char tmpl[] = "/tmp/cycles_bench.XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return 1;
   s.work = tmpl;
-  absl::StatusOr<agent::KnobSpace> space = agent::KnobSpace::Load(s.crt + "/ops/knobs.json");
+  absl::StatusOr<catalog::KnobSpace> space = catalog::KnobSpace::Load(s.crt + "/ops/knobs.json");
   if (!space.ok()) {
     std::fprintf(stderr, "cycles_bench: %s\n", std::string(space.status().message()).c_str());
     return 1;

@@ -61,8 +61,8 @@
 #include "absl/time/time.h"
 #include "agent/calibration.h"
 #include "agent/firmware.h"
-#include "agent/knob_space.h"
 #include "base/data_roots.h"
+#include "catalog/knob_space.h"
 #include "device/board.h"
 #include "device/host_process_flasher.h"
 #include "device/measure.h"
@@ -240,21 +240,17 @@ std::string KnobText(const agent::Candidate& c) {
   return absl::StrJoin(parts, ",");
 }
 
-std::string ValueText(const google::protobuf::Value& v) {
-  if (v.has_string_value()) return v.string_value();
-  return absl::StrCat(static_cast<int64_t>(v.number_value()));
-}
-
 // The default config, then distinct configs drawn uniformly from matmul's knob grid (seeded).
-absl::StatusOr<std::vector<agent::Candidate>> SampleConfigs(const agent::KnobSpace& space,
+absl::StatusOr<std::vector<agent::Candidate>> SampleConfigs(const catalog::KnobSpace& space,
                                                             int count) {
-  const v1::OpTemplate* op = space.Find("matmul");
-  if (op == nullptr) return absl::NotFoundError("knobs.json has no matmul");
+  const v1::Operator* entry = space.Find("matmul");
+  if (entry == nullptr) return absl::NotFoundError("knobs.json has no matmul");
+  const v1::OpTemplate* op = &entry->spec();
   std::vector<agent::Candidate> out;
   std::set<std::string> seen;
   v1::TemplateOperator def;
   def.set_op("matmul");
-  absl::StatusOr<agent::Candidate> c = space.Resolve(def);
+  absl::StatusOr<agent::Candidate> c = agent::ResolveCandidate(space, def);
   if (!c.ok()) return c.status();
   out.push_back(*c);
   seen.insert(c->function);
@@ -264,9 +260,9 @@ absl::StatusOr<std::vector<agent::Candidate>> SampleConfigs(const agent::KnobSpa
     t.set_op("matmul");
     for (const v1::Knob& k : op->knobs()) {
       std::uniform_int_distribution<int> pick(0, k.values_size() - 1);
-      (*t.mutable_knobs())[k.name()] = ValueText(k.values(pick(rng)));
+      (*t.mutable_knobs())[k.name()] = catalog::ValueText(k.values(pick(rng)));
     }
-    c = space.Resolve(t);
+    c = agent::ResolveCandidate(space, t);
     if (!c.ok()) return c.status();
     if (seen.insert(c->function).second) out.push_back(*c);
   }
@@ -333,7 +329,7 @@ struct Figures {
 
 class BoardRun {
  public:
-  BoardRun(const Settings& s, const agent::KnobSpace& space, agent::ImageBuilder* builder,
+  BoardRun(const Settings& s, const catalog::KnobSpace& space, agent::ImageBuilder* builder,
            Figures* f)
       : s_(s), space_(space), builder_(builder), f_(f) {}
 
@@ -563,7 +559,7 @@ class BoardRun {
   }
 
   const Settings& s_;
-  const agent::KnobSpace& space_;
+  const catalog::KnobSpace& space_;
   agent::ImageBuilder* builder_;
   Figures* f_;
   std::vector<agent::Candidate> cands_;
@@ -762,7 +758,7 @@ int Main(int argc, char** argv) {
   char tmpl[] = "/tmp/fidelity_bench.XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return 1;
   s.work = tmpl;
-  absl::StatusOr<agent::KnobSpace> space = agent::KnobSpace::Load(s.crt + "/ops/knobs.json");
+  absl::StatusOr<catalog::KnobSpace> space = catalog::KnobSpace::Load(s.crt + "/ops/knobs.json");
   if (!space.ok()) {
     std::fprintf(stderr, "fidelity_bench: %s\n", std::string(space.status().message()).c_str());
     return 1;

@@ -1,3 +1,4 @@
+// The operator catalog's entries: see operator.h.
 #include "catalog/operator.h"
 
 #include <algorithm>
@@ -6,9 +7,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "base/status_macros.h"
 #include "base/content_hash.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -32,112 +30,27 @@ bool IsFileName(absl::string_view s) {
   });
 }
 
-// Sizes of the op's dims: `bound` (from a trial's shapes, or the op's defaults) plus the derived
-// ones, each "A - B + 1"-style sums of dims and integers.
-// (Looked up by string_view: a trial's checks allocate no key to find one.)
-using DimSizes = std::map<std::string, int64_t, std::less<>>;
-absl::StatusOr<DimSizes> WithDerived(const v1::OpTemplate& spec, DimSizes dims) {
-  for (const auto& [name, expr] : spec.derived()) {
-    int64_t total = 0;
-    int sign = 1;
-    for (absl::string_view token : absl::StrSplit(expr, ' ', absl::SkipEmpty())) {
-      if (token == "+") {
-        sign = 1;
-      } else if (token == "-") {
-        sign = -1;
-      } else {
-        int64_t v = 0;
-        if (!absl::SimpleAtoi(token, &v)) {
-          auto d = dims.find(token);
-          if (d == dims.end()) {
-            return Invalid(absl::StrCat("derived.", name),
-                           absl::StrCat("\"", expr, "\" names no dim \"", token, "\""));
-          }
-          v = d->second;
-        }
-        total += sign * v;
-      }
-    }
-    dims[name] = total;
-  }
-  return dims;
-}
-
-std::string KnobList(const v1::Knob& knob) {
-  std::vector<std::string> values;
-  for (const google::protobuf::Value& v : knob.values()) values.push_back(ValueText(v));
-  return absl::StrJoin(values, ", ");
-}
-
 }  // namespace
-
-bool IsCIdentifier(absl::string_view s) {
-  if (s.empty() || s.size() > 64 || absl::ascii_isdigit(static_cast<unsigned char>(s[0]))) {
-    return false;
-  }
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
-}
-
-namespace {
-
-// Calls `use` with the value's text (see ValueText), a number's or a bool's formatted on the stack.
-template <typename Use>
-auto WithValueText(const google::protobuf::Value& value, Use use) {
-  switch (value.kind_case()) {
-    case google::protobuf::Value::kNumberValue: {
-      const double d = value.number_value();
-      if (d == static_cast<double>(static_cast<int64_t>(d))) {
-        return use(absl::AlphaNum(static_cast<int64_t>(d)).Piece());
-      }
-      return use(absl::AlphaNum(d).Piece());
-    }
-    case google::protobuf::Value::kStringValue:
-      return use(absl::string_view(value.string_value()));
-    case google::protobuf::Value::kBoolValue:
-      return use(absl::string_view(value.bool_value() ? "1" : "0"));
-    default:
-      return use(absl::string_view());
-  }
-}
-
-}  // namespace
-
-bool ValueIs(const google::protobuf::Value& value, absl::string_view text) {
-  return WithValueText(value, [text](absl::string_view t) { return t == text; });
-}
-
-std::string ValueText(const google::protobuf::Value& value) {
-  return WithValueText(value, [](absl::string_view t) { return std::string(t); });
-}
-
-absl::StatusOr<v1::KnobSpace> ParseKnobSpace(absl::string_view json) {
-  v1::KnobSpace space;
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = true;
-  auto status = google::protobuf::util::JsonStringToMessage(std::string(json), &space, options);
-  if (!status.ok()) return absl::InvalidArgumentError(std::string(status.message()));
-  if (space.ops().empty()) return absl::InvalidArgumentError("no ops");
-  return space;
-}
 
 const std::vector<v1::Operator>& BuiltinOperators() {
   static const std::vector<v1::Operator>* ops = [] {
     auto* out = new std::vector<v1::Operator>();
-    absl::StatusOr<v1::KnobSpace> space = ParseKnobSpace(kKnobsJson);
+    absl::StatusOr<KnobSpace> space = KnobSpace::Parse(kKnobsJson);
     if (!space.ok()) return out;  // knobs_test keeps the file well-formed
-    for (const v1::OpTemplate& t : space->ops()) {
-      v1::Operator& op = out->emplace_back();
-      op.set_name(t.op());
-      *op.mutable_spec() = t;
+    for (v1::Operator op : space->ops()) {
       op.set_builtin(true);
       op.set_latest(true);
       op.set_version(OperatorVersion(op));
+      out->push_back(std::move(op));
     }
     return out;
   }();
   return *ops;
+}
+
+const KnobSpace& BuiltinKnobSpace() {
+  static const KnobSpace* space = new KnobSpace(BuiltinOperators());
+  return *space;
 }
 
 absl::StatusOr<v1::Operator> OperatorFromManifest(absl::string_view manifest_json,
@@ -244,7 +157,7 @@ absl::Status ValidateUserOperator(v1::Operator* op) {
       *knob->mutable_default_() = knob->values(0);
     } else if (seen.count(ValueText(knob->default_())) == 0) {
       return Invalid(field + ".default", absl::StrCat(ValueText(knob->default_()),
-                                                      " is not one of ", KnobList(*knob)));
+                                                      " is not one of ", ValuesText(*knob)));
     }
   }
   // Arguments.
@@ -292,178 +205,6 @@ std::string OperatorVersion(const v1::Operator& op) {
     absl::StrAppend(&material, "\n--file ", name, " ", content.size(), "\n", content);
   }
   return base::HashBytes(material);
-}
-
-namespace {
-
-// `value` (stripped) is one the knob allows; else the error naming them.
-absl::Status CheckKnobValue(const v1::OpTemplate& spec, const v1::Knob& knob,
-                            absl::string_view value) {
-  for (const google::protobuf::Value& v : knob.values()) {
-    if (ValueIs(v, value)) return absl::OkStatus();
-  }
-  return Invalid("op.template_op.knobs", absl::StrCat(spec.op(), " knob ", knob.name(), " = \"",
-                                                      value, "\" is not one of ", KnobList(knob)));
-}
-
-}  // namespace
-
-absl::Status CheckKnobs(const v1::OpTemplate& spec,
-                        const google::protobuf::Map<std::string, std::string>& knobs) {
-  for (const auto& [name, value] : knobs) {
-    bool known = false;
-    for (const v1::Knob& k : spec.knobs()) known = known || k.name() == name;
-    if (!known) {
-      return Invalid("op.template_op.knobs",
-                     absl::StrCat(spec.op(), " has no knob \"", name, "\""));
-    }
-  }
-  if (knobs.empty()) return absl::OkStatus();
-  for (const v1::Knob& k : spec.knobs()) {
-    auto given = knobs.find(k.name());
-    if (given != knobs.end()) {
-      RETURN_IF_ERROR(CheckKnobValue(spec, k, absl::StripAsciiWhitespace(given->second)));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ResolveKnobs(
-    const v1::OpTemplate& spec, const google::protobuf::Map<std::string, std::string>& knobs) {
-  RETURN_IF_ERROR(CheckKnobs(spec, knobs));
-  std::vector<std::pair<std::string, std::string>> out;
-  out.reserve(spec.knobs_size());
-  for (const v1::Knob& k : spec.knobs()) {
-    auto given = knobs.find(k.name());
-    if (given != knobs.end()) {
-      out.emplace_back(k.name(), absl::StripAsciiWhitespace(given->second));
-    } else {
-      const std::string value = ValueText(k.default_());
-      RETURN_IF_ERROR(CheckKnobValue(spec, k, value));
-      out.emplace_back(k.name(), value);
-    }
-  }
-  return out;
-}
-
-absl::StatusOr<std::vector<std::vector<int64_t>>> DefaultShapes(const v1::OpTemplate& spec) {
-  ASSIGN_OR_RETURN(DimSizes dims, WithDerived(spec, {spec.dims().begin(), spec.dims().end()}));
-  std::vector<std::vector<int64_t>> shapes;
-  for (const v1::OpArg& arg : spec.args()) {
-    std::vector<int64_t> shape;
-    for (const std::string& d : arg.shape()) {
-      auto it = dims.find(d);
-      if (it == dims.end()) {
-        return Invalid(absl::StrCat("args.", arg.name()), absl::StrCat("names unknown dim ", d));
-      }
-      if (it->second < 1) {
-        return Invalid(absl::StrCat("dims.", d), absl::StrCat("is ", it->second, " (must be >= 1)"));
-      }
-      shape.push_back(it->second);
-    }
-    shapes.push_back(std::move(shape));
-  }
-  return shapes;
-}
-
-absl::StatusOr<std::vector<std::vector<int64_t>>> TrialShapes(const v1::OpTemplate& spec,
-                                                              const v1::Trial& trial) {
-  if (trial.args_size() == 0) return DefaultShapes(spec);
-  if (trial.args_size() != spec.args_size()) {
-    return Invalid("args", absl::StrCat(spec.op(), " takes ", spec.args_size(),
-                                        " arguments, the trial gives ", trial.args_size()));
-  }
-  // (Error texts are built only on the error paths: this runs for every trial submitted.)
-  std::vector<std::vector<int64_t>> shapes;
-  shapes.reserve(trial.args_size());
-  for (int a = 0; a < trial.args_size(); ++a) {
-    const v1::ArgSpec& arg = trial.args(a);
-    const absl::string_view want =
-        spec.args(a).dtype().empty() ? absl::string_view("float32") : spec.args(a).dtype();
-    if (!arg.dtype().empty() && arg.dtype() != want) {
-      return Invalid(absl::StrCat("args[", a, "].dtype"),
-                     absl::StrCat("\"", arg.dtype(), "\": ", spec.op(), "'s ",
-                                  spec.args(a).name(), " is ", want));
-    }
-    int64_t elements = 1;
-    for (int d = 0; d < arg.shape_size(); ++d) {
-      if (arg.shape(d) < 1 || arg.shape(d) > kMaxElements) {
-        return Invalid(absl::StrCat("args[", a, "].shape[", d, "]"), "must be in 1..2^28");
-      }
-      elements *= arg.shape(d);
-      if (elements > kMaxElements) {
-        return Invalid(absl::StrCat("args[", a, "].shape"), "more than 2^28 elements");
-      }
-    }
-    shapes.emplace_back(arg.shape().begin(), arg.shape().end());
-  }
-  if (spec.any_shape()) {
-    for (size_t a = 0; a < shapes.size(); ++a) {
-      if (shapes[a].empty()) return Invalid(absl::StrCat("args[", a, "].shape"), "empty");
-      if (shapes[a] != shapes[0]) {
-        return Invalid(absl::StrCat("args[", a, "].shape"),
-                       absl::StrCat(spec.op(), " takes arguments of one shape, args[0] is ",
-                                    ShapesText({shapes[0]})));
-      }
-    }
-    return shapes;
-  }
-  // Bind every dim name to one size.
-  DimSizes bound;
-  for (int a = 0; a < trial.args_size(); ++a) {
-    const v1::OpArg& want = spec.args(a);
-    if (static_cast<int>(shapes[a].size()) != want.shape_size()) {
-      return Invalid(absl::StrCat("args[", a, "].shape"),
-                     absl::StrCat(spec.op(), "'s ", want.name(), " has ", want.shape_size(),
-                                  " dims (", absl::StrJoin(want.shape(), ", "), "), the trial ",
-                                  shapes[a].size()));
-    }
-    for (int d = 0; d < want.shape_size(); ++d) {
-      const std::string& name = want.shape(d);
-      if (spec.derived().count(name) != 0) continue;  // checked below
-      auto [it, fresh] = bound.emplace(name, shapes[a][d]);
-      if (!fresh && it->second != shapes[a][d]) {
-        int first = 0;  // the argument that bound it
-        while (std::find(spec.args(first).shape().begin(), spec.args(first).shape().end(), name) ==
-               spec.args(first).shape().end()) {
-          ++first;
-        }
-        return Invalid(absl::StrCat("args[", a, "].shape[", d, "]"),
-                       absl::StrCat(name, " is ", it->second, " in args[", first, "], ",
-                                    shapes[a][d], " here"));
-      }
-    }
-  }
-  ASSIGN_OR_RETURN(DimSizes dims, WithDerived(spec, std::move(bound)));
-  for (int a = 0; a < trial.args_size(); ++a) {
-    const v1::OpArg& want = spec.args(a);
-    for (int d = 0; d < want.shape_size(); ++d) {
-      auto it = dims.find(want.shape(d));
-      if (it == dims.end() || it->second != shapes[a][d]) {
-        return Invalid(absl::StrCat("args[", a, "].shape[", d, "]"),
-                       absl::StrCat(want.shape(d), " = ", spec.derived().at(want.shape(d)), " is ",
-                                    it == dims.end() ? 0 : it->second, ", the trial gives ",
-                                    shapes[a][d]));
-      }
-    }
-  }
-  return shapes;
-}
-
-int64_t ArgumentBytes(const std::vector<std::vector<int64_t>>& shapes) {
-  int64_t total = 0;
-  for (const auto& shape : shapes) {
-    int64_t n = 4;
-    for (int64_t d : shape) n *= d;
-    total += n;
-  }
-  return total;
-}
-
-std::string ShapesText(const std::vector<std::vector<int64_t>>& shapes) {
-  std::vector<std::string> parts;
-  for (const auto& s : shapes) parts.push_back(absl::StrJoin(s, "x"));
-  return absl::StrJoin(parts, ",");
 }
 
 }  // namespace benchfarm::catalog

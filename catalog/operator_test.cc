@@ -53,25 +53,6 @@ TEST(Catalog, ManifestMakesAVersionedOperatorWithDefaults) {
   EXPECT_NE(OperatorFromManifest(kManifest, Files("int gemv2;"))->version(), op->version());
 }
 
-TEST(Catalog, ValueIsComparesAsValueTextWould) {
-  std::vector<google::protobuf::Value> values(7);
-  values[0].set_number_value(8);
-  values[1].set_number_value(-3);
-  values[2].set_number_value(0.25);
-  values[3].set_string_value("ikj");
-  values[4].set_bool_value(true);
-  values[5].set_bool_value(false);  // values[6]: no kind
-  const std::vector<std::string> texts = {"8", "-3", "0.25", "ikj", "1", "0", "", "8.0", "IKJ"};
-  for (const google::protobuf::Value& v : values) {
-    for (const std::string& text : texts) {
-      EXPECT_EQ(ValueIs(v, text), ValueText(v) == text) << v.DebugString() << " vs " << text;
-    }
-  }
-  EXPECT_TRUE(ValueIs(values[0], "8"));
-  EXPECT_FALSE(ValueIs(values[0], "8.0"));
-  EXPECT_TRUE(ValueIs(values[2], "0.25"));
-}
-
 TEST(Catalog, BadManifestsNameTheField) {
   struct Case {
     std::string manifest;
@@ -104,85 +85,13 @@ TEST(Catalog, BadManifestsNameTheField) {
   }
 }
 
-TEST(Catalog, ResolveKnobsFillsDefaultsAndRefusesOthers) {
-  const v1::OpTemplate& mm = Builtin("matmul").spec();
-  google::protobuf::Map<std::string, std::string> knobs;
-  knobs["tile_m"] = "16";
-  auto resolved = ResolveKnobs(mm, knobs);
-  ASSERT_TRUE(resolved.ok()) << resolved.status();
-  ASSERT_EQ(resolved->size(), 5u);
-  EXPECT_EQ((*resolved)[0], (std::pair<std::string, std::string>{"tile_m", "16"}));
-  EXPECT_EQ((*resolved)[4], (std::pair<std::string, std::string>{"order", "ikj"}));
-  knobs["tile_m"] = "3";
-  EXPECT_THAT(ResolveKnobs(mm, knobs).status().message(),
-              HasSubstr("matmul knob tile_m = \"3\" is not one of 1, 2, 4"));
-  knobs.clear();
-  knobs["tile_q"] = "1";
-  EXPECT_THAT(ResolveKnobs(mm, knobs).status().message(), HasSubstr("no knob \"tile_q\""));
-}
-
-// CheckKnobs (the tracker's check at submission) refuses what ResolveKnobs refuses, with the same
-// message, and accepts what it accepts: it relies on every default being one of its knob's
-// values, which holds for every built-in.
-TEST(Catalog, CheckKnobsAgreesWithResolveKnobs) {
+TEST(Catalog, BuiltinKnobSpaceIsTheBuiltins) {
+  const KnobSpace& space = BuiltinKnobSpace();
+  ASSERT_EQ(space.ops().size(), BuiltinOperators().size());
   for (const v1::Operator& op : BuiltinOperators()) {
-    google::protobuf::Map<std::string, std::string> none;
-    EXPECT_TRUE(ResolveKnobs(op.spec(), none).ok()) << op.name();
-    EXPECT_TRUE(CheckKnobs(op.spec(), none).ok()) << op.name();
+    ASSERT_NE(space.Find(op.name()), nullptr) << op.name();
+    EXPECT_EQ(space.Find(op.name())->version(), op.version());
   }
-  const v1::OpTemplate& mm = Builtin("matmul").spec();
-  const std::vector<std::map<std::string, std::string>> cases = {
-      {{"tile_m", "16"}}, {{"tile_m", " 32 "}, {"order", "ikj"}}, {{"tile_m", "3"}},
-      {{"tile_q", "1"}},  {{"order", "kji"}, {"tile_n", "7"}},    {{"tile_k", ""}},
-  };
-  for (const auto& c : cases) {
-    google::protobuf::Map<std::string, std::string> knobs(c.begin(), c.end());
-    const absl::Status resolved = ResolveKnobs(mm, knobs).status();
-    const absl::Status checked = CheckKnobs(mm, knobs);
-    EXPECT_EQ(checked, resolved) << knobs.begin()->first;
-  }
-  google::protobuf::Map<std::string, std::string> bad;
-  bad["tile_m"] = "3";
-  EXPECT_FALSE(CheckKnobs(mm, bad).ok());
-}
-
-v1::Trial WithShapes(std::vector<std::vector<int64_t>> shapes, const std::string& dtype = "") {
-  v1::Trial t;
-  for (const auto& s : shapes) {
-    v1::ArgSpec* a = t.add_args();
-    for (int64_t d : s) a->add_shape(d);
-    a->set_dtype(dtype);
-  }
-  return t;
-}
-
-TEST(Catalog, TrialShapesAreCheckedAgainstTheOp) {
-  const v1::OpTemplate& mm = Builtin("matmul").spec();
-  EXPECT_EQ(*TrialShapes(mm, v1::Trial()),
-            (std::vector<std::vector<int64_t>>{{32, 32}, {32, 32}, {32, 32}}));
-  EXPECT_TRUE(TrialShapes(mm, WithShapes({{8, 4}, {4, 2}, {8, 2}})).ok());
-  EXPECT_THAT(TrialShapes(mm, WithShapes({{8, 4}, {5, 2}, {8, 2}})).status().message(),
-              HasSubstr("args[1].shape[0]: K is 4 in args[0], 5 here"));
-  EXPECT_THAT(TrialShapes(mm, WithShapes({{8, 4}, {4, 2}, {8, 3}})).status().message(),
-              HasSubstr("args[2].shape[1]: N is 2 in args[1], 3 here"));
-  EXPECT_THAT(TrialShapes(mm, WithShapes({{8, 4}, {4, 2}})).status().message(),
-              HasSubstr("args: matmul takes 3 arguments, the trial gives 2"));
-  EXPECT_THAT(TrialShapes(mm, WithShapes({{8, 4}, {4}, {8, 2}})).status().message(),
-              HasSubstr("args[1].shape"));
-  EXPECT_THAT(TrialShapes(mm, WithShapes({{8, 4}, {4, 2}, {8, 2}}, "int8")).status().message(),
-              HasSubstr("args[0].dtype"));
-  const v1::OpTemplate& conv = Builtin("conv2d").spec();
-  EXPECT_TRUE(TrialShapes(conv, WithShapes({{1, 4, 16, 16}, {8, 4, 3, 3}, {1, 8, 14, 14}})).ok());
-  EXPECT_THAT(TrialShapes(conv, WithShapes({{1, 4, 16, 16}, {8, 4, 3, 3}, {1, 8, 16, 16}}))
-                  .status()
-                  .message(),
-              HasSubstr("args[2].shape[2]: OH = H - KH + 1 is 14, the trial gives 16"));
-  const v1::OpTemplate& add = Builtin("add").spec();
-  EXPECT_TRUE(TrialShapes(add, WithShapes({{4, 4}, {4, 4}, {4, 4}})).ok());
-  EXPECT_THAT(TrialShapes(add, WithShapes({{4, 4}, {4, 4}, {16}})).status().message(),
-              HasSubstr("args[2].shape: add takes arguments of one shape"));
-  EXPECT_EQ(ArgumentBytes({{32, 32}, {32, 32}, {32, 32}}), 3 * 32 * 32 * 4);
-  EXPECT_EQ(ShapesText({{8, 4}, {4}}), "8x4,4");
 }
 
 }  // namespace

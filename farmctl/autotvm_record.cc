@@ -11,7 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "catalog/operator.h"
+#include "catalog/knob_space.h"
+#include "catalog/trial.h"
 
 namespace benchfarm::farmctl {
 namespace {
@@ -32,33 +33,34 @@ double Timestamp(const v1::Job& job) {
 }
 
 std::string KnobEntry(absl::string_view name, absl::string_view value) {
-  return absl::StrCat("[", JsonQuote(name), ", \"ot\", ", KnobValueJson(value), "]");
+  return absl::StrCat("[", JsonQuote(name), ", \"ot\", ", catalog::KnobValueJson(value), "]");
 }
 
-std::string Entity(const v1::OperatorSpec& op, const KnobTable& knobs, int64_t* index) {
+std::string Entity(const v1::OperatorSpec& op, const catalog::KnobSpace& knobs, int64_t* index) {
   *index = -1;
   if (!op.has_template_op()) return "[]";
   const auto& values = op.template_op().knobs();
   std::vector<std::string> entries;
-  auto known = knobs.find(op.template_op().op());
-  if (known != knobs.end()) {
-    *index = ConfigIndex(known->second, values);
-    for (const Knob& knob : known->second.knobs) {
-      auto it = values.find(knob.name);
-      entries.push_back(KnobEntry(knob.name, it == values.end() ? knob.default_value : it->second));
+  const v1::Operator* known = knobs.Find(op.template_op().op());
+  if (known != nullptr) {
+    *index = catalog::ConfigIndex(known->spec(), values);
+    for (const v1::Knob& knob : known->spec().knobs()) {
+      auto it = values.find(knob.name());
+      entries.push_back(KnobEntry(
+          knob.name(), it == values.end() ? catalog::ValueText(knob.default_()) : it->second));
     }
   }
   // Knobs farmctl does not know of (the index is -1 then), in name order: kept, so nothing the
   // trial said is lost.
   std::map<std::string, std::string> others;
   for (const auto& [name, value] : values) {
-    if (known == knobs.end() || known->second.Find(name) == nullptr) others[name] = value;
+    if (known == nullptr || catalog::FindKnob(known->spec(), name) == nullptr) others[name] = value;
   }
   for (const auto& [name, value] : others) entries.push_back(KnobEntry(name, value));
   return absl::StrCat("[", absl::StrJoin(entries, ", "), "]");
 }
 
-std::string Args(const v1::Trial& trial, const KnobTable& knobs) {
+std::string Args(const v1::Trial& trial, const catalog::KnobSpace& knobs) {
   std::vector<std::string> args;
   for (const v1::ArgSpec& arg : trial.args()) {
     args.push_back(absl::StrCat("[\"TENSOR\", [", absl::StrJoin(arg.shape(), ", "), "], ",
@@ -66,16 +68,16 @@ std::string Args(const v1::Trial& trial, const KnobTable& knobs) {
   }
   // A template trial without args ran on its op's default shapes: name them, so records of
   // different shapes never share a key.
-  auto known = knobs.find(trial.op().template_op().op());
-  if (trial.args().empty() && trial.op().has_template_op() && known != knobs.end()) {
-    absl::StatusOr<std::vector<std::vector<int64_t>>> shapes =
-        catalog::DefaultShapes(known->second.spec);
+  const v1::Operator* known = knobs.Find(trial.op().template_op().op());
+  if (trial.args().empty() && trial.op().has_template_op() && known != nullptr) {
+    const v1::OpTemplate& spec = known->spec();
+    absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = catalog::DefaultShapes(spec);
     if (shapes.ok()) {
       for (size_t i = 0; i < shapes->size(); ++i) {
-        const std::string dtype = static_cast<int>(i) < known->second.spec.args_size() &&
-                                          !known->second.spec.args(i).dtype().empty()
-                                      ? known->second.spec.args(i).dtype()
-                                      : "float32";
+        const std::string dtype =
+            static_cast<int>(i) < spec.args_size() && !spec.args(i).dtype().empty()
+                ? spec.args(i).dtype()
+                : "float32";
         args.push_back(absl::StrCat("[\"TENSOR\", [", absl::StrJoin((*shapes)[i], ", "), "], ",
                                     JsonQuote(dtype), "]"));
       }
@@ -139,7 +141,7 @@ std::string AutoTvmTaskName(const v1::OperatorSpec& op) {
   return absl::StrCat("benchfarm/c_source/", op.entry_function());
 }
 
-std::string FormatAutoTvmRecord(const v1::Job& job, const KnobTable& knobs) {
+std::string FormatAutoTvmRecord(const v1::Job& job, const catalog::KnobSpace& knobs) {
   const v1::Trial& trial = job.trial();
   const v1::Result& result = job.result();
   int64_t index;

@@ -20,7 +20,8 @@
 //             writes tensors (dtype "float32" when the trial leaves it empty); a template trial
 //             that ran on its op's default shapes lists those. So variants, shapes and versions
 //             never share a key.
-//   INDEX     the config's index in the op's knob space (knob_space.h: knobs.json order, first knob
+//   INDEX     the config's index in the op's knob space (catalog/knob_space.h: knobs.json order,
+//   first knob
 //             fastest, like ConfigSpace); -1 for a config outside the space or a C-source trial.
 //   entity    every knob of the op in knobs.json order, as an OtherOption ("ot") knob — what
 //             cfg.define_knob produces — with its value (an integer, or a string such as "ikj");
@@ -41,7 +42,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "farmctl/knob_space.h"
+#include "catalog/knob_space.h"
 #include "proto/benchfarm.pb.h"
 
 namespace benchfarm::farmctl {
@@ -54,7 +55,7 @@ std::string AutoTvmTaskName(const v1::OperatorSpec& op);
 
 // One record line (no trailing newline) for a job. Meant for DONE jobs; any other job is
 // written as a failed measurement with error_no 8.
-std::string FormatAutoTvmRecord(const v1::Job& job, const KnobTable& knobs);
+std::string FormatAutoTvmRecord(const v1::Job& job, const catalog::KnobSpace& knobs);
 
 // A double as the shortest JSON number that reads back to the same value ("0.0001", "1e+09");
 // non-finite values, which JSON cannot carry, as 1e9.

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "catalog/operator.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
@@ -64,7 +65,7 @@ std::set<std::string> Keys(const Struct& s) {
 // The input (target, task, args) is a record's key: versions and shapes never share one.
 TEST(FormatAutoTvmRecord, InputNamesVersionAndShapes) {
   auto input = [](const v1::Job& job) {
-    Struct record = Parse(FormatAutoTvmRecord(job, SampleKnobs()));
+    Struct record = Parse(FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace()));
     std::string out;
     google::protobuf::util::MessageToJsonString(record.fields().at("input"), &out);
     return out;
@@ -87,7 +88,7 @@ TEST(FormatAutoTvmRecord, InputNamesVersionAndShapes) {
 }
 
 TEST(FormatAutoTvmRecord, SuccessfulJob) {
-  std::string line = FormatAutoTvmRecord(MatmulJob(), SampleKnobs());
+  std::string line = FormatAutoTvmRecord(MatmulJob(), catalog::BuiltinKnobSpace());
   EXPECT_EQ(line.find('\n'), std::string::npos);
   // Key order as record.encode writes it.
   size_t input = line.find("\"input\""), config = line.find("\"config\""),
@@ -149,7 +150,7 @@ TEST(FormatAutoTvmRecord, FailedJobCostsOneBillion) {
   job.mutable_result()->clear_costs_s();
   job.mutable_result()->set_error_code(v1::WRONG_ANSWER);
   job.mutable_result()->set_autotvm_error_no(5);
-  Struct record = Parse(FormatAutoTvmRecord(job, SampleKnobs()));
+  Struct record = Parse(FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace()));
   const auto& res = record.fields().at("result").list_value();
   ASSERT_EQ(res.values(0).list_value().values_size(), 1);
   EXPECT_EQ(res.values(0).list_value().values(0).number_value(), 1e9);
@@ -158,11 +159,11 @@ TEST(FormatAutoTvmRecord, FailedJobCostsOneBillion) {
   // Costs reported alongside an error are not written; a success without costs is an error.
   job = MatmulJob();
   job.mutable_result()->set_autotvm_error_no(4);
-  EXPECT_NE(FormatAutoTvmRecord(job, SampleKnobs()).find("\"result\": [[1e+09], 4,"),
+  EXPECT_NE(FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace()).find("\"result\": [[1e+09], 4,"),
             std::string::npos);
   job = MatmulJob();
   job.mutable_result()->clear_costs_s();
-  EXPECT_NE(FormatAutoTvmRecord(job, SampleKnobs()).find("\"result\": [[1e+09], 8,"),
+  EXPECT_NE(FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace()).find("\"result\": [[1e+09], 8,"),
             std::string::npos);
 }
 
@@ -173,7 +174,7 @@ TEST(FormatAutoTvmRecord, OpsOutsideTheTable) {
   op->clear_knobs();
   (*op->mutable_knobs())["vec"] = "4";
   (*op->mutable_knobs())["layout"] = "nhwc";
-  std::string line = FormatAutoTvmRecord(job, SampleKnobs());
+  std::string line = FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace());
   EXPECT_NE(line.find("\"benchfarm/softmax\""), std::string::npos);
   EXPECT_NE(line.find("\"index\": -1, \"code_hash\": null, "
                       "\"entity\": [[\"layout\", \"ot\", \"nhwc\"], [\"vec\", \"ot\", 4]]"),
@@ -183,7 +184,7 @@ TEST(FormatAutoTvmRecord, OpsOutsideTheTable) {
   // A known op with a knob it does not have: listed after the op's own, outside the space.
   job = MatmulJob();
   (*job.mutable_trial()->mutable_op()->mutable_template_op()->mutable_knobs())["extra"] = "1";
-  line = FormatAutoTvmRecord(job, SampleKnobs());
+  line = FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace());
   EXPECT_NE(line.find("\"index\": -1,"), std::string::npos) << line;
   EXPECT_NE(line.find("[\"order\", \"ot\", \"ijk\"], [\"extra\", \"ot\", 1]]"), std::string::npos)
       << line;
@@ -191,7 +192,7 @@ TEST(FormatAutoTvmRecord, OpsOutsideTheTable) {
 
   job.mutable_trial()->mutable_op()->set_c_source("int f(void) { return 0; }");
   job.mutable_trial()->mutable_op()->set_entry_function("my_kernel");
-  line = FormatAutoTvmRecord(job, SampleKnobs());
+  line = FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace());
   EXPECT_NE(line.find("\"benchfarm/c_source/my_kernel\""), std::string::npos) << line;
   EXPECT_NE(line.find("\"entity\": []"), std::string::npos) << line;
   Parse(line);
@@ -201,7 +202,7 @@ TEST(FormatAutoTvmRecord, TimestampFallsBackToTheLastAttempt) {
   v1::Job job = MatmulJob();
   job.mutable_result()->clear_finished_at();
   *job.add_attempts()->mutable_ended_at() = TimeUtil::SecondsToTimestamp(1600000000);
-  Struct record = Parse(FormatAutoTvmRecord(job, SampleKnobs()));
+  Struct record = Parse(FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace()));
   EXPECT_EQ(record.fields().at("result").list_value().values(3).number_value(), 1600000000);
 }
 

@@ -56,9 +56,10 @@
 #include "absl/strings/str_split.h"
 #include "base/data_roots.h"
 #include "base/status_macros.h"
+#include "catalog/knob_space.h"
+#include "catalog/operator.h"
 #include "farmctl/board_commands.h"
 #include "farmctl/board_link.h"
-#include "farmctl/knob_space.h"
 #include "farmctl/model_check.h"
 #include "farmctl/tracker_commands.h"
 #include "farmctl/tune.h"
@@ -452,7 +453,7 @@ int SubmitCommand(const TrackerClient& tracker, const RepeatedFlags& repeated, b
     if (flags.kind.empty() || (flags.op.empty() && flags.c_source_path.empty())) {
       return Usage("submit needs --kind and --op (or --c-source FILE, or --file)");
     }
-    KnobTable table;
+    catalog::KnobSpace table;
     if (!flags.c_source_path.empty()) {
       std::ifstream in(flags.c_source_path);
       if (!in) return Fail(absl::NotFoundError(absl::StrCat("--c-source: cannot read ", flags.c_source_path)));
@@ -462,8 +463,8 @@ int SubmitCommand(const TrackerClient& tracker, const RepeatedFlags& repeated, b
     } else {
       // The catalog's knobs: a misspelt knob is caught here, with the op's knob names (the
       // built-in ones also when the tracker cannot be asked; the submission then says why).
-      absl::StatusOr<KnobTable> fetched = FetchKnobTable(tracker);
-      table = fetched.ok() ? *std::move(fetched) : SampleKnobs();
+      absl::StatusOr<catalog::KnobSpace> fetched = FetchKnobSpace(tracker);
+      table = fetched.ok() ? *std::move(fetched) : catalog::BuiltinKnobSpace();
     }
     absl::StatusOr<v1::Trial> trial = TrialFromFlags(flags, table);
     if (!trial.ok()) return Fail(trial.status());
@@ -605,9 +606,9 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
     if (json && absl::GetFlag(FLAGS_autotvm)) return Usage("results: --json or --autotvm, not both");
     ResultsOptions options;
     // AutoTVM records list every knob of the op (catalog entries, built-in and user).
-    absl::StatusOr<KnobTable> table = KnobTable();
+    absl::StatusOr<catalog::KnobSpace> table = catalog::KnobSpace();
     if (absl::GetFlag(FLAGS_autotvm)) {
-      table = FetchKnobTable(tracker);
+      table = FetchKnobSpace(tracker);
       if (!table.ok()) return Fail(table.status());
       options.knobs = &*table;
     }
@@ -626,13 +627,13 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
     }
     absl::StatusOr<TuneOptions> options = TuneOptionsFromFlags();
     if (!options.ok()) return Fail(options.status());
-    absl::StatusOr<OpKnobs> op = FetchOpKnobs(tracker, options->op, absl::GetFlag(FLAGS_version));
+    absl::StatusOr<v1::Operator> op =
+        FetchOperator(tracker, options->op, absl::GetFlag(FLAGS_version));
     if (!op.ok()) return Fail(op.status());
     if (command == "import-log") {
       status = ImportLog(*op, *options, operands[0], std::cout);
     } else {
-      KnobTable table;
-      table[options->op] = *std::move(op);
+      const catalog::KnobSpace table({*std::move(op)});
       options->derive_client = !credentials.insecure();
       status = Tune(tracker, table, *options, std::cout, std::cerr);
     }

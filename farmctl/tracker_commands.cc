@@ -24,7 +24,9 @@
 #include "absl/time/clock.h"
 #include "base/files.h"
 #include "base/status_macros.h"
+#include "catalog/knob_space.h"
 #include "catalog/operator.h"
+#include "catalog/trial.h"
 #include "farmctl/autotvm_record.h"
 #include "farmctl/board_commands.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -103,19 +105,19 @@ std::string JoinSorted(const Map& map) {
 std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
 
 // Knobs as the user would write them, in knobs.json order when the op is known.
-std::string FormatKnobs(const v1::OperatorSpec& op, const KnobTable& knobs) {
+std::string FormatKnobs(const v1::OperatorSpec& op, const catalog::KnobSpace& knobs) {
   if (!op.has_template_op()) return "-";
   const auto& values = op.template_op().knobs();
-  auto known = knobs.find(op.template_op().op());
-  if (known == knobs.end()) return OrDash(JoinSorted(values));
+  const v1::Operator* known = knobs.Find(op.template_op().op());
+  if (known == nullptr) return OrDash(JoinSorted(values));
   std::vector<std::string> parts;
-  for (const Knob& knob : known->second.knobs) {
-    auto it = values.find(knob.name);
-    if (it != values.end()) parts.push_back(absl::StrCat(knob.name, "=", it->second));
+  for (const v1::Knob& knob : known->spec().knobs()) {
+    auto it = values.find(knob.name());
+    if (it != values.end()) parts.push_back(absl::StrCat(knob.name(), "=", it->second));
   }
   std::map<std::string, std::string> others;
   for (const auto& [name, value] : values) {
-    if (known->second.Find(name) == nullptr) others[name] = value;
+    if (catalog::FindKnob(known->spec(), name) == nullptr) others[name] = value;
   }
   for (const auto& [name, value] : others) parts.push_back(absl::StrCat(name, "=", value));
   return parts.empty() ? "-" : absl::StrJoin(parts, ",");
@@ -328,8 +330,8 @@ absl::Status SetAdaptive(double target_pct, int64_t budget_ms, int64_t max_repea
     return absl::InvalidArgumentError(absl::StrCat(
         "--target: ", target_pct, " is not in 0..50 (percent of the median: 1 means +-1 %)"));
   }
-  ASSIGN_OR_RETURN(int32_t budget, Int32Flag("budget_ms", budget_ms, 3600000));
-  ASSIGN_OR_RETURN(int32_t repeats, Int32Flag("max_repeat", max_repeat, 1024));
+  ASSIGN_OR_RETURN(int32_t budget, Int32Flag("budget_ms", budget_ms, catalog::kMaxBudgetMs));
+  ASSIGN_OR_RETURN(int32_t repeats, Int32Flag("max_repeat", max_repeat, catalog::kMaxCosts));
   if (target_pct == 0 && (budget > 0 || repeats > 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--", budget > 0 ? "budget-ms" : "max-repeat",
@@ -341,7 +343,7 @@ absl::Status SetAdaptive(double target_pct, int64_t budget_ms, int64_t max_repea
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const KnobTable& knobs) {
+absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const catalog::KnobSpace& knobs) {
   if (flags.kind.empty()) return absl::InvalidArgumentError("--kind: required (a board kind)");
   const bool c_source = !flags.c_source_path.empty();
   if (c_source && !flags.op.empty()) {
@@ -369,7 +371,7 @@ absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const KnobTabl
   v1::TemplateOperator* op = c_source ? nullptr : trial.mutable_op()->mutable_template_op();
   if (op != nullptr) op->set_op(flags.op);
 
-  auto known = knobs.find(flags.op);
+  const v1::Operator* known = knobs.Find(flags.op);
   for (const std::string& text : op == nullptr ? std::vector<std::string>() : flags.knobs) {
     absl::StatusOr<std::pair<std::string, std::string>> kv = KeyValue("knob", text);
     if (!kv.ok()) return kv.status();
@@ -377,17 +379,19 @@ absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const KnobTabl
     if (op->knobs().count(name) != 0) {
       return absl::InvalidArgumentError(absl::StrCat("--knob: ", name, " given twice"));
     }
-    if (known != knobs.end()) {
-      const Knob* knob = known->second.Find(name);
+    if (known != nullptr) {
+      const v1::Knob* knob = catalog::FindKnob(known->spec(), name);
       if (knob == nullptr) {
         std::vector<std::string> names;
-        for (const Knob& k : known->second.knobs) names.push_back(k.name);
+        for (const v1::Knob& k : known->spec().knobs()) names.push_back(k.name());
         return absl::InvalidArgumentError(
             absl::StrCat("--knob: ", flags.op, " has no knob \"", name,
                          "\" (knobs: ", absl::StrJoin(names, ", "), ")"));
       }
-      absl::Status valid = CheckKnobValue(*knob, value);
-      if (!valid.ok()) return absl::InvalidArgumentError(absl::StrCat("--", valid.message()));
+      if (!catalog::Allows(*knob, value)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--knob ", name, "=", value, ": not one of ", catalog::ValuesText(*knob)));
+      }
     } else if (value.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("--knob ", text, ": no value"));
     }
@@ -412,18 +416,20 @@ absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const KnobTabl
     void (v1::MeasureOptions::*set)(int32_t);
   };
   for (const IntFlag& f :
-       {IntFlag{"number", flags.number, 1000000, &v1::MeasureOptions::set_number},
-        IntFlag{"repeat", flags.repeat, 1024, &v1::MeasureOptions::set_repeat},
-        IntFlag{"min_repeat_ms", flags.min_repeat_ms, 600000,
+       {IntFlag{"number", flags.number, catalog::kMaxNumber, &v1::MeasureOptions::set_number},
+        IntFlag{"repeat", flags.repeat, catalog::kMaxCosts, &v1::MeasureOptions::set_repeat},
+        IntFlag{"min_repeat_ms", flags.min_repeat_ms, catalog::kMaxMinRepeatMs,
                 &v1::MeasureOptions::set_min_repeat_ms},
-        IntFlag{"cooldown_ms", flags.cooldown_ms, 600000, &v1::MeasureOptions::set_cooldown_ms},
-        IntFlag{"timeout_ms", flags.timeout_ms, 3600000, &v1::MeasureOptions::set_timeout_ms}}) {
+        IntFlag{"cooldown_ms", flags.cooldown_ms, catalog::kMaxCooldownMs,
+                &v1::MeasureOptions::set_cooldown_ms},
+        IntFlag{"timeout_ms", flags.timeout_ms, catalog::kMaxTimeoutMs,
+                &v1::MeasureOptions::set_timeout_ms}}) {
     absl::StatusOr<int32_t> v = Int32Flag(f.name, f.value, f.max);
     if (!v.ok()) return v.status();
     (m->*f.set)(*v);
   }
   RETURN_IF_ERROR(SetAdaptive(flags.target_pct, flags.budget_ms, flags.max_repeat, m));
-  absl::StatusOr<int32_t> priority = Int32Flag("priority", flags.priority, 100);
+  absl::StatusOr<int32_t> priority = Int32Flag("priority", flags.priority, catalog::kMaxPriority);
   if (!priority.ok()) return priority.status();
   trial.set_priority(*priority);
   trial.set_seed(flags.seed);
@@ -537,7 +543,8 @@ absl::Status Watch(const TrackerClient& tracker, const WatchOptions& options, st
 
 absl::Status PrintResults(const TrackerClient& tracker, const ResultsOptions& options,
                           std::ostream& out) {
-  const KnobTable& knobs = options.knobs != nullptr ? *options.knobs : SampleKnobs();
+  const catalog::KnobSpace& knobs =
+      options.knobs != nullptr ? *options.knobs : catalog::BuiltinKnobSpace();
   v1::ListResultsResponse all;
   v1::ListResultsRequest request;
   request.set_client_id(options.client_id);
@@ -616,7 +623,7 @@ std::string Percent(double fraction) { return absl::StrFormat("%.1f %%", fractio
 
 }  // namespace
 
-std::string FormatJob(const v1::Job& job, const KnobTable& knobs) {
+std::string FormatJob(const v1::Job& job, const catalog::KnobSpace& knobs) {
   std::string out;
   auto line = [&](absl::string_view key, absl::string_view value) {
     absl::StrAppendFormat(&out, "%-10s %s\n", key, value);
@@ -718,7 +725,7 @@ absl::Status ShowJobs(const TrackerClient& tracker, const std::vector<std::strin
   if (json) return JsonOut(all, out);
   for (int i = 0; i < all.jobs_size(); ++i) {
     if (i > 0) out << "\n";
-    out << FormatJob(all.jobs(i), SampleKnobs());
+    out << FormatJob(all.jobs(i), catalog::BuiltinKnobSpace());
   }
   return absl::OkStatus();
 }
@@ -912,16 +919,16 @@ absl::Status ShowOperator(const TrackerClient& tracker, const std::string& name,
   return absl::OkStatus();
 }
 
-absl::StatusOr<KnobTable> FetchKnobTable(const TrackerClient& tracker) {
+absl::StatusOr<catalog::KnobSpace> FetchKnobSpace(const TrackerClient& tracker) {
   v1::ListOperatorsResponse response;
   absl::Status status = Call(tracker, &v1::Tracker::StubInterface::ListOperators, v1::ListOperatorsRequest(), &response,
                              "ListOperators");
   if (!status.ok()) return status;
-  return KnobTableOf({response.ops().begin(), response.ops().end()});
+  return catalog::KnobSpace({response.ops().begin(), response.ops().end()});
 }
 
-absl::StatusOr<OpKnobs> FetchOpKnobs(const TrackerClient& tracker, const std::string& name,
-                                     const std::string& version) {
+absl::StatusOr<v1::Operator> FetchOperator(const TrackerClient& tracker, const std::string& name,
+                                           const std::string& version) {
   v1::GetOperatorRequest request;
   request.set_name(name);
   request.set_version(version);
@@ -929,7 +936,7 @@ absl::StatusOr<OpKnobs> FetchOpKnobs(const TrackerClient& tracker, const std::st
   absl::Status status = Call(tracker, &v1::Tracker::StubInterface::GetOperator, request, &op,
                              "GetOperator");
   if (!status.ok()) return status;
-  return OpKnobsFromOperator(op);
+  return op;
 }
 
 }  // namespace benchfarm::farmctl

@@ -17,21 +17,20 @@
 #ifndef BENCHFARM_FARMCTL_TRACKER_COMMANDS_H_
 #define BENCHFARM_FARMCTL_TRACKER_COMMANDS_H_
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <atomic>
-#include <functional>
-#include <memory>
-
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "farmctl/knob_space.h"
+#include "catalog/knob_space.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/benchfarm.grpc.pb.h"
 
@@ -120,7 +119,7 @@ absl::Status SetAdaptive(double target_pct, int64_t budget_ms, int64_t max_repea
 
 // Builds the trial. Knob values are checked against the op's knobs when `knobs` knows the op;
 // other ops' knobs are passed on as given. InvalidArgument naming the flag.
-absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const KnobTable& knobs);
+absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const catalog::KnobSpace& knobs);
 
 // A SubmitTrialsRequest from a file's contents: JSON (proto3 JSON mapping) if `path` ends in
 // ".json", else text format. InvalidArgument with the parser's message and the path.
@@ -157,11 +156,11 @@ absl::Status SetOperatorOwner(const TrackerClient& tracker, const std::string& n
 // files (names and sizes).
 absl::Status ShowOperator(const TrackerClient& tracker, const std::string& name,
                           const std::string& version, bool json, std::ostream& out);
-// The catalog's knob tables: every operator's latest version (ListOperators), or one
-// operator (GetOperator, version "" for the latest).
-absl::StatusOr<KnobTable> FetchKnobTable(const TrackerClient& tracker);
-absl::StatusOr<OpKnobs> FetchOpKnobs(const TrackerClient& tracker, const std::string& name,
-                                     const std::string& version = "");
+// The catalog's knob space: every operator's latest version (ListOperators); or one operator
+// (GetOperator, version "" for the latest).
+absl::StatusOr<catalog::KnobSpace> FetchKnobSpace(const TrackerClient& tracker);
+absl::StatusOr<v1::Operator> FetchOperator(const TrackerClient& tracker, const std::string& name,
+                                           const std::string& version = "");
 
 // ---- a result's quality ----------------------------------------------------------------------
 
@@ -200,7 +199,7 @@ struct ResultsOptions {
   std::string op;
   int64_t limit = 0;  // jobs in all; 0: every job
   ResultsFormat format = ResultsFormat::kTable;
-  const KnobTable* knobs = nullptr;  // for kAutoTvm; null: SampleKnobs()
+  const catalog::KnobSpace* knobs = nullptr;  // for kAutoTvm; null: the built-in operators
 };
 
 // ListResults, following next_page_token. kTable: JOB CLIENT STATE KIND OP KNOBS BOARD ATTEMPTS
@@ -221,7 +220,7 @@ absl::Status ShowJobs(const TrackerClient& tracker, const std::vector<std::strin
                       bool json, std::ostream& out);
 
 // One job as ShowJobs prints it.
-std::string FormatJob(const v1::Job& job, const KnobTable& knobs);
+std::string FormatJob(const v1::Job& job, const catalog::KnobSpace& knobs);
 
 // ---- cancel ----------------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
-#include "farmctl/knob_space.h"
+#include "catalog/operator.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
@@ -173,7 +173,7 @@ class TrackerCommandsTest : public ::testing::Test {
     flags.knobs = knobs;
     flags.seed = seed;
     flags.repeat = 3;
-    absl::StatusOr<v1::Trial> trial = TrialFromFlags(flags, SampleKnobs());
+    absl::StatusOr<v1::Trial> trial = TrialFromFlags(flags, catalog::BuiltinKnobSpace());
     EXPECT_TRUE(trial.ok()) << trial.status();
     return *trial;
   }
@@ -348,7 +348,8 @@ TEST_F(TrackerCommandsTest, SubmitWatchAndResultsInEveryFormat) {
     const auto& input = parsed_records[i].fields().at("input").list_value();
     EXPECT_EQ(input.values(0).string_value(), "c -keys=cpu -model=host-process");
     EXPECT_EQ(input.values(1).string_value(),
-            "benchfarm/matmul@" + SampleKnobs().at("matmul").version);  // the version it ran
+              "benchfarm/matmul@" +
+                  catalog::BuiltinKnobSpace().Find("matmul")->version());  // the version it ran
   }
   const auto& ok_result = parsed_records[0].fields().at("result").list_value();
   ASSERT_EQ(ok_result.values(0).list_value().values_size(), 3);
@@ -589,7 +590,7 @@ TEST(TrialFromFlags, BuildsTheTrial) {
   flags.priority = 70;
   flags.board = "st0";
   flags.labels = {"rack=2", "usb=hub-1"};
-  absl::StatusOr<v1::Trial> trial = TrialFromFlags(flags, SampleKnobs());
+  absl::StatusOr<v1::Trial> trial = TrialFromFlags(flags, catalog::BuiltinKnobSpace());
   ASSERT_TRUE(trial.ok()) << trial.status();
   EXPECT_EQ(trial->board_kind(), "nucleo-f746zg");
   EXPECT_EQ(trial->op().template_op().op(), "matmul");
@@ -611,13 +612,13 @@ TEST(TrialFromFlags, BuildsTheTrial) {
   flags.shapes = "1024,1024,1024";
   flags.op = "add";
   flags.knobs = {"unroll=8"};
-  trial = TrialFromFlags(flags, SampleKnobs());
+  trial = TrialFromFlags(flags, catalog::BuiltinKnobSpace());
   ASSERT_TRUE(trial.ok()) << trial.status();
   EXPECT_EQ(trial->args(0).shape(0), 1024);
 
   flags.op = "my_op";  // not in the table: knobs passed on as given (the tracker checks them)
   flags.knobs = {"vec=4", "layout=nhwc"};
-  trial = TrialFromFlags(flags, SampleKnobs());
+  trial = TrialFromFlags(flags, catalog::BuiltinKnobSpace());
   ASSERT_TRUE(trial.ok()) << trial.status();
   EXPECT_EQ(trial->op().template_op().knobs().at("vec"), "4");
   EXPECT_EQ(trial->op().template_op().knobs().at("layout"), "nhwc");
@@ -630,7 +631,7 @@ TEST(TrialFromFlags, AdaptiveFlagsSetMeasureOptions) {
   flags.target_pct = 1;
   flags.budget_ms = 2500;
   flags.max_repeat = 64;
-  absl::StatusOr<v1::Trial> trial = TrialFromFlags(flags, SampleKnobs());
+  absl::StatusOr<v1::Trial> trial = TrialFromFlags(flags, catalog::BuiltinKnobSpace());
   ASSERT_TRUE(trial.ok()) << trial.status();
   EXPECT_DOUBLE_EQ(trial->measure().target_rel_ci(), 0.01);
   EXPECT_EQ(trial->measure().budget_ms(), 2500);
@@ -638,13 +639,13 @@ TEST(TrialFromFlags, AdaptiveFlagsSetMeasureOptions) {
   flags.target_pct = 0.5;
   flags.budget_ms = 0;
   flags.max_repeat = 0;
-  trial = TrialFromFlags(flags, SampleKnobs());
+  trial = TrialFromFlags(flags, catalog::BuiltinKnobSpace());
   ASSERT_TRUE(trial.ok()) << trial.status();
   EXPECT_DOUBLE_EQ(trial->measure().target_rel_ci(), 0.005);
   EXPECT_EQ(trial->measure().budget_ms(), 0);
   // The fixed mode by default.
   flags.target_pct = 0;
-  trial = TrialFromFlags(flags, SampleKnobs());
+  trial = TrialFromFlags(flags, catalog::BuiltinKnobSpace());
   ASSERT_TRUE(trial.ok()) << trial.status();
   EXPECT_EQ(trial->measure().target_rel_ci(), 0);
 
@@ -653,7 +654,7 @@ TEST(TrialFromFlags, AdaptiveFlagsSetMeasureOptions) {
     f.target_pct = pct;
     f.budget_ms = budget;
     f.max_repeat = max_repeat;
-    absl::StatusOr<v1::Trial> t = TrialFromFlags(f, SampleKnobs());
+    absl::StatusOr<v1::Trial> t = TrialFromFlags(f, catalog::BuiltinKnobSpace());
     EXPECT_TRUE(absl::IsInvalidArgument(t.status())) << t.status();
     return std::string(t.status().message());
   };
@@ -693,7 +694,7 @@ TEST(TrialFromFlags, OneOffCSource) {
   flags.entry = "my_scale";
   flags.reference = "my_scale_ref";
   flags.shapes = "64,64";
-  absl::StatusOr<v1::Trial> trial = TrialFromFlags(flags, SampleKnobs());
+  absl::StatusOr<v1::Trial> trial = TrialFromFlags(flags, catalog::BuiltinKnobSpace());
   ASSERT_TRUE(trial.ok()) << trial.status();
   EXPECT_EQ(trial->op().c_source(), "int my_scale;");
   EXPECT_EQ(trial->op().entry_function(), "my_scale");
@@ -701,18 +702,21 @@ TEST(TrialFromFlags, OneOffCSource) {
   EXPECT_EQ(trial->args_size(), 2);
   TrialFlags bad = flags;
   bad.shapes.clear();
-  EXPECT_TRUE(absl::StrContains(TrialFromFlags(bad, SampleKnobs()).status().message(), "--shape: required with --c-source"));
+  EXPECT_TRUE(absl::StrContains(TrialFromFlags(bad, catalog::BuiltinKnobSpace()).status().message(),
+                                "--shape: required with --c-source"));
   bad = flags;
   bad.reference.clear();
-  EXPECT_TRUE(absl::StrContains(TrialFromFlags(bad, SampleKnobs()).status().message(), "--reference"));
+  EXPECT_TRUE(absl::StrContains(TrialFromFlags(bad, catalog::BuiltinKnobSpace()).status().message(),
+                                "--reference"));
   bad = flags;
   bad.op = "matmul";
-  EXPECT_TRUE(absl::StrContains(TrialFromFlags(bad, SampleKnobs()).status().message(), "takes no --op"));
+  EXPECT_TRUE(absl::StrContains(TrialFromFlags(bad, catalog::BuiltinKnobSpace()).status().message(),
+                                "takes no --op"));
 }
 
 TEST(TrialFromFlags, RejectsBadFlagsNamingThem) {
   auto error = [](TrialFlags flags) {
-    absl::StatusOr<v1::Trial> t = TrialFromFlags(flags, SampleKnobs());
+    absl::StatusOr<v1::Trial> t = TrialFromFlags(flags, catalog::BuiltinKnobSpace());
     EXPECT_FALSE(t.ok());
     EXPECT_TRUE(absl::IsInvalidArgument(t.status())) << t.status();
     return std::string(t.status().message());

@@ -19,8 +19,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/status_macros.h"
-#include "catalog/operator.h"
 #include "base/content_hash.h"
+#include "catalog/knob_space.h"
+#include "catalog/trial.h"
 #include "farmctl/autotvm_record.h"
 #include "farmctl/board_commands.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -104,23 +105,23 @@ absl::StatusOr<std::optional<v1::Job>> FinishedJob(const TrackerClient& tracker,
 // A user operator's version this run measured (pinned when it started) against the catalog's
 // latest now: a line saying a newer one was added meanwhile, by whom and when; "" when none was
 // (or the catalog cannot say: the run's own results do not depend on it).
-std::string NewerVersionNote(const TrackerClient& tracker, const OpKnobs& op) {
-  if (op.version.empty()) return "";
+std::string NewerVersionNote(const TrackerClient& tracker, const v1::Operator& op) {
+  if (op.version().empty()) return "";
   v1::GetOperatorRequest req;
-  req.set_name(op.op);
+  req.set_name(op.name());
   v1::Operator latest;
   grpc::Status s = CallTracker(tracker, [&](grpc::ClientContext* context) {
     return tracker.stub->GetOperator(context, req, &latest);
   });
-  if (!s.ok() || latest.builtin() || latest.version() == op.version) return "";
+  if (!s.ok() || latest.builtin() || latest.version() == op.version()) return "";
   std::string when = "-";
   if (latest.has_added_at()) {
     when = absl::FormatTime("%Y-%m-%d %H:%M:%S %Z", absl::FromUnixSeconds(latest.added_at().seconds()),
                             absl::UTCTimeZone());
   }
-  return absl::StrCat("note: ", op.op, " version ", latest.version(), " was added (by ",
+  return absl::StrCat("note: ", op.name(), " version ", latest.version(), " was added (by ",
                       latest.added_by().empty() ? "?" : latest.added_by(), ", ", when,
-                      ") after this run began; every trial of it measured version ", op.version,
+                      ") after this run began; every trial of it measured version ", op.version(),
                       " (farmctl tune --version ", latest.version(), " to tune the new one)\n");
 }
 
@@ -245,11 +246,12 @@ class TuneState {
 class Searcher {
  public:
   // `allowed`: when not empty, the only configs it picks (a tuning run's image pool), sorted.
-  Searcher(const OpKnobs& op, std::string strategy, uint64_t seed, std::vector<int64_t> allowed = {})
+  Searcher(const v1::Operator& op, std::string strategy, uint64_t seed,
+           std::vector<int64_t> allowed = {})
       : op_(op),
         strategy_(std::move(strategy)),
         rng_(seed),
-        size_(op.SpaceSize()),
+        size_(catalog::SpaceSize(op.spec())),
         allowed_(std::move(allowed)) {}
 
   std::vector<int64_t> Next(int n, const TuneState& state) {
@@ -311,7 +313,7 @@ class Searcher {
       double y = std::isfinite(p.cost) ? std::log(p.cost) : worst + 1.0;
       total += y;
       total2 += y * y;
-      for (const auto& [k, v] : KnobsOfIndex(op_, p.index)) {
+      for (const auto& [k, v] : catalog::KnobsOfIndex(op_.spec(), p.index)) {
         auto& s = sums[{k, v}];
         s.first += y;
         s.second++;
@@ -321,7 +323,7 @@ class Searcher {
     const double mean = total / n;
     const double spread = std::sqrt(std::max(1e-12, total2 / n - mean * mean));
     double score = 0;
-    for (const auto& [k, v] : KnobsOfIndex(op_, index)) {
+    for (const auto& [k, v] : catalog::KnobsOfIndex(op_.spec(), index)) {
       auto it = sums.find({k, v});
       const int count = it == sums.end() ? 0 : it->second.second;
       const double value_mean = count > 0 ? it->second.first / count : mean;
@@ -330,7 +332,7 @@ class Searcher {
     return score;
   }
 
-  const OpKnobs& op_;
+  const v1::Operator& op_;
   const std::string strategy_;
   std::mt19937_64 rng_;
   const int64_t size_;
@@ -367,34 +369,24 @@ std::string AbsolutePath(const std::string& path) {
 
 }  // namespace
 
-std::string RunKey(const OpKnobs& op, const TuneOptions& options) {
+std::string RunKey(const v1::Operator& op, const TuneOptions& options) {
   v1::Trial t = TrialTemplate(op, options);
   return base::HashBytes(absl::StrCat(Deterministic(t), "\n", AbsolutePath(options.out_dir)));
 }
 
-v1::Trial TrialTemplate(const OpKnobs& op, const TuneOptions& options) {
+v1::Trial TrialTemplate(const v1::Operator& op, const TuneOptions& options) {
   v1::Trial t;
   t.set_board_kind(options.kind);
   t.mutable_op()->mutable_template_op()->set_op(options.op);
-  t.mutable_op()->mutable_template_op()->set_version(op.version);
+  t.mutable_op()->mutable_template_op()->set_version(op.version());
   for (const v1::ArgSpec& a : options.args) *t.add_args() = a;
   *t.mutable_measure() = options.measure;
-  if (t.measure().number() == 0) t.mutable_measure()->set_number(10);
+  if (t.measure().number() == 0) t.mutable_measure()->set_number(catalog::kDefaultNumber);
   if (t.measure().repeat() == 0) t.mutable_measure()->set_repeat(3);
   t.set_check_outputs(options.check);
   t.set_priority(options.priority);
   t.set_seed(options.seed);
   return t;
-}
-
-std::map<std::string, std::string> KnobsOfIndex(const OpKnobs& op, int64_t index) {
-  std::map<std::string, std::string> out;
-  for (const Knob& k : op.knobs) {
-    const int64_t n = static_cast<int64_t>(k.values.size());
-    out[k.name] = k.values[index % n];
-    index /= n;
-  }
-  return out;
 }
 
 std::string PlotSvg(const std::string& title, const std::vector<TunePoint>& points) {
@@ -488,7 +480,7 @@ std::string MeasureText(const v1::MeasureOptions& m) {
 // Both rankings of the rechecked configs (`first` in the first run's order, `second` the same
 // configs measured again), whether the top-1 held, and Kendall's tau between the two runs'
 // medians (over the configs measured both times).
-void PrintRecheck(const OpKnobs& op, const std::vector<TunePoint>& first,
+void PrintRecheck(const v1::Operator& op, const std::vector<TunePoint>& first,
                   const std::vector<TunePoint>& second, const v1::MeasureOptions& measure,
                   std::ostream& out) {
   const size_t n = first.size();
@@ -508,14 +500,15 @@ void PrintRecheck(const OpKnobs& op, const std::vector<TunePoint>& first,
   }
   std::string header = absl::StrFormat("%6s  %-*s %6s  %-*s", "first", width, "first run",
                                        "second", width2, "second run");
-  for (const Knob& k : op.knobs) absl::StrAppendFormat(&header, " %8s", k.name);
+  for (const v1::Knob& k : op.spec().knobs()) absl::StrAppendFormat(&header, " %8s", k.name());
   out << header << "\n";
   for (size_t i = 0; i < n; ++i) {
     std::string line = absl::StrFormat("%6d  %-*s %6s  %-*s", i + 1, width,
                                        PointCostText(first[i]), second_rank[i], width2,
                                        PointCostText(second[i]));
-    std::map<std::string, std::string> values = KnobsOfIndex(op, first[i].index);
-    for (const Knob& k : op.knobs) absl::StrAppendFormat(&line, " %8s", values[k.name]);
+    std::map<std::string, std::string> values = catalog::KnobsOfIndex(op.spec(), first[i].index);
+    for (const v1::Knob& k : op.spec().knobs())
+      absl::StrAppendFormat(&line, " %8s", values[k.name()]);
     out << line << "\n";
   }
   std::vector<double> a, b;
@@ -542,13 +535,13 @@ void PrintRecheck(const OpKnobs& op, const std::vector<TunePoint>& first,
 
 }  // namespace
 
-absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const TuneOptions& options,
-                  std::ostream& out, std::ostream& progress) {
-  auto op_it = knobs.find(options.op);
-  if (op_it == knobs.end()) {
+absl::Status Tune(const TrackerClient& tracker, const catalog::KnobSpace& knobs,
+                  const TuneOptions& options, std::ostream& out, std::ostream& progress) {
+  const v1::Operator* found = knobs.Find(options.op);
+  if (found == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("--op: unknown operator \"", options.op, "\""));
   }
-  const OpKnobs& op = op_it->second;
+  const v1::Operator& op = *found;
   if (options.strategy != "grid" && options.strategy != "random" && options.strategy != "model") {
     return absl::InvalidArgumentError("--strategy: one of grid, random, model");
   }
@@ -564,7 +557,7 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
   const std::string run_name = absl::StrCat("tune-", options.op, "-", options.kind);
   const std::string client =
       !options.client_id.empty() ? options.client_id : options.derive_client ? "" : run_name;
-  const int64_t space = op.SpaceSize();
+  const int64_t space = catalog::SpaceSize(op.spec());
   if (options.pool < 0) return absl::InvalidArgumentError("--pool: must be 0 or more");
   if (options.recheck < 0 || options.recheck > 1000) {
     return absl::InvalidArgumentError("--recheck: 0..1000 (configs to measure again)");
@@ -584,14 +577,16 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
              << " measured, " << state.pending().size() << " pending)\n";
   }
   // Knobs left out take their defaults: the default config's index.
-  const int64_t default_index = ConfigIndex(op, google::protobuf::Map<std::string, std::string>());
+  const int64_t default_index =
+      catalog::ConfigIndex(op.spec(), google::protobuf::Map<std::string, std::string>());
   const std::vector<int64_t> pool =
       options.pool > 0 ? ImagePool(space, default_index, options.pool, options.seed)
                        : std::vector<int64_t>();
   std::vector<std::string> pool_configs;
   for (int64_t index : pool) {
     std::vector<std::string> pairs;
-    for (const auto& [k, v] : KnobsOfIndex(op, index)) pairs.push_back(absl::StrCat(k, "=", v));
+    for (const auto& [k, v] : catalog::KnobsOfIndex(op.spec(), index))
+      pairs.push_back(absl::StrCat(k, "=", v));
     pool_configs.push_back(absl::StrJoin(pairs, ","));
   }
   Searcher searcher(op, options.strategy, options.seed, pool);
@@ -663,7 +658,7 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
     for (int64_t index : batch) {
       v1::Trial* t = req.add_trials();
       *t = trial_template;
-      for (const auto& [k, v] : KnobsOfIndex(op, index)) {
+      for (const auto& [k, v] : catalog::KnobsOfIndex(op.spec(), index)) {
         (*t->mutable_op()->mutable_template_op()->mutable_knobs())[k] = v;
       }
       for (const std::string& config : pool_configs) {
@@ -705,15 +700,16 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
   for (const TunePoint& p : ranked) cost_width = std::max(cost_width, PointCostText(p).size());
   std::string header = absl::StrFormat("%7s  %-*s %9s", "rank", cost_width, "median +- 95% interval",
                                        "speedup");
-  for (const Knob& k : op.knobs) absl::StrAppendFormat(&header, " %8s", k.name);
+  for (const v1::Knob& k : op.spec().knobs()) absl::StrAppendFormat(&header, " %8s", k.name());
   out << header << "\n";
   auto row = [&](const std::string& label, const TunePoint& p) {
     std::string speedup = std::isfinite(p.cost) && std::isfinite(default_cost)
                               ? absl::StrFormat("%.2fx", default_cost / p.cost)
                               : "-";
     std::string line = absl::StrFormat("%7s  %-*s %9s", label, cost_width, PointCostText(p), speedup);
-    std::map<std::string, std::string> values = KnobsOfIndex(op, p.index);
-    for (const Knob& k : op.knobs) absl::StrAppendFormat(&line, " %8s", values[k.name]);
+    std::map<std::string, std::string> values = catalog::KnobsOfIndex(op.spec(), p.index);
+    for (const v1::Knob& k : op.spec().knobs())
+      absl::StrAppendFormat(&line, " %8s", values[k.name()]);
     out << line << "\n";
   };
   for (size_t i = 0; i < ranked.size() && i < 5; ++i) {
@@ -746,7 +742,7 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
       for (const TunePoint& p : first) {
         v1::Trial* t = req.add_trials();
         *t = trial_template;
-        for (const auto& [k, v] : KnobsOfIndex(op, p.index)) {
+        for (const auto& [k, v] : catalog::KnobsOfIndex(op.spec(), p.index)) {
           (*t->mutable_op()->mutable_template_op()->mutable_knobs())[k] = v;
         }
         for (const std::string& config : pool_configs) {
@@ -818,8 +814,8 @@ absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const Tu
   return absl::OkStatus();
 }
 
-absl::Status ImportLog(const OpKnobs& op, const TuneOptions& options, const std::string& log_path,
-                       std::ostream& out) {
+absl::Status ImportLog(const v1::Operator& op, const TuneOptions& options,
+                       const std::string& log_path, std::ostream& out) {
   if (options.out_dir.empty()) return absl::InvalidArgumentError("--out: required");
   std::ifstream in(log_path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", log_path));
@@ -833,8 +829,7 @@ absl::Status ImportLog(const OpKnobs& op, const TuneOptions& options, const std:
   // The input every record of this run has: the one a trial of it would get.
   v1::Job probe;
   *probe.mutable_trial() = TrialTemplate(op, options);
-  KnobTable table;
-  table[op.op] = op;
+  const catalog::KnobSpace table({op});
   google::protobuf::Struct want;
   if (!google::protobuf::util::JsonStringToMessage(FormatAutoTvmRecord(probe, table), &want).ok()) {
     return absl::InternalError("cannot parse this run's own AutoTVM record");
@@ -872,7 +867,7 @@ absl::Status ImportLog(const OpKnobs& op, const TuneOptions& options, const std:
       }
     }
     const auto& result = record.fields().at("result").list_value().values();
-    const int64_t index = ok ? ConfigIndex(op, knobs) : -1;
+    const int64_t index = ok ? catalog::ConfigIndex(op.spec(), knobs) : -1;
     if (index < 0 || result.size() < 2) {
       ++malformed;
       continue;
@@ -899,7 +894,7 @@ absl::Status ImportLog(const OpKnobs& op, const TuneOptions& options, const std:
     RETURN_IF_ERROR(state.AddDone(p, line));
     ++imported;
   }
-  out << "import-log: " << imported << " records of " << options.op << "@" << op.version << " on "
+  out << "import-log: " << imported << " records of " << options.op << "@" << op.version() << " on "
       << options.kind << " restored into " << state.StatePath();
   if (known > 0) out << "; " << known << " already there";
   if (other_run > 0) out << "; " << other_run << " of another operator, version, kind or shapes skipped";

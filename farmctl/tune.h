@@ -51,7 +51,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "farmctl/knob_space.h"
+#include "catalog/knob_space.h"
 #include "farmctl/tracker_commands.h"
 #include "proto/benchfarm.pb.h"
 
@@ -106,16 +106,13 @@ struct TunePoint {
 std::string PointCostText(const TunePoint& p);
 
 // Every trial of the run before its knobs are set: kind, op and version, args, measure options
-// (number/repeat 0 become 10/3), check, priority, seed.
-v1::Trial TrialTemplate(const OpKnobs& op, const TuneOptions& options);
+// (number 0 becomes the trial's default, 10; repeat 0 becomes 3), check, priority, seed.
+v1::Trial TrialTemplate(const v1::Operator& op, const TuneOptions& options);
 
 // What makes measurements of two runs interchangeable: the trial template and the output
 // directory (absolute). tune-state.txt starts with "run <key>"; a state of another key is set
 // aside and the run measures afresh.
-std::string RunKey(const OpKnobs& op, const TuneOptions& options);
-
-// The knob values of config `index` (mixed radix, first knob fastest).
-std::map<std::string, std::string> KnobsOfIndex(const OpKnobs& op, int64_t index);
+std::string RunKey(const v1::Operator& op, const TuneOptions& options);
 
 // The measure options of a recheck: the run's, adaptive (target_rel_ci 0.01 unless the run
 // has its own; then its budget and max_repeat, else recheck_budget_ms/max_repeat).
@@ -124,15 +121,15 @@ v1::MeasureOptions RecheckMeasure(const TuneOptions& options);
 // Runs the search (and the recheck). Errors: InvalidArgument for bad options (naming the flag), the tracker's
 // errors (TrackerClient's messages), Internal for files in out_dir that cannot be written,
 // DeadlineExceeded when a batch does not finish within batch_timeout.
-absl::Status Tune(const TrackerClient& tracker, const KnobTable& knobs, const TuneOptions& options,
-                  std::ostream& out, std::ostream& progress);
+absl::Status Tune(const TrackerClient& tracker, const catalog::KnobSpace& knobs,
+                  const TuneOptions& options, std::ostream& out, std::ostream& progress);
 
 // `farmctl import-log`: the records of an AutoTVM log (this tool's, or a copy from another farm)
 // that belong to the run `options` describes — same target kind, operator version and shapes —
 // restored into out_dir's state and log, so `tune` with the same options resumes without
 // measuring them again. Prints what it took and what it skipped.
-absl::Status ImportLog(const OpKnobs& op, const TuneOptions& options, const std::string& log_path,
-                       std::ostream& out);
+absl::Status ImportLog(const v1::Operator& op, const TuneOptions& options,
+                       const std::string& log_path, std::ostream& out);
 
 // The SVG plot of best-so-far cost (µs) against trial number, in measurement order.
 std::string PlotSvg(const std::string& title, const std::vector<TunePoint>& points);

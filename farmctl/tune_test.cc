@@ -21,8 +21,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "catalog/knob_space.h"
+#include "catalog/operator.h"
 #include "farmctl/tracker_commands.h"
 #include "tests/example_ops.h"
 #include "tests/in_process_tracker.h"
@@ -204,29 +206,16 @@ class TuneTest : public ::testing::Test {
   TrackerClient client_;
 };
 
-TEST_F(TuneTest, KnobsOfIndexIsMixedRadixFirstKnobFastest) {
-  const OpKnobs& mm = SampleKnobs().at("matmul");
-  std::map<std::string, std::string> k0 = KnobsOfIndex(mm, 0), k1 = KnobsOfIndex(mm, 1);
-  EXPECT_EQ(k0.at("tile_m"), "1");
-  EXPECT_EQ(k1.at("tile_m"), "2");
-  EXPECT_EQ(k1.at("tile_n"), "1");
-  std::map<std::string, std::string> k6 = KnobsOfIndex(mm, 6);
-  EXPECT_EQ(k6.at("tile_m"), "1");
-  EXPECT_EQ(k6.at("tile_n"), "2");
-  std::map<std::string, std::string> last = KnobsOfIndex(mm, mm.SpaceSize() - 1);
-  EXPECT_EQ(last.at("order"), "ikj");
-  EXPECT_EQ(last.at("unroll"), "8");
-}
-
 TEST_F(TuneTest, GridMeasuresTheDefaultFirstThenIndexOrderAndResumes) {
   std::ostringstream out, progress;
-  ASSERT_TRUE(Tune(client_, SampleKnobs(), Options("grid", 10, 4), out, progress).ok())
+  ASSERT_TRUE(
+      Tune(client_, catalog::BuiltinKnobSpace(), Options("grid", 10, 4), out, progress).ok())
       << progress.str();
   std::vector<std::string> done = StateLines("done");
   ASSERT_EQ(done.size(), 10u);
-  const OpKnobs& mm = SampleKnobs().at("matmul");
+  const v1::Operator& mm = *catalog::BuiltinKnobSpace().Find("matmul");
   std::map<std::string, std::string> defaults;
-  for (const Knob& k : mm.knobs) defaults[k.name] = k.default_value;
+  for (const v1::Knob& k : mm.spec().knobs()) defaults[k.name()] = catalog::ValueText(k.default_());
   // The default config first, then 0, 1, 2, ...
   std::vector<std::string> pending = StateLines("pending");
   ASSERT_GE(pending.size(), 4u);
@@ -239,7 +228,8 @@ TEST_F(TuneTest, GridMeasuresTheDefaultFirstThenIndexOrderAndResumes) {
 
   // A second run with a larger budget measures only the 10 new configs.
   std::ostringstream out2, progress2;
-  ASSERT_TRUE(Tune(client_, SampleKnobs(), Options("grid", 20, 4), out2, progress2).ok());
+  ASSERT_TRUE(
+      Tune(client_, catalog::BuiltinKnobSpace(), Options("grid", 20, 4), out2, progress2).ok());
   EXPECT_TRUE(absl::StrContains(progress2.str(), "resuming")) << progress2.str();
   EXPECT_EQ(StateLines("done").size(), 20u);
   EXPECT_EQ(agent_->offers(), 20);
@@ -259,7 +249,8 @@ TEST_F(TuneTest, ModelGuidedSearchFindsAFastConfigAndPlotsIt) {
   std::ostringstream out, progress;
   TuneOptions options = Options("model", 96, 16);
   options.seed = GetParamSeed();
-  ASSERT_TRUE(Tune(client_, SampleKnobs(), options, out, progress).ok()) << progress.str();
+  ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), options, out, progress).ok())
+      << progress.str();
   EXPECT_EQ(StateLines("done").size(), 96u);
   // The best possible scripted cost is 1e-5 (tile_m = tile_n = 16, ikj, tile_k 1); the default
   // (8, 8, 16, 4, ikj) costs 1e-5 * (1 + 1 + 1 + 0.4) = 3.4e-5. Below 2e-5 are only the 24 configs
@@ -286,7 +277,8 @@ TEST_F(TuneTest, ModelGuidedSearchWorksForOtherSeedsToo) {
     std::ostringstream out, progress;
     TuneOptions options = Options("model", 96, 16);
     options.seed = seed;
-    ASSERT_TRUE(Tune(client_, SampleKnobs(), options, out, progress).ok()) << progress.str();
+    ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), options, out, progress).ok())
+        << progress.str();
     double best = 1;
     for (const std::string& line : StateLines("done")) {
       std::vector<std::string> f = absl::StrSplit(line, ' ');
@@ -304,7 +296,8 @@ TEST_F(TuneTest, APoolKeepsTheRunInsideOneImage) {
   std::ostringstream out, progress;
   TuneOptions options = Options("model", 24, 8);
   options.pool = 32;
-  ASSERT_TRUE(Tune(client_, SampleKnobs(), options, out, progress).ok()) << progress.str();
+  ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), options, out, progress).ok())
+      << progress.str();
   EXPECT_EQ(StateLines("done").size(), 24u);
   std::set<std::string> pools = agent_->pools();
   ASSERT_EQ(pools.size(), 1u) << "every trial carries the same pool";
@@ -322,7 +315,8 @@ TEST_F(TuneTest, APoolKeepsTheRunInsideOneImage) {
   std::filesystem::remove_all(dir_ + "/out");
   options.pool = 10;
   options.seed = 5;
-  ASSERT_TRUE(Tune(client_, SampleKnobs(), options, out, progress).ok()) << progress.str();
+  ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), options, out, progress).ok())
+      << progress.str();
   EXPECT_EQ(StateLines("done").size(), 10u);
 }
 
@@ -330,8 +324,8 @@ TEST_F(TuneTest, APoolKeepsTheRunInsideOneImage) {
 // config (as the mean would), nor make a slow one look fast. Its row shows the interval, and
 // UNSTABLE for a spread this wide.
 TEST_F(TuneTest, RanksByTheMedianAndShowsTheInterval) {
-  const OpKnobs& mm = SampleKnobs().at("matmul");
-  const std::map<std::string, std::string> noisy = KnobsOfIndex(mm, 0);
+  const v1::Operator& mm = *catalog::BuiltinKnobSpace().Find("matmul");
+  const std::map<std::string, std::string> noisy = catalog::KnobsOfIndex(mm.spec(), 0);
   agent_->set_script([noisy](const v1::Trial& trial, v1::ErrorCode* error) {
     const auto& knobs = trial.op().template_op().knobs();
     if (std::map<std::string, std::string>(knobs.begin(), knobs.end()) == noisy) {
@@ -341,7 +335,7 @@ TEST_F(TuneTest, RanksByTheMedianAndShowsTheInterval) {
     return DefaultCosts(trial, error);
   });
   std::ostringstream out, progress;
-  ASSERT_TRUE(Tune(client_, SampleKnobs(), Options("grid", 4, 4), out, progress).ok())
+  ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), Options("grid", 4, 4), out, progress).ok())
       << progress.str();
   std::vector<std::string> lines = absl::StrSplit(out.str(), '\n');
   ASSERT_GE(lines.size(), 4u) << out.str();
@@ -349,8 +343,10 @@ TEST_F(TuneTest, RanksByTheMedianAndShowsTheInterval) {
   // Rank 1: config 0 at its median, flagged; its knobs are the first value of each knob.
   EXPECT_TRUE(absl::StartsWith(lines[2], "      1  1 us +-")) << out.str();
   EXPECT_TRUE(absl::StrContains(lines[2], "UNSTABLE")) << out.str();
-  for (const Knob& k : mm.knobs) {
-    EXPECT_TRUE(absl::StrContains(lines[2], " " + k.values[0])) << k.name << "\n" << out.str();
+  for (const v1::Knob& k : mm.spec().knobs()) {
+    EXPECT_TRUE(absl::StrContains(lines[2], " " + catalog::ValueText(k.values(0))))
+        << k.name() << "\n"
+        << out.str();
   }
   // The others: steady costs, +-0 %.
   EXPECT_TRUE(absl::StrContains(lines[3], "us +-0.0 %")) << out.str();
@@ -370,7 +366,8 @@ TEST_F(TuneTest, RanksByTheMedianAndShowsTheInterval) {
 
   // A resumed run reads the quality back from the state file.
   std::ostringstream again, progress2;
-  ASSERT_TRUE(Tune(client_, SampleKnobs(), Options("grid", 4, 4), again, progress2).ok());
+  ASSERT_TRUE(
+      Tune(client_, catalog::BuiltinKnobSpace(), Options("grid", 4, 4), again, progress2).ok());
   EXPECT_EQ(agent_->offers(), 4);
   lines = absl::StrSplit(again.str(), '\n');
   EXPECT_TRUE(absl::StartsWith(lines[2], "      1  1 us +-")) << again.str();
@@ -381,12 +378,14 @@ TEST_F(TuneTest, RanksByTheMedianAndShowsTheInterval) {
 // rankings, whether the top-1 held and Kendall's tau; recorded in the state and the log, and a
 // resumed run reuses them.
 TEST_F(TuneTest, RecheckComparesTwoRankings) {
-  const OpKnobs& mm = SampleKnobs().at("matmul");
+  const v1::Operator& mm = *catalog::BuiltinKnobSpace().Find("matmul");
   // The first run's best and second best of the grid's 6 trials (default and indices 0..4).
   std::vector<std::map<std::string, std::string>> grid;
   grid.emplace_back();
-  for (const Knob& k : mm.knobs) grid.back()[k.name] = k.default_value;
-  for (int64_t index = 0; index < 5; ++index) grid.push_back(KnobsOfIndex(mm, index));
+  for (const v1::Knob& k : mm.spec().knobs())
+    grid.back()[k.name()] = catalog::ValueText(k.default_());
+  for (int64_t index = 0; index < 5; ++index)
+    grid.push_back(catalog::KnobsOfIndex(mm.spec(), index));
   std::vector<std::pair<double, std::map<std::string, std::string>>> first;
   for (const auto& knobs : grid) {
     v1::TemplateOperator op;
@@ -414,7 +413,8 @@ TEST_F(TuneTest, RecheckComparesTwoRankings) {
   TuneOptions options = Options("grid", 6, 6);
   options.recheck = 3;
   std::ostringstream out, progress;
-  ASSERT_TRUE(Tune(client_, SampleKnobs(), options, out, progress).ok()) << progress.str();
+  ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), options, out, progress).ok())
+      << progress.str();
   EXPECT_EQ(agent_->offers(), 9) << "6 trials and 3 rechecks, not deduplicated";
   std::vector<v1::MeasureOptions> measures = agent_->measures();
   ASSERT_EQ(measures.size(), 9u);
@@ -436,7 +436,8 @@ TEST_F(TuneTest, RecheckComparesTwoRankings) {
 
   // Resumed: the same recheck is read back, nothing is measured again.
   std::ostringstream again, progress2;
-  ASSERT_TRUE(Tune(client_, SampleKnobs(), options, again, progress2).ok()) << progress2.str();
+  ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), options, again, progress2).ok())
+      << progress2.str();
   EXPECT_EQ(agent_->offers(), 9);
   EXPECT_TRUE(absl::StrContains(again.str(), "Kendall tau: 0.33 over 3 configs")) << again.str();
 
@@ -445,22 +446,26 @@ TEST_F(TuneTest, RecheckComparesTwoRankings) {
   std::filesystem::remove_all(dir_ + "/out");
   options.seed = 2;  // other trials, so other request ids
   std::ostringstream agree, progress3;
-  ASSERT_TRUE(Tune(client_, SampleKnobs(), options, agree, progress3).ok()) << progress3.str();
+  ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), options, agree, progress3).ok())
+      << progress3.str();
   EXPECT_TRUE(absl::StrContains(agree.str(), "top-1 held: yes\n")) << agree.str();
   EXPECT_TRUE(absl::StrContains(agree.str(), "Kendall tau: 1.00 over 3 configs")) << agree.str();
 }
 
 TEST_F(TuneTest, BadOptionsNameTheFlag) {
   std::ostringstream out, progress;
-  EXPECT_TRUE(absl::StrContains(Tune(client_, SampleKnobs(), Options("annealing", 4, 4), out, progress)
-                                    .message(),
-                                "--strategy"));
+  EXPECT_TRUE(absl::StrContains(
+      Tune(client_, catalog::BuiltinKnobSpace(), Options("annealing", 4, 4), out, progress)
+          .message(),
+      "--strategy"));
   TuneOptions o = Options("grid", 4, 4);
   o.op = "nope";
-  EXPECT_TRUE(absl::StrContains(Tune(client_, SampleKnobs(), o, out, progress).message(), "--op"));
+  EXPECT_TRUE(absl::StrContains(
+      Tune(client_, catalog::BuiltinKnobSpace(), o, out, progress).message(), "--op"));
   o = Options("grid", 4, 4);
   o.recheck = -1;
-  EXPECT_TRUE(absl::StrContains(Tune(client_, SampleKnobs(), o, out, progress).message(), "--recheck"));
+  EXPECT_TRUE(absl::StrContains(
+      Tune(client_, catalog::BuiltinKnobSpace(), o, out, progress).message(), "--recheck"));
 }
 
 // A run measures the version it found when it started, to the end, and says so when a newer one
@@ -470,9 +475,9 @@ TEST_F(TuneTest, ARunKeepsItsOperatorVersionAndSaysWhenANewerOneWasAdded) {
   ASSERT_TRUE(v1_op.ok()) << v1_op.status();
   absl::StatusOr<v1::Operator> v1_added = tracker_->AddOperator(*v1_op);
   ASSERT_TRUE(v1_added.ok()) << v1_added.status();
-  absl::StatusOr<OpKnobs> pinned = FetchOpKnobs(client_, "gemv");
+  absl::StatusOr<v1::Operator> pinned = FetchOperator(client_, "gemv");
   ASSERT_TRUE(pinned.ok()) << pinned.status();
-  ASSERT_EQ(pinned->version, v1_added->version());
+  ASSERT_EQ(pinned->version(), v1_added->version());
   // The first trial's measurement adds version 2, as another tune's `op add` would.
   std::atomic<bool> added{false};
   std::string v2_version;
@@ -495,8 +500,7 @@ TEST_F(TuneTest, ARunKeepsItsOperatorVersionAndSaysWhenANewerOneWasAdded) {
     }
     return std::vector<double>(3, 1e-6);
   });
-  KnobTable table;
-  table["gemv"] = *pinned;
+  const catalog::KnobSpace table({*pinned});
   TuneOptions o = Options("grid", 8, 2);
   o.op = "gemv";
   std::ostringstream out, progress;
@@ -515,9 +519,11 @@ TEST_F(TuneTest, ARunKeepsItsOperatorVersionAndSaysWhenANewerOneWasAdded) {
       << out.str();
   // Nothing newer: no note.
   std::ostringstream again;
-  table["gemv"].version = v2;
+  v1::Operator newest = *pinned;
+  newest.set_version(v2);
   o.out_dir = dir_ + "/out2";
-  ASSERT_TRUE(Tune(client_, table, o, again, progress).ok()) << progress.str();
+  ASSERT_TRUE(Tune(client_, catalog::KnobSpace({newest}), o, again, progress).ok())
+      << progress.str();
   EXPECT_FALSE(absl::StrContains(again.str(), "note:")) << again.str();
 }
 

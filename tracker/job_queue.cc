@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
-#include "catalog/operator.h"
+#include "catalog/trial.h"
 #include "stats/cost_stats.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "google/protobuf/util/time_util.h"
@@ -22,6 +22,11 @@ namespace benchfarm::tracker {
 namespace {
 
 using google::protobuf::util::TimeUtil;
+// The caps a trial shares with boards and results, and their checks (catalog/trial.h).
+using catalog::kMaxBoardIdBytes;
+using catalog::kMaxBoardKindBytes;
+using catalog::LabelsProblem;
+using catalog::Oversized;
 
 google::protobuf::Timestamp ToProto(absl::Time t) {
   return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
@@ -31,9 +36,6 @@ absl::Status Invalid(int index, const std::string& field, const std::string& pro
   return absl::InvalidArgumentError(absl::StrCat("trials[", index, "].", field, ": ", problem));
 }
 
-constexpr int kMaxArgs = 16;
-constexpr int kMaxNdim = 6;
-constexpr int64_t kMaxElements = int64_t{1} << 28;
 
 // "j-" + 13 base-32 digits (0-9a-v): 15 characters, which std::string keeps inline (no allocation
 // for each copy of an id, and a key compare in the queue's maps reads no other memory). The first
@@ -58,85 +60,6 @@ std::string NewJobId(int64_t seq) {
 }
 
 // ---- sizes and results --------------------------------------------------------------------------
-
-// "FIELD: N bytes, at most MAX" if value is longer than max bytes; "" if it fits. (In loops, the
-// callers test the size first: a field name is built only for an error.)
-std::string Oversized(absl::string_view field, absl::string_view value, size_t max) {
-  if (value.size() <= max) return "";
-  return absl::StrCat(field, ": ", value.size(), " bytes, at most ", max);
-}
-
-// Too many labels, or a key or value over its cap ("" if none is).
-std::string LabelsProblem(absl::string_view field,
-                          const google::protobuf::Map<std::string, std::string>& labels) {
-  if (labels.size() > static_cast<size_t>(kMaxLabels)) {
-    return absl::StrCat(field, ": ", labels.size(), " labels, at most ", kMaxLabels);
-  }
-  for (const auto& [key, value] : labels) {
-    if (key.size() > kMaxLabelKeyBytes) {
-      return absl::StrCat(field, ": a key of ", key.size(), " bytes, at most ", kMaxLabelKeyBytes);
-    }
-    if (value.size() > kMaxLabelValueBytes) {
-      return Oversized(absl::StrCat(field, "[\"", key, "\"]"), value, kMaxLabelValueBytes);
-    }
-  }
-  return "";
-}
-
-// The first string of the trial over its cap, as "field: N bytes, at most MAX" ("" if none is).
-// Checked before anything else, so no later message quotes an oversized string.
-std::string TrialSizeProblem(const v1::Trial& t) {
-  const v1::OperatorSpec& op = t.op();
-  const v1::TemplateOperator& tpl = op.template_op();
-  struct Field {
-    const char* name;
-    const std::string& value;
-    size_t max;
-  };
-  for (const Field& f : {Field{"board_kind", t.board_kind(), kMaxBoardKindBytes},
-                         Field{"board_id", t.board_id(), kMaxBoardIdBytes},
-                         Field{"op.entry_function", op.entry_function(), kMaxFunctionBytes},
-                         Field{"op.reference_function", op.reference_function(), kMaxFunctionBytes},
-                         Field{"op.c_source", op.c_source(), kMaxCSourceBytes},
-                         Field{"op.template_op.op", tpl.op(), kMaxOpNameBytes},
-                         Field{"op.template_op.version", tpl.version(), kMaxVersionBytes}}) {
-    std::string p = Oversized(f.name, f.value, f.max);
-    if (!p.empty()) return p;
-  }
-  if (std::string p = LabelsProblem("labels", t.labels()); !p.empty()) return p;
-  for (const auto& [name, value] : tpl.knobs()) {
-    if (name.size() > kMaxKnobNameBytes) {
-      return absl::StrCat("op.template_op.knobs: a name of ", name.size(), " bytes, at most ",
-                          kMaxKnobNameBytes);
-    }
-    if (value.size() > kMaxKnobValueBytes) {
-      return Oversized(absl::StrCat("op.template_op.knobs[\"", name, "\"]"), value,
-                       kMaxKnobValueBytes);
-    }
-  }
-  if (tpl.image_pool_size() > kMaxImagePool) {
-    return absl::StrCat("op.template_op.image_pool: ", tpl.image_pool_size(), " entries, at most ",
-                        kMaxImagePool);
-  }
-  size_t pool_bytes = 0;
-  for (int k = 0; k < tpl.image_pool_size(); ++k) {
-    if (tpl.image_pool(k).size() > kMaxImagePoolEntryBytes) {
-      return Oversized(absl::StrCat("op.template_op.image_pool[", k, "]"), tpl.image_pool(k),
-                       kMaxImagePoolEntryBytes);
-    }
-    pool_bytes += tpl.image_pool(k).size();
-  }
-  if (pool_bytes > kMaxImagePoolBytes) {
-    return absl::StrCat("op.template_op.image_pool: ", pool_bytes, " bytes in all, at most ",
-                        kMaxImagePoolBytes);
-  }
-  for (int a = 0; a < t.args_size(); ++a) {
-    if (t.args(a).dtype().size() > kMaxDtypeBytes) {
-      return Oversized(absl::StrCat("args[", a, "].dtype"), t.args(a).dtype(), kMaxDtypeBytes);
-    }
-  }
-  return "";
-}
 
 // What is wrong with a registration ("register.FIELD: ..."; "" if nothing is): ids, kinds,
 // labels and capabilities over their caps, or missing.
@@ -188,10 +111,9 @@ bool ValidTimestamp(const google::protobuf::Timestamp& t) {
          t.nanos() <= 999999999;
 }
 
-// The longest a trial's measurement may take on the board (MeasureOptions.timeout_ms; 0: the
-// agent's default, 10 s).
+// The longest a trial's measurement may take on the board.
 double TimeoutSeconds(const v1::MeasureOptions& m) {
-  return m.timeout_ms() > 0 ? m.timeout_ms() / 1e3 : 10.0;
+  return absl::ToDoubleSeconds(catalog::EffectiveMeasure(m).timeout);
 }
 
 // The most one cost may be: one call of a measurement that fits its timeout — except where costs
@@ -339,109 +261,30 @@ absl::Status JobQueue::Recover() {
 
 absl::Status JobQueue::ValidateTrial(v1::Trial* trial, int i) const {
   const v1::Trial& t = *trial;
-  if (std::string p = TrialSizeProblem(t); !p.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("trials[", i, "].", p));
+  std::shared_ptr<const v1::Operator> entry;  // a template trial's, from the catalog
+  auto find_spec = [&](const v1::TemplateOperator& tpl) -> absl::StatusOr<const v1::OpTemplate*> {
+    entry = catalog_.Find(tpl.op(), tpl.version());
+    if (entry != nullptr) return &entry->spec();
+    if (catalog_.Find(tpl.op(), "") == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("op.template_op.op: unknown operator \"",
+                                                     tpl.op().substr(0, 64),
+                                                     "\" (farmctl ops lists the catalog)"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat("op.template_op.version: operator ", tpl.op(),
+                                                   " has no version \"",
+                                                   tpl.version().substr(0, 64), "\""));
+  };
+  absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = catalog::CheckTrial(t, find_spec);
+  if (!shapes.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("trials[", i, "].", shapes.status().message()));
   }
-  if (t.board_kind().empty()) return Invalid(i, "board_kind", "required");
+  if (entry != nullptr) trial->mutable_op()->mutable_template_op()->set_version(entry->version());
+  // What depends on boards: a kind that exists, arguments that fit some board of the kind (when
+  // every board says what it holds), the pin.
   if (kinds_.count(t.board_kind()) == 0) {
     return Invalid(i, "board_kind", absl::StrCat("unknown board kind \"", t.board_kind(), "\""));
   }
-  const v1::OperatorSpec& op = t.op();
-  if (t.args_size() > kMaxArgs) return Invalid(i, "args", absl::StrCat("more than ", kMaxArgs));
-  std::vector<std::vector<int64_t>> shapes;
-  switch (op.source_case()) {
-    case v1::OperatorSpec::kTemplateOp: {
-      const v1::TemplateOperator& tpl = op.template_op();
-      if (tpl.op().empty()) return Invalid(i, "op.template_op.op", "required");
-      if (tpl.knobs_size() > 64) return Invalid(i, "op.template_op.knobs", "too many");
-      std::shared_ptr<const v1::Operator> entry = catalog_.Find(tpl.op(), tpl.version());
-      if (entry == nullptr) {
-        if (catalog_.Find(tpl.op(), "") == nullptr) {
-          return Invalid(i, "op.template_op.op",
-                         absl::StrCat("unknown operator \"", tpl.op().substr(0, 64),
-                                      "\" (farmctl ops lists the catalog)"));
-        }
-        return Invalid(i, "op.template_op.version",
-                       absl::StrCat("operator ", tpl.op(), " has no version \"",
-                                    tpl.version().substr(0, 64), "\""));
-      }
-      if (absl::Status knobs = catalog::CheckKnobs(entry->spec(), tpl.knobs()); !knobs.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("trials[", i, "].", knobs.message()));
-      }
-      absl::StatusOr<std::vector<std::vector<int64_t>>> s = catalog::TrialShapes(entry->spec(), t);
-      if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("trials[", i, "].", s.status().message()));
-      shapes = *std::move(s);
-      if (!op.reference_function().empty() && !catalog::IsCIdentifier(op.reference_function())) {
-        return Invalid(i, "op.reference_function", "not a C identifier");
-      }
-      trial->mutable_op()->mutable_template_op()->set_version(entry->version());
-      break;
-    }
-    case v1::OperatorSpec::kCSource:
-      if (op.entry_function().empty()) {
-        return Invalid(i, "op.entry_function", "required with c_source");
-      }
-      if (!catalog::IsCIdentifier(op.entry_function())) {
-        return Invalid(i, "op.entry_function", "not a C identifier");
-      }
-      if (!op.reference_function().empty() && !catalog::IsCIdentifier(op.reference_function())) {
-        return Invalid(i, "op.reference_function", "not a C identifier");
-      }
-      if (t.check_outputs() && op.reference_function().empty()) {
-        return Invalid(i, "op.reference_function", "required to check the outputs");
-      }
-      if (t.args_size() < 2) {
-        return Invalid(i, "args", "a C source trial names its arguments: inputs, then the output");
-      }
-      for (int a = 0; a < t.args_size(); ++a) {
-        const v1::ArgSpec& arg = t.args(a);
-        std::string field = absl::StrCat("args[", a, "]");
-        if (!arg.dtype().empty() && arg.dtype() != "float32") {
-          return Invalid(i, field + ".dtype", "only float32 is supported");
-        }
-        if (arg.shape_size() < 1 || arg.shape_size() > kMaxNdim) {
-          return Invalid(i, field + ".shape", "need 1..6 dimensions");
-        }
-        int64_t elements = 1;
-        for (int d = 0; d < arg.shape_size(); ++d) {
-          if (arg.shape(d) < 1 || arg.shape(d) > kMaxElements) {
-            return Invalid(i, absl::StrCat(field, ".shape[", d, "]"), "must be in 1..2^28");
-          }
-          elements *= arg.shape(d);
-          if (elements > kMaxElements) return Invalid(i, field + ".shape", "more than 2^28 elements");
-        }
-        shapes.emplace_back(arg.shape().begin(), arg.shape().end());
-      }
-      break;
-    default:
-      return Invalid(i, "op", "set template_op or c_source");
-  }
-  const v1::MeasureOptions& m = t.measure();
-  if (m.number() < 0 || m.number() > 1000000) return Invalid(i, "measure.number", "must be in 0..1e6");
-  if (m.repeat() < 0 || m.repeat() > kMaxCosts) {
-    return Invalid(i, "measure.repeat", absl::StrCat("must be in 0..", kMaxCosts));
-  }
-  if (m.min_repeat_ms() < 0 || m.min_repeat_ms() > 600000) {
-    return Invalid(i, "measure.min_repeat_ms", "must be in 0..600000");
-  }
-  if (m.cooldown_ms() < 0 || m.cooldown_ms() > 600000) {
-    return Invalid(i, "measure.cooldown_ms", "must be in 0..600000");
-  }
-  if (m.timeout_ms() < 0 || m.timeout_ms() > 3600000) {
-    return Invalid(i, "measure.timeout_ms", "must be in 0..3600000");
-  }
-  if (!(m.target_rel_ci() >= 0 && m.target_rel_ci() < 1)) {
-    return Invalid(i, "measure.target_rel_ci", "must be in [0, 1) (0.01: +-1 %; 0: fixed mode)");
-  }
-  if (m.budget_ms() < 0 || m.budget_ms() > 3600000) {
-    return Invalid(i, "measure.budget_ms", "must be in 0..3600000");
-  }
-  if (m.max_repeat() < 0 || m.max_repeat() > kMaxCosts) {
-    return Invalid(i, "measure.max_repeat", absl::StrCat("must be in 0..", kMaxCosts));
-  }
-  if (t.priority() < 0 || t.priority() > 100) return Invalid(i, "priority", "must be in 0..100");
-  // Sizes: the arguments must fit some board of the kind (when every board says what it holds).
-  const int64_t bytes = catalog::ArgumentBytes(shapes);
+  const int64_t bytes = catalog::ArgumentBytes(*shapes);
   if (std::optional<int64_t> largest = boards_.LargestMemory(t.board_kind());
       largest && bytes > *largest) {
     return Invalid(i, "args",
@@ -1177,10 +1020,7 @@ absl::Status JobQueue::ReportResultLocked(const std::string& agent_id, const v1:
   // A malformed result is the board's (or its agent's) failure, not the trial's: the attempt ends
   // as an infrastructure error and the job re-queues (or, out of attempts, ends BOARD_LOST).
   const v1::MeasureOptions& measure = job.job.trial().measure();
-  const int max_costs =
-      std::min(kMaxCosts, measure.target_rel_ci() > 0
-                              ? (measure.max_repeat() > 0 ? measure.max_repeat() : kDefaultMaxRepeat)
-                              : std::max(1, measure.repeat()));
+  const int max_costs = catalog::EffectiveMeasure(measure).max_costs();
   if (std::string problem = ResultProblem(report.result(), max_costs, TimeoutSeconds(measure));
       !problem.empty()) {
     const std::string refused = absl::StrCat("result refused: ", problem);
@@ -1217,7 +1057,7 @@ absl::Status JobQueue::ReportHealthCheck(BoardRecord* record, const v1::JobResul
                                          GroupCommit::Ticket* ticket) {
   // A malformed result fails the check.
   const std::string problem = ResultProblem(
-      report.result(), kMaxCosts, TimeoutSeconds(options_.health_check_trial.measure()));
+      report.result(), catalog::kMaxCosts, TimeoutSeconds(options_.health_check_trial.measure()));
   const bool passed = problem.empty() && report.result().error_code() == v1::NO_ERROR;
   boards_.EndHealthCheck(
       record, passed,

@@ -48,17 +48,19 @@
 // the first word from it (a heartbeat) brings its boards back to serve at once, without health
 // checks.
 //
-// Validation at the door: a submission is checked whole before anything is stored — a known
-// operator and version in the catalog (an empty version is resolved to the latest and stored
-// with the job), every knob and value allowed, shapes and dtypes consistent with the operator,
-// arguments that fit the largest board of the kind (BoardRegistration.memory_bytes), a board kind
-// that exists, and a pin (board id, labels) that some registered board of that kind satisfies.
-// A pin to a registered board that is offline queues; Summary() says why such jobs wait.
+// Validation at the door: a submission is checked whole before anything is stored — the trial
+// contract (catalog/trial.h: sizes, a known operator and version in the catalog (an empty version
+// is resolved to the latest and stored with the job), every knob and value allowed, shapes and
+// dtypes consistent with the operator, measure options, priority), then what depends on boards: a
+// board kind that exists, arguments that fit the largest board of the kind
+// (BoardRegistration.memory_bytes), and a pin (board id, labels) that some registered board of
+// that kind satisfies. A pin to a registered board that is offline queues; Summary() says why
+// such jobs wait.
 //
-// Sizes: every string the tracker stores has a byte cap (the kMax* constants below), checked at
-// submission and at registration, so one job stays near 1.1 MiB at most (a 1 MiB c_source and
-// its small fields) and always fits a ListResults page. A client may hold at most
-// max_queued_per_client unfinished (queued or running) jobs, and at most
+// Sizes: every string the tracker stores has a byte cap (a trial's: catalog/trial.h; the others:
+// the kMax* constants below), checked at submission and at registration, so one job stays near
+// 1.1 MiB at most (a 1 MiB c_source and its small fields) and always fits a ListResults page. A
+// client may hold at most max_queued_per_client unfinished (queued or running) jobs, and at most
 // max_queued_bytes_per_client bytes of their serialized trials.
 //
 // Results are checked before they are stored: costs finite and non-negative, no more of them
@@ -110,31 +112,15 @@
 
 namespace benchfarm::tracker {
 
-// Byte caps on the strings the tracker stores (checked at the door: Submit, RegisterAgent,
-// ReportResult; a string over its cap is InvalidArgument naming the field).
+// Byte caps on the strings the tracker stores besides a trial's (a trial's, and board ids, board
+// kinds and labels, which boards share: catalog/trial.h). Checked at the door: Submit,
+// RegisterAgent, ReportResult; a string over its cap is InvalidArgument naming the field.
 inline constexpr size_t kMaxIdBytes = 128;          // client_id, request_id, agent_id
-inline constexpr size_t kMaxBoardIdBytes = 128;     // board ids (trial pins, boards, results)
-inline constexpr size_t kMaxBoardKindBytes = 128;
-inline constexpr int kMaxLabels = 32;               // per trial and per board
-inline constexpr size_t kMaxLabelKeyBytes = 128;
-inline constexpr size_t kMaxLabelValueBytes = 256;
 inline constexpr int kMaxCapabilities = 32;         // per board
 inline constexpr size_t kMaxCapabilityBytes = 128;
 inline constexpr int kMaxBoardsPerAgent = 1024;
-inline constexpr size_t kMaxOpNameBytes = 128;      // TemplateOperator.op (the catalog's: 48)
-inline constexpr size_t kMaxVersionBytes = 64;      // TemplateOperator.version (16 hex digits)
-inline constexpr size_t kMaxKnobNameBytes = 128;
-inline constexpr size_t kMaxKnobValueBytes = 256;
-inline constexpr size_t kMaxFunctionBytes = 64;     // entry_function, reference_function
-inline constexpr size_t kMaxDtypeBytes = 16;
-inline constexpr int kMaxImagePool = 4096;          // entries
-inline constexpr size_t kMaxImagePoolEntryBytes = 1024;
-inline constexpr size_t kMaxImagePoolBytes = 512 << 10;  // all entries together
-inline constexpr size_t kMaxCSourceBytes = 1 << 20;
 inline constexpr size_t kMaxResultMessageBytes = 4096;
 inline constexpr size_t kMaxResultFieldBytes = 128;  // Result.firmware_hash, timer, emulation
-inline constexpr int kDefaultMaxRepeat = 200;         // MeasureOptions.max_repeat 0 (adaptive)
-inline constexpr int kMaxCosts = 1024;               // Result.costs_s (also MeasureOptions.repeat)
 
 struct JobQueueOptions {
   absl::Duration lease = absl::Seconds(60);

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/memory.h"
+#include "catalog/trial.h"
 #include "spdlog/spdlog.h"
 #include "tracker/metrics.h"
 
@@ -1109,9 +1110,10 @@ grpc::ServerUnaryReactor* TrackerService::ListResults(grpc::CallbackServerContex
                                                       v1::ListResultsResponse* response) {
   absl::StatusOr<Caller> caller = Authorize(*context, kUsers, "ListResults");
   if (!caller.ok()) return Done(context, caller.status());
-  for (absl::Status s : {CheckField("client_id", request->client_id(), kMaxIdBytes, false),
-                         CheckField("board_kind", request->board_kind(), kMaxBoardKindBytes, false),
-                         CheckField("op", request->op(), kMaxOpNameBytes, false)}) {
+  for (absl::Status s :
+       {CheckField("client_id", request->client_id(), kMaxIdBytes, false),
+        CheckField("board_kind", request->board_kind(), catalog::kMaxBoardKindBytes, false),
+        CheckField("op", request->op(), catalog::kMaxOpNameBytes, false)}) {
     if (!s.ok()) return Done(context, s);
   }
   // A user lists its own jobs (an empty client_id means: mine).
@@ -1161,7 +1163,8 @@ grpc::ServerUnaryReactor* TrackerService::ListBoards(grpc::CallbackServerContext
   if (absl::StatusOr<Caller> c = Authorize(*context, kUsers, "ListBoards"); !c.ok()) {
     return Done(context, c.status());
   }
-  if (absl::Status s = CheckField("board_kind", request->board_kind(), kMaxBoardKindBytes, false);
+  if (absl::Status s =
+          CheckField("board_kind", request->board_kind(), catalog::kMaxBoardKindBytes, false);
       !s.ok()) {
     return Done(context, s);
   }
@@ -1195,7 +1198,8 @@ grpc::ServerUnaryReactor* TrackerService::ListOperators(grpc::CallbackServerCont
   if (absl::StatusOr<Caller> c = Authorize(*context, kUsers, "ListOperators"); !c.ok()) {
     return Done(context, c.status());
   }
-  if (absl::Status s = CheckField("name", request->name(), kMaxOpNameBytes, false); !s.ok()) {
+  if (absl::Status s = CheckField("name", request->name(), catalog::kMaxOpNameBytes, false);
+      !s.ok()) {
     return Done(context, s);
   }
   for (v1::Operator& op : queue_->catalog()->List(request->name(), request->all_versions())) {
@@ -1210,8 +1214,9 @@ grpc::ServerUnaryReactor* TrackerService::GetOperator(grpc::CallbackServerContex
   if (absl::StatusOr<Caller> c = Authorize(*context, kUsers, "GetOperator"); !c.ok()) {
     return Done(context, c.status());
   }
-  for (absl::Status s : {CheckField("name", request->name(), kMaxOpNameBytes),
-                         CheckField("version", request->version(), kMaxVersionBytes, false)}) {
+  for (absl::Status s :
+       {CheckField("name", request->name(), catalog::kMaxOpNameBytes),
+        CheckField("version", request->version(), catalog::kMaxVersionBytes, false)}) {
     if (!s.ok()) return Done(context, s);
   }
   absl::StatusOr<v1::Operator> op = queue_->catalog()->Get(request->name(), request->version());
@@ -1224,7 +1229,7 @@ grpc::ServerUnaryReactor* TrackerService::SetOperatorOwner(
     v1::Operator* response) {
   absl::StatusOr<Caller> caller = Authorize(*context, {Role::kAdmin}, "SetOperatorOwner");
   if (!caller.ok()) return Done(context, caller.status());
-  for (absl::Status s : {CheckField("name", request->name(), kMaxOpNameBytes),
+  for (absl::Status s : {CheckField("name", request->name(), catalog::kMaxOpNameBytes),
                          CheckField("owner", request->owner(), kMaxIdBytes)}) {
     if (!s.ok()) return Done(context, s);
   }
@@ -1238,7 +1243,7 @@ grpc::ServerUnaryReactor* TrackerService::MoveBoard(grpc::CallbackServerContext*
                                                     v1::Board* response) {
   absl::StatusOr<Caller> caller = Authorize(*context, {Role::kAdmin}, "MoveBoard");
   if (!caller.ok()) return Done(context, caller.status());
-  for (absl::Status s : {CheckField("board_id", request->board_id(), kMaxBoardIdBytes),
+  for (absl::Status s : {CheckField("board_id", request->board_id(), catalog::kMaxBoardIdBytes),
                          CheckField("agent_id", request->agent_id(), kMaxIdBytes)}) {
     if (!s.ok()) return Done(context, s);
   }
@@ -1253,7 +1258,7 @@ grpc::ServerUnaryReactor* TrackerService::SetBoardQuarantine(
   absl::StatusOr<Caller> caller = Authorize(*context, {Role::kAdmin}, "SetBoardQuarantine");
   if (!caller.ok()) return Done(context, caller.status());
   for (absl::Status s :
-       {CheckField("board_id", request->board_id(), kMaxBoardIdBytes),
+       {CheckField("board_id", request->board_id(), catalog::kMaxBoardIdBytes),
         CheckField("reason", request->reason(), kMaxQuarantineReasonBytes, false)}) {
     if (!s.ok()) return Done(context, s);
   }
