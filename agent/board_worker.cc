@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "base/time_proto.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -22,9 +23,7 @@ constexpr int kDefaultBatchSize = 16;
 constexpr int kFixedRounds = 4;     // a fixed-mode trial's repeats are split over this many rounds
 constexpr int kAdaptiveChunk = 5;   // costs an adaptive trial adds per round
 
-google::protobuf::Timestamp ToProto(absl::Time t) {
-  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
-}
+using base::ToProto;
 
 double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
 

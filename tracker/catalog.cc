@@ -3,6 +3,7 @@
 #include <optional>
 #include <utility>
 
+#include "base/time_proto.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "catalog/operator.h"
@@ -110,8 +111,7 @@ absl::StatusOr<OperatorCatalog::Added> OperatorCatalog::Add(v1::Operator op,
       }
     }
   }
-  *op.mutable_added_at() =
-      google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(now));
+  *op.mutable_added_at() = base::ToProto(now);
   if (new_name && caller.authenticated) {
     // The owner first: a name stored without one would be nobody's.
     RETURN_IF_ERROR(store_->SetOperatorOwner(op.name(), caller.client));

@@ -103,24 +103,15 @@
 #include "absl/time/time.h"
 #include "base/clock.h"
 #include "proto/benchfarm.pb.h"
-#include "tracker/catalog.h"
+#include "tracker/admission.h"
 #include "tracker/board_registry.h"
+#include "tracker/catalog.h"
 #include "tracker/group_commit.h"
 #include "tracker/live_job.h"
 #include "tracker/pin_queues.h"
 #include "tracker/store.h"
 
 namespace benchfarm::tracker {
-
-// Byte caps on the strings the tracker stores besides a trial's (a trial's, and board ids, board
-// kinds and labels, which boards share: catalog/trial.h). Checked at the door: Submit,
-// RegisterAgent, ReportResult; a string over its cap is InvalidArgument naming the field.
-inline constexpr size_t kMaxIdBytes = 128;          // client_id, request_id, agent_id
-inline constexpr int kMaxCapabilities = 32;         // per board
-inline constexpr size_t kMaxCapabilityBytes = 128;
-inline constexpr int kMaxBoardsPerAgent = 1024;
-inline constexpr size_t kMaxResultMessageBytes = 4096;
-inline constexpr size_t kMaxResultFieldBytes = 128;  // Result.firmware_hash, timer, emulation
 
 struct JobQueueOptions {
   absl::Duration lease = absl::Seconds(60);

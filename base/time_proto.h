@@ -1,0 +1,17 @@
+// absl::Time as a protobuf Timestamp, the one conversion every layer uses.
+#ifndef BENCHFARM_BASE_TIME_PROTO_H_
+#define BENCHFARM_BASE_TIME_PROTO_H_
+
+#include "absl/time/time.h"
+#include "google/protobuf/timestamp.pb.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace benchfarm::base {
+
+inline google::protobuf::Timestamp ToProto(absl::Time t) {
+  return google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+}
+
+}  // namespace benchfarm::base
+
+#endif  // BENCHFARM_BASE_TIME_PROTO_H_
