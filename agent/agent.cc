@@ -16,7 +16,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "spdlog/spdlog.h"
-#include "tracker/client_channel.h"
+#include "client/channel.h"
 
 namespace benchfarm::agent {
 namespace {
@@ -146,8 +146,8 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
     if (!made.ok()) return made;
   }
   // User code (builds, host-process boards, QEMU) runs only sandboxed: no bwrap, no agent.
-  if (absl::Status sandbox = device::CheckSandbox(); !sandbox.ok()) return sandbox;
-  spdlog::info("user code runs in {}", device::DescribeSandbox());
+  if (absl::Status sandbox = process::CheckSandbox(); !sandbox.ok()) return sandbox;
+  spdlog::info("user code runs in {}", process::DescribeSandbox());
   bo.cache_dir = c.cache_dir();
   bo.scratch_dir = c.scratch_dir();
   bo.crt_dir = crt;
@@ -200,7 +200,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               static_cast<int>(absl::ToInt64Milliseconds(options.max_backoff)));
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      tracker::TrackerChannel(c.tracker_address(), c.credentials(), args);
+      client::TrackerChannel(c.tracker_address(), c.credentials(), args);
   if (!channel.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("credentials: ", channel.status().message()));
   }

@@ -11,9 +11,9 @@
 // else is logging (base/logging.h) on stderr. It stops cleanly on SIGTERM/SIGINT (results not yet
 // delivered stay in the spool for next time).
 //
-// Everything it starts (boards, QEMU, builds) dies with it, kill -9 included (device/subprocess.h).
+// Everything it starts (boards, QEMU, builds) dies with it, kill -9 included (process/subprocess.h).
 // Before it starts anything it locks its scratch_dir (a second agent on the same directories is
-// refused) and ends what a killed predecessor left running there (device/leftovers.h: the
+// refused) and ends what a killed predecessor left running there (process/leftovers.h: the
 // children's records in <scratch_dir>/processes, stale links into sandboxes).
 
 #include <unistd.h>
@@ -32,8 +32,8 @@
 #include "agent/agent.h"
 #include "base/data_roots.h"
 #include "base/logging.h"
-#include "device/leftovers.h"
-#include "device/subprocess.h"
+#include "process/leftovers.h"
+#include "process/subprocess.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, config, "", "text-format AgentConfig file (required)");
@@ -84,26 +84,26 @@ int main(int argc, char** argv) {
   if (config->scratch_dir().empty() && !config->agent_id().empty()) {
     config->set_scratch_dir(absl::StrCat("/tmp/benchfarm-agent-", config->agent_id(), "/scratch"));
   }
-  std::unique_ptr<benchfarm::device::StateLock> state_lock;
+  std::unique_ptr<benchfarm::process::StateLock> state_lock;
   if (!config->scratch_dir().empty()) {
-    absl::StatusOr<std::unique_ptr<benchfarm::device::StateLock>> locked =
-        benchfarm::device::StateLock::Acquire(config->scratch_dir());
+    absl::StatusOr<std::unique_ptr<benchfarm::process::StateLock>> locked =
+        benchfarm::process::StateLock::Acquire(config->scratch_dir());
     if (!locked.ok()) return Fail(std::string(locked.status().message()));
     state_lock = *std::move(locked);
-    const std::string records = benchfarm::device::ProcessRecordDir(config->scratch_dir());
-    absl::StatusOr<benchfarm::device::LeftoverReport> leftovers =
-        benchfarm::device::KillLeftovers(records, absl::Now() + absl::Seconds(30));
+    const std::string records = benchfarm::process::ProcessRecordDir(config->scratch_dir());
+    absl::StatusOr<benchfarm::process::LeftoverReport> leftovers =
+        benchfarm::process::KillLeftovers(records, absl::Now() + absl::Seconds(30));
     if (!leftovers.ok()) return Fail(std::string(leftovers.status().message()));
     if (!leftovers->killed.empty() || !leftovers->still_running.empty()) {
       spdlog::warn("a previous agent's processes were still running: {}",
-                   benchfarm::device::DescribeLeftovers(*leftovers));
+                   benchfarm::process::DescribeLeftovers(*leftovers));
     } else if (leftovers->records > 0) {
-      spdlog::info("previous agent's records: {}", benchfarm::device::DescribeLeftovers(*leftovers));
+      spdlog::info("previous agent's records: {}", benchfarm::process::DescribeLeftovers(*leftovers));
     }
-    if (int links = benchfarm::device::RemoveSandboxLinks(config->scratch_dir()); links > 0) {
+    if (int links = benchfarm::process::RemoveSandboxLinks(config->scratch_dir()); links > 0) {
       spdlog::info("removed {} stale links into a previous agent's sandboxes", links);
     }
-    benchfarm::device::RecordChildrenIn(records);
+    benchfarm::process::RecordChildrenIn(records);
   }
   benchfarm::agent::AgentOptions options;
   options.config = *config;

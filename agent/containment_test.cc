@@ -33,7 +33,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "agent/agent.h"
-#include "device/sandbox.h"
+#include "process/sandbox.h"
 #include "tests/in_process_tracker.h"
 
 namespace benchfarm::agent {
@@ -219,7 +219,7 @@ class ContainmentTest : public ::testing::Test {
 TEST_F(ContainmentTest, ATrialsCodeOnTheBoardCannotReachOutItsSandbox) {
   setenv(absl::StrCat("BF_AGENT_SECRET_", getpid()).c_str(), "1", 1);
   StartAgent();
-  std::cerr << "sandbox: " << device::DescribeSandbox() << "\n";
+  std::cerr << "sandbox: " << process::DescribeSandbox() << "\n";
   // Another client's plain trial first: its image is in the cache now.
   std::vector<v1::Job> jobs = Run({Matmul()}, "victim");
   ASSERT_EQ(jobs.size(), 1u);
@@ -333,10 +333,10 @@ TEST_F(ContainmentTest, ATrialsCodeOnTheBoardCannotReachOutItsSandbox) {
                                   "  for (i = 0; i < n; ++i) kill(kids[i], SIGKILL);\n"
                                   "  for (i = 0; i < n; ++i) waitpid(kids[i], NULL, 0);\n"
                                   "  return n;");
-  if (device::MakeSandboxCommand({}, {"/bin/true"})->bounds_processes) {
+  if (process::MakeSandboxCommand({}, {"/bin/true"})->bounds_processes) {
     EXPECT_LT(forked, 64);  // the board's sandbox allows 64 processes in all
   } else {
-    std::cerr << "the process limit is not enforced here: " << device::DescribeSandbox() << "\n";
+    std::cerr << "the process limit is not enforced here: " << process::DescribeSandbox() << "\n";
   }
   EXPECT_LT(forked, 300);
 

@@ -27,8 +27,8 @@
 #include "catalog/knob_space.h"
 #include "catalog/trial.h"
 #include "device/flasher.h"
-#include "device/run_command.h"
-#include "device/sandbox.h"
+#include "process/run_command.h"
+#include "process/sandbox.h"
 #include "spdlog/spdlog.h"
 
 namespace benchfarm::agent {
@@ -719,29 +719,29 @@ absl::StatusOr<std::optional<Image>> ImageBuilder::CachedImage(const std::string
   return std::optional<Image>(image);
 }
 
-absl::Status ImageBuilder::RunStep(const std::vector<device::SandboxBind>& binds,
+absl::Status ImageBuilder::RunStep(const std::vector<process::SandboxBind>& binds,
                                    const std::vector<std::string>& command,
                                    const std::string& working_dir, const std::string& step,
                                    absl::Time deadline) {
-  device::SandboxOptions sandbox;
+  process::SandboxOptions sandbox;
   sandbox.binds = binds;
   sandbox.working_dir = working_dir;
   sandbox.new_session = true;
   sandbox.limits = options_.limits;
-  absl::StatusOr<device::SandboxCommand> sandboxed = device::MakeSandboxCommand(sandbox, command);
+  absl::StatusOr<process::SandboxCommand> sandboxed = process::MakeSandboxCommand(sandbox, command);
   if (!sandboxed.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot sandbox the build: ", sandboxed.status().message()));
   }
-  device::RunCommandOptions run;
+  process::RunCommandOptions run;
   run.argv = sandboxed->argv;
   run.time_limit = options_.time_limit;
-  absl::StatusOr<device::CommandRun> ran = device::RunCommand(run, deadline, "build");
+  absl::StatusOr<process::CommandRun> ran = process::RunCommand(run, deadline, "build");
   if (!ran.ok()) {
     if (absl::IsDeadlineExceeded(ran.status())) return ran.status();
     return absl::FailedPreconditionError(ran.status().message());
   }
-  const std::string output = device::OutputForError(ran->output, ran->output_bytes);
+  const std::string output = process::OutputForError(ran->output, ran->output_bytes);
   if (ran->timed_out) {
     return absl::DeadlineExceededError(absl::StrCat("the build ", step, "did not finish within ",
                                                     absl::FormatDuration(options_.time_limit),
@@ -773,7 +773,7 @@ absl::Status ImageBuilder::PrepareRuntime(const Snapshot& tmpl, const Snapshot& 
   // In root mode the sandbox's uid owned the runtime cache while it ran: take it back, so that
   // no later sandbox (which sees it read-only anyway) owns anything in it, and let every later
   // sandbox's uid read it.
-  if (geteuid() == 0) (void)device::ChownTree(runtime, geteuid(), getegid());
+  if (geteuid() == 0) (void)process::ChownTree(runtime, geteuid(), getegid());
   MakeReadable(runtime);
   return ran;
 }

@@ -3,7 +3,7 @@
 // an image with the board kind's project template and keeps images content-addressed in a cache.
 //
 // A project template is a directory with an executable `build`, run in two steps, each in its own
-// sandbox (device/sandbox.h: no network, a read-only system, no other host file, an unprivileged
+// sandbox (process/sandbox.h: no network, a read-only system, no other host file, an unprivileged
 // uid, its own PID namespace, limits) and with a time limit:
 //     build --runtime CRT_DIR CACHE_DIR           compile what every image of the board kind links
 //                                                 (the crt runtime) into CACHE_DIR, if not there
@@ -66,7 +66,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "catalog/knob_space.h"
-#include "device/sandbox.h"
+#include "process/sandbox.h"
 #include "proto/benchfarm.pb.h"
 
 namespace benchfarm::agent {
@@ -135,10 +135,10 @@ struct ImageBuilderOptions {
   // Called once for each entry evicted (the agent's /metrics counter); may be empty.
   std::function<void()> evicted;
   // Limits of every process of a build's sandbox.
-  device::SandboxLimits limits = DefaultBuildLimits();
+  process::SandboxLimits limits = DefaultBuildLimits();
 
-  static device::SandboxLimits DefaultBuildLimits() {
-    device::SandboxLimits l;
+  static process::SandboxLimits DefaultBuildLimits() {
+    process::SandboxLimits l;
     l.max_processes = 128;
     l.max_cpu_seconds = 300;
     l.max_address_space_bytes = uint64_t{4} << 30;
@@ -214,7 +214,7 @@ class ImageBuilder {
   // `build --runtime` for the template, in its sandbox.
   absl::Status PrepareRuntime(const Snapshot& tmpl, const Snapshot& crt, absl::Time deadline);
   // Runs one step of a template in a sandbox; the status says how it ended, as Build() does.
-  absl::Status RunStep(const std::vector<device::SandboxBind>& binds,
+  absl::Status RunStep(const std::vector<process::SandboxBind>& binds,
                        const std::vector<std::string>& command, const std::string& working_dir,
                        const std::string& step, absl::Time deadline);
 

@@ -1,4 +1,4 @@
-// ProcessExit: how a child process ended, as the process launcher (device/subprocess.h), the
+// ProcessExit: how a child process ended, as the process launcher (process/subprocess.h), the
 // child-process transport and the flashers report it.
 
 #ifndef BENCHFARM_BASE_PROCESS_EXIT_H_

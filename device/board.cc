@@ -519,7 +519,7 @@ void Board::ReleaseArgs(absl::Time deadline) {
 Board::Leftovers Board::EndTrialLeftovers() {
   Leftovers left;
   if (host_process_ == nullptr || host_process_->pid() <= 0) return left;
-  absl::StatusOr<KilledStrays> ended = host_process_->EndStrays();
+  absl::StatusOr<process::KilledStrays> ended = host_process_->EndStrays();
   if (!ended.ok()) return left;  // the board has ended: its sandbox with it
   left.killed = ended->killed;
   if (ended->left.command_threads > 1) left.threads = ended->left.command_threads;

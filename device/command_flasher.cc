@@ -14,6 +14,7 @@
 #include <memory>
 #include <utility>
 
+#include "base/os_error.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -23,7 +24,7 @@
 #include "base/status_macros.h"
 #include "device/fd_transport.h"
 #include "base/content_hash.h"
-#include "device/run_command.h"
+#include "process/run_command.h"
 
 namespace benchfarm::device {
 
@@ -40,7 +41,7 @@ std::string CommandFlasher::Name() const {
                       options_.argv_template.empty() ? std::string() : options_.argv_template[0]);
 }
 
-std::optional<CommandRun> CommandFlasher::last_run() const {
+std::optional<process::CommandRun> CommandFlasher::last_run() const {
   absl::MutexLock lock(&mu_);
   return last_run_;
 }
@@ -57,7 +58,7 @@ absl::Status CommandFlasher::Flash(const FirmwareImage& image, absl::Time deadli
     if (err == ENOENT || err == ENOTDIR) {
       return absl::NotFoundError(absl::StrCat(name, ": image \"", image.path, "\" not found"));
     }
-    return OpenErrorToStatus(err, absl::StrCat(name, ": image ", image.path));
+    return base::OpenErrorToStatus(err, absl::StrCat(name, ": image ", image.path));
   }
   std::string hash = image.content_hash;
   if (hash.empty() &&
@@ -71,7 +72,7 @@ absl::Status CommandFlasher::Flash(const FirmwareImage& image, absl::Time deadli
     hash = *std::move(computed);
   }
 
-  RunCommandOptions run_options;
+  process::RunCommandOptions run_options;
   for (const std::string& a : options_.argv_template) {
     run_options.argv.push_back(SubstituteFlashPlaceholders(a, image.path, hash));
   }
@@ -79,10 +80,10 @@ absl::Status CommandFlasher::Flash(const FirmwareImage& image, absl::Time deadli
   run_options.time_limit = options_.time_limit;
   run_options.term_grace = options_.term_grace;
   run_options.max_output_bytes = options_.max_output_bytes;
-  const std::string command = CommandLine(run_options.argv);
+  const std::string command = process::CommandLine(run_options.argv);
   const absl::Time start = absl::Now();
   const absl::Time time_limit_at = start + options_.time_limit;
-  absl::StatusOr<CommandRun> ran = RunCommand(run_options, deadline, name);
+  absl::StatusOr<process::CommandRun> ran = process::RunCommand(run_options, deadline, name);
   if (!ran.ok()) {
     // NotFound is the image's; a tool that cannot start is a configuration problem.
     const absl::StatusCode code = ran.status().code();
@@ -91,8 +92,8 @@ absl::Status CommandFlasher::Flash(const FirmwareImage& image, absl::Time deadli
     }
     return ran.status();
   }
-  CommandRun run = *std::move(ran);
-  const std::string output = OutputForError(run.output, run.output_bytes);
+  process::CommandRun run = *std::move(ran);
+  const std::string output = process::OutputForError(run.output, run.output_bytes);
   const std::optional<base::ProcessExit> exit = run.exit;
   const bool timed_out = run.timed_out;
   {

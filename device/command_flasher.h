@@ -8,7 +8,7 @@
 // arguments go to execve() directly, with no shell: a template that runs "sh -c" must quote the
 // substituted values itself.
 //
-// The command runs as a Subprocess (device/subprocess.h): its own process group, stdin /dev/null,
+// The command runs as a Subprocess (process/subprocess.h): its own process group, stdin /dev/null,
 // stdout and stderr into one pipe that is read as it runs (the last max_output_bytes are kept),
 // working_dir as its working directory. It must finish within time_limit (and by the caller's
 // deadline); otherwise its process group gets SIGTERM, term_grace later SIGKILL. When the
@@ -46,7 +46,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "device/flasher.h"
-#include "device/run_command.h"  // CommandRun
+#include "process/run_command.h"  // CommandRun
 
 namespace benchfarm::device {
 
@@ -75,14 +75,14 @@ class CommandFlasher final : public Flasher {
   std::string Name() const override;
 
   // The last run that started (successful or not); nullopt before the first one.
-  std::optional<CommandRun> last_run() const;
+  std::optional<process::CommandRun> last_run() const;
 
  private:
   const CommandFlasherOptions options_;
 
   absl::Mutex flash_mu_;  // serializes Flash(); taken before mu_
   mutable absl::Mutex mu_;
-  std::optional<CommandRun> last_run_ ABSL_GUARDED_BY(mu_);
+  std::optional<process::CommandRun> last_run_ ABSL_GUARDED_BY(mu_);
 };
 
 // `text` with every "{image}" replaced by `image` and every "{hash}" by `hash`. Exposed for tests.

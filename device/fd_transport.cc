@@ -80,26 +80,6 @@ absl::Status SetNonBlocking(int fd, absl::string_view name) {
 
 }  // namespace
 
-absl::Status OpenErrorToStatus(int err, absl::string_view message) {
-  std::string text = absl::StrCat(message, ": ", base::ErrnoText(err));
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-      return absl::NotFoundError(text);
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return absl::PermissionDeniedError(text);
-    case ENXIO:
-    case ENODEV:
-    case EIO:
-    case EBUSY:
-      return absl::UnavailableError(text);
-    default:
-      return absl::InternalError(text);
-  }
-}
-
 FdTransport::FdTransport(std::string name) : name_(std::move(name)) {}
 
 FdTransport::~FdTransport() { Close(); }

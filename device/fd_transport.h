@@ -46,12 +46,6 @@
 
 namespace benchfarm::device {
 
-// The status for an open()-like call that failed with `err`; `message` (which should name the port
-// and the call) gets strerror's text appended. ENOENT/ENOTDIR => NotFound; EACCES/EPERM/EROFS =>
-// PermissionDenied; ENXIO/ENODEV/EIO/EBUSY (a device node whose device vanished or is held by
-// someone else) => Unavailable; anything else => Internal. Thread-safe (uses strerror_r).
-absl::Status OpenErrorToStatus(int err, absl::string_view message);
-
 class FdTransport final : public Transport {
  public:
   // Whether Close() closes the attached descriptors (kOwned) or leaves them to their owner

@@ -179,11 +179,11 @@ TEST(FdTransport, AttachRules) {
 }
 
 TEST(OpenErrorToStatus, MapsErrno) {
-  EXPECT_TRUE(absl::IsNotFound(OpenErrorToStatus(ENOENT, "x")));
-  EXPECT_TRUE(absl::IsPermissionDenied(OpenErrorToStatus(EACCES, "x")));
-  EXPECT_TRUE(absl::IsUnavailable(OpenErrorToStatus(ENXIO, "x")));
-  EXPECT_TRUE(absl::IsUnavailable(OpenErrorToStatus(EBUSY, "x")));
-  absl::Status other = OpenErrorToStatus(EMFILE, "open(/dev/x)");
+  EXPECT_TRUE(absl::IsNotFound(base::OpenErrorToStatus(ENOENT, "x")));
+  EXPECT_TRUE(absl::IsPermissionDenied(base::OpenErrorToStatus(EACCES, "x")));
+  EXPECT_TRUE(absl::IsUnavailable(base::OpenErrorToStatus(ENXIO, "x")));
+  EXPECT_TRUE(absl::IsUnavailable(base::OpenErrorToStatus(EBUSY, "x")));
+  absl::Status other = base::OpenErrorToStatus(EMFILE, "open(/dev/x)");
   EXPECT_TRUE(absl::IsInternal(other));
   EXPECT_EQ(other.message(), "open(/dev/x): " + base::ErrnoText(EMFILE));
 }

@@ -1,4 +1,4 @@
-// HostProcessFlasher. The board process is a sandboxed Subprocess (device/sandbox.h) with resource
+// HostProcessFlasher. The board process is a sandboxed Subprocess (process/sandbox.h) with resource
 // limits, shared between the flasher (which stops it and tells crashes from stops) and its link;
 // the link is an FdTransport over its pipes or a PtyTransport on the path it prints (seen from
 // outside its sandbox), wrapped so that a dead link's error says how the board died.
@@ -27,7 +27,7 @@
 #include "device/fd_transport.h"
 #include "base/content_hash.h"
 #include "device/pty_transport.h"
-#include "device/sandbox.h"
+#include "process/sandbox.h"
 
 namespace benchfarm::device {
 namespace {
@@ -51,7 +51,7 @@ constexpr absl::Duration kDestructorSlack = absl::Seconds(5);
 class BoardLink final : public Transport {
  public:
   BoardLink(std::unique_ptr<Transport> io, std::unique_ptr<FdTransport> console, int stdout_keeper,
-            std::shared_ptr<Subprocess> process)
+            std::shared_ptr<process::Subprocess> process)
       : io_(std::move(io)),
         console_(std::move(console)),
         stdout_keeper_(stdout_keeper),
@@ -88,7 +88,7 @@ class BoardLink final : public Transport {
   const std::unique_ptr<Transport> io_;
   const std::unique_ptr<FdTransport> console_;
   const int stdout_keeper_;
-  const std::shared_ptr<Subprocess> process_;
+  const std::shared_ptr<process::Subprocess> process_;
 };
 
 absl::Status Prefixed(const absl::Status& status, absl::string_view prefix) {
@@ -96,7 +96,7 @@ absl::Status Prefixed(const absl::Status& status, absl::string_view prefix) {
 }
 
 // Reads the board's first stdout line and returns the pty path in it.
-absl::StatusOr<std::string> ReadPtyPath(FdTransport& console, Subprocess& process,
+absl::StatusOr<std::string> ReadPtyPath(FdTransport& console, process::Subprocess& process,
                                         const std::string& image, absl::Time deadline) {
   std::string line;
   while (line.find('\n') == std::string::npos) {
@@ -174,7 +174,7 @@ absl::StatusOr<std::optional<int>> ResolveCpuAffinity(absl::string_view cpu_affi
 
 struct HostProcessFlasher::Board {
   FirmwareImage image;
-  std::shared_ptr<Subprocess> process;
+  std::shared_ptr<process::Subprocess> process;
   std::unique_ptr<BoardLink> link;
   // Set once Stop() has begun ending it: its signal is then not a crash.
   bool stopping = false;
@@ -206,7 +206,7 @@ absl::Status HostProcessFlasher::Flash(const FirmwareImage& image, absl::Time de
     if (err == ENOENT || err == ENOTDIR) {
       return absl::NotFoundError(absl::StrCat(kName, ": image ", image.path, " not found"));
     }
-    return OpenErrorToStatus(err, absl::StrCat(kName, ": image ", image.path));
+    return base::OpenErrorToStatus(err, absl::StrCat(kName, ": image ", image.path));
   }
   if (!S_ISREG(st.st_mode)) {
     return absl::FailedPreconditionError(
@@ -260,10 +260,10 @@ absl::Status HostProcessFlasher::Start(const FirmwareImage& image, std::optional
   // Checked here, since in the sandbox an image that cannot run is only a board that ends at once.
   if (access(image.path.c_str(), X_OK) != 0) {
     const int err = errno;
-    return OpenErrorToStatus(
+    return base::OpenErrorToStatus(
         err, absl::StrCat(kName, ": cannot start image ", image.path, ": not executable"));
   }
-  SandboxOptions sandbox;
+  process::SandboxOptions sandbox;
   sandbox.binds.push_back({image.path, kImageInSandbox, /*writable=*/false});
   sandbox.working_dir = "/tmp";
   sandbox.tmpfs_bytes = options_.tmp_bytes;
@@ -272,10 +272,10 @@ absl::Status HostProcessFlasher::Start(const FirmwareImage& image, std::optional
   sandbox.limits.max_address_space_bytes = options_.max_address_space_bytes;
   sandbox.limits.max_open_files = options_.max_open_files;
 
-  SubprocessOptions sub;
+  process::SubprocessOptions sub;
   sub.argv.push_back(kImageInSandbox);
   sub.argv.insert(sub.argv.end(), options_.extra_args.begin(), options_.extra_args.end());
-  if (!SandboxHasProc()) {
+  if (!process::SandboxHasProc()) {
     // The board cannot hash /proc/self/exe in a sandbox without /proc: it is told the hash.
     std::string hash = image.content_hash;
     if (hash.empty()) {
@@ -287,26 +287,26 @@ absl::Status HostProcessFlasher::Start(const FirmwareImage& image, std::optional
   }
   if (cpu.has_value()) sub.argv.insert(sub.argv.end(), {"--cpu", absl::StrCat(*cpu)});
   if (options_.use_pty) sub.argv.push_back("--pty");
-  sub.stdin_mode = options_.use_pty ? StdioMode::kNull : StdioMode::kPipe;
-  sub.stdout_mode = StdioMode::kPipe;
+  sub.stdin_mode = options_.use_pty ? process::StdioMode::kNull : process::StdioMode::kPipe;
+  sub.stdout_mode = process::StdioMode::kPipe;
   sub.stderr_path = options_.stderr_path;
   // bwrap's own limits (the sandbox sets its own inside).
   sub.limits.max_address_space_bytes = options_.max_address_space_bytes;
   sub.limits.max_cpu_seconds = options_.max_cpu_seconds;
   sub.limits.max_open_files = options_.max_open_files;
   sub.limits.core_dumps = options_.core_dumps;
-  absl::StatusOr<SubprocessOptions> sandboxed = SandboxedSubprocess(sandbox, std::move(sub));
+  absl::StatusOr<process::SubprocessOptions> sandboxed = process::SandboxedSubprocess(sandbox, std::move(sub));
   if (!sandboxed.ok()) {
     return Prefixed(sandboxed.status(),
                     absl::StrCat(kName, ": cannot start image ", image.path, ": "));
   }
 
-  absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(*sandboxed);
+  absl::StatusOr<std::unique_ptr<process::Subprocess>> started = process::Subprocess::Start(*sandboxed);
   if (!started.ok()) {
     return Prefixed(started.status(),
                     absl::StrCat(kName, ": cannot start image ", image.path, ": "));
   }
-  std::shared_ptr<Subprocess> process = std::move(*started);
+  std::shared_ptr<process::Subprocess> process = std::move(*started);
   auto fail = [&](absl::Status status) {
     (void)process->Stop(options_.term_grace, deadline);
     return status;
@@ -337,7 +337,7 @@ absl::Status HostProcessFlasher::Start(const FirmwareImage& image, std::optional
     absl::StatusOr<std::string> path = ReadPtyPath(*console, *process, image.path, deadline);
     if (!path.ok()) return fail(path.status());
     // The pty is on the sandbox's own /dev/pts.
-    absl::StatusOr<std::string> outside = PathIntoSandbox(process->pid(), *path);
+    absl::StatusOr<std::string> outside = process::PathIntoSandbox(process->pid(), *path);
     if (!outside.ok()) {
       return fail(Prefixed(outside.status(), absl::StrCat(kName, ": image ", image.path, ": ")));
     }
@@ -397,12 +397,12 @@ pid_t HostProcessFlasher::pid() const {
   return board_ ? board_->process->pid() : -1;
 }
 
-absl::StatusOr<KilledStrays> HostProcessFlasher::EndStrays() {
+absl::StatusOr<process::KilledStrays> HostProcessFlasher::EndStrays() {
   const pid_t launcher = pid();
   if (launcher < 0) {
     return absl::FailedPreconditionError(absl::StrCat(kName, ": no board was started"));
   }
-  return KillSandboxStrays(launcher);
+  return process::KillSandboxStrays(launcher);
 }
 
 std::optional<FirmwareImage> HostProcessFlasher::image() const {
@@ -412,7 +412,7 @@ std::optional<FirmwareImage> HostProcessFlasher::image() const {
 }
 
 std::optional<base::ProcessExit> HostProcessFlasher::ExitStatus() {
-  std::shared_ptr<Subprocess> process;
+  std::shared_ptr<process::Subprocess> process;
   {
     absl::MutexLock lock(&mu_);
     if (!board_) return std::nullopt;
@@ -422,7 +422,7 @@ std::optional<base::ProcessExit> HostProcessFlasher::ExitStatus() {
 }
 
 std::optional<base::ProcessExit> HostProcessFlasher::Crashed() {
-  std::shared_ptr<Subprocess> process;
+  std::shared_ptr<process::Subprocess> process;
   {
     absl::MutexLock lock(&mu_);
     if (!board_ || board_->stopping) return std::nullopt;
@@ -437,7 +437,7 @@ std::optional<base::ProcessExit> HostProcessFlasher::Crashed() {
 }
 
 absl::StatusOr<base::ProcessExit> HostProcessFlasher::WaitExit(absl::Time deadline) {
-  std::shared_ptr<Subprocess> process;
+  std::shared_ptr<process::Subprocess> process;
   {
     absl::MutexLock lock(&mu_);
     if (!board_) {

@@ -4,12 +4,12 @@
 //
 // Flash(image) stops the running board, if any (see Stop()), and starts
 //     /bf/image <extra_args...> [--cpu N] [--pty]
-// in a sandbox (device/sandbox.h), the image bound read-only at /bf/image: no network, a
+// in a sandbox (process/sandbox.h), the image bound read-only at /bf/image: no network, a
 // read-only system and no other host file, a private /tmp (tmp_bytes) as the only writable
 // place, its own PID namespace (everything the board starts, setsid() daemons included, dies with
 // it: at the next Flash(), Stop(), or when this process goes), an unprivileged uid, and resource
 // limits (processes, CPU, address space — 1 GiB by default —, open files, no core dumps). The
-// sandbox's bwrap is the child (device/subprocess.h): its own session and process group, stderr
+// sandbox's bwrap is the child (process/subprocess.h): its own session and process group, stderr
 // to a file or inherited, and the limits also set on it; a SIGTERM to its group reaches the board,
 // and its exit is the board's. The link to it is then transport():
 //   - pipes (default): the child's stdin and stdout. Closing the transport is end of input for
@@ -73,8 +73,8 @@
 #include "absl/types/span.h"
 #include "base/process_exit.h"
 #include "device/flasher.h"
-#include "device/sandbox.h"
-#include "device/subprocess.h"
+#include "process/sandbox.h"
+#include "process/subprocess.h"
 #include "device/transport.h"
 
 namespace benchfarm::device {
@@ -149,7 +149,7 @@ class HostProcessFlasher final : public Flasher {
   // many threads the board process runs now (the board is single-threaded: more is a thread the
   // trial started, which only a restart ends). FailedPrecondition when no board was started;
   // NotFound when its sandbox has ended.
-  absl::StatusOr<KilledStrays> EndStrays();
+  absl::StatusOr<process::KilledStrays> EndStrays();
 
   // The image the current board was started from; nullopt when there is none.
   std::optional<FirmwareImage> image() const;

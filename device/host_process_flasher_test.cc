@@ -31,7 +31,7 @@
 #include "base/content_hash.h"
 #include "device/host_session.h"
 #include "device/rpc_client.h"
-#include "device/sandbox.h"
+#include "process/sandbox.h"
 
 namespace benchfarm::device {
 namespace {
@@ -192,11 +192,11 @@ TEST(HostProcessFlasher, TheBoardReportsTheImageHashAndExtraArgs) {
 }
 
 TEST(HostProcessFlasher, TheBoardReportsTheImageHashInASandboxWithoutProc) {
-  SetSandboxProcForTesting(false);  // as after CheckSandbox() on a host that refuses a fresh /proc
+  process::SetSandboxProcForTesting(false);  // as after process::CheckSandbox() on a host that refuses a fresh /proc
   HostProcessFlasher flasher;
   const FirmwareImage image = Image(BoardPath());
   absl::Status flashed = flasher.Flash(image, Soon());
-  SetSandboxProcForTesting(true);
+  process::SetSandboxProcForTesting(true);
   ASSERT_TRUE(flashed.ok()) << flashed;
   HostSession session(flasher.transport(), SessionOptions{});
   ASSERT_TRUE(session.Connect(Soon()).ok());

@@ -26,7 +26,7 @@ ChildProcessTransport::ChildProcessTransport(std::vector<std::string> argv,
 
 ChildProcessTransport::~ChildProcessTransport() { Close(); }
 
-std::shared_ptr<Subprocess> ChildProcessTransport::process() const {
+std::shared_ptr<process::Subprocess> ChildProcessTransport::process() const {
   absl::MutexLock lock(&mu_);
   return process_;
 }
@@ -35,21 +35,21 @@ absl::Status ChildProcessTransport::Open() {
   if (io_.is_open()) return absl::OkStatus();
   if (argv_.empty()) return absl::InvalidArgumentError(absl::StrCat(Name(), ": empty argv"));
 
-  SubprocessOptions options;
+  process::SubprocessOptions options;
   options.argv = argv_;
-  options.stdin_mode = StdioMode::kPipe;
-  options.stdout_mode = StdioMode::kPipe;
+  options.stdin_mode = process::StdioMode::kPipe;
+  options.stdout_mode = process::StdioMode::kPipe;
   options.stderr_path = options_.stderr_path;
-  absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(options);
+  absl::StatusOr<std::unique_ptr<process::Subprocess>> started = process::Subprocess::Start(options);
   if (!started.ok()) {
     // Subprocess's messages start with argv[0]: make them start with Name().
     return absl::Status(started.status().code(),
                         absl::StrCat("process:", started.status().message()));
   }
-  std::shared_ptr<Subprocess> child = *std::move(started);
+  std::shared_ptr<process::Subprocess> child = *std::move(started);
   const int write_fd = child->TakeStdin();
   const int read_fd = child->TakeStdout();
-  std::shared_ptr<Subprocess> previous;  // already reaped by Close(), or killed as it goes
+  std::shared_ptr<process::Subprocess> previous;  // already reaped by Close(), or killed as it goes
   {
     absl::MutexLock lock(&mu_);
     previous = std::exchange(process_, child);
@@ -61,25 +61,25 @@ absl::Status ChildProcessTransport::Open() {
 
 void ChildProcessTransport::Close() {
   io_.Close();
-  std::shared_ptr<Subprocess> child = process();
+  std::shared_ptr<process::Subprocess> child = process();
   if (child == nullptr) return;
   // Returns at once for a child that has ended already.
   (void)child->Stop(options_.term_grace, absl::Now() + options_.term_grace + kKillWait);
 }
 
 pid_t ChildProcessTransport::pid() const {
-  std::shared_ptr<Subprocess> child = process();
+  std::shared_ptr<process::Subprocess> child = process();
   return child == nullptr ? -1 : child->pid();
 }
 
 std::optional<base::ProcessExit> ChildProcessTransport::ExitStatus() {
-  std::shared_ptr<Subprocess> child = process();
+  std::shared_ptr<process::Subprocess> child = process();
   if (child == nullptr) return std::nullopt;
   return child->ExitStatus();
 }
 
 absl::StatusOr<base::ProcessExit> ChildProcessTransport::WaitExit(absl::Time deadline) {
-  std::shared_ptr<Subprocess> child = process();
+  std::shared_ptr<process::Subprocess> child = process();
   if (child == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(Name(), ": no process started yet"));
   }

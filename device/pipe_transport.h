@@ -1,7 +1,7 @@
 // ChildProcessTransport: a Transport whose other end is a child process — the host-process board
 // (//crt/host:board) or any program that speaks the link on stdin/stdout.
 //
-// Open() starts argv as a Subprocess (device/subprocess.h, benchfarm's one way to start a child)
+// Open() starts argv as a Subprocess (process/subprocess.h, benchfarm's one way to start a child)
 // with a pipe on its stdin and one on its stdout; those two pipes are the link, read and written
 // through FdTransport. As every Subprocess, the child runs in its own process group (so a
 // terminal's Ctrl-C does not reach it, and Close() can signal whatever it started), with an empty
@@ -48,7 +48,7 @@
 #include "absl/types/span.h"
 #include "base/process_exit.h"
 #include "device/fd_transport.h"
-#include "device/subprocess.h"
+#include "process/subprocess.h"
 #include "device/transport.h"
 
 namespace benchfarm::device {
@@ -99,7 +99,7 @@ class ChildProcessTransport final : public Transport {
 
  private:
   // The current or last child; null before the first successful Open().
-  std::shared_ptr<Subprocess> process() const;
+  std::shared_ptr<process::Subprocess> process() const;
   // Appends how the child ended (waiting briefly for it) to an Unavailable status.
   absl::Status Explain(absl::Status status);
 
@@ -109,7 +109,7 @@ class ChildProcessTransport final : public Transport {
 
   mutable absl::Mutex mu_;
   // Shared so that a waiter keeps the child it waits on even if Open() replaces it.
-  std::shared_ptr<Subprocess> process_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<process::Subprocess> process_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace benchfarm::device

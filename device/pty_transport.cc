@@ -10,6 +10,7 @@
 #include <optional>
 #include <utility>
 
+#include "base/os_error.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 
@@ -58,7 +59,7 @@ absl::Status PtyTransport::Open() {
   do {
     fd = open(path_.c_str(), O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
   } while (fd < 0 && errno == EINTR);
-  if (fd < 0) return OpenErrorToStatus(errno, absl::StrCat(name, ": open"));
+  if (fd < 0) return base::OpenErrorToStatus(errno, absl::StrCat(name, ": open"));
 
   auto fail = [&](absl::string_view what) {
     const int err = errno;
@@ -66,7 +67,7 @@ absl::Status PtyTransport::Open() {
     if (err == ENOTTY) {
       return absl::InternalError(absl::StrCat(name, ": ", what, ": not a terminal"));
     }
-    return OpenErrorToStatus(err, absl::StrCat(name, ": ", what));
+    return base::OpenErrorToStatus(err, absl::StrCat(name, ": ", what));
   };
   struct termios tio;
   if (tcgetattr(fd, &tio) != 0) return fail("tcgetattr");

@@ -22,7 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/status_macros.h"
-#include "device/sandbox.h"
+#include "process/sandbox.h"
 
 namespace benchfarm::device {
 namespace {
@@ -250,7 +250,7 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
       return absl::InternalError(absl::StrCat(name, ": pipe2: ", strerror(errno)));
     }
   }
-  SandboxOptions sandbox;
+  process::SandboxOptions sandbox;
   sandbox.binds.push_back({image.path, kImageInSandbox, /*writable=*/false});
   if (options_.timing == QemuTiming::kCycles) {
     sandbox.binds.push_back({options_.cycle_model_plugin, kPluginInSandbox, /*writable=*/false});
@@ -264,19 +264,19 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
   sandbox.limits.max_processes = 256;  // QEMU's threads count
   sandbox.limits.max_open_files = 1024;
 
-  SubprocessOptions so;
+  process::SubprocessOptions so;
   so.argv = CommandLine(kImageInSandbox, plugin_args, kPluginInSandbox);
   so.argv[0] = binary;
   so.pass_fd = pipe_fds[1];
-  so.stdin_mode = StdioMode::kNull;
-  so.stdout_mode = StdioMode::kPipe;
+  so.stdin_mode = process::StdioMode::kNull;
+  so.stdout_mode = process::StdioMode::kPipe;
   so.stderr_to_stdout = true;
-  absl::StatusOr<SubprocessOptions> sandboxed = SandboxedSubprocess(sandbox, so);
+  absl::StatusOr<process::SubprocessOptions> sandboxed = process::SandboxedSubprocess(sandbox, so);
   if (!sandboxed.ok()) {
     return absl::Status(sandboxed.status().code(),
                         absl::StrCat(name, ": ", sandboxed.status().message()));
   }
-  absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(*sandboxed);
+  absl::StatusOr<std::unique_ptr<process::Subprocess>> started = process::Subprocess::Start(*sandboxed);
   if (pipe_fds[1] >= 0) close(pipe_fds[1]);  // QEMU has its copy
   std::unique_ptr<CycleStream> stream;
   if (pipe_fds[0] >= 0) {
@@ -288,7 +288,7 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
     return absl::Status(started.status().code(),
                         absl::StrCat(name, ": ", started.status().message()));
   }
-  std::unique_ptr<Subprocess> qemu = *std::move(started);
+  std::unique_ptr<process::Subprocess> qemu = *std::move(started);
   const int fd = qemu->TakeStdout();
   std::string output;
   std::optional<std::string> pty;
@@ -343,7 +343,7 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
         name, ": QEMU did not report its serial pty by the deadline; output: ", text));
   }
   // The pty is on the sandbox's own /dev/pts.
-  absl::StatusOr<std::string> outside = PathIntoSandbox(qemu->pid(), *pty);
+  absl::StatusOr<std::string> outside = process::PathIntoSandbox(qemu->pid(), *pty);
   if (!outside.ok()) {
     close(fd);
     (void)qemu->Stop(absl::Milliseconds(200), absl::Now() + kStopGrace);

@@ -2,7 +2,7 @@
 //     qemu-system-arm -M <machine> -display none -monitor none -serial pty -kernel /bf/image
 //                     [-icount shift=<n>,align=off,sleep=on]
 //                     [-plugin /bf/cyclemodel.so,core=...,region=...,fd=3] <extra_args...>
-// (stopping the QEMU that ran before) in a sandbox (device/sandbox.h: the image bound read-only at
+// (stopping the QEMU that ran before) in a sandbox (process/sandbox.h: the image bound read-only at
 // /bf/image, no network, a read-only system, a private /tmp, its own PID namespace, an
 // unprivileged uid, limits), reads QEMU's "char device redirected to /dev/pts/N" line and points
 // `serial_link` (a symlink) at that pty — on the sandbox's own /dev/pts, reached from outside as
@@ -53,7 +53,7 @@
 #include "absl/time/time.h"
 #include "device/cycle_stream.h"
 #include "device/flasher.h"
-#include "device/subprocess.h"
+#include "process/subprocess.h"
 
 namespace benchfarm::device {
 
@@ -119,7 +119,7 @@ class QemuFlasher final : public Flasher {
 
   const QemuFlasherOptions options_;
   mutable absl::Mutex mu_;
-  std::unique_ptr<Subprocess> qemu_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<process::Subprocess> qemu_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<CycleStream> cycle_stream_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, uint64_t> last_summary_ ABSL_GUARDED_BY(mu_);
   std::string port_ ABSL_GUARDED_BY(mu_);

@@ -208,7 +208,7 @@ absl::StatusOr<std::string> ResolvePortPath(absl::string_view port) {
     }
     return absl::NotFoundError(absl::StrCat(path, ": no such device"));
   }
-  return OpenErrorToStatus(err, absl::StrCat("realpath(", path, ")"));
+  return base::OpenErrorToStatus(err, absl::StrCat("realpath(", path, ")"));
 }
 
 bool IsPseudoTerminal(absl::string_view path) {

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "base/os_error.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"

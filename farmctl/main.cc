@@ -65,7 +65,7 @@
 #include "farmctl/tune.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/benchfarm.grpc.pb.h"
-#include "tracker/client_channel.h"
+#include "client/channel.h"
 
 ABSL_FLAG(std::string, port, "", "serial port or pty of the board (/dev/ttyACM0, /dev/serial/by-id/...)");
 ABSL_FLAG(int, baud, 115200, "baud rate of --port");
@@ -544,14 +544,14 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
   flags.set_cert(absl::GetFlag(FLAGS_cert));
   flags.set_key(absl::GetFlag(FLAGS_key));
   flags.set_insecure(absl::GetFlag(FLAGS_insecure));
-  const v1::TrackerCredentials credentials = tracker::CredentialsFromEnvironment(flags);
+  const v1::TrackerCredentials credentials = client::CredentialsFromEnvironment(flags);
   // A long `tune` or `watch` finds a restarted tracker within seconds (gRPC's own backoff grows
   // to two minutes).
   grpc::ChannelArguments channel_args;
   channel_args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   channel_args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      tracker::TrackerChannel(address, credentials, channel_args);
+      client::TrackerChannel(address, credentials, channel_args);
   if (!channel.ok()) return Fail(channel.status());
   std::unique_ptr<v1::Tracker::Stub> stub = v1::Tracker::NewStub(*channel);
   TrackerClient tracker;

@@ -31,7 +31,7 @@
 #include "base/process_exit.h"
 #include "benchfarm/ops/reference.h"
 #include "device/minrpc_codec.h"
-#include "device/subprocess.h"
+#include "process/subprocess.h"
 #include "tvm/runtime/crt/link/session.h"
 
 namespace {
@@ -44,9 +44,9 @@ using benchfarm::device::DecodeTimeEvaluatorResult;
 using benchfarm::device::DlDevice;
 using benchfarm::device::RemoteTensor;
 using benchfarm::device::Reply;
-using benchfarm::device::StdioMode;
-using benchfarm::device::Subprocess;
-using benchfarm::device::SubprocessOptions;
+using benchfarm::process::StdioMode;
+using benchfarm::process::Subprocess;
+using benchfarm::process::SubprocessOptions;
 using benchfarm::device::TypeCode;
 namespace codec = benchfarm::device;
 using Clock = std::chrono::steady_clock;

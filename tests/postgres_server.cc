@@ -29,7 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "base/files.h"
-#include "device/run_command.h"
+#include "process/run_command.h"
 #include "gtest/gtest.h"
 #include "tests/http_probe.h"
 
@@ -144,21 +144,21 @@ absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start(
     }
   }
 
-  device::RunCommandOptions initdb;
+  process::RunCommandOptions initdb;
   initdb.argv = server->AsServerUser(
       {absl::StrCat(options.bin_dir, "/initdb"), "--pgdata=" + server->data_dir_,
        absl::StrCat("--username=", kUser), "--auth=trust", "--encoding=UTF8", "--locale=C",
        "--no-sync", "--no-instructions"});
   initdb.working_dir = server->dir_;
   initdb.time_limit = options.start_timeout;
-  absl::StatusOr<device::CommandRun> run =
-      device::RunCommand(initdb, absl::InfiniteFuture(), "initdb");
+  absl::StatusOr<process::CommandRun> run =
+      process::RunCommand(initdb, absl::InfiniteFuture(), "initdb");
   if (!run.ok()) return run.status();
   if (!run->succeeded()) {
     return absl::InternalError(absl::StrCat(
-        "initdb ", device::CommandLine(run->argv), " failed (",
+        "initdb ", process::CommandLine(run->argv), " failed (",
         run->timed_out ? "timed out" : (run->exit ? run->exit->ToString() : "not reaped"), ")",
-        device::OutputForError(run->output, run->output_bytes)));
+        process::OutputForError(run->output, run->output_bytes)));
   }
 
   // A free port can be taken by someone else before the server binds it: then another one.
@@ -175,15 +175,15 @@ absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start(
 }
 
 absl::Status PostgresServer::Launch() {
-  device::SubprocessOptions options;
+  process::SubprocessOptions options;
   options.argv = AsServerUser({absl::StrCat(options_.bin_dir, "/postgres"), "-D", data_dir_, "-p",
                                absl::StrCat(port_), "-k", "", "-c", "listen_addresses=127.0.0.1",
                                "-c", "fsync=on"});
   options.working_dir = dir_;
-  options.stdin_mode = device::StdioMode::kNull;
-  options.stdout_mode = device::StdioMode::kNull;
+  options.stdin_mode = process::StdioMode::kNull;
+  options.stdout_mode = process::StdioMode::kNull;
   options.stderr_path = log_path_;
-  absl::StatusOr<std::unique_ptr<device::Subprocess>> started = device::Subprocess::Start(options);
+  absl::StatusOr<std::unique_ptr<process::Subprocess>> started = process::Subprocess::Start(options);
   if (!started.ok()) return started.status();
   process_ = *std::move(started);
 

@@ -4,7 +4,7 @@
 //
 // Start() runs `initdb` (trust authentication, superuser "benchfarm", UTF-8, C locale) into
 // $TEST_TMPDIR/postgres.XXXXXX/data (/tmp when TEST_TMPDIR is unset), then `postgres -D DATA -p
-// PORT -k '' -c listen_addresses=127.0.0.1 -c fsync=on` as a device::Subprocess (its own process
+// PORT -k '' -c listen_addresses=127.0.0.1 -c fsync=on` as a process::Subprocess (its own process
 // group, SIGKILLed if the test process dies, however it dies), and waits until it accepts
 // connections (PQping). Unix-domain sockets are off (`-k ''`): Bazel's TEST_TMPDIR is longer than
 // a socket path may be, and every connection goes over TCP anyway. The server's log is
@@ -28,7 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "device/subprocess.h"
+#include "process/subprocess.h"
 
 namespace benchfarm::testing {
 
@@ -105,7 +105,7 @@ class PostgresServer {
   const std::string log_path_;  // dir_/server.log
   const bool as_postgres_user_;
   int port_ = 0;
-  std::unique_ptr<device::Subprocess> process_;
+  std::unique_ptr<process::Subprocess> process_;
 };
 
 // The test binary's one server, for tests that each want a fresh database rather than a server of

@@ -20,7 +20,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/process_exit.h"
-#include "device/subprocess.h"
+#include "process/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -80,9 +80,9 @@ TEST(PostgresServer, MissingBinariesFailStartNamingThePackage) {
 TEST(PostgresServer, AKilledTestProcessLeavesNoServerBehind) {
   const char* srcdir = std::getenv("TEST_SRCDIR");
   ASSERT_NE(srcdir, nullptr);
-  device::SubprocessOptions options;
+  process::SubprocessOptions options;
   options.argv = {absl::StrCat(srcdir, "/benchfarm/tests/postgres_server_child")};
-  absl::StatusOr<std::unique_ptr<device::Subprocess>> child = device::Subprocess::Start(options);
+  absl::StatusOr<std::unique_ptr<process::Subprocess>> child = process::Subprocess::Start(options);
   ASSERT_TRUE(child.ok()) << child.status();
   const int out = (*child)->TakeStdout();
   std::string line;

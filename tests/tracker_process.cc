@@ -56,12 +56,12 @@ absl::Status TrackerProcess::Launch(const std::vector<std::string>& flags) {
   if (process_ != nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("tracker ", process_->pid(), " runs"));
   }
-  device::SubprocessOptions options;
+  process::SubprocessOptions options;
   options.argv.push_back(binary_);
   options.argv.insert(options.argv.end(), flags.begin(), flags.end());
-  options.stdin_mode = device::StdioMode::kNull;
-  options.stdout_mode = device::StdioMode::kPipe;
-  absl::StatusOr<std::unique_ptr<device::Subprocess>> started = device::Subprocess::Start(options);
+  options.stdin_mode = process::StdioMode::kNull;
+  options.stdout_mode = process::StdioMode::kPipe;
+  absl::StatusOr<std::unique_ptr<process::Subprocess>> started = process::Subprocess::Start(options);
   if (!started.ok()) return started.status();
   process_ = *std::move(started);
   stdout_fd_ = process_->TakeStdout();

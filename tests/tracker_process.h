@@ -1,6 +1,6 @@
 // TrackerProcess: the real tracker daemon (//tracker:tracker) as a child process, for tests and
 // benchmarks that need it in a process of its own — to kill it with SIGKILL, to ask the binary
-// itself, to measure it over gRPC like production. It is started as a device::Subprocess (its own
+// itself, to measure it over gRPC like production. It is started as a process::Subprocess (its own
 // process group, stdout piped, stderr inherited), and Start() waits for the line the tracker
 // prints on stdout once it serves: "tracker: listening on HOST:PORT".
 //
@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "base/process_exit.h"
-#include "device/subprocess.h"
+#include "process/subprocess.h"
 
 namespace benchfarm::testing {
 
@@ -70,7 +70,7 @@ class TrackerProcess {
 
  private:
   const std::string binary_;
-  std::unique_ptr<device::Subprocess> process_;
+  std::unique_ptr<process::Subprocess> process_;
   int stdout_fd_ = -1;
   std::string argv_;  // for messages
 };

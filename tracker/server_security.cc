@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/data_roots.h"
 #include "base/files.h"
-#include "device/run_command.h"
+#include "process/run_command.h"
 
 namespace benchfarm::tracker {
 namespace {
@@ -68,12 +68,12 @@ absl::StatusOr<ServerSecurity> SetUpServerSecurity(const v1::TrackerConfig& conf
           "security: cannot find deploy/pki.sh to create the state directory's CA (reinstall, "
           "or name security.ca_cert, server_cert and server_key)");
     }
-    device::RunCommandOptions run;
+    process::RunCommandOptions run;
     run.argv = {"bash", pki, "init", out.state_dir};
     const std::string host = HostOf(config.listen_address());
     if (!host.empty() && host != "0.0.0.0" && host != "::") run.argv.push_back(host);
     run.time_limit = absl::Seconds(60);
-    absl::StatusOr<device::CommandRun> ran = device::RunCommand(run, absl::Now() + absl::Seconds(60), "pki.sh");
+    absl::StatusOr<process::CommandRun> ran = process::RunCommand(run, absl::Now() + absl::Seconds(60), "pki.sh");
     if (!ran.ok()) return absl::FailedPreconditionError(std::string(ran.status().message()));
     if (!ran->succeeded()) {
       return absl::FailedPreconditionError(absl::StrCat("security: pki.sh init ", out.state_dir,

@@ -294,7 +294,7 @@ def _target(address):
     """The gRPC target for ADDRESS: itself for one HOST:PORT; for several, comma-separated
     (active/standby trackers), one ipv4:/ipv6: target over every address (names resolved now),
     which gRPC's pick_first policy tries in order, so the channel follows the tracker that serves
-    (a standby does not listen). As tracker/client_channel.h's TrackerTarget."""
+    (a standby does not listen). As client/channel.h's TrackerTarget."""
     if "," not in address:
         return address
     v4, v6 = [], []

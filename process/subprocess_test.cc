@@ -1,7 +1,7 @@
 // Tests of Subprocess with /bin/sh children: streams, PATH lookup, start errors, resource limits,
 // process groups, signal dispositions, and that nothing a child started outlives it.
 
-#include "device/subprocess.h"
+#include "process/subprocess.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +24,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
-namespace benchfarm::device {
+namespace benchfarm::process {
 namespace {
 
 absl::Time Soon() { return absl::Now() + absl::Seconds(10); }
@@ -380,4 +380,4 @@ TEST(Subprocess, DestructorKillsAndReaps) {
 }
 
 }  // namespace
-}  // namespace benchfarm::device
+}  // namespace benchfarm::process

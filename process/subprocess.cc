@@ -9,7 +9,7 @@
 // ends would be killed with it. The child sets PR_SET_PDEATHSIG(SIGKILL) and then checks that
 // its parent is still there (it may have died before the prctl took effect).
 
-#include "device/subprocess.h"
+#include "process/subprocess.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,9 +33,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
-#include "device/fd_transport.h"
 
-namespace benchfarm::device {
+namespace benchfarm::process {
 namespace {
 
 // The descriptor SubprocessOptions.pass_fd becomes in the child.
@@ -418,7 +417,7 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
   UniqueFd child_in, child_out, child_err, our_in, our_out, error_read, error_write;
   auto open_null = [&](UniqueFd& fd) -> absl::Status {
     fd.Reset(open("/dev/null", O_RDWR | O_CLOEXEC));
-    if (fd.get() < 0) return OpenErrorToStatus(errno, absl::StrCat(name, ": open /dev/null"));
+    if (fd.get() < 0) return base::OpenErrorToStatus(errno, absl::StrCat(name, ": open /dev/null"));
     return absl::OkStatus();
   };
   auto make_pipe = [&](UniqueFd& read_end, UniqueFd& write_end) -> absl::Status {
@@ -454,7 +453,7 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
     child_err.Reset(
         open(options.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
     if (child_err.get() < 0) {
-      return OpenErrorToStatus(errno,
+      return base::OpenErrorToStatus(errno,
                                absl::StrCat(name, ": open stderr file ", options.stderr_path));
     }
   }
@@ -657,4 +656,4 @@ void RecordChildrenIn(absl::string_view dir) {
   RecordDir() = std::string(dir);
 }
 
-}  // namespace benchfarm::device
+}  // namespace benchfarm::process

@@ -62,12 +62,12 @@
 // remains, in bwrap: its init sets its own PR_SET_PDEATHSIG only once it has built the sandbox
 // (about 10 ms after the start), so a sandbox whose starter is killed within those milliseconds
 // lives on, orphaned. Subprocess's records (RecordChildrenIn) name its session, and
-// device/leftovers.h ends it when the starter (the agent) starts again.
+// process/leftovers.h ends it when the starter (the agent) starts again.
 //
 // Thread-safety: every function may be called from any thread.
 
-#ifndef BENCHFARM_DEVICE_SANDBOX_H_
-#define BENCHFARM_DEVICE_SANDBOX_H_
+#ifndef BENCHFARM_PROCESS_SANDBOX_H_
+#define BENCHFARM_PROCESS_SANDBOX_H_
 
 #include <sys/types.h>
 
@@ -79,9 +79,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "device/subprocess.h"
+#include "process/subprocess.h"
 
-namespace benchfarm::device {
+namespace benchfarm::process {
 
 // A host file or directory made visible in the sandbox.
 struct SandboxBind {
@@ -197,6 +197,6 @@ void SetSandboxProcForTesting(bool fresh_proc);
 // not bounded, for logs.
 std::string DescribeSandbox();
 
-}  // namespace benchfarm::device
+}  // namespace benchfarm::process
 
-#endif  // BENCHFARM_DEVICE_SANDBOX_H_
+#endif  // BENCHFARM_PROCESS_SANDBOX_H_

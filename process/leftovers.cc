@@ -1,6 +1,6 @@
 // Leftovers; see leftovers.h.
 
-#include "device/leftovers.h"
+#include "process/leftovers.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,9 +30,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "base/process_stat.h"
-#include "device/fd_transport.h"
 
-namespace benchfarm::device {
+namespace benchfarm::process {
 namespace {
 
 constexpr char kLockFile[] = "agent.lock";
@@ -277,4 +276,4 @@ std::string DescribeLeftovers(const LeftoverReport& report) {
   return text;
 }
 
-}  // namespace benchfarm::device
+}  // namespace benchfarm::process

@@ -1,8 +1,8 @@
-#include "tracker/client_channel.h"
+#include "client/channel.h"
 
 #include "gtest/gtest.h"
 
-namespace benchfarm::tracker {
+namespace benchfarm::client {
 namespace {
 
 TEST(TrackerTarget, OneAddressIsItself) {
@@ -25,4 +25,4 @@ TEST(TrackerTarget, BadListsAreInvalidArgumentNamingThePart) {
 }
 
 }  // namespace
-}  // namespace benchfarm::tracker
+}  // namespace benchfarm::client

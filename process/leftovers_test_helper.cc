@@ -8,7 +8,7 @@
 //       checking the child outlived its thread), "shell PID", "escaped PID" and "ready", then
 //       sleeps until killed.
 //   leftovers_test_helper sandbox-then-die RECORD_DIR TOKEN DELAY_MS
-//       records children in RECORD_DIR, starts `sh -c "sleep 600" TOKEN` in a sandbox (device/sandbox.h)
+//       records children in RECORD_DIR, starts `sh -c "sleep 600" TOKEN` in a sandbox (process/sandbox.h)
 //       and SIGKILLs itself DELAY_MS after Start() returned — while bwrap is still building the
 //       sandbox, for a delay of a few milliseconds.
 
@@ -23,13 +23,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "device/sandbox.h"
-#include "device/subprocess.h"
+#include "process/sandbox.h"
+#include "process/subprocess.h"
 
 namespace {
 
-using benchfarm::device::Subprocess;
-using benchfarm::device::SubprocessOptions;
+using benchfarm::process::Subprocess;
+using benchfarm::process::SubprocessOptions;
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "leftovers_test_helper: %s\n", message.c_str());
@@ -42,7 +42,7 @@ int Children() {
   std::thread([&] {
     SubprocessOptions o;
     o.argv = {"sleep", "600"};
-    o.stdout_mode = benchfarm::device::StdioMode::kNull;
+    o.stdout_mode = benchfarm::process::StdioMode::kNull;
     absl::StatusOr<std::unique_ptr<Subprocess>> s = Subprocess::Start(o);
     if (s.ok()) from_thread = *std::move(s);
     started = s.status();
@@ -71,9 +71,9 @@ int Children() {
 int SandboxThenDie(const std::string& token, int delay_ms) {
   SubprocessOptions o;
   o.argv = {"/bin/sh", "-c", "sleep 600", token};
-  o.stdout_mode = benchfarm::device::StdioMode::kNull;
+  o.stdout_mode = benchfarm::process::StdioMode::kNull;
   absl::StatusOr<SubprocessOptions> sandboxed =
-      benchfarm::device::SandboxedSubprocess(benchfarm::device::SandboxOptions(), o);
+      benchfarm::process::SandboxedSubprocess(benchfarm::process::SandboxOptions(), o);
   if (!sandboxed.ok()) return Fail(std::string(sandboxed.status().message()));
   absl::StatusOr<std::unique_ptr<Subprocess>> s = Subprocess::Start(*sandboxed);
   if (!s.ok()) return Fail(std::string(s.status().message()));
@@ -87,7 +87,7 @@ int SandboxThenDie(const std::string& token, int delay_ms) {
 int main(int argc, char** argv) {
   if (argc < 3) return Fail("usage: children DIR | sandbox-then-die DIR TOKEN DELAY_MS");
   const std::string mode = argv[1];
-  benchfarm::device::RecordChildrenIn(argv[2]);
+  benchfarm::process::RecordChildrenIn(argv[2]);
   if (mode == "children") return Children();
   int delay_ms;
   if (mode == "sandbox-then-die" && argc == 5 && absl::SimpleAtoi(argv[4], &delay_ms)) {

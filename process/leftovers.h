@@ -27,8 +27,8 @@
 //
 // Thread-safety: the functions may be called from any thread; StateLock is not shared.
 
-#ifndef BENCHFARM_DEVICE_LEFTOVERS_H_
-#define BENCHFARM_DEVICE_LEFTOVERS_H_
+#ifndef BENCHFARM_PROCESS_LEFTOVERS_H_
+#define BENCHFARM_PROCESS_LEFTOVERS_H_
 
 #include <sys/types.h>
 
@@ -42,7 +42,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-namespace benchfarm::device {
+namespace benchfarm::process {
 
 // The directory leftovers keep their records in, under a scratch directory.
 std::string ProcessRecordDir(const std::string& scratch_dir);
@@ -90,6 +90,6 @@ int RemoveSandboxLinks(const std::string& dir);
 // "3 records, 1 stale; killed 2 processes: 1234 (bwrap ...), ..." for logs.
 std::string DescribeLeftovers(const LeftoverReport& report);
 
-}  // namespace benchfarm::device
+}  // namespace benchfarm::process
 
-#endif  // BENCHFARM_DEVICE_LEFTOVERS_H_
+#endif  // BENCHFARM_PROCESS_LEFTOVERS_H_

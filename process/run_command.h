@@ -10,8 +10,8 @@
 //
 // Thread-safety: RunCommand may be called from any number of threads at once.
 
-#ifndef BENCHFARM_DEVICE_RUN_COMMAND_H_
-#define BENCHFARM_DEVICE_RUN_COMMAND_H_
+#ifndef BENCHFARM_PROCESS_RUN_COMMAND_H_
+#define BENCHFARM_PROCESS_RUN_COMMAND_H_
 
 #include <sys/types.h>
 
@@ -23,7 +23,7 @@
 #include "absl/time/time.h"
 #include "base/process_exit.h"
 
-namespace benchfarm::device {
+namespace benchfarm::process {
 
 struct RunCommandOptions {
   // argv[0] is a path, or a program name looked up in $PATH.
@@ -73,6 +73,6 @@ std::string CommandLine(const std::vector<std::string>& argv);
 // messages.
 std::string OutputForError(const std::string& output, size_t total);
 
-}  // namespace benchfarm::device
+}  // namespace benchfarm::process
 
-#endif  // BENCHFARM_DEVICE_RUN_COMMAND_H_
+#endif  // BENCHFARM_PROCESS_RUN_COMMAND_H_

@@ -8,8 +8,8 @@
 //
 // Thread-safety: plain functions.
 
-#ifndef BENCHFARM_TRACKER_CLIENT_CHANNEL_H_
-#define BENCHFARM_TRACKER_CLIENT_CHANNEL_H_
+#ifndef BENCHFARM_CLIENT_CHANNEL_H_
+#define BENCHFARM_CLIENT_CHANNEL_H_
 
 #include <memory>
 #include <string>
@@ -18,7 +18,7 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/config.pb.h"
 
-namespace benchfarm::tracker {
+namespace benchfarm::client {
 
 // Fills what `credentials` leaves empty from the environment (see above).
 v1::TrackerCredentials CredentialsFromEnvironment(v1::TrackerCredentials credentials);
@@ -38,6 +38,6 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> TrackerChannel(
     const std::string& address, const v1::TrackerCredentials& credentials,
     grpc::ChannelArguments args = grpc::ChannelArguments());
 
-}  // namespace benchfarm::tracker
+}  // namespace benchfarm::client
 
-#endif  // BENCHFARM_TRACKER_CLIENT_CHANNEL_H_
+#endif  // BENCHFARM_CLIENT_CHANNEL_H_

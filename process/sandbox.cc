@@ -1,6 +1,6 @@
 // Sandbox: see sandbox.h.
 
-#include "device/sandbox.h"
+#include "process/sandbox.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -26,10 +26,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "device/fd_transport.h"
-#include "device/run_command.h"
+#include "process/run_command.h"
 
-namespace benchfarm::device {
+namespace benchfarm::process {
 namespace {
 
 constexpr char kInstallHint[] = "install it with: apt install bubblewrap";
@@ -465,4 +464,4 @@ std::string DescribeSandbox() {
   return text;
 }
 
-}  // namespace benchfarm::device
+}  // namespace benchfarm::process

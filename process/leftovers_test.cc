@@ -2,7 +2,7 @@
 // them; what escaped that (a child's own child, a sandbox whose starter died while bwrap built it)
 // is found through the children's records and ended by KillLeftovers; nothing else is touched.
 
-#include "device/leftovers.h"
+#include "process/leftovers.h"
 
 #include <dirent.h>
 #include <signal.h>
@@ -26,10 +26,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "base/process_stat.h"
-#include "device/subprocess.h"
+#include "process/subprocess.h"
 #include "gtest/gtest.h"
 
-namespace benchfarm::device {
+namespace benchfarm::process {
 namespace {
 
 // Generous: only a broken feature makes these run out.
@@ -39,7 +39,7 @@ std::string HelperPath() {
   const char* srcdir = std::getenv("TEST_SRCDIR");
   const char* workspace = std::getenv("TEST_WORKSPACE");
   return std::string(srcdir ? srcdir : ".") + "/" + (workspace ? workspace : "benchfarm") +
-         "/device/leftovers_test_helper";
+         "/process/leftovers_test_helper";
 }
 
 std::string NewDir(const std::string& name) {
@@ -265,4 +265,4 @@ TEST(KillLeftoversTest, SandboxOrphanedWhileBwrapBuiltItIsKilled) {
 }
 
 }  // namespace
-}  // namespace benchfarm::device
+}  // namespace benchfarm::process

@@ -1,4 +1,4 @@
-#include "tracker/client_channel.h"
+#include "client/channel.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -14,7 +14,7 @@
 #include "absl/strings/strip.h"
 #include "base/files.h"
 
-namespace benchfarm::tracker {
+namespace benchfarm::client {
 namespace {
 
 absl::StatusOr<std::string> ReadPem(const std::string& path, const char* what) {
@@ -142,4 +142,4 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> TrackerChannel(
   return grpc::CreateCustomChannel(*target, creds, args);
 }
 
-}  // namespace benchfarm::tracker
+}  // namespace benchfarm::client

@@ -30,7 +30,7 @@
 //     time (field 22 of /proc/<pid>/stat, clock ticks since boot) and a newline, before it runs
 //     its program; the record is removed when the child is reaped (after its group was killed).
 //     A record left behind therefore names a child — and its process group and session — that
-//     may still run after this process died: device/leftovers.h ends those at the next start.
+//     may still run after this process died: process/leftovers.h ends those at the next start.
 //
 // Reaping: once the child has ended, anything still running in its process group is killed
 // (SIGKILL) before the child is reaped — while the child is an unreaped zombie its pid, hence its
@@ -42,8 +42,8 @@
 // race with anything else on the object. The descriptors handed out by TakeStdin/TakeStdout belong
 // to the caller.
 
-#ifndef BENCHFARM_DEVICE_SUBPROCESS_H_
-#define BENCHFARM_DEVICE_SUBPROCESS_H_
+#ifndef BENCHFARM_PROCESS_SUBPROCESS_H_
+#define BENCHFARM_PROCESS_SUBPROCESS_H_
 
 #include <sys/types.h>
 
@@ -61,7 +61,7 @@
 #include "absl/time/time.h"
 #include "base/process_exit.h"
 
-namespace benchfarm::device {
+namespace benchfarm::process {
 
 // Limits applied in the child (setrlimit, soft = hard). 0 leaves a limit as inherited.
 struct ResourceLimits {
@@ -95,7 +95,7 @@ struct SubprocessOptions {
   // process runs in.
   bool new_session = false;
   // argv[0] is a launcher that runs the real command as its descendant in the same process group
-  // and exits as that command did — a sandbox (device/sandbox.h). Then the child starts with
+  // and exits as that command did — a sandbox (process/sandbox.h). Then the child starts with
   // SIGTERM, SIGINT and SIGHUP ignored (the launcher does not die of a Signal() to the group; the
   // command, which resets them, ends on its own terms and the launcher follows), and an exit code
   // 128+N (N = 1..64), which is how such launchers report a command killed by signal N, is
@@ -186,6 +186,6 @@ class Subprocess {
   std::optional<base::ProcessExit> exit_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace benchfarm::device
+}  // namespace benchfarm::process
 
-#endif  // BENCHFARM_DEVICE_SUBPROCESS_H_
+#endif  // BENCHFARM_PROCESS_SUBPROCESS_H_

@@ -1,6 +1,6 @@
 // RunCommand; see run_command.h.
 
-#include "device/run_command.h"
+#include "process/run_command.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,10 +17,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "base/process_exit.h"
-#include "device/fd_transport.h"
-#include "device/subprocess.h"
+#include "process/subprocess.h"
 
-namespace benchfarm::device {
+namespace benchfarm::process {
 namespace {
 
 // How much output an error message carries.
@@ -185,4 +184,4 @@ absl::StatusOr<CommandRun> RunCommand(const RunCommandOptions& options, absl::Ti
   return run;
 }
 
-}  // namespace benchfarm::device
+}  // namespace benchfarm::process

@@ -2,7 +2,7 @@
 // and start, who it runs as, its limits, and that nothing of it outlives it. Every check here
 // would fail if the containment broke.
 
-#include "device/sandbox.h"
+#include "process/sandbox.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -30,10 +30,10 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/process_exit.h"
-#include "device/run_command.h"
-#include "device/subprocess.h"
+#include "process/run_command.h"
+#include "process/subprocess.h"
 
-namespace benchfarm::device {
+namespace benchfarm::process {
 namespace {
 
 std::string TempDir(const std::string& name) {
@@ -370,4 +370,4 @@ TEST(Sandbox, ItsOwnPtyIsReachedFromOutside) {
 }
 
 }  // namespace
-}  // namespace benchfarm::device
+}  // namespace benchfarm::process
