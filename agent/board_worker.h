@@ -1,54 +1,9 @@
-// BoardWorker: one board of an agent and the thread that serves it. It takes the jobs the tracker
-// leased to the board, groups trials of the same operator template into one image (each candidate
-// a function of the system library), builds the image (cached; the next group's image builds while
-// the current one is measured), puts it on the board unless the board already runs it (checked
-// through DeviceInfo's firmware hash), opens the link and measures each trial in turn. Every job
-// ends in exactly one result through Hooks::result, with the right ErrorCode:
-//
-//   INSTANTIATION_ERROR  unknown op or knob, bad knob value, bad shapes or dtypes
-//   COMPILE_DEVICE       the image did not build (the compiler's output in the message)
-//   BUILD_TIMEOUT        the build ran past its time limit
-//   FLASH_ERROR          the flasher failed                     (retried by the tracker)
-//   SESSION_ERROR        no link or handshake, or a call unanswered while the board is alive:
-//                        the link lost bytes (bad CRCs, broken packets) or the board answers a
-//                        new handshake at once                      (retried by the tracker)
-//   FIRMWARE_MISMATCH    the board does not report the image's hash after flashing (retried)
-//   DEVICE_RESET         the board reset itself while the trial ran — a microcontroller's fault
-//                        handler names the fault (e.g. "fault: MemManage ... pc=0x...") and
-//                        resets; the trial's result, not retried; the board reconnects (its image
-//                        is still there)
-//   RUNTIME_DEVICE       the operator failed on the board, or crashed it (with the signal, for a
-//                        host-process board: SIGSEGV, SIGFPE, SIGABRT, ...); the board is restarted
-//   BOARD_LOST           a host-process board killed from outside while it ran the trial
-//                        (SIGKILL, SIGTERM, SIGHUP, SIGINT: the OOM killer, an operator): the
-//                        board is restarted and the tracker retries the trial
-//   RUN_TIMEOUT          no answer within the trial's timeout on a clean link: the board hung;
-//                        it is reset
-//                        (restarted or reflashed) before the next trial
-//   WRONG_ANSWER         outputs differ from the reference kernel (no costs)
-//   CALIBRATION_ERROR    the board's timer disagrees with its clock (agent/calibration.h): the
-//                        calibration kernel runs on every new link and, after a failure, before
-//                        every trial (retried by the tracker, which quarantines the board)
-//
-// Measuring a batch: every trial's outputs are checked first (in turn); then the trials that take
-// several costs are timed in interleaved rounds (A B C A B C ...), so drift on the board or its
-// host hits all candidates alike. Fixed mode splits `repeat` over up to kFixedRounds rounds;
-// adaptive mode (MeasureOptions.target_rel_ci) adds kAdaptiveChunk costs per round until each
-// trial's stop rule fires (device/measure.h).
-//
-// The board itself — flasher, transport, session, reset, crash reports — is a device::Board built
-// from the board's config (device/board.h); the worker keeps only batching and reporting. The
-// board diagnoses its own failures (a BoardFailure from EnsureImage or MeasureRound, any reset
-// already applied); agent/board_errors.h turns each into the ErrorCode above. A port that
-// vanishes fails the jobs of that moment with SESSION_ERROR; it is reopened on the next job, so a
-// board that comes back is used again without a restart.
-//
-// Attempts: the tracker may offer a job again (attempt N+1) while this board still holds attempt
-// N — after the agent was paused past its lease, say. The new attempt supersedes the old one: no
-// second run; the job's offer is updated if it still waits, and a measurement under way reports
-// its result under the latest attempt — unless that result is an infrastructure failure (which
-// says nothing about the trial): then it goes out under its own attempt and the newer one runs.
-// HeldJobs lists each job with its latest attempt (the heartbeat renews exactly those).
+// BoardWorker: one board of an agent and the thread that serves it: it takes the jobs the tracker
+// leased to the board, groups trials of one operator into one image, builds it (the next group's
+// image builds while the current one is measured), puts it on the board unless the board already
+// runs it, and measures each trial. Every job ends in exactly one result through Hooks::result,
+// with the ErrorCode agent/README.md ("BoardWorker") lists; batches are measured in interleaved
+// rounds, and a newer attempt of a job supersedes the one held (same README).
 //
 // Thread-safety: Offer, Cancel, HeldJobs, State and counters may be called from any thread.
 

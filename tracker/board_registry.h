@@ -56,7 +56,9 @@ class BoardRegistry {
   Map::const_iterator find(const std::string& id) const { return boards_.find(id); }
   // The board's record, made (empty) if there is none.
   BoardRecord& operator[](const std::string& id) { return boards_[id]; }
-  std::pair<Map::iterator, bool> try_emplace(const std::string& id) { return boards_.try_emplace(id); }
+  std::pair<Map::iterator, bool> try_emplace(const std::string& id) {
+    return boards_.try_emplace(id);
+  }
 
   // ---- indexes ----
   // An IDLE or BUSY board running fewer jobs than its slots.

@@ -1,83 +1,12 @@
 // JobQueue: the tracker's gRPC-free core — per board-kind queues, scheduling, leases, retries,
-// board health, cancellation — over a durable Store and an injected Clock.
+// board health, cancellation — over a durable Store and an injected Clock. The locked façade
+// over parts that hold no lock and no store (admission.h, pin_queues.h, board_registry.h); its
+// client side is in job_queue.cc, its agent side in job_queue_agents.cc. How it schedules, what
+// attempts and leases are, silent agents, durability and the checks at the door:
+// tracker/README.md ("JobQueue"); each method below states its own contract.
 //
-// Scheduling: each board kind has its own queue. A free board gets the highest-priority job it
-// may run (a job pinned to a board id, or to labels, runs only on a matching board); among jobs
-// of equal priority, clients take turns (fair share), and each client's jobs go in submission
-// order. Queued jobs are indexed by kind, priority and pin, so what a pick, Summary() or Stats()
-// costs does not grow with the backlog: a pick looks only at the pins the board may serve
-// (unpinned, its own id, label sets it has), never at jobs pinned to other boards or to labels it
-// lacks; Summary() and Stats() read counters kept as jobs come and go, and group waiting jobs by
-// pin (cost: boards x distinct pins, not jobs).
-//
-// Attempts and leases: every offer is one attempt of a job (1, 2, ...), leased to its board until
-// now + lease. The agent renews exactly the attempts it says it holds — a heartbeat lists them
-// (queued, running, or finished with the result unstored), an ack or progress names one — and a
-// result counts only for the job's current attempt. An expired lease, or an agent that
-// re-registers without the current attempt, ends the attempt with BOARD_LOST; the job is queued
-// again with its attempt history until it has used retry_budget attempts, then it is DONE with
-// BOARD_LOST. An agent offered attempt N+1 of a job whose attempt N it still runs reports that
-// measurement under N+1 (agent/board_worker.h). An infrastructure error reported by the agent (IsInfrastructureError) re-queues
-// the same way. A board whose last quarantine_threshold attempts all ended in infrastructure
-// errors is QUARANTINED: it gets no work except a health check (health_check_trial, pinned to
-// it), and returns to service when that passes.
-//
-// Durability: state changes are made in memory and handed, in order, to a GroupCommit, which
-// stores them in batches off this lock (tracker/group_commit.h). What must be durable before it
-// is acknowledged — an accepted submission, a recorded result, a cancellation — comes with a
-// ticket: the blocking forms (Submit, ReportResult without a ticket, Cancel) wait for it; the
-// service's asynchronous forms (SubmitAsync, ReportResult with a ticket) acknowledge once
-// WhenDurable says so. Changes that need no acknowledgement (a job offered, a board's state)
-// are stored with the next batch: a restart may lose the newest of them, which recovery treats
-// as "not yet happened" (an offer lost that way re-queues after the lease, and an agent's
-// spooled result answers the next attempt). A store that refuses writes (a full disk, a
-// read-only file, a lost connection) makes the queue take no new work — no offers, submissions
-// and cancellations are Unavailable naming the cause with nothing changed — while what it
-// already took stays pending and is stored when the store works again (tried every
-// store_probe): a result reported meanwhile is answered Unavailable (the agent sends it again;
-// the job is not measured twice) and a submission retried with the same request_id gets the
-// same job ids. After a restart, Recover() queues the stored QUEUED jobs and keeps the RUNNING
-// ones leased for one more lease period, so agents that reconnect holding them carry on; the
-// rest re-queue when the lease expires.
-//
-// Silent agents: a lease expiry is the agent's failure, never the board's — a board that hangs or
-// faults is reported by its agent with its own error code — so it does not count toward a board's
-// quarantine. An agent whose stream is open but that said nothing for a whole lease (paused by
-// SIGSTOP, a partition the connection has not noticed yet) goes silent: its boards are OFFLINE
-// and offered nothing, its attempts end as their leases expire (re-queued for other boards), and
-// the first word from it (a heartbeat) brings its boards back to serve at once, without health
-// checks.
-//
-// Validation at the door: a submission is checked whole before anything is stored — the trial
-// contract (catalog/trial.h: sizes, a known operator and version in the catalog (an empty version
-// is resolved to the latest and stored with the job), every knob and value allowed, shapes and
-// dtypes consistent with the operator, measure options, priority), then what depends on boards: a
-// board kind that exists, arguments that fit the largest board of the kind
-// (BoardRegistration.memory_bytes), and a pin (board id, labels) that some registered board of
-// that kind satisfies. A pin to a registered board that is offline queues; Summary() says why
-// such jobs wait.
-//
-// Sizes: every string the tracker stores has a byte cap (a trial's: catalog/trial.h; the others:
-// the kMax* constants below), checked at submission and at registration, so one job stays near
-// 1.1 MiB at most (a 1 MiB c_source and its small fields) and always fits a ListResults page. A
-// client may hold at most max_queued_per_client unfinished (queued or running) jobs, and at most
-// max_queued_bytes_per_client bytes of their serialized trials.
-//
-// Results are checked before they are stored: costs finite and non-negative, no more of them
-// than the trial's repeat gives, an error code of the ErrorCode enum, the message and the other
-// strings within their caps, finite stage times, valid timestamps. A result that is not is
-// refused (InvalidArgument to the agent) and ends its attempt as an infrastructure failure
-// (SESSION_ERROR, "result refused: ..."): the job re-queues, the attempt counts toward the retry
-// budget (then the job is DONE with BOARD_LOST) and toward the board's quarantine.
-//
-// Errors: InvalidArgument naming the trial index and field for a malformed submission (nothing
-// is stored), naming the field for a malformed registration or result; AlreadyExists for a
-// request_id reused with different trials; ResourceExhausted naming the cap and the client for
-// a submission over a per-client cap (nothing is stored); NotFound for unknown jobs or agents;
-// FailedPrecondition for a job in the wrong state; the Store's errors.
-//
-// Thread-safety: every method is safe to call from any thread; state is guarded by one mutex.
-// Listeners are called with that mutex held: they must not block or call back into the queue.
+// Thread-safety: every public method may be called from any thread (one mutex, plus the group
+// commit's own thread).
 
 #ifndef BENCHFARM_TRACKER_JOB_QUEUE_H_
 #define BENCHFARM_TRACKER_JOB_QUEUE_H_
@@ -176,7 +105,8 @@ class JobQueue {
   // store and clock are borrowed and outlive the queue.
   JobQueue(Store* store, const base::Clock* clock, JobQueueOptions options);
 
-  // Loads boards and unfinished jobs from the store (see Durability). Call once, before use.
+  // Loads boards and unfinished jobs from the store (README.md, "Durability"). Call once, before
+  // use.
   absl::Status Recover();
 
   // ---- client side ----
@@ -235,7 +165,8 @@ class JobQueue {
   // sends for them later is ignored (the attempt is over).
   void RevokeAgent(const std::string& agent_id, const std::string& why);
   // Renews the leases of exactly these attempts, where each is the current attempt of a job
-  // running on the agent's boards (see Attempts and leases); the others are left to expire.
+  // running on the agent's boards (README.md, "Attempts and leases"); the others are left to
+  // expire.
   void Touch(const std::string& agent_id, const std::vector<v1::HeldAttempt>& held);
   void Touch(const std::string& agent_id, const std::string& job_id, int attempt);
   // Jobs for the agent's boards with free slots (a board holds at most its registered slots;
@@ -259,22 +190,23 @@ class JobQueue {
   // For tests: OK when the board indexes agree with the boards (else which board and how not).
   absl::Status CheckIndexes();
   // Records a result. Exactly once: a result for a job that is not running this attempt (e.g.
-  // sent again after a reconnect) is accepted and ignored. A malformed result (see Results) is
-  // InvalidArgument naming the field, after its attempt has ended as an infrastructure failure
-  // (a health check's: the check failed). A result the store could not take is Unavailable:
-  // nothing changed, send it again later. `superseded` (may be null) is set when the result is of
-  // an attempt that was lost while the job still waits for or runs a newer one (its measurement
-  // may answer that attempt: see ResultAck.superseded). With `ticket` null the call returns once
-  // the result is stored (Unavailable if the store failed: it is kept and stored later; send it
-  // again); else it returns at once with the ticket to wait for (WhenDurable) before the result
-  // may be acknowledged.
+  // sent again after a reconnect) is accepted and ignored. A malformed result (README.md,
+  // "Results") is InvalidArgument naming the field, after its attempt has ended as an
+  // infrastructure failure (a health check's: the check failed). A result the store could not take
+  // is Unavailable: nothing changed, send it again later. `superseded` (may be null) is set when
+  // the result is of an attempt that was lost while the job still waits for or runs a newer one
+  // (its measurement may answer that attempt: see ResultAck.superseded). With `ticket` null the
+  // call returns once the result is stored (Unavailable if the store failed: it is kept and stored
+  // later; send it again); else it returns at once with the ticket to wait for (WhenDurable) before
+  // the result may be acknowledged.
   absl::Status ReportResult(const std::string& agent_id, const v1::JobResult& result,
                             bool* superseded = nullptr, GroupCommit::Ticket* ticket = nullptr);
   void RecordFlashes(const std::string& agent_id, const v1::BoardUpdate& update);
   // Cancellations to deliver to the agent (each returned once).
   std::vector<std::string> TakeCancels(const std::string& agent_id);
-  // Marks agents silent for a whole lease as silent (see Silent agents), then ends every attempt
-  // whose lease has expired (see Leases). Returns how many attempts it ended.
+  // Marks agents silent for a whole lease as silent (README.md, "Silent agents"), then ends every
+  // attempt whose lease has expired (README.md, "Attempts and leases"). Returns how many attempts
+  // it ended.
   int ExpireLeases();
 
   // Called with every job whose state or result changed.
@@ -299,7 +231,8 @@ class JobQueue {
   static void SortBySeq(std::vector<LiveJob*>* jobs);
   // Notes in running_ that `job` went RUNNING on its board.
   void NoteRunning(const LiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Checks the trial (see Validation) and resolves its operator version in place.
+  // Checks the trial (README.md, "Validation at the door") and resolves its operator version in
+  // place.
   absl::Status ValidateTrial(v1::Trial* trial, int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckPin(const v1::Trial& trial, int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Why the queued jobs of a kind wait ("2 jobs pinned to board b7 (OFFLINE)").
@@ -367,8 +300,8 @@ class JobQueue {
   // When each connected or silent agent was last heard from (its registration, a heartbeat, an
   // ack or progress: Touch).
   absl::flat_hash_map<std::string, absl::Time> heard_ ABSL_GUARDED_BY(mu_);
-  // Agents whose stream is open but who said nothing for a whole lease (see Silent agents): out
-  // of connected_agents_ until heard from again.
+  // Agents whose stream is open but who said nothing for a whole lease (README.md, "Silent
+  // agents"): out of connected_agents_ until heard from again.
   absl::flat_hash_set<std::string> silent_agents_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<std::string>> pending_cancels_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> kinds_ ABSL_GUARDED_BY(mu_);
