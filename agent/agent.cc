@@ -8,15 +8,15 @@
 #include <set>
 #include <sstream>
 
-#include "base/files.h"
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
+#include "client/channel.h"
 #include "device/board.h"
 #include "device/qemu_flasher.h"
-#include "proto/error_codes.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "proto/error_codes.h"
 #include "spdlog/spdlog.h"
-#include "client/channel.h"
 
 namespace benchfarm::agent {
 namespace {
@@ -48,7 +48,8 @@ std::string Find(const std::string& path, const std::vector<std::string>& roots,
 class ErrorCollector : public google::protobuf::io::ErrorCollector {
  public:
   void AddError(int line, int column, const std::string& message) override {
-    if (error.empty()) error = absl::StrCat("line ", line + 1, " column ", column + 1, ": ", message);
+    if (error.empty())
+      error = absl::StrCat("line ", line + 1, " column ", column + 1, ": ", message);
   }
   std::string error;
 };
@@ -100,9 +101,9 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
   std::string crt = c.crt_dir().empty() ? Find("crt", roots, "/ops/knobs.json")
                                         : Find(c.crt_dir(), roots, "/ops/knobs.json");
   if (crt.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "crt_dir: no crt source tree (with ops/knobs.json) at \"",
-        c.crt_dir().empty() ? "crt" : c.crt_dir(), "\" or next to the agent"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("crt_dir: no crt source tree (with ops/knobs.json) at \"",
+                     c.crt_dir().empty() ? "crt" : c.crt_dir(), "\" or next to the agent"));
   }
   // Templates and the crt tree are used from build scripts in other directories.
   char cwd[4096];
@@ -129,8 +130,9 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
     }
     std::string dir = Find(b.build_template(), roots, "/build");
     if (dir.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ".build_template: no template with a build script at \"",
-                                                     b.build_template(), "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".build_template: no template with a build script at \"",
+                       b.build_template(), "\""));
     }
     templates.push_back(absolute(dir));
   }
@@ -187,8 +189,9 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
     absl::StatusOr<std::unique_ptr<device::Board>> board =
         device::Board::Create(BoardWorker::BoardOptionsFor(wo));
     if (!board.ok()) return board.status();
-    agent->workers_.push_back(std::make_unique<BoardWorker>(
-        wo, *std::move(board), agent->space_.get(), agent->builder_.get(), &agent->metrics_, hooks));
+    agent->workers_.push_back(
+        std::make_unique<BoardWorker>(wo, *std::move(board), agent->space_.get(),
+                                      agent->builder_.get(), &agent->metrics_, hooks));
   }
   // gRPC's own reconnect backoff grows to minutes by default; the agent wants its tracker back
   // within its own max_backoff.
@@ -350,7 +353,8 @@ void Agent::OnOffer(const v1::JobOffer& offer) {
         superseded_.erase(offer.job_id());
       }
       if (absl::Status s = spool_->Add(*spooled); !s.ok()) {
-        spdlog::error("{} (the result is sent, but not kept for a resend)", std::string(s.message()));
+        spdlog::error("{} (the result is sent, but not kept for a resend)",
+                      std::string(s.message()));
       }
       Write(ack);
       v1::AgentMessage m;
@@ -377,10 +381,11 @@ void Agent::OnRetry(const v1::ResultRetry& retry) {
       std::max(absl::Milliseconds(retry.retry_after_ms()), options_.min_backoff);
   absl::MutexLock lock(&mu_);
   if (retries_.empty()) {
-    spdlog::warn("agent {}: the tracker could not store a result ({}); its results stay in the "
-                 "spool and are sent again, backing off up to {}",
-                 options_.config.agent_id(), retry.reason(),
-                 absl::FormatDuration(std::max(after, options_.max_backoff)));
+    spdlog::warn(
+        "agent {}: the tracker could not store a result ({}); its results stay in the "
+        "spool and are sent again, backing off up to {}",
+        options_.config.agent_id(), retry.reason(),
+        absl::FormatDuration(std::max(after, options_.max_backoff)));
   }
   auto [it, fresh] = retries_.try_emplace(retry.job_id(), Retry{absl::Now(), after});
   Retry& r = it->second;

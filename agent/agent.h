@@ -12,8 +12,9 @@
 // attempt), not measured again; one for a job a board still runs supersedes it there
 // (BoardWorker). A result of a lost attempt the tracker did not need (ResultAck.superseded) is
 // kept in the spool for a while (kKeepSuperseded) to answer the next attempt, then dropped; it
-// is not sent again or listed as held meanwhile. A result the tracker could not store (ResultRetry: its database is failing) is
-// sent again after the delay it asks, backing off up to max_backoff, while connected.
+// is not sent again or listed as held meanwhile. A result the tracker could not store (ResultRetry:
+// its database is failing) is sent again after the delay it asks, backing off up to max_backoff,
+// while connected.
 //
 // Thread-safety: Start/Stop from one thread; the accessors from any thread.
 
@@ -57,7 +58,7 @@ struct AgentCounters {
   WorkerCounters boards;   // summed
   int64_t results_sent = 0;
   int64_t results_acked = 0;
-  int64_t connects = 0;    // successful registrations
+  int64_t connects = 0;  // successful registrations
 };
 
 class Agent {

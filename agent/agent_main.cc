@@ -11,10 +11,11 @@
 // else is logging (base/logging.h) on stderr. It stops cleanly on SIGTERM/SIGINT (results not yet
 // delivered stay in the spool for next time).
 //
-// Everything it starts (boards, QEMU, builds) dies with it, kill -9 included (process/subprocess.h).
-// Before it starts anything it locks its scratch_dir (a second agent on the same directories is
-// refused) and ends what a killed predecessor left running there (process/leftovers.h: the
-// children's records in <scratch_dir>/processes, stale links into sandboxes).
+// Everything it starts (boards, QEMU, builds) dies with it, kill -9 included
+// (process/subprocess.h). Before it starts anything it locks its scratch_dir (a second agent on the
+// same directories is refused) and ends what a killed predecessor left running there
+// (process/leftovers.h: the children's records in <scratch_dir>/processes, stale links into
+// sandboxes).
 
 #include <unistd.h>
 
@@ -38,7 +39,8 @@
 
 ABSL_FLAG(std::string, config, "", "text-format AgentConfig file (required)");
 ABSL_FLAG(std::string, tracker, "", "tracker address (overrides tracker_address)");
-ABSL_FLAG(std::string, metrics, "", "Prometheus address (overrides metrics_address); 'off' disables");
+ABSL_FLAG(std::string, metrics, "",
+          "Prometheus address (overrides metrics_address); 'off' disables");
 ABSL_FLAG(bool, insecure, false, "reach a tracker started with --insecure (plain text)");
 ABSL_FLAG(std::string, log_level, "",
           "trace|debug|info|warn|error|critical|off (default: $BENCHFARM_LOG_LEVEL, else info)");
@@ -65,18 +67,24 @@ int main(int argc, char** argv) {
   absl::StatusOr<benchfarm::v1::AgentConfig> config =
       benchfarm::agent::LoadAgentConfig(absl::GetFlag(FLAGS_config));
   if (!config.ok()) return Fail(std::string(config.status().message()));
-  if (!absl::GetFlag(FLAGS_tracker).empty()) config->set_tracker_address(absl::GetFlag(FLAGS_tracker));
+  if (!absl::GetFlag(FLAGS_tracker).empty())
+    config->set_tracker_address(absl::GetFlag(FLAGS_tracker));
   if (!absl::GetFlag(FLAGS_metrics).empty()) {
-    config->set_metrics_address(absl::GetFlag(FLAGS_metrics) == "off" ? "" : absl::GetFlag(FLAGS_metrics));
+    config->set_metrics_address(
+        absl::GetFlag(FLAGS_metrics) == "off" ? "" : absl::GetFlag(FLAGS_metrics));
   }
   // Relative state directories are relative to the working directory; made absolute here, since
   // build templates and boards run in directories of their own.
-  if (!config->scratch_dir().empty()) config->set_scratch_dir(benchfarm::base::AbsolutePath(config->scratch_dir()));
-  if (!config->cache_dir().empty()) config->set_cache_dir(benchfarm::base::AbsolutePath(config->cache_dir()));
-  if (!config->spool_dir().empty()) config->set_spool_dir(benchfarm::base::AbsolutePath(config->spool_dir()));
+  if (!config->scratch_dir().empty())
+    config->set_scratch_dir(benchfarm::base::AbsolutePath(config->scratch_dir()));
+  if (!config->cache_dir().empty())
+    config->set_cache_dir(benchfarm::base::AbsolutePath(config->cache_dir()));
+  if (!config->spool_dir().empty())
+    config->set_spool_dir(benchfarm::base::AbsolutePath(config->spool_dir()));
   benchfarm::v1::TrackerCredentials* creds = config->mutable_credentials();
   if (absl::GetFlag(FLAGS_insecure)) creds->set_insecure(true);
-  for (std::string* path : {creds->mutable_ca_cert(), creds->mutable_cert(), creds->mutable_key()}) {
+  for (std::string* path :
+       {creds->mutable_ca_cert(), creds->mutable_cert(), creds->mutable_key()}) {
     if (!path->empty()) *path = benchfarm::base::AbsolutePath(*path);
   }
   // What a killed predecessor left running is ended before anything new starts. The scratch
@@ -98,7 +106,8 @@ int main(int argc, char** argv) {
       spdlog::warn("a previous agent's processes were still running: {}",
                    benchfarm::process::DescribeLeftovers(*leftovers));
     } else if (leftovers->records > 0) {
-      spdlog::info("previous agent's records: {}", benchfarm::process::DescribeLeftovers(*leftovers));
+      spdlog::info("previous agent's records: {}",
+                   benchfarm::process::DescribeLeftovers(*leftovers));
     }
     if (int links = benchfarm::process::RemoveSandboxLinks(config->scratch_dir()); links > 0) {
       spdlog::info("removed {} stale links into a previous agent's sandboxes", links);

@@ -7,10 +7,9 @@
 #include "agent/agent.h"
 
 #include <gtest/gtest.h>
-
 #include <signal.h>
-#include <unistd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -24,9 +23,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "base/files.h"
 #include "base/process_stat.h"
-#include "absl/time/clock.h"
 #include "tests/example_ops.h"
 #include "tests/in_process_tracker.h"
 
@@ -111,7 +110,8 @@ v1::Trial Spinner(const std::string& iterations) {
   const std::string body = absl::StrCat(
       "  volatile unsigned long n = 0;\n"
       "  (void)args;\n  (void)type_codes;\n  (void)num_args;\n"
-      "  while (n < ", iterations, "UL) n++;\n  return 0;");
+      "  while (n < ",
+      iterations, "UL) n++;\n  return 0;");
   v1::Trial t = CSource("spinner", Kernel("spinner", body), "", /*timeout_ms=*/60000);
   t.mutable_measure()->set_number(1);
   return t;
@@ -156,8 +156,7 @@ class AgentTest : public ::testing::Test {
 
   // An agent with host-process boards: b0 over pipes, b1 (if two) over its pty; `tweak` may change
   // each board's config.
-  void StartAgent(int boards = 1,
-                  std::function<void(v1::BoardConfig*)> tweak = nullptr) {
+  void StartAgent(int boards = 1, std::function<void(v1::BoardConfig*)> tweak = nullptr) {
     v1::AgentConfig c = tracker_->AgentConfig("agent-1", dir_);
     c.set_metrics_address("127.0.0.1:0");
     for (int i = 0; i < boards; ++i) {
@@ -306,9 +305,9 @@ v1::Trial Adaptive(double target, int budget_ms, int max_repeat) {
 TEST_F(AgentTest, AdaptiveTrialsStopAtTheTargetTheBudgetOrMaxRepeatAndSayWhich) {
   StartAgent();
   std::vector<v1::Job> jobs = Run({
-      Adaptive(0.5, 10000, 200),     // +-50 %: reached with the first costs
-      Adaptive(1e-9, 10000, 17),     // never reached: max_repeat first
-      Adaptive(1e-9, 300, 1000),     // never reached: the budget first
+      Adaptive(0.5, 10000, 200),  // +-50 %: reached with the first costs
+      Adaptive(1e-9, 10000, 17),  // never reached: max_repeat first
+      Adaptive(1e-9, 300, 1000),  // never reached: the budget first
   });
   ASSERT_EQ(jobs.size(), 3u);
   for (const v1::Job& j : jobs) {
@@ -640,12 +639,13 @@ TEST_F(AgentTest, UserOperatorCandidatesShareOneImageAndItsReferenceCatchesABug)
   // Candidates of a batch share their arguments on the board (inputs uploaded once): one that
   // writes nothing must still be caught after a good one left its output there.
   gemv = testing::ExampleGemv([](std::string s) {
-    const std::string unpacked = "if (unpack(args, type_codes, num_args, &a, &x, &y, &m, &k) != 0) return -1;";
+    const std::string unpacked =
+        "if (unpack(args, type_codes, num_args, &a, &x, &y, &m, &k) != 0) return -1;";
     size_t at = s.find(unpacked);
     EXPECT_NE(at, std::string::npos);
-    return at == std::string::npos ? s
-                                   : s.insert(at + unpacked.size(),
-                                              "\n  if (BF_KNOB(unroll) == 8) return 0;");
+    return at == std::string::npos
+               ? s
+               : s.insert(at + unpacked.size(), "\n  if (BF_KNOB(unroll) == 8) return 0;");
   });
   ASSERT_TRUE(gemv.ok()) << gemv.status();
   ASSERT_TRUE(tracker_->AddOperator(*gemv).ok());
@@ -693,7 +693,8 @@ TEST_F(AgentTest, SurvivesTheTrackerBeingDownForThirtySeconds) {
   for (const char* u : {"1", "2", "4", "8"}) {
     for (const char* tk : {"1", "2", "4", "8", "16"}) {
       v1::Trial t = Matmul({{"unroll", u}, {"tile_k", tk}});
-      t.mutable_measure()->set_min_repeat_ms(40);  // ~0.12 s each: the run outlasts the outage start
+      t.mutable_measure()->set_min_repeat_ms(
+          40);  // ~0.12 s each: the run outlasts the outage start
       trials.push_back(t);
     }
   }
@@ -779,8 +780,8 @@ class SerialBoardTest : public AgentTest {
     b->set_kind(kKind);
     b->mutable_serial()->set_port(dir_ + "/board-link");
     b->mutable_serial()->set_baud(115200);
-    for (const std::string& a : {script, std::string("{image}"), dir_ + "/board-link",
-                                 dir_ + "/board.pid"}) {
+    for (const std::string& a :
+         {script, std::string("{image}"), dir_ + "/board-link", dir_ + "/board.pid"}) {
       b->mutable_flasher()->add_argv(a);
     }
     b->mutable_flasher()->set_time_limit_seconds(30);
@@ -795,11 +796,13 @@ class SerialBoardTest : public AgentTest {
   }
 };
 
-TEST_F(SerialBoardTest, FlashedByItsCommandComesBackAfterItsPortVanishesAndIsNotReflashedNeedlessly) {
+TEST_F(SerialBoardTest,
+       FlashedByItsCommandComesBackAfterItsPortVanishesAndIsNotReflashedNeedlessly) {
   StartSerialAgent();
   std::vector<v1::Job> jobs = Run({Matmul(), Matmul({{"tile_m", "4"}})});
   ASSERT_EQ(jobs.size(), 2u);
-  for (const v1::Job& j : jobs) EXPECT_EQ(j.result().error_code(), v1::NO_ERROR) << j.result().message();
+  for (const v1::Job& j : jobs)
+    EXPECT_EQ(j.result().error_code(), v1::NO_ERROR) << j.result().message();
   EXPECT_EQ(agent_->counters().boards.flashes, 1);
 
   // The board goes away under the agent (unplugged). The same two trials again need the same

@@ -18,10 +18,12 @@ TrialError ErrorFor(const device::BoardFailure& failure, absl::string_view funct
       return {v1::FIRMWARE_MISMATCH, m};
     case device::BoardFailure::kKilledFromOutside:
       // Not the kernel under test: an infrastructure failure, retried by the tracker.
-      return {v1::BOARD_LOST,
-              absl::StrCat("the board process was ", m, " from outside (the OOM killer or an "
-                           "operator; not something ", function, " does by itself) while it ran "
-                           "the trial; it was restarted")};
+      return {v1::BOARD_LOST, absl::StrCat("the board process was ", m,
+                                           " from outside (the OOM killer or an "
+                                           "operator; not something ",
+                                           function,
+                                           " does by itself) while it ran "
+                                           "the trial; it was restarted")};
     case device::BoardFailure::kCrashed:
       return {v1::RUNTIME_DEVICE,
               absl::StrCat("the board crashed running ", function, ": ", m, "; it was restarted")};

@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <utility>
 
-#include "base/time_proto.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/time_proto.h"
 #include "catalog/trial.h"
 #include "google/protobuf/util/time_util.h"
 #include "proto/error_codes.h"
@@ -20,8 +20,8 @@ namespace {
 using google::protobuf::util::TimeUtil;
 
 constexpr int kDefaultBatchSize = 16;
-constexpr int kFixedRounds = 4;     // a fixed-mode trial's repeats are split over this many rounds
-constexpr int kAdaptiveChunk = 5;   // costs an adaptive trial adds per round
+constexpr int kFixedRounds = 4;    // a fixed-mode trial's repeats are split over this many rounds
+constexpr int kAdaptiveChunk = 5;  // costs an adaptive trial adds per round
 
 using base::ToProto;
 
@@ -94,7 +94,9 @@ BoardWorker::BoardWorker(Options options, std::unique_ptr<device::Board> board,
 
 BoardWorker::~BoardWorker() { Stop(); }
 
-void BoardWorker::Start() { thread_ = std::thread([this] { Run(); }); }
+void BoardWorker::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void BoardWorker::Stop() {
   {
@@ -189,9 +191,8 @@ void BoardWorker::SetState(const std::string& state) {
 
 std::vector<v1::JobOffer> BoardWorker::TakeBatch(bool wait) {
   absl::MutexLock lock(&mu_);
-  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return stopping_ || !pending_.empty();
-  };
+  auto ready = [this]()
+                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !pending_.empty(); };
   if (wait) mu_.Await(absl::Condition(&ready));
   if (stopping_ || pending_.empty()) return {};
   const std::string key = BatchKey(pending_.front());
@@ -206,7 +207,8 @@ std::vector<v1::JobOffer> BoardWorker::TakeBatch(bool wait) {
     mu_.AwaitWithTimeout(absl::Condition(&full), options_.linger);
   }
   std::vector<v1::JobOffer> batch;
-  for (auto it = pending_.begin(); it != pending_.end() && static_cast<int>(batch.size()) < batch_size_;) {
+  for (auto it = pending_.begin();
+       it != pending_.end() && static_cast<int>(batch.size()) < batch_size_;) {
     if (BatchKey(*it) == key) {
       batch.push_back(std::move(*it));
       it = pending_.erase(it);
@@ -366,9 +368,9 @@ void BoardWorker::RunBatch(Prepared& batch) {
       if (IsCancelled(item.offer.job_id())) continue;
       v1::Result r;
       const absl::Status& s = image.status();
-      r.set_error_code(absl::IsDeadlineExceeded(s)   ? v1::BUILD_TIMEOUT
-                       : absl::IsUnknown(s)          ? v1::COMPILE_DEVICE
-                                                     : v1::COMPILE_HOST);
+      r.set_error_code(absl::IsDeadlineExceeded(s) ? v1::BUILD_TIMEOUT
+                       : absl::IsUnknown(s)        ? v1::COMPILE_DEVICE
+                                                   : v1::COMPILE_HOST);
       r.set_message(std::string(s.message()));
       r.mutable_stages()->set_build_s(build_share);
       Report(item.offer, r, batch.build_started);
@@ -426,8 +428,7 @@ bool BoardWorker::Round(const Image& image, bool interleave, Live& l) {
   const absl::Time measure_start = absl::Now();
   const device::Board::CallOutcome call =
       board_->MeasureRound(q, chunk, &l.outcome, measure_start + item.timeout);
-  r.mutable_stages()->set_measure_s(r.stages().measure_s() +
-                                    Seconds(absl::Now() - measure_start));
+  r.mutable_stages()->set_measure_s(r.stages().measure_s() + Seconds(absl::Now() - measure_start));
   AfterCall(item.offer.job_id(), call);
   if (!call.failure && !l.outcome.done) {
     l.finished = false;
@@ -460,8 +461,7 @@ bool BoardWorker::Round(const Image& image, bool interleave, Live& l) {
   return false;
 }
 
-std::optional<TrialError> BoardWorker::EnsureImage(const Image& image,
-                                                   const Item& item,
+std::optional<TrialError> BoardWorker::EnsureImage(const Image& image, const Item& item,
                                                    v1::StageTimes* stages) {
   device::FirmwareImage fw{image.path, image.hash};
   device::EnsureOutcome out = board_->EnsureImage(fw, absl::Now() + options_.connect_timeout);
@@ -522,9 +522,8 @@ std::optional<TrialError> BoardWorker::CheckCalibration() {
   input.info = &*info;
   input.config = &options_.config;
   input.emulation = board_->emulation();
-  absl::StatusOr<Calibration> c =
-      CalibrateBoard(*board_->rpc(), board_->timer(), input,
-                     absl::Now() + options_.connect_timeout);
+  absl::StatusOr<Calibration> c = CalibrateBoard(*board_->rpc(), board_->timer(), input,
+                                                 absl::Now() + options_.connect_timeout);
   if (absl::IsNotFound(c.status())) {
     calibration_failed_ = false;  // firmware without the kernel: nothing to check
     return std::nullopt;

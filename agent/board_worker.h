@@ -42,9 +42,9 @@ struct WorkerCounters {
   int64_t flash_skips = 0;
   int64_t handshakes = 0;
   int64_t handshake_failures = 0;
-  int64_t images = 0;   // images this board used (built or from the cache)
-  int64_t results = 0;  // jobs finished
-  int64_t resets = 0;   // restarts after a hang or crash
+  int64_t images = 0;            // images this board used (built or from the cache)
+  int64_t results = 0;           // jobs finished
+  int64_t resets = 0;            // restarts after a hang or crash
   int64_t leftovers_killed = 0;  // processes trials left running, killed after their calls
 };
 
@@ -57,8 +57,8 @@ class BoardWorker {
   };
   struct Options {
     v1::BoardConfig config;
-    std::string template_dir;  // resolved
-    std::string scratch_dir;   // board logs
+    std::string template_dir;        // resolved
+    std::string scratch_dir;         // board logs
     std::string cycle_model_plugin;  // for an emulated board in CYCLES timing (BoardOptions)
     absl::Duration linger = absl::Milliseconds(200);
     absl::Duration connect_timeout = absl::Seconds(10);
@@ -139,7 +139,7 @@ class BoardWorker {
   const std::unique_ptr<device::Board> board_;
   double timer_resolution_s_ = 0;  // from the last DeviceInfo (kept across resets)
   std::string timer_;              // DeviceInfo's timer, likewise
-  bool reset_pending_ = false;   // for State(): a reset waits for the next job
+  bool reset_pending_ = false;     // for State(): a reset waits for the next job
   // Calibration (agent/calibration.h): the board's clock for results, and whether the last one
   // failed (then every trial calibrates again first, so a quarantined board's health check fails
   // until it is fixed).

@@ -33,8 +33,8 @@ absl::StatusOr<Calibration> CalibrateBoard(device::RpcClient& rpc, device::Board
   const v1::BoardConfig& config = *input.config;
   const bool icount = input.emulation == "qemu-icount";
   const bool model = input.emulation == "qemu-cycles";
-  double per_iteration = icount ? info.calibration_instructions_per_iteration
-                                : info.calibration_cycles_per_iteration;
+  double per_iteration =
+      icount ? info.calibration_instructions_per_iteration : info.calibration_cycles_per_iteration;
   if (per_iteration <= 0 && !model) {
     return absl::NotFoundError("the firmware does not say what its calibration kernel costs");
   }
@@ -49,8 +49,8 @@ absl::StatusOr<Calibration> CalibrateBoard(device::RpcClient& rpc, device::Board
     ASSIGN_OR_RETURN(double s, time_kernel(c.iterations));
     if (s >= kTargetSeconds / 2 || c.iterations >= kMaxIterations) break;
     const double grow = s > 0 ? kTargetSeconds / s : 64;
-    c.iterations = std::min(kMaxIterations,
-                            static_cast<int64_t>(c.iterations * std::clamp(grow, 2.0, 64.0)));
+    c.iterations =
+        std::min(kMaxIterations, static_cast<int64_t>(c.iterations * std::clamp(grow, 2.0, 64.0)));
   }
   std::vector<double> samples;
   for (int i = 0; i < kSamples; ++i) {

@@ -37,18 +37,18 @@ namespace benchfarm::agent {
 struct CalibrationInput {
   const device::DeviceInfo* info = nullptr;
   const v1::BoardConfig* config = nullptr;
-  std::string emulation;    // device::Board::emulation(): "", "qemu", "qemu-icount", "qemu-cycles"
+  std::string emulation;  // device::Board::emulation(): "", "qemu", "qemu-icount", "qemu-cycles"
 };
 
 struct Calibration {
   int64_t iterations = 0;
-  double measured_s = 0;    // the median of the samples
-  double expected_s = 0;    // 0: nothing to compare with
-  double measured_hz = 0;   // cycles (instructions under -icount) per second the timer implies
-  double clock_hz = 0;      // what it was compared with (0: none)
+  double measured_s = 0;   // the median of the samples
+  double expected_s = 0;   // 0: nothing to compare with
+  double measured_hz = 0;  // cycles (instructions under -icount) per second the timer implies
+  double clock_hz = 0;     // what it was compared with (0: none)
   // "cycle-model", "icount", "declared", "device", "measured" (host), "unchecked: ..."
   std::string basis;
-  std::string problem;      // empty: agrees within tolerance (or unchecked)
+  std::string problem;  // empty: agrees within tolerance (or unchecked)
 
   // The board's clock as results should carry it (Result.cpu_hz): the clock it was checked
   // against and agreed with; 0 when not known. A host-process board's measured clock is not

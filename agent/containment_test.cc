@@ -27,12 +27,12 @@
 #include <vector>
 
 #include "absl/random/random.h"
-#include "base/files.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "agent/agent.h"
+#include "base/files.h"
 #include "process/sandbox.h"
 #include "tests/in_process_tracker.h"
 
@@ -55,46 +55,46 @@ v1::Trial Matmul() {
 // A c_source trial whose kernel runs `body` (a C function body returning int) once and writes
 // the result into output element 0; the reference writes the sentinel everywhere.
 v1::Trial Probe(const std::string& body, const std::string& preamble = "") {
-  const std::string source = absl::StrCat(
-      "#define _GNU_SOURCE\n", preamble,
-      "#include <benchfarm/ops/common.h>\n"
-      "#include <dlpack/dlpack.h>\n"
-      "#include <errno.h>\n"
-      "#include <fcntl.h>\n"
-      "#include <signal.h>\n"
-      "#include <string.h>\n"
-      "#include <arpa/inet.h>\n"
-      "#include <netinet/in.h>\n"
-      "#include <pthread.h>\n"
-      "#include <sys/socket.h>\n"
-      "#include <sys/wait.h>\n"
-      "#include <unistd.h>\n"
-      "static void fill(DLTensor* c, float first) {\n"
-      "  float* d = (float*)c->data;\n"
-      "  int64_t i;\n"
-      "  for (i = 0; i < c->shape[0]; ++i) d[i] = i == 0 ? first : ",
-      kSentinel,
-      ";\n"
-      "}\n"
-      "__attribute__((unused)) static void* spin_forever(void* arg) {\n"
-      "  for (;;) {}\n"
-      "  return arg;\n"
-      "}\n"
-      "static int probe(void) {\n",
-      body,
-      "\n}\n"
-      "BF_OPS_DECLARE_PACKED(probe_entry);\n"
-      "BF_OPS_DECLARE_PACKED(probe_entry) {\n"
-      "  fill((DLTensor*)args[2].v_handle, (float)probe());\n"
-      "  return 0;\n"
-      "}\n"
-      "BF_OPS_DECLARE_PACKED(probe_reference);\n"
-      "BF_OPS_DECLARE_PACKED(probe_reference) {\n"
-      "  fill((DLTensor*)args[2].v_handle, ",
-      kSentinel,
-      ");\n"
-      "  return 0;\n"
-      "}\n");
+  const std::string source =
+      absl::StrCat("#define _GNU_SOURCE\n", preamble,
+                   "#include <benchfarm/ops/common.h>\n"
+                   "#include <dlpack/dlpack.h>\n"
+                   "#include <errno.h>\n"
+                   "#include <fcntl.h>\n"
+                   "#include <signal.h>\n"
+                   "#include <string.h>\n"
+                   "#include <arpa/inet.h>\n"
+                   "#include <netinet/in.h>\n"
+                   "#include <pthread.h>\n"
+                   "#include <sys/socket.h>\n"
+                   "#include <sys/wait.h>\n"
+                   "#include <unistd.h>\n"
+                   "static void fill(DLTensor* c, float first) {\n"
+                   "  float* d = (float*)c->data;\n"
+                   "  int64_t i;\n"
+                   "  for (i = 0; i < c->shape[0]; ++i) d[i] = i == 0 ? first : ",
+                   kSentinel,
+                   ";\n"
+                   "}\n"
+                   "__attribute__((unused)) static void* spin_forever(void* arg) {\n"
+                   "  for (;;) {}\n"
+                   "  return arg;\n"
+                   "}\n"
+                   "static int probe(void) {\n",
+                   body,
+                   "\n}\n"
+                   "BF_OPS_DECLARE_PACKED(probe_entry);\n"
+                   "BF_OPS_DECLARE_PACKED(probe_entry) {\n"
+                   "  fill((DLTensor*)args[2].v_handle, (float)probe());\n"
+                   "  return 0;\n"
+                   "}\n"
+                   "BF_OPS_DECLARE_PACKED(probe_reference);\n"
+                   "BF_OPS_DECLARE_PACKED(probe_reference) {\n"
+                   "  fill((DLTensor*)args[2].v_handle, ",
+                   kSentinel,
+                   ");\n"
+                   "  return 0;\n"
+                   "}\n");
   v1::Trial t;
   t.set_board_kind(kKind);
   t.mutable_op()->set_c_source(source);
@@ -190,7 +190,8 @@ class ContainmentTest : public ::testing::Test {
     agent_->Start();
   }
 
-  std::vector<v1::Job> Run(const std::vector<v1::Trial>& trials, const std::string& client = "test") {
+  std::vector<v1::Job> Run(const std::vector<v1::Trial>& trials,
+                           const std::string& client = "test") {
     absl::StatusOr<std::vector<std::string>> ids = tracker_->Submit(trials, client);
     EXPECT_TRUE(ids.ok()) << ids.status();
     if (!ids.ok()) return {};
@@ -277,18 +278,21 @@ TEST_F(ContainmentTest, ATrialsCodeOnTheBoardCannotReachOutItsSandbox) {
   // The agent's environment (a token, say), through the sandbox's init or its own environment.
   const std::string marker = absl::StrCat("BF_AGENT_SECRET_", getpid());
   for (const char* file : {"/proc/1/environ", "/proc/self/environ"}) {
-    const int64_t found = RunProbe(
-        absl::StrCat("look for the agent's environment in ", file),
-        absl::StrCat("  char buf[65536];\n"
-                     "  ssize_t n;\n"
-                     "  int fd = open(\"", file, "\", O_RDONLY);\n"
-                     "  if (fd < 0) return -errno;\n"
-                     "  n = read(fd, buf, sizeof(buf) - 1);\n"
-                     "  close(fd);\n"
-                     "  if (n < 0) return -errno;\n"
-                     "  buf[n] = 0;\n"
-                     "  for (ssize_t i = 0; i < n; ++i) if (buf[i] == 0) buf[i] = '\\n';\n"
-                     "  return strstr(buf, \"", marker, "\") != NULL ? 1 : 0;"));
+    const int64_t found =
+        RunProbe(absl::StrCat("look for the agent's environment in ", file),
+                 absl::StrCat("  char buf[65536];\n"
+                              "  ssize_t n;\n"
+                              "  int fd = open(\"",
+                              file,
+                              "\", O_RDONLY);\n"
+                              "  if (fd < 0) return -errno;\n"
+                              "  n = read(fd, buf, sizeof(buf) - 1);\n"
+                              "  close(fd);\n"
+                              "  if (n < 0) return -errno;\n"
+                              "  buf[n] = 0;\n"
+                              "  for (ssize_t i = 0; i < n; ++i) if (buf[i] == 0) buf[i] = '\\n';\n"
+                              "  return strstr(buf, \"",
+                              marker, "\") != NULL ? 1 : 0;"));
     EXPECT_LE(found, 0) << file;
   }
 
@@ -341,8 +345,8 @@ TEST_F(ContainmentTest, ATrialsCodeOnTheBoardCannotReachOutItsSandbox) {
   EXPECT_LT(forked, 300);
 
   // Signals: this process (the agent), its parent in the sandbox, everything it can see.
-  EXPECT_EQ(RunProbe("kill the agent", absl::StrCat("  return kill(", getpid(),
-                                                    ", SIGTERM) == 0 ? 1 : -errno;")),
+  EXPECT_EQ(RunProbe("kill the agent",
+                     absl::StrCat("  return kill(", getpid(), ", SIGTERM) == 0 ? 1 : -errno;")),
             -ESRCH);
   const int64_t parent = RunProbe("its parent",
                                   "  kill(getppid(), SIGTERM);\n"
@@ -371,23 +375,23 @@ TEST_F(ContainmentTest, NothingATrialStartsOutlivesItsTrial) {
   absl::BitGen gen;
   const std::string marker =
       absl::StrCat("bf-contained-", getpid(), "-", absl::Uniform<uint32_t>(gen, 1, 1u << 30));
-  const int64_t started = RunProbe("setsid daemon",
-                                   absl::StrCat("  pid_t p = fork(), q;\n"
-                                                "  int status;\n"
-                                                "  if (p < 0) return -errno;\n"
-                                                "  if (p == 0) {\n"
-                                                "    setsid();\n"
-                                                "    q = fork();\n"
-                                                "    if (q == 0) {\n"
-                                                "      execl(\"/bin/sleep\", ",
-                                                Quoted(marker),
-                                                ", \"600\", (char*)0);\n"
-                                                "      _exit(1);\n"
-                                                "    }\n"
-                                                "    _exit(q > 0 ? 0 : 2);\n"
-                                                "  }\n"
-                                                "  waitpid(p, &status, 0);\n"
-                                                "  return WIFEXITED(status) ? 1 + WEXITSTATUS(status) : -1;"));
+  const int64_t started = RunProbe(
+      "setsid daemon", absl::StrCat("  pid_t p = fork(), q;\n"
+                                    "  int status;\n"
+                                    "  if (p < 0) return -errno;\n"
+                                    "  if (p == 0) {\n"
+                                    "    setsid();\n"
+                                    "    q = fork();\n"
+                                    "    if (q == 0) {\n"
+                                    "      execl(\"/bin/sleep\", ",
+                                    Quoted(marker),
+                                    ", \"600\", (char*)0);\n"
+                                    "      _exit(1);\n"
+                                    "    }\n"
+                                    "    _exit(q > 0 ? 0 : 2);\n"
+                                    "  }\n"
+                                    "  waitpid(p, &status, 0);\n"
+                                    "  return WIFEXITED(status) ? 1 + WEXITSTATUS(status) : -1;"));
   EXPECT_EQ(started, 1);
   // The daemon was killed when the call returned, before the result was reported (before this
   // change it ran until the board was next flashed). The board was not restarted for it.
@@ -420,10 +424,11 @@ TEST_F(ContainmentTest, IncludesOfHostFilesLeakNothingIntoCompileErrors) {
   const std::string secret =
       absl::StrCat("BENCHFARM_SECRET_", absl::Uniform<uint32_t>(absl::BitGen(), 1, 1u << 30));
   std::ofstream(secret_file) << secret << " is the first line\n";
-  std::vector<v1::Job> jobs = Run({Probe("  return 1;", "#include \"/etc/shadow\"\n"),
-                                   Probe("  return 2;", absl::StrCat("#include ", Quoted(secret_file), "\n")),
-                                   Probe("  return 3;", absl::StrCat("#include ", Quoted(dir_ + "/cache/images"), "\n")),
-                                   Probe("  return 4;", "#include \"/proc/1/environ\"\n")});
+  std::vector<v1::Job> jobs =
+      Run({Probe("  return 1;", "#include \"/etc/shadow\"\n"),
+           Probe("  return 2;", absl::StrCat("#include ", Quoted(secret_file), "\n")),
+           Probe("  return 3;", absl::StrCat("#include ", Quoted(dir_ + "/cache/images"), "\n")),
+           Probe("  return 4;", "#include \"/proc/1/environ\"\n")});
   ASSERT_EQ(jobs.size(), 4u);
   const std::string shadow = Read("/etc/shadow");
   const std::string shadow_first = shadow.substr(0, shadow.find('\n'));

@@ -54,8 +54,7 @@ std::string SystemLibrary(const std::vector<std::pair<std::string, std::string>>
   for (const auto& [name, symbol] : entries) absl::StrAppend(&out, "    \"", name, "\\0\"\n");
   absl::StrAppend(&out, "    , kBfFuncs};\n\n");
   absl::StrAppend(&out, "static const TVMModule kBfModule = {&kBfRegistry};\n\n");
-  absl::StrAppend(&out,
-                  "const TVMModule* TVMSystemLibEntryPoint(void) { return &kBfModule; }\n");
+  absl::StrAppend(&out, "const TVMModule* TVMSystemLibEntryPoint(void) { return &kBfModule; }\n");
   return out;
 }
 
@@ -198,7 +197,8 @@ BuildUnit UserOperatorUnit(const v1::Operator& op, const std::vector<Candidate>&
   }
   // The default instance: the entry and the reference under the user's names.
   std::vector<std::pair<std::string, std::string>> defaults;
-  for (const v1::Knob& k : spec.knobs()) defaults.emplace_back(k.name(), catalog::ValueText(k.default_()));
+  for (const v1::Knob& k : spec.knobs())
+    defaults.emplace_back(k.name(), catalog::ValueText(k.default_()));
   unit.files["bf_default.c"] = UserInstance(op, defaults, "", "");
   entries.emplace_back(spec.entry(), spec.entry());
   unit.functions.push_back(spec.entry());
@@ -227,8 +227,8 @@ absl::StatusOr<BuildUnit> CSourceUnit(const catalog::KnobSpace& space, const v1:
   }
   for (const v1::Operator& t : space.ops()) {
     if (t.spec().reference_entry() == op.entry_function()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "op.entry_function: \"", op.entry_function(), "\" is a reference kernel's name"));
+      return absl::InvalidArgumentError(absl::StrCat("op.entry_function: \"", op.entry_function(),
+                                                     "\" is a reference kernel's name"));
     }
   }
   BuildUnit unit;
@@ -398,8 +398,8 @@ absl::Status WriteTree(const std::string& dir, const std::vector<TreeFile>& file
   struct stat st;
   if (stat(dir.c_str(), &st) == 0) return absl::OkStatus();
   const size_t slash = dir.rfind('/');
-  const std::string staged = absl::StrCat(dir.substr(0, slash), "/.staging-",
-                                          absl::Uniform<uint32_t>(absl::BitGen()));
+  const std::string staged =
+      absl::StrCat(dir.substr(0, slash), "/.staging-", absl::Uniform<uint32_t>(absl::BitGen()));
   RemoveOnExit cleanup{staged};
   RETURN_IF_ERROR(MakeDirs(staged));
   for (const TreeFile& f : files) {
@@ -571,11 +571,11 @@ void ImageBuilder::Evict() {
     cache_evictions_++;
     if (options_.evicted) options_.evicted();
   }
-  spdlog::info("image cache: evicted {} least recently used images ({} bytes){}", aside.size(),
-               freed,
-               over > 0 ? absl::StrCat("; still ", over,
-                                       " bytes over image_cache_max_bytes in images in use")
-                        : std::string());
+  spdlog::info(
+      "image cache: evicted {} least recently used images ({} bytes){}", aside.size(), freed,
+      over > 0
+          ? absl::StrCat("; still ", over, " bytes over image_cache_max_bytes in images in use")
+          : std::string());
 }
 
 absl::StatusOr<ImageBuilder::Snapshot> ImageBuilder::CrtSnapshot() {
@@ -596,8 +596,8 @@ absl::StatusOr<ImageBuilder::Snapshot> ImageBuilder::CrtSnapshot() {
   // The tree this agent started with stays its crt (a changed tree needs a restart).
   if (crt_fingerprint_.empty()) crt_fingerprint_ = hash;
   if (hash != crt_fingerprint_) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the crt source tree \"", options_.crt_dir, "\" changed under the agent: restart it"));
+    return absl::FailedPreconditionError(absl::StrCat("the crt source tree \"", options_.crt_dir,
+                                                      "\" changed under the agent: restart it"));
   }
   RETURN_IF_ERROR(MakeDirs(parent));
   const std::string dir = absl::StrCat(parent, "/", hash);
@@ -636,9 +636,8 @@ absl::StatusOr<Image> ImageBuilder::Build(const std::string& template_dir, const
       absl::StrCat(base::HashBytes(material), base::HashBytes(absl::StrCat("salt\n", material)));
   {
     absl::MutexLock lock(&mu_);
-    auto free = [this, &key]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return in_flight_.count(key) == 0;
-    };
+    auto free = [this, &key]()
+                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_.count(key) == 0; };
     mu_.Await(absl::Condition(&free));
     in_flight_.insert(key);
   }
@@ -749,8 +748,8 @@ absl::Status ImageBuilder::RunStep(const std::vector<process::SandboxBind>& bind
   }
   if (!ran->succeeded()) {
     return absl::UnknownError(absl::StrCat(
-        "compile failed (", step,
-        ran->exit ? ran->exit->ToString() : std::string("no exit status"), ")", output));
+        "compile failed (", step, ran->exit ? ran->exit->ToString() : std::string("no exit status"),
+        ")", output));
   }
   return absl::OkStatus();
 }
@@ -759,8 +758,8 @@ absl::Status ImageBuilder::PrepareRuntime(const Snapshot& tmpl, const Snapshot& 
                                           absl::Time deadline) {
   const std::string runtime = options_.cache_dir + "/runtime";
   RETURN_IF_ERROR(MakeDirs(runtime));
-  const std::string tmp = absl::StrCat(options_.scratch_dir, "/runtime-",
-                                       absl::Uniform<uint32_t>(absl::BitGen()));
+  const std::string tmp =
+      absl::StrCat(options_.scratch_dir, "/runtime-", absl::Uniform<uint32_t>(absl::BitGen()));
   RemoveOnExit cleanup{tmp};
   RETURN_IF_ERROR(MakeDirs(tmp));
   absl::MutexLock lock(&runtime_mu_);
@@ -807,8 +806,8 @@ absl::StatusOr<Image> ImageBuilder::BuildLocked(const Snapshot& tmpl, const Snap
   }
 
   // The image, in a sandbox that may write only its work directory.
-  const std::string work =
-      absl::StrCat(options_.scratch_dir, "/build-", key, "-", absl::Uniform<uint32_t>(absl::BitGen()));
+  const std::string work = absl::StrCat(options_.scratch_dir, "/build-", key, "-",
+                                        absl::Uniform<uint32_t>(absl::BitGen()));
   RemoveOnExit cleanup{work};
   RETURN_IF_ERROR(MakeDirs(work));
   for (const auto& [name, content] : unit.files) {
@@ -817,15 +816,14 @@ absl::StatusOr<Image> ImageBuilder::BuildLocked(const Snapshot& tmpl, const Snap
     RETURN_IF_ERROR(WriteFile(work + "/" + name, content));
   }
   RETURN_IF_ERROR(MakeDirs(work + "/.tmp"));
-  absl::Status built = RunStep(
-      {{tmpl.dir, kTemplateIn, false},
-       {crt.dir, kCrtIn, false},
-       {options_.cache_dir + "/runtime", kCacheIn, false},
-       {work, kWorkIn, true},
-       {work + "/.tmp", "/tmp", true}},
-      {absl::StrCat(kTemplateIn, "/build"), kWorkIn, absl::StrCat(kWorkIn, "/image"), kCrtIn,
-       kCacheIn},
-      kWorkIn, "", deadline);
+  absl::Status built = RunStep({{tmpl.dir, kTemplateIn, false},
+                                {crt.dir, kCrtIn, false},
+                                {options_.cache_dir + "/runtime", kCacheIn, false},
+                                {work, kWorkIn, true},
+                                {work + "/.tmp", "/tmp", true}},
+                               {absl::StrCat(kTemplateIn, "/build"), kWorkIn,
+                                absl::StrCat(kWorkIn, "/image"), kCrtIn, kCacheIn},
+                               kWorkIn, "", deadline);
   image.build_time = absl::Now() - start;
   if (!built.ok()) {
     failed_++;

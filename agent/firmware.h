@@ -112,9 +112,9 @@ BuildUnit UserOperatorUnit(const v1::Operator& op, const std::vector<Candidate>&
 absl::StatusOr<BuildUnit> CSourceUnit(const catalog::KnobSpace& space, const v1::OperatorSpec& op);
 
 struct Image {
-  std::string path;   // the image file in the cache
-  std::string hash;   // HashFile(path), as the board reports it
-  std::string key;    // cache key
+  std::string path;  // the image file in the cache
+  std::string hash;  // HashFile(path), as the board reports it
+  std::string key;   // cache key
   bool cached = false;
   absl::Duration build_time;
   std::vector<std::string> functions;
@@ -129,7 +129,7 @@ struct ImageBuilderOptions {
   std::string cache_dir;    // images, snapshots, and the templates' runtime cache (runtime/)
   std::string scratch_dir;  // work directories of builds (removed after each build)
   std::string crt_dir;      // the crt source tree
-  absl::Duration time_limit = absl::Minutes(2);  // each of the two steps
+  absl::Duration time_limit = absl::Minutes(2);                // each of the two steps
   int64_t image_cache_max_bytes = kDefaultImageCacheMaxBytes;  // images/ entries together
   int64_t max_image_bytes = kDefaultMaxImageBytes;             // one image's files together
   // Called once for each entry evicted (the agent's /metrics counter); may be empty.
@@ -163,8 +163,8 @@ class ImageBuilder {
   absl::StatusOr<Image> Build(const std::string& template_dir, const BuildUnit& unit,
                               absl::Time deadline);
 
-  int64_t builds() const { return builds_.load(); }          // template runs that succeeded
-  int64_t failed_builds() const { return failed_.load(); }   // failures and timeouts
+  int64_t builds() const { return builds_.load(); }         // template runs that succeeded
+  int64_t failed_builds() const { return failed_.load(); }  // failures and timeouts
   int64_t cache_hits() const { return cache_hits_.load(); }
   // Cached images that failed their hash check (then rebuilt).
   int64_t cache_mismatches() const { return cache_mismatches_.load(); }
@@ -198,8 +198,8 @@ class ImageBuilder {
   void Evict() ABSL_LOCKS_EXCLUDED(mu_);
 
   struct Snapshot {
-    std::string hash;  // of every file's name, mode and content
-    std::string dir;   // cache_dir/<kind>/<hash>
+    std::string hash;    // of every file's name, mode and content
+    std::string dir;     // cache_dir/<kind>/<hash>
     std::string source;  // what it is a snapshot of
   };
   // The crt tree's snapshot (its hash computed once; the snapshot made again if it went missing).

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "base/files.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/files.h"
 #include "catalog/knob_space.h"
 
 namespace benchfarm::agent {
@@ -132,8 +132,7 @@ int64_t ImageCacheBytes(const std::string& images) {
       if (DIR* files = opendir(entry.c_str())) {
         while (struct dirent* f = readdir(files)) {
           struct stat st;
-          if (lstat(absl::StrCat(entry, "/", f->d_name).c_str(), &st) == 0 &&
-              S_ISREG(st.st_mode)) {
+          if (lstat(absl::StrCat(entry, "/", f->d_name).c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
             bytes += st.st_size;
           }
         }
@@ -151,7 +150,8 @@ TEST(ImageBuilder, BuildsInTheSandboxAndKeepsTheImageWithItsDigests) {
   absl::StatusOr<BuildUnit> unit = Trial(kAdd);
   ASSERT_TRUE(unit.ok()) << unit.status();
   absl::Time start = absl::Now();
-  absl::StatusOr<Image> image = builder.Build(Runfiles("agent/templates/host-process"), *unit, Soon());
+  absl::StatusOr<Image> image =
+      builder.Build(Runfiles("agent/templates/host-process"), *unit, Soon());
   ASSERT_TRUE(image.ok()) << image.status();
   std::cerr << "cold build (runtime too): " << absl::Now() - start << "\n";
   EXPECT_FALSE(image->cached);
@@ -172,12 +172,14 @@ TEST(ImageBuilder, BuildsInTheSandboxAndKeepsTheImageWithItsDigests) {
   start = absl::Now();
   absl::StatusOr<BuildUnit> other = Trial(std::string(kAdd) + "/* another image */\n");
   ASSERT_TRUE(other.ok());
-  absl::StatusOr<Image> warm = builder.Build(Runfiles("agent/templates/host-process"), *other, Soon());
+  absl::StatusOr<Image> warm =
+      builder.Build(Runfiles("agent/templates/host-process"), *other, Soon());
   ASSERT_TRUE(warm.ok()) << warm.status();
   std::cerr << "warm build (runtime cached): " << absl::Now() - start << "\n";
 
   start = absl::Now();
-  absl::StatusOr<Image> again = builder.Build(Runfiles("agent/templates/host-process"), *unit, Soon());
+  absl::StatusOr<Image> again =
+      builder.Build(Runfiles("agent/templates/host-process"), *unit, Soon());
   ASSERT_TRUE(again.ok()) << again.status();
   std::cerr << "cache hit (verified): " << absl::Now() - start << "\n";
   EXPECT_TRUE(again->cached);
@@ -244,10 +246,9 @@ TEST(ImageBuilder, IncludesOfHostFilesFailWithoutTheirContent) {
   const std::string secret = dir + "/secret.h";
   Write(secret, "SECRET_CONTENT_71c3 leaked\n");
   ImageBuilder builder(Options(dir));
-  for (const std::string& path : {std::string("/etc/shadow"), secret,
-                                  absl::StrCat(dir, "/cache/images")}) {
-    absl::StatusOr<BuildUnit> unit =
-        Trial(absl::StrCat("#include \"", path, "\"\n", kAdd));
+  for (const std::string& path :
+       {std::string("/etc/shadow"), secret, absl::StrCat(dir, "/cache/images")}) {
+    absl::StatusOr<BuildUnit> unit = Trial(absl::StrCat("#include \"", path, "\"\n", kAdd));
     ASSERT_TRUE(unit.ok());
     const std::string message = CompileDeviceError(builder, *unit);
     EXPECT_TRUE(absl::StrContains(message, "No such file or directory")) << message;
@@ -262,8 +263,8 @@ TEST(ImageBuilder, AnImageOverMaxImageBytesFailsLikeACompileErrorAndIsNotCached)
   options.max_image_bytes = int64_t{1} << 20;
   ImageBuilder builder(options);
   // 2 MiB of zeros in the image's read-only data.
-  absl::StatusOr<BuildUnit> unit = Trial(absl::StrCat(
-      kAdd, "__asm__(\".section .rodata\\n.fill 2097152, 1, 0\\n.previous\");\n"));
+  absl::StatusOr<BuildUnit> unit = Trial(
+      absl::StrCat(kAdd, "__asm__(\".section .rodata\\n.fill 2097152, 1, 0\\n.previous\");\n"));
   ASSERT_TRUE(unit.ok());
   const std::string message = CompileDeviceError(builder, *unit);
   EXPECT_TRUE(absl::StartsWith(message, "the image is 2")) << message;
@@ -373,11 +374,13 @@ TEST(ImageBuilder, WhatAnInterruptedAgentLeftIsRemovedAtStart) {
   }
   // An agent killed mid-copy and mid-build: staged and set-aside directories in the cache, work
   // directories in the scratch directory.
-  const std::vector<std::string> leftovers = {
-      dir + "/cache/images/.staging-12345",  dir + "/cache/images/.bad-" + key + "-7",
-      dir + "/cache/images/.removed-k-9",    dir + "/cache/crt/.staging-1",
-      dir + "/cache/templates/.staging-2",   dir + "/scratch/build-" + key + "-3",
-      dir + "/scratch/runtime-4"};
+  const std::vector<std::string> leftovers = {dir + "/cache/images/.staging-12345",
+                                              dir + "/cache/images/.bad-" + key + "-7",
+                                              dir + "/cache/images/.removed-k-9",
+                                              dir + "/cache/crt/.staging-1",
+                                              dir + "/cache/templates/.staging-2",
+                                              dir + "/scratch/build-" + key + "-3",
+                                              dir + "/scratch/runtime-4"};
   for (const std::string& path : leftovers) {
     ASSERT_TRUE(base::MakeDirs(path + "/sub").ok());
     Write(path + "/image", std::string(1000, 'x'));
@@ -409,31 +412,31 @@ TEST(ImageBuilder, EachBuildStepSeesOnlyWhatItMay) {
   ASSERT_TRUE(base::MakeDirs(tmpl).ok());
   const std::string outside = dir + "/outside";
   Write(tmpl + "/build",
-        absl::StrCat(
-            "#!/bin/bash\n"
-            "try() { if (eval \"$1\") >/dev/null 2>&1; then echo \"yes: $1\"; else echo \"no: $1\"; fi; }\n"
-            "if [[ $1 == --runtime ]]; then\n"
-            "  try \"touch $3/runtime-step-was-here\" > /tmp/probes\n"
-            "  cp /tmp/probes $3/runtime-probes\n"
-            "  exit 0\n"
-            "fi\n"
-            "{\n"
-            "  try \"touch $1/work-file\"\n"
-            "  try \"touch $4/poison\"\n"
-            "  try \"touch $3/poison\"\n"
-            "  try \"touch /bf/template/poison\"\n"
-            "  try \"touch /tmp/tmp-file\"\n"
-            "  try \"touch ",
-            outside,
-            "\"\n"
-            "  try \"ls ",
-            dir,
-            "/cache/images\"\n"
-            "  try \"cat /etc/shadow\"\n"
-            "  try \"exec 3<>/dev/tcp/127.0.0.1/22\"\n"
-            "  try \"test -e $4/runtime-step-was-here\"\n"
-            "  echo \"uid $(id -u)\"\n"
-            "} > $2\n"),
+        absl::StrCat("#!/bin/bash\n"
+                     "try() { if (eval \"$1\") >/dev/null 2>&1; then echo \"yes: $1\"; else echo "
+                     "\"no: $1\"; fi; }\n"
+                     "if [[ $1 == --runtime ]]; then\n"
+                     "  try \"touch $3/runtime-step-was-here\" > /tmp/probes\n"
+                     "  cp /tmp/probes $3/runtime-probes\n"
+                     "  exit 0\n"
+                     "fi\n"
+                     "{\n"
+                     "  try \"touch $1/work-file\"\n"
+                     "  try \"touch $4/poison\"\n"
+                     "  try \"touch $3/poison\"\n"
+                     "  try \"touch /bf/template/poison\"\n"
+                     "  try \"touch /tmp/tmp-file\"\n"
+                     "  try \"touch ",
+                     outside,
+                     "\"\n"
+                     "  try \"ls ",
+                     dir,
+                     "/cache/images\"\n"
+                     "  try \"cat /etc/shadow\"\n"
+                     "  try \"exec 3<>/dev/tcp/127.0.0.1/22\"\n"
+                     "  try \"test -e $4/runtime-step-was-here\"\n"
+                     "  echo \"uid $(id -u)\"\n"
+                     "} > $2\n"),
         0755);
   ImageBuilder builder(Options(dir));
   absl::StatusOr<BuildUnit> unit = Trial(kAdd);

@@ -107,7 +107,9 @@ void AgentMetrics::SetBoards(const std::map<std::string, int>& by_state) {
   }
 }
 
-void AgentMetrics::Build(const std::string& result) { builds_.Add({{"result", result}}).Increment(); }
+void AgentMetrics::Build(const std::string& result) {
+  builds_.Add({{"result", result}}).Increment();
+}
 void AgentMetrics::CacheHit() { cache_hits_.Increment(); }
 void AgentMetrics::CacheEviction() { cache_evictions_.Increment(); }
 void AgentMetrics::Flash(const std::string& board) { flashes_.Add({{"board", board}}).Increment(); }

@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "base/files.h"
 #include "absl/strings/str_cat.h"
 #include "agent/agent.h"
 #include "agent/firmware.h"
+#include "base/files.h"
 #include "tests/example_ops.h"
 #include "tests/in_process_tracker.h"
 
@@ -52,11 +52,11 @@ v1::Trial CSource(const std::string& entry, const std::string& body, int timeout
                   const std::string& extra = "") {
   v1::Trial t;
   t.set_board_kind(kQemuKind);
-  t.mutable_op()->set_c_source(absl::StrCat(
-      "#include <benchfarm/ops/common.h>\n#include <dlpack/dlpack.h>\n"
-      "#include <tvm/runtime/crt/platform.h>\n",
-      extra, "BF_OPS_DECLARE_PACKED(", entry, ");\nBF_OPS_DECLARE_PACKED(", entry, ") {\n", body,
-      "\n}\n"));
+  t.mutable_op()->set_c_source(
+      absl::StrCat("#include <benchfarm/ops/common.h>\n#include <dlpack/dlpack.h>\n"
+                   "#include <tvm/runtime/crt/platform.h>\n",
+                   extra, "BF_OPS_DECLARE_PACKED(", entry, ");\nBF_OPS_DECLARE_PACKED(", entry,
+                   ") {\n", body, "\n}\n"));
   t.mutable_op()->set_entry_function(entry);
   for (int i = 0; i < 3; ++i) t.add_args()->add_shape(64);
   t.mutable_measure()->set_number(2);
@@ -157,7 +157,6 @@ class QemuAgentTest : public ::testing::Test {
   }
 
  public:
-
   testing::InProcessTracker* tracker() { return tracker_.get(); }
 
   std::vector<v1::Job> Run(const std::vector<v1::Trial>& trials) {
@@ -177,11 +176,8 @@ class QemuAgentTest : public ::testing::Test {
 
 TEST_F(QemuAgentTest, FaultsAreNamedHangsAreResetAndTheBoardServesTheNextTrial) {
   std::vector<v1::Trial> trials = {
-      CSource("null_write", kNullWrite),
-      Matmul(kQemuKind),
-      CSource("aborter", kAbort),
-      Matmul(kQemuKind, {{"tile_m", "4"}}),
-      CSource("hanger", kHang, /*timeout_ms=*/2000),
+      CSource("null_write", kNullWrite), Matmul(kQemuKind), CSource("aborter", kAbort),
+      Matmul(kQemuKind, {{"tile_m", "4"}}), CSource("hanger", kHang, /*timeout_ms=*/2000),
       Matmul(kQemuKind, {{"tile_m", "2"}}),
       // 8 MiB of constants: more than the part's flash.
       CSource("too_big", "  (void)args;\n  return (int)bf_too_big[5];", 0,
@@ -250,8 +246,9 @@ void ExpectQuarantinedWhileOthersServe(QemuAgentTest* t, const std::string& kind
 
 // QEMU cannot start: FLASH_ERROR naming the binary and how to install it.
 TEST_F(QemuAgentTest, ABoardWhoseQemuIsMissingIsQuarantinedAndTheOthersServe) {
-  ExpectQuarantinedWhileOthersServe(this, kMissingKind, "ghost-0", v1::FLASH_ERROR,
-                                    {"/nonexistent/qemu-system-arm", "apt install qemu-system-arm"});
+  ExpectQuarantinedWhileOthersServe(
+      this, kMissingKind, "ghost-0", v1::FLASH_ERROR,
+      {"/nonexistent/qemu-system-arm", "apt install qemu-system-arm"});
 }
 
 // The board never answers (QEMU's CPU halted): SESSION_ERROR naming the board and the handshake.

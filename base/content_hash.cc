@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <vector>
 
-#include "base/os_error.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/os_error.h"

@@ -23,13 +23,13 @@
 #include <utility>
 #include <vector>
 
-#include "base/os_error.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "base/os_error.h"
 #include "base/status_macros.h"
 #include "spdlog/spdlog.h"
 
@@ -45,7 +45,6 @@ constexpr int kAcceptBatch = 64;
 constexpr int kDrainBatch = 16;
 // How long accepting stops when accept() finds no descriptor and no connection to give one back.
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
-
 
 // accept()'s errors for a connection that failed before it was accepted (accept(2): Linux
 // passes the connection's pending network error on): the next one may succeed.

@@ -57,7 +57,8 @@ TEST(DescendantsTest, FindsChildrenAndGrandchildren) {
   }
   close(ready[1]);
   pid_t grandchild = 0;
-  ASSERT_EQ(read(ready[0], &grandchild, sizeof(grandchild)), static_cast<ssize_t>(sizeof(grandchild)));
+  ASSERT_EQ(read(ready[0], &grandchild, sizeof(grandchild)),
+            static_cast<ssize_t>(sizeof(grandchild)));
   close(ready[0]);
 
   const std::vector<ProcessStat> mine = Descendants(getpid());

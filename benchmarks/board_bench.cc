@@ -48,7 +48,8 @@ struct Paths {
 std::string DataRoot(const char* argv0) {
   const std::string templates = base::FindDataFile(argv0, "agent/templates");
   if (templates.empty()) return ".";
-  return base::AbsolutePath(templates.substr(0, templates.size() - std::strlen("/agent/templates")));
+  return base::AbsolutePath(
+      templates.substr(0, templates.size() - std::strlen("/agent/templates")));
 }
 
 double Median(std::vector<double> v) {
@@ -161,38 +162,37 @@ BoardFigures Measure(const Paths& paths, const catalog::KnobSpace& space, v1::Bo
     flashes.push_back(absl::ToDoubleSeconds(out.flash_time));
   }
   f.flash = Median(flashes);
-  f.handshake = Time(runs, [&] {
-    return !(*board)->Connect(absl::Now() + absl::Seconds(30)).has_value();
-  });
+  f.handshake =
+      Time(runs, [&] { return !(*board)->Connect(absl::Now() + absl::Seconds(30)).has_value(); });
   device::RpcClient* rpc = (*board)->rpc();
   if (rpc == nullptr) return f;
-  absl::StatusOr<uint64_t> fn = rpc->GetGlobalFunc("tvm.rpc.server.GetCRTMaxPacketSize",
-                                                  absl::Now() + absl::Seconds(5));
+  absl::StatusOr<uint64_t> fn =
+      rpc->GetGlobalFunc("tvm.rpc.server.GetCRTMaxPacketSize", absl::Now() + absl::Seconds(5));
   if (!fn.ok()) {
     f.error = std::string(fn.status().message());
     return f;
   }
   const int calls = 50;
-  f.call = Time(runs, [&] {
-    for (int i = 0; i < calls; ++i) {
-      if (!rpc->CallFunc(*fn, {}, absl::Now() + absl::Seconds(5)).ok()) return false;
-    }
-    return true;
-  }) / calls;
+  f.call = Time(runs,
+                [&] {
+                  for (int i = 0; i < calls; ++i) {
+                    if (!rpc->CallFunc(*fn, {}, absl::Now() + absl::Seconds(5)).ok()) return false;
+                  }
+                  return true;
+                }) /
+           calls;
   const size_t bytes = 64 * 1024;
-  absl::StatusOr<device::RemoteTensor> t =
-      rpc->AllocTensor({static_cast<int64_t>(bytes / 4)}, device::DlDataType{}, absl::Now() + absl::Seconds(5));
+  absl::StatusOr<device::RemoteTensor> t = rpc->AllocTensor(
+      {static_cast<int64_t>(bytes / 4)}, device::DlDataType{}, absl::Now() + absl::Seconds(5));
   if (!t.ok()) {
     f.error = std::string(t.status().message());
     return f;
   }
   const std::string payload(bytes, '\x5a');
-  const double up = Time(runs, [&] {
-    return rpc->CopyToRemote(*t, payload, absl::Now() + absl::Seconds(60)).ok();
-  });
-  const double down = Time(runs, [&] {
-    return rpc->CopyFromRemote(*t, bytes, absl::Now() + absl::Seconds(60)).ok();
-  });
+  const double up = Time(
+      runs, [&] { return rpc->CopyToRemote(*t, payload, absl::Now() + absl::Seconds(60)).ok(); });
+  const double down = Time(
+      runs, [&] { return rpc->CopyFromRemote(*t, bytes, absl::Now() + absl::Seconds(60)).ok(); });
   f.to_remote = up > 0 ? bytes / up : 0;
   f.from_remote = down > 0 ? bytes / down : 0;
   (*board)->Stop();
@@ -263,7 +263,8 @@ int Main(int argc, char** argv) {
       {"CopyFromRemote 64 KiB", Rate(q.from_remote), Rate(h.from_remote)},
   };
   std::printf("%-34s %-22s %-22s\n", "stage", "qemu-mps2-an385 (UART)", "host-process (pty)");
-  for (const Row& r : rows) std::printf("%-34s %-22s %-22s\n", r.what.c_str(), r.qemu.c_str(), r.host.c_str());
+  for (const Row& r : rows)
+    std::printf("%-34s %-22s %-22s\n", r.what.c_str(), r.qemu.c_str(), r.host.c_str());
   const std::string cleanup = absl::StrCat("rm -rf '", paths.work, "'");
   (void)!std::system(cleanup.c_str());
   return q.error.empty() && h.error.empty() ? 0 : 1;

@@ -55,9 +55,9 @@ constexpr int kCandidatesPerImage = 64;
 const absl::Duration kCallTime = absl::Minutes(5);
 
 struct Target {
-  std::string key;       // "m3", "f4"
-  std::string machine;   // QEMU -M
-  std::string tmpl;      // agent/templates/<tmpl>
+  std::string key;      // "m3", "f4"
+  std::string machine;  // QEMU -M
+  std::string tmpl;     // agent/templates/<tmpl>
   std::string label;
 };
 
@@ -82,7 +82,8 @@ struct Settings {
 std::string DataRoot(const char* argv0) {
   const std::string templates = base::FindDataFile(argv0, "agent/templates");
   if (templates.empty()) return ".";
-  return base::AbsolutePath(templates.substr(0, templates.size() - std::strlen("/agent/templates")));
+  return base::AbsolutePath(
+      templates.substr(0, templates.size() - std::strlen("/agent/templates")));
 }
 
 const char* TimingName(v1::QemuMachine::Timing t) {
@@ -211,8 +212,8 @@ bool Speed(const Settings& s, const Target& t, const device::FirmwareImage& imag
   auto measure = [&](const std::string& mode) -> absl::StatusOr<device::MeasureOutcome> {
     device::Board& b = *boards[mode];
     device::MeasureOutcome o;
-    absl::Status st = device::MeasureRound(*b.rpc(), q, 1, &o, absl::Now() + kCallTime, &args[mode],
-                                           &b.timer());
+    absl::Status st =
+        device::MeasureRound(*b.rpc(), q, 1, &o, absl::Now() + kCallTime, &args[mode], &b.timer());
     if (!st.ok()) return st;
     return o;
   };
@@ -281,13 +282,14 @@ bool Space(const Settings& s, const Target& t, const std::string& op,
     return false;
   }
   row->configs = static_cast<int>(all->size());
-  std::fprintf(stderr, "cycles_bench: %s %s: %d configs\n", t.key.c_str(), op.c_str(), row->configs);
+  std::fprintf(stderr, "cycles_bench: %s %s: %d configs\n", t.key.c_str(), op.c_str(),
+               row->configs);
   for (size_t first = 0; first < all->size(); first += kCandidatesPerImage) {
-    std::vector<agent::Candidate> part(all->begin() + first,
-                                       all->begin() + std::min(all->size(), first + kCandidatesPerImage));
+    std::vector<agent::Candidate> part(
+        all->begin() + first, all->begin() + std::min(all->size(), first + kCandidatesPerImage));
     absl::StatusOr<agent::Image> image =
-        builder->Build(absl::StrCat(s.templates, "/", t.tmpl),
-                       agent::CandidatesUnit(space, part), absl::Now() + absl::Minutes(20));
+        builder->Build(absl::StrCat(s.templates, "/", t.tmpl), agent::CandidatesUnit(space, part),
+                       absl::Now() + absl::Minutes(20));
     if (!image.ok()) {
       errors->push_back(absl::StrCat(t.key, " ", op, ": build: ", image.status().message()));
       return false;
@@ -304,8 +306,8 @@ bool Space(const Settings& s, const Target& t, const std::string& op,
       for (const agent::Candidate& c : part) {
         device::MeasureRequest q = Request(c.function, op, 1);
         device::MeasureOutcome o;
-        absl::Status st = device::MeasureRound(*b->rpc(), q, 1, &o, absl::Now() + kCallTime, &args,
-                                               &b->timer());
+        absl::Status st =
+            device::MeasureRound(*b->rpc(), q, 1, &o, absl::Now() + kCallTime, &args, &b->timer());
         if (!st.ok() || o.costs.empty()) {
           errors->push_back(absl::StrCat(t.key, " ", op, " ", c.function, " (", TimingName(mode),
                                          "): ", st.message()));
@@ -328,7 +330,8 @@ double MedianOf(std::vector<double> v) {
 }
 
 void PrintSpeed(const std::vector<SpeedRow>& rows) {
-  std::printf("\n1. Emulation speed: the same matmul calls in each timing mode (median of the rounds)\n");
+  std::printf(
+      "\n1. Emulation speed: the same matmul calls in each timing mode (median of the rounds)\n");
   std::printf("   %-6s %-13s %14s %12s %16s\n", "target", "mode", "guest MIPS", "wall (s)",
               "wall / instr.");
   for (const SpeedRow& r : rows) {
@@ -350,29 +353,35 @@ void PrintSpeed(const std::vector<SpeedRow>& rows) {
 }
 
 void PrintSpaces(const std::vector<SpaceRow>& rows) {
-  std::printf("\n3. The spaces: instruction counts (-icount) against the cycle model, every config measured by both\n");
-  std::printf("   %-6s %-7s %7s %-13s %9s %10s %9s %9s\n", "target", "op", "configs", "mode", "spread",
-              "default", "within 2%", "best");
+  std::printf(
+      "\n3. The spaces: instruction counts (-icount) against the cycle model, every config "
+      "measured by both\n");
+  std::printf("   %-6s %-7s %7s %-13s %9s %10s %9s %9s\n", "target", "op", "configs", "mode",
+              "spread", "default", "within 2%", "best");
   for (const SpaceRow& r : rows) {
     for (int m = 0; m < 2; ++m) {
       const std::vector<double>& c = m == 0 ? r.instr : r.cycles;
       const double best = *std::min_element(c.begin(), c.end());
       const double worst = *std::max_element(c.begin(), c.end());
       const size_t arg = std::min_element(c.begin(), c.end()) - c.begin();
-      const int near = static_cast<int>(std::count_if(c.begin(), c.end(), [&](double x) { return x <= best * 1.02; }));
-      std::printf("   %-6s %-7s %7d %-13s %8.2fx %+9.1f%% %9d %9zu\n", r.target.c_str(), r.op.c_str(),
-                  r.configs, m == 0 ? "instructions" : "cycles", worst / best, (c[0] / best - 1) * 100,
-                  near, arg);
+      const int near = static_cast<int>(
+          std::count_if(c.begin(), c.end(), [&](double x) { return x <= best * 1.02; }));
+      std::printf("   %-6s %-7s %7d %-13s %8.2fx %+9.1f%% %9d %9zu\n", r.target.c_str(),
+                  r.op.c_str(), r.configs, m == 0 ? "instructions" : "cycles", worst / best,
+                  (c[0] / best - 1) * 100, near, arg);
     }
     const size_t best_i = std::min_element(r.instr.begin(), r.instr.end()) - r.instr.begin();
     const size_t best_c = std::min_element(r.cycles.begin(), r.cycles.end()) - r.cycles.begin();
-    std::printf("   %-6s %-7s Kendall tau (instructions vs cycles) %.3f; same best: %s; the instruction "
-                "mode's best costs %+.1f%% by the model (%s vs %s)\n",
-                r.target.c_str(), r.op.c_str(), stats::KendallTau(r.instr, r.cycles),
-                best_i == best_c ? "yes" : "no", (r.cycles[best_i] / r.cycles[best_c] - 1) * 100,
-                r.names[best_i].c_str(), r.names[best_c].c_str());
+    std::printf(
+        "   %-6s %-7s Kendall tau (instructions vs cycles) %.3f; same best: %s; the instruction "
+        "mode's best costs %+.1f%% by the model (%s vs %s)\n",
+        r.target.c_str(), r.op.c_str(), stats::KendallTau(r.instr, r.cycles),
+        best_i == best_c ? "yes" : "no", (r.cycles[best_i] / r.cycles[best_c] - 1) * 100,
+        r.names[best_i].c_str(), r.names[best_c].c_str());
   }
-  std::printf("   (config 0 is the default; spread: slowest / fastest; best: the fastest config's index)\n");
+  std::printf(
+      "   (config 0 is the default; spread: slowest / fastest; best: the fastest config's "
+      "index)\n");
 }
 
 }  // namespace
@@ -419,7 +428,8 @@ int main(int argc, char** argv) {
     s.ops = {"matmul"};
   }
   if (s.plugin.empty()) {
-    std::fprintf(stderr, "cycles_bench: no cycle model plugin (cyclemodel/libbenchfarm_cyclemodel.so)\n");
+    std::fprintf(stderr,
+                 "cycles_bench: no cycle model plugin (cyclemodel/libbenchfarm_cyclemodel.so)\n");
     return 1;
   }
   char tmpl[] = "/tmp/cycles_bench.XXXXXX";
@@ -445,9 +455,10 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     absl::StatusOr<std::vector<agent::Candidate>> def = Configs(*space, "matmul", 1);
     absl::StatusOr<agent::Image> image =
-        def.ok() ? builder.Build(absl::StrCat(s.templates, "/", t.tmpl),
-                                 agent::CandidatesUnit(*space, *def), absl::Now() + absl::Minutes(20))
-                 : absl::StatusOr<agent::Image>(def.status());
+        def.ok()
+            ? builder.Build(absl::StrCat(s.templates, "/", t.tmpl),
+                            agent::CandidatesUnit(*space, *def), absl::Now() + absl::Minutes(20))
+            : absl::StatusOr<agent::Image>(def.status());
     if (!image.ok()) {
       errors.push_back(absl::StrCat(t.key, ": ", image.status().message()));
       continue;

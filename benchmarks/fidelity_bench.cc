@@ -14,8 +14,8 @@
 //      interval of the median, relative), the median, and over --runs runs (the board restarted
 //      before each) the spread of the run medians (max/min - 1); wall/CPU for the host board.
 //   2. Calibration: agent::CalibrateBoard idle and beside the hog, against what the board's clock
-//      says (exact under -icount and the cycle model; the measured clock, unjudged, on the host board; the implied
-//      clock in QEMU's host time).
+//      says (exact under -icount and the cycle model; the measured clock, unjudged, on the host
+//      board; the implied clock in QEMU's host time).
 //   3. Ranking: 32 distinct matmul configs (the default, then a sample seeded with 15 of the knob
 //      grid) built into ONE image, measured twice (the board restarted before each pass), each
 //      pass interleaved round by round (device::MeasureRound: a chunk of repeats per candidate
@@ -52,7 +52,6 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "base/files.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -62,6 +61,7 @@
 #include "agent/calibration.h"
 #include "agent/firmware.h"
 #include "base/data_roots.h"
+#include "base/files.h"
 #include "catalog/knob_space.h"
 #include "device/board.h"
 #include "device/host_process_flasher.h"
@@ -73,13 +73,13 @@
 namespace benchfarm {
 namespace {
 
-constexpr int64_t kMinRepeatMs = 10;        // one repeat lasts at least this long
-constexpr double kLongTarget = 1e-3;        // the ~1 ms kernel
-constexpr double kShortTarget = 50e-6;      // the ~50 us kernel
-constexpr int kSizingN = 16;                // the matmul size timed first
-constexpr int kTuneN = 32;                  // the ranking's matmul: knobs.json's default dims
-constexpr int kTuneRoundChunk = 3;          // repeats per candidate per round (ranking)
-constexpr uint32_t kSampleSeed = 15;        // the configs of the ranking (issue 15)
+constexpr int64_t kMinRepeatMs = 10;    // one repeat lasts at least this long
+constexpr double kLongTarget = 1e-3;    // the ~1 ms kernel
+constexpr double kShortTarget = 50e-6;  // the ~50 us kernel
+constexpr int kSizingN = 16;            // the matmul size timed first
+constexpr int kTuneN = 32;              // the ranking's matmul: knobs.json's default dims
+constexpr int kTuneRoundChunk = 3;      // repeats per candidate per round (ranking)
+constexpr uint32_t kSampleSeed = 15;    // the configs of the ranking (issue 15)
 const absl::Duration kCallTime = absl::Minutes(10);  // deadline of one measurement
 
 // ---------------------------------------------------------------------------------------------
@@ -89,7 +89,8 @@ const absl::Duration kCallTime = absl::Minutes(10);  // deadline of one measurem
 std::string DataRoot(const char* argv0) {
   const std::string templates = base::FindDataFile(argv0, "agent/templates");
   if (templates.empty()) return ".";
-  return base::AbsolutePath(templates.substr(0, templates.size() - std::strlen("/agent/templates")));
+  return base::AbsolutePath(
+      templates.substr(0, templates.size() - std::strlen("/agent/templates")));
 }
 
 double Median(const std::vector<double>& v) { return stats::Summarize(v).median; }
@@ -181,7 +182,7 @@ struct Settings {
   int configs = 32;       // ranking candidates
   int tune_repeats = 12;  // costs per candidate per ranking pass (in rounds of kTuneRoundChunk)
   bool hog = true;
-  bool verbose = false;   // every cell's costs on stderr
+  bool verbose = false;  // every cell's costs on stderr
   std::vector<std::string> boards = {"host", "qemu", "icount", "cycles"};
   std::string crt, templates, work;
   std::string plugin;  // the cycle model (the cycles board)
@@ -192,7 +193,7 @@ struct Kind {
   std::string label;  // for the legend
   std::string template_name;
   v1::BoardConfig config;
-  int max_n = 512;    // matmul size cap (memory pool)
+  int max_n = 512;  // matmul size cap (memory pool)
 };
 
 std::optional<Kind> KindFor(const std::string& key) {
@@ -212,7 +213,8 @@ std::optional<Kind> KindFor(const std::string& key) {
       k.label = "emulated Cortex-M3, QEMU mps2-an385 -icount shift=0 (1 ns/instruction)";
       timing = v1::QemuMachine::INSTRUCTIONS;
     } else if (key == "cycles") {
-      k.label = "emulated Cortex-M3, QEMU mps2-an385 with the cycle model (Cortex-M3 cycles at 25 MHz)";
+      k.label =
+          "emulated Cortex-M3, QEMU mps2-an385 with the cycle model (Cortex-M3 cycles at 25 MHz)";
       timing = v1::QemuMachine::CYCLES;
     } else {
       k.label = "emulated Cortex-M3, QEMU mps2-an385 in host time (SysTick at 25 MHz)";
@@ -309,8 +311,8 @@ struct Ranking {
   int rounds = 0;
   double tau = 0;
   int best1 = -1, best2 = -1;
-  double regret = 0;     // pass 1's cost of pass 2's best over pass 1's best, - 1
-  double range = 0;      // slowest / fastest config (pass 1)
+  double regret = 0;  // pass 1's cost of pass 2's best over pass 1's best, - 1
+  double range = 0;   // slowest / fastest config (pass 1)
   std::string best1_text, best2_text;
   bool failed = false;
 };
@@ -321,8 +323,8 @@ struct Figures {
   Kind kind;
   std::string description;  // Board::Description(), pinned CPU
   double cpu_hz_nominal = 0;
-  Cell cells[2][2];         // [kernel: 0 ~1 ms, 1 ~50 us][load]
-  CalibrationCell cal[2];   // [load]
+  Cell cells[2][2];        // [kernel: 0 ~1 ms, 1 ~50 us][load]
+  CalibrationCell cal[2];  // [load]
   Ranking ranking;
   std::vector<std::string> errors;
 };
@@ -364,14 +366,15 @@ class BoardRun {
       if (allowed.ok()) {
         absl::StatusOr<std::optional<int>> cpu =
             device::ResolveCpuAffinity("auto", f_->kind.config.id(), *allowed);
-        if (cpu.ok() && cpu->has_value()) absl::StrAppend(&f_->description, ", pinned to CPU ", **cpu);
+        if (cpu.ok() && cpu->has_value())
+          absl::StrAppend(&f_->description, ", pinned to CPU ", **cpu);
       }
     }
     if (board_->info()) {
       f_->cpu_hz_nominal = static_cast<double>(board_->info()->cpu_hz);
-      absl::StrAppend(&f_->description, ", timer ",
-                      board_->info()->fields.count("timer") ? board_->info()->fields.at("timer")
-                                                            : "?");
+      absl::StrAppend(
+          &f_->description, ", timer ",
+          board_->info()->fields.count("timer") ? board_->info()->fields.at("timer") : "?");
     }
 
     // Sizes: the default config at kSizingN, then n scaled by the cube root, twice.
@@ -422,9 +425,8 @@ class BoardRun {
   std::optional<device::MeasureOutcome> Measure(const device::MeasureRequest& q, int chunk) {
     device::MeasureOutcome out;
     while (!out.done) {
-      absl::Status st =
-          device::MeasureRound(*board_->rpc(), q, chunk, &out, absl::Now() + kCallTime,
-                                 nullptr, &board_->timer());
+      absl::Status st = device::MeasureRound(*board_->rpc(), q, chunk, &out,
+                                             absl::Now() + kCallTime, nullptr, &board_->timer());
       if (!st.ok()) {
         Fail(absl::StrCat("measure ", q.function, " n=", q.shapes[0][0]), st);
         return std::nullopt;
@@ -521,9 +523,9 @@ class BoardRun {
         any = false;
         for (size_t i = 0; i < cands_.size(); ++i) {
           if (outs[i].done) continue;
-          absl::Status st = device::MeasureRound(*board_->rpc(), reqs[i], kTuneRoundChunk,
-                                                 &outs[i], absl::Now() + kCallTime, nullptr,
-                                                 &board_->timer());
+          absl::Status st =
+              device::MeasureRound(*board_->rpc(), reqs[i], kTuneRoundChunk, &outs[i],
+                                   absl::Now() + kCallTime, nullptr, &board_->timer());
           if (!st.ok()) {
             Fail(absl::StrCat("ranking ", cands_[i].function), st);
             r.failed = true;
@@ -584,8 +586,10 @@ void PrintRepeatability(const Settings& s, const std::vector<Figures>& all) {
   std::printf(
       "\n1. Repeatability: the default matmul config (8,8,16,4,ikj), n x n x n; number calibrated "
       "so a repeat lasts >= %lld ms; %d repeats per run; %d run(s), the board restarted before "
-      "each.\n   median: of the run medians; CV worst, CV med: the worst run's and the median run's "
-      "within-run CV; +-: the worst run's 95 %% interval of the median, relative; spread: max/min - 1 of the run medians; wall/CPU: the worst run's "
+      "each.\n   median: of the run medians; CV worst, CV med: the worst run's and the median "
+      "run's "
+      "within-run CV; +-: the worst run's 95 %% interval of the median, relative; spread: max/min "
+      "- 1 of the run medians; wall/CPU: the worst run's "
       "(host board). Targets are judged on the worst run.\n",
       static_cast<long long>(kMinRepeatMs), s.repeats, s.runs);
   const std::vector<int> w = {7, 7, 5, 4, 7, 12, 9, 9, 8, 12, 9, 24};
@@ -602,21 +606,25 @@ void PrintRepeatability(const Settings& s, const std::vector<Figures>& all) {
         std::string target = "n/a (only for >= 1 ms)";
         if (f.kind.key == "icount" || f.kind.key == "cycles") {
           // Identical costs: a mean of equal doubles may still give a stddev of 1e-20.
-          target = absl::StrCat("CV 0, spread 0: ",
-                                !ok ? "-" : c.identical && spread == 0 ? "yes" : "no");
+          target = absl::StrCat("CV 0, spread 0: ", !ok                          ? "-"
+                                                    : c.identical && spread == 0 ? "yes"
+                                                                                 : "no");
         } else if (f.kind.key == "qemu") {
           target = "n/a (host time)";
         } else if (kernel == 0) {
           const double limit = load == kIdle ? 0.01 : 0.03;
-          target = absl::StrCat(load == kIdle ? "CV <= 1 %: " : "CV <= 3 %: ",
-                                !ok ? "-" : cv <= limit ? "yes" : "no");
+          target =
+              absl::StrCat(load == kIdle ? "CV <= 1 %: " : "CV <= 3 %: ", !ok           ? "-"
+                                                                          : cv <= limit ? "yes"
+                                                                                        : "no");
         }
         std::string spread_text = !ok                    ? "-"
                                   : c.medians.size() < 2 ? "n/a (1 run)"
                                                          : Percent(spread);
         std::string woc = "n/a";
         if (f.kind.key == "host") {
-          woc = ok && Max(c.wall_over_cpu) > 0 ? absl::StrFormat("%.3f", Max(c.wall_over_cpu)) : "-";
+          woc =
+              ok && Max(c.wall_over_cpu) > 0 ? absl::StrFormat("%.3f", Max(c.wall_over_cpu)) : "-";
         }
         std::string number = "-";
         if (ok) {
@@ -626,8 +634,7 @@ void PrintRepeatability(const Settings& s, const std::vector<Figures>& all) {
         PrintRow({f.kind.key, kernel == 0 ? "~1 ms" : "~50 us", load == kIdle ? "idle" : "hog",
                   c.n > 0 ? absl::StrCat(c.n) : "-", number, ok ? Seconds(Median(c.medians)) : "-",
                   ok ? Percent(cv) : "-", ok ? Percent(Median(c.cvs)) : "-",
-                  ok ? Percent(Max(c.rhws)) : "-", spread_text, woc,
-                  target},
+                  ok ? Percent(Max(c.rhws)) : "-", spread_text, woc, target},
                  w);
       }
     }
@@ -640,8 +647,8 @@ void PrintCalibration(const Settings& s, const std::vector<Figures>& all) {
       "measured vs expected; median over the runs; runs spread: max/min - 1 of the clock the runs "
       "measured.\n");
   const std::vector<int> w = {7, 5, 11, 12, 16, 32, 27, 12, 18};
-  PrintRow({"board", "load", "iterations", "measured", "expected", "clock", "ratio",
-            "runs spread", "target: met?"},
+  PrintRow({"board", "load", "iterations", "measured", "expected", "clock", "ratio", "runs spread",
+            "target: met?"},
            w);
   for (const Figures& f : all) {
     const CalibrationCell& idle = f.cal[kIdle];
@@ -661,12 +668,13 @@ void PrintCalibration(const Settings& s, const std::vector<Figures>& all) {
       } else if (ok && f.kind.key == "qemu") {
         clock = absl::StrCat(Hz(hz), " implied");
         expect = "n/a (host time)";
-        ratio = f.cpu_hz_nominal > 0
-                    ? absl::StrFormat("n/a (x%.2f of %s)", hz / f.cpu_hz_nominal, Hz(f.cpu_hz_nominal))
-                    : "n/a";
+        ratio = f.cpu_hz_nominal > 0 ? absl::StrFormat("n/a (x%.2f of %s)", hz / f.cpu_hz_nominal,
+                                                       Hz(f.cpu_hz_nominal))
+                                     : "n/a";
       } else if (ok) {
-        clock = f.kind.key == "icount" ? absl::StrCat(Hz(hz), " (icount ", Hz(1e9), ")")
-                                       : absl::StrCat(Hz(hz), " (model at ", Hz(f.cpu_hz_nominal), ")");
+        clock = f.kind.key == "icount"
+                    ? absl::StrCat(Hz(hz), " (icount ", Hz(1e9), ")")
+                    : absl::StrCat(Hz(hz), " (model at ", Hz(f.cpu_hz_nominal), ")");
         expect = Seconds(expected);
         const double x = expected > 0 ? measured / expected : 0;
         ratio = x > 0 ? absl::StrFormat("%.5f", x) : "-";
@@ -697,14 +705,16 @@ void PrintRanking(const Settings& s, const std::vector<Figures>& all) {
   for (const Figures& f : all) {
     const Ranking& r = f.ranking;
     const bool ok = !r.failed && r.best1 >= 0;
-    PrintRow({f.kind.key, ok ? absl::StrCat(r.configs) : "-",
-              ok ? absl::StrCat(r.repeats, " x ", r.rounds) : "-",
-              ok ? absl::StrFormat("%.3f", r.tau) : "-",
-              ok ? (r.best1 == r.best2 ? "yes" : "no") : "-", ok ? r.best1_text : "-",
-              ok ? r.best2_text : "-", ok ? Percent(r.regret) : "-",
-              ok ? absl::StrFormat("x%.1f", r.range) : "-",
-              absl::StrCat("tau >= 0.9: ", !ok ? "-" : r.tau >= 0.9 ? "yes" : "no")},
-             w);
+    PrintRow(
+        {f.kind.key, ok ? absl::StrCat(r.configs) : "-",
+         ok ? absl::StrCat(r.repeats, " x ", r.rounds) : "-",
+         ok ? absl::StrFormat("%.3f", r.tau) : "-", ok ? (r.best1 == r.best2 ? "yes" : "no") : "-",
+         ok ? r.best1_text : "-", ok ? r.best2_text : "-", ok ? Percent(r.regret) : "-",
+         ok ? absl::StrFormat("x%.1f", r.range) : "-",
+         absl::StrCat("tau >= 0.9: ", !ok            ? "-"
+                                      : r.tau >= 0.9 ? "yes"
+                                                     : "no")},
+        w);
   }
 }
 
@@ -773,10 +783,11 @@ int Main(int argc, char** argv) {
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
   absl::StatusOr<std::vector<int>> allowed = device::AllowedCpus();
   const std::string load_start = LoadAverage();
-  std::printf("fidelity_bench: %d run(s)%s; %ld online CPUs (this process may use %s); CPU hog: %s\n",
-              s.runs, s.quick ? " (--quick)" : "", online,
-              allowed.ok() ? absl::StrJoin(*allowed, ",").c_str() : "?",
-              s.hog ? absl::StrCat(online, " busy processes, one pinned per CPU").c_str() : "off");
+  std::printf(
+      "fidelity_bench: %d run(s)%s; %ld online CPUs (this process may use %s); CPU hog: %s\n",
+      s.runs, s.quick ? " (--quick)" : "", online,
+      allowed.ok() ? absl::StrJoin(*allowed, ",").c_str() : "?",
+      s.hog ? absl::StrCat(online, " busy processes, one pinned per CPU").c_str() : "off");
   std::printf("load average at start: %s (other builds or tests may be running on this machine)\n",
               load_start.c_str());
   std::fflush(stdout);

@@ -49,8 +49,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
@@ -77,8 +77,8 @@ std::chrono::system_clock::time_point In(absl::Duration d) {
 }
 
 // The tracker of one scenario, stopped when the scenario ends. A tracker that does not exit
-// cleanly within 30 s of SIGTERM (systemd's TimeoutStopSec) is a bug (it once hung in grpc::Server::Shutdown on an unfinished
-// agent stream): it is killed and the run fails.
+// cleanly within 30 s of SIGTERM (systemd's TimeoutStopSec) is a bug (it once hung in
+// grpc::Server::Shutdown on an unfinished agent stream): it is killed and the run fails.
 class ScenarioTracker {
  public:
   explicit ScenarioTracker(const std::string& binary) : process_(binary) {}
@@ -103,9 +103,9 @@ class ScenarioTracker {
   // returns HOST:PORT, or "" after saying why not.
   std::string Start(const std::string& database, bool fresh = true) {
     if (fresh && database.find("://") == std::string::npos) unlink(database.c_str());  // not a URI
-    absl::StatusOr<std::string> address = process_.Start(
-        {"--database=" + database, "--listen=127.0.0.1:0", "--metrics=off", "--log_level=warn",
-         "--insecure"});
+    absl::StatusOr<std::string> address =
+        process_.Start({"--database=" + database, "--listen=127.0.0.1:0", "--metrics=off",
+                        "--log_level=warn", "--insecure"});
     if (!address.ok()) {
       std::fprintf(stderr, "tracker_bench: %s\n", std::string(address.status().message()).c_str());
       return "";
@@ -144,7 +144,9 @@ struct Board {
 class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::TrackerMessage> {
  public:
   SimAgent(std::shared_ptr<grpc::Channel> channel, std::string id, Board* board, int boards = 1)
-      : stub_(v1::TrackerAgent::NewStub(channel)), id_(std::move(id)), board_(board),
+      : stub_(v1::TrackerAgent::NewStub(channel)),
+        id_(std::move(id)),
+        board_(board),
         boards_(boards) {}
   ~SimAgent() override { Stop(); }
 
@@ -366,8 +368,8 @@ double CpuSeconds(pid_t pid) {
   const char* p = std::strrchr(buffer, ')');
   if (p == nullptr) return -1;
   unsigned long long utime = 0, stime = 0;
-  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
-                  &stime) != 2) {
+  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) !=
+      2) {
     return -1;
   }
   return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
@@ -386,7 +388,8 @@ bool SubmitScenario(const std::string& tracker_path, const std::string& dir, int
     SimAgent agent(NewChannel(address, 0), "kind-registrar", &board);
     agent.Start();
     absl::MutexLock lock(&board.mu);
-    auto done = [&board]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) { return board.registered == 1; };
+    auto done = [&board]()
+                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) { return board.registered == 1; };
     if (!board.mu.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(10))) return false;
     board.mu.Unlock();
     agent.Stop();
@@ -430,7 +433,7 @@ double RssMiB(pid_t pid);
 struct DispatchRow {
   std::string store;  // where the database is: "disk" or "tmpfs"
   int agents = 0;
-  int boards = 1;  // per agent
+  int boards = 1;       // per agent
   int64_t backlog = 0;  // trials still queued when the run ends
   int clients = 0;      // whose trials they are
   int64_t trials = 0;   // dispatched in the run
@@ -490,9 +493,8 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   bool ok = true;
   {
     absl::MutexLock lock(&board.mu);
-    auto all = [&board, agents]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) {
-      return board.registered == agents;
-    };
+    auto all = [&board, agents]()
+                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) { return board.registered == agents; };
     if (!board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(120))) {
       std::fprintf(stderr, "tracker_bench: only %d of %d agents registered\n", board.registered,
                    agents);
@@ -540,9 +542,8 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   {
     absl::MutexLock lock(&board.mu);
     const int64_t want = static_cast<int64_t>(latencies_ms.size());
-    auto all = [&board, want]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) {
-      return board.acked >= want;
-    };
+    auto all = [&board, want]()
+                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) { return board.acked >= want; };
     if (ok && !board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(30))) ok = false;
     board.record_offers = false;
     board.offered.clear();
@@ -570,9 +571,8 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   if (ok) {
     absl::MutexLock lock(&board.mu);
     const int64_t want = acked_before + drain;
-    auto all = [&board, want]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) {
-      return board.acked >= want;
-    };
+    auto all = [&board, want]()
+                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) { return board.acked >= want; };
     if (!board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Minutes(10))) {
       std::fprintf(stderr, "tracker_bench: %lld of %lld results after 10 min\n",
                    static_cast<long long>(board.acked - acked_before),
@@ -655,7 +655,7 @@ struct FloodFigures {
   double walk_ms = -1;       // one ListResults walking the jobs table, median of 5
   int walks = 0;             // the dashboard's walks while the trials ran (flood only)
   double rss_before_mib = -1, rss_peak_mib = -1, rss_after_mib = -1;
-  int cut = 0;               // never-reading watchers ended with RESOURCE_EXHAUSTED
+  int cut = 0;  // never-reading watchers ended with RESOURCE_EXHAUSTED
   int slow = 0;
 };
 
@@ -699,9 +699,8 @@ bool FloodScenario(const std::string& tracker_path, const std::string& dir, bool
     SimAgent off(NewChannel(address, 0), "off", &board);
     off.Start();
     absl::MutexLock lock(&board.mu);
-    auto registered = [&board]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) {
-      return board.registered == 1;
-    };
+    auto registered = [&board]()
+                          ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) { return board.registered == 1; };
     if (!board.mu.AwaitWithTimeout(absl::Condition(&registered), absl::Seconds(10))) return false;
     board.mu.Unlock();
     off.Stop();
@@ -800,9 +799,8 @@ bool FloodScenario(const std::string& tracker_path, const std::string& dir, bool
   if (ok) {
     absl::MutexLock lock(&board.mu);
     const int64_t want = trials + measured;
-    auto all = [&board, want]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) {
-      return board.acked >= want;
-    };
+    auto all = [&board, want]()
+                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) { return board.acked >= want; };
     if (!board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Minutes(10))) {
       std::fprintf(stderr, "tracker_bench: %lld of %lld results after 10 min\n",
                    static_cast<long long>(board.acked), static_cast<long long>(want));
@@ -854,27 +852,28 @@ int FloodMain(const std::string& tracker, const std::string& dir, bool quick) {
   const absl::Duration drain = quick ? absl::Seconds(2) : absl::Seconds(20);
   bool ok = FloodScenario(tracker, dir, false, watchers, unrunnable, trials, probe, drain, &base);
   std::fprintf(stderr, "tracker_bench: flood baseline: done\n");
-  ok = FloodScenario(tracker, dir, true, watchers, unrunnable, trials, probe, drain, &flooded) &&
-       ok;
+  ok =
+      FloodScenario(tracker, dir, true, watchers, unrunnable, trials, probe, drain, &flooded) && ok;
   std::fprintf(stderr, "tracker_bench: flood: done\n");
   std::printf("tracker_bench --flood: %u CPUs, tracker %s\n", std::thread::hardware_concurrency(),
               tracker.c_str());
-  std::printf("flood: %d WatchJobs streams of every job (1 in 5 reads, the rest never do), %d "
-              "jobs pinned to an offline board, and a dashboard walking the jobs table in a loop\n",
-              watchers, unrunnable);
+  std::printf(
+      "flood: %d WatchJobs streams of every job (1 in 5 reads, the rest never do), %d "
+      "jobs pinned to an offline board, and a dashboard walking the jobs table in a loop\n",
+      watchers, unrunnable);
   std::printf("%-10s %14s %10s %13s %11s %10s %24s %10s\n", "scenario", "submit (s)", "trials/s",
               "QueueSummary", "table walk", "dashboard", "tracker RSS (MiB)", "cut off");
   std::printf("%-10s %14s %10s %13s %11s %10s %24s %10s\n", "",
               absl::StrCat(probe, " trials").c_str(), "1 board", "", "", "walks",
               "before/flooded/after", "");
-  for (const auto& [name, f] : {std::pair<const char*, const FloodFigures*>{"baseline", &base},
-                                {"flood", &flooded}}) {
-    std::printf("%-10s %14.3f %10.0f %10.2f ms %8.1f ms %10d %24s %10s\n", name, f->submit_s,
-                f->trials_per_s, f->summary_ms, f->walk_ms, f->walks,
-                absl::StrFormat("%.0f/%.0f/%.0f", f->rss_before_mib, f->rss_peak_mib,
-                                f->rss_after_mib)
-                    .c_str(),
-                f->slow == 0 ? "-" : absl::StrCat(f->cut, " of ", f->slow).c_str());
+  for (const auto& [name, f] :
+       {std::pair<const char*, const FloodFigures*>{"baseline", &base}, {"flood", &flooded}}) {
+    std::printf(
+        "%-10s %14.3f %10.0f %10.2f ms %8.1f ms %10d %24s %10s\n", name, f->submit_s,
+        f->trials_per_s, f->summary_ms, f->walk_ms, f->walks,
+        absl::StrFormat("%.0f/%.0f/%.0f", f->rss_before_mib, f->rss_peak_mib, f->rss_after_mib)
+            .c_str(),
+        f->slow == 0 ? "-" : absl::StrCat(f->cut, " of ", f->slow).c_str());
   }
   std::printf(
       "trials/s: the %d probe trials (queued while no board served) and %d more in batches of "
@@ -917,10 +916,11 @@ bool RestartScenario(const std::string& tracker_path, const std::string& databas
       return board.registered >= registered && board.acked >= acked;
     };
     if (board.mu.AwaitWithTimeout(absl::Condition(&done), timeout)) return true;
-    std::fprintf(stderr, "tracker_bench: restart: %d of %d agents registered, %lld of %lld "
-                 "results acknowledged after %s\n", board.registered, registered,
-                 static_cast<long long>(board.acked), static_cast<long long>(acked),
-                 absl::FormatDuration(timeout).c_str());
+    std::fprintf(stderr,
+                 "tracker_bench: restart: %d of %d agents registered, %lld of %lld "
+                 "results acknowledged after %s\n",
+                 board.registered, registered, static_cast<long long>(board.acked),
+                 static_cast<long long>(acked), absl::FormatDuration(timeout).c_str());
     return false;
   };
   auto seconds_since = [](Steady::time_point t) {
@@ -1117,18 +1117,23 @@ int Main(int argc, char** argv) {
   };
   std::vector<Config> configs;
   if (quick) {
-    configs = {{"disk", 10, 100},    {"disk", 20, 1000}, {"disk", 20, 1000, 1, 3},
+    configs = {{"disk", 10, 100},   {"disk", 20, 1000}, {"disk", 20, 1000, 1, 3},
                {"disk", 5, 100, 4}, {"tmpfs", 10, 100}, {"pg", 10, 100}};
   } else {
     // 10,000 boards as 10,000 agents and as 1,000 agents of 10: the cost per agent stream (gRPC's)
     // apart from the cost per board (the tracker's). A million queued trials are 12 clients'
     // (the per-client cap), so the rows from 1,000 to 1,000,000 queued have 12 clients each: the
     // queue's depth apart from the clients' number.
-    configs = {{"disk", 100, 1000},           {"disk", 1000, 1000},
-               {"disk", 10000, 1000},         {"disk", 1000, 1000, 10},
-               {"disk", 1000, 1000, 1, 12},   {"disk", 1000, 100000, 1, 12},
-               {"disk", 1000, 1000000, 1, 12}, {"tmpfs", 100, 1000},
-               {"tmpfs", 1000, 1000},         {"pg", 100, 1000},
+    configs = {{"disk", 100, 1000},
+               {"disk", 1000, 1000},
+               {"disk", 10000, 1000},
+               {"disk", 1000, 1000, 10},
+               {"disk", 1000, 1000, 1, 12},
+               {"disk", 1000, 100000, 1, 12},
+               {"disk", 1000, 1000000, 1, 12},
+               {"tmpfs", 100, 1000},
+               {"tmpfs", 1000, 1000},
+               {"pg", 100, 1000},
                {"pg", 1000, 1000}};
   }
   std::vector<int> submit_batches = {100, 1000};
@@ -1163,7 +1168,8 @@ int Main(int argc, char** argv) {
   // "pg": a PostgreSQL 15 server of the bench's own (tests/postgres_server.h: initdb in /tmp,
   // fsync on, loopback), one fresh database per row.
   std::unique_ptr<testing::PostgresServer> postgres;
-  if (std::any_of(configs.begin(), configs.end(), [](const Config& c) { return c.store == "pg"; })) {
+  if (std::any_of(configs.begin(), configs.end(),
+                  [](const Config& c) { return c.store == "pg"; })) {
     absl::StatusOr<std::unique_ptr<testing::PostgresServer>> started =
         testing::PostgresServer::Start();
     if (started.ok()) {
@@ -1197,8 +1203,8 @@ int Main(int argc, char** argv) {
           ok = false;
           continue;
         }
-        database = absl::StrCat("postgresql://", testing::PostgresServer::kUser, "@127.0.0.1:",
-                                postgres->port(), "/", name);
+        database = absl::StrCat("postgresql://", testing::PostgresServer::kUser,
+                                "@127.0.0.1:", postgres->port(), "/", name);
       } else {
         database = Database(c.store == "tmpfs" ? shm_dir : dir, name);
       }
@@ -1240,10 +1246,9 @@ int Main(int argc, char** argv) {
                 r.trials > 0 ? r.tracker_cpu_s * 1e6 / static_cast<double>(r.trials) : 0.0);
   }
   if (!dispatch.empty()) {
-    std::printf("\n%-6s %7s %6s %8s %7s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n",
-                "store", "agents", "boards", "queued", "clients", "dispatches", "per s",
-                "tracker CPU", "tracker", "bench", "p50", "p99", "KiB/agent", "KiB/trial",
-                "CPU, rounds");
+    std::printf("\n%-6s %7s %6s %8s %7s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n", "store",
+                "agents", "boards", "queued", "clients", "dispatches", "per s", "tracker CPU",
+                "tracker", "bench", "p50", "p99", "KiB/agent", "KiB/trial", "CPU, rounds");
     std::printf("%-6s %7s %6s %8s %7s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n", "", "",
                 "/agent", "", "", "", "", "per dispatch", "CPU share", "CPU share", "offer",
                 "offer", "", "queued", "least-most");
@@ -1251,13 +1256,13 @@ int Main(int argc, char** argv) {
   for (size_t i = 0; i < dispatch.size(); ++i) {
     const DispatchRow& r = dispatch[i];
     const double share = r.seconds > 0 ? 100.0 / (r.seconds * cpus) : 0;
-    std::printf("%-6s %7d %6d %8lld %7d %10lld %9.0f %9.1f us %8.0f%% %8.0f%% %6.2f ms %6.2f ms "
-                "%10.1f %10.2f %6.1f-%.1f us\n",
-                r.store.c_str(), r.agents, r.boards, static_cast<long long>(r.backlog), r.clients,
-                static_cast<long long>(r.trials), r.seconds > 0 ? r.trials / r.seconds : 0.0,
-                CpuPerDispatchUs(r), r.tracker_cpu_s * share, r.bench_cpu_s * share, r.p50_ms,
-                r.p99_ms, r.kib_per_agent, r.kib_per_queued, cpu_range[i].first,
-                cpu_range[i].second);
+    std::printf(
+        "%-6s %7d %6d %8lld %7d %10lld %9.0f %9.1f us %8.0f%% %8.0f%% %6.2f ms %6.2f ms "
+        "%10.1f %10.2f %6.1f-%.1f us\n",
+        r.store.c_str(), r.agents, r.boards, static_cast<long long>(r.backlog), r.clients,
+        static_cast<long long>(r.trials), r.seconds > 0 ? r.trials / r.seconds : 0.0,
+        CpuPerDispatchUs(r), r.tracker_cpu_s * share, r.bench_cpu_s * share, r.p50_ms, r.p99_ms,
+        r.kib_per_agent, r.kib_per_queued, cpu_range[i].first, cpu_range[i].second);
   }
   std::printf(
       "submit: 4 clients at once; the tracker's CPU per trial over the submissions (checks, "

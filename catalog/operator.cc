@@ -7,8 +7,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
 #include "base/content_hash.h"
+#include "base/status_macros.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/json_util.h"
@@ -73,12 +73,13 @@ absl::Status ValidateUserOperator(v1::Operator* op) {
   if (op->name().empty()) op->set_name(spec->op());
   if (spec->op().empty()) spec->set_op(op->name());
   if (!IsCIdentifier(op->name()) || op->name().size() > 48) {
-    return Invalid("op.name", absl::StrCat("\"", op->name(),
-                                           "\" is not a name (a C identifier of at most 48 chars)"));
+    return Invalid(
+        "op.name",
+        absl::StrCat("\"", op->name(), "\" is not a name (a C identifier of at most 48 chars)"));
   }
   if (spec->op() != op->name()) {
-    return Invalid("op.spec.op", absl::StrCat("\"", spec->op(), "\" differs from the name \"",
-                                              op->name(), "\""));
+    return Invalid("op.spec.op",
+                   absl::StrCat("\"", spec->op(), "\" differs from the name \"", op->name(), "\""));
   }
   for (const v1::Operator& b : BuiltinOperators()) {
     if (b.name() == op->name()) {
@@ -86,8 +87,9 @@ absl::Status ValidateUserOperator(v1::Operator* op) {
     }
   }
   if (!IsCIdentifier(spec->entry())) {
-    return Invalid("op.spec.entry", absl::StrCat("\"", spec->entry(),
-                                                 "\" is not a C identifier (the function to time)"));
+    return Invalid(
+        "op.spec.entry",
+        absl::StrCat("\"", spec->entry(), "\" is not a C identifier (the function to time)"));
   }
   if (!spec->reference_entry().empty()) {
     if (!IsCIdentifier(spec->reference_entry())) {
@@ -103,7 +105,8 @@ absl::Status ValidateUserOperator(v1::Operator* op) {
   }
   // Files.
   if (op->files_size() == 0) return Invalid("op.files", "no files");
-  if (op->files_size() > kMaxFiles) return Invalid("op.files", absl::StrCat("more than ", kMaxFiles));
+  if (op->files_size() > kMaxFiles)
+    return Invalid("op.files", absl::StrCat("more than ", kMaxFiles));
   int64_t bytes = 0;
   for (const auto& [name, content] : op->files()) {
     if (!IsFileName(name)) {
@@ -141,16 +144,17 @@ absl::Status ValidateUserOperator(v1::Operator* op) {
       const google::protobuf::Value& value = knob->values(v);
       const std::string text = ValueText(value);
       int64_t n = 0;
-      const bool ok = value.kind_case() == google::protobuf::Value::kNumberValue
-                          ? absl::SimpleAtoi(text, &n)
-                          : value.kind_case() == google::protobuf::Value::kStringValue &&
-                                IsCIdentifier(text);
+      const bool ok =
+          value.kind_case() == google::protobuf::Value::kNumberValue
+              ? absl::SimpleAtoi(text, &n)
+              : value.kind_case() == google::protobuf::Value::kStringValue && IsCIdentifier(text);
       if (!ok) {
         return Invalid(absl::StrCat(field, ".values[", v, "]"),
                        "an integer or a C identifier (it becomes a macro value)");
       }
       if (!seen.insert(text).second) {
-        return Invalid(absl::StrCat(field, ".values[", v, "]"), absl::StrCat(text, " appears twice"));
+        return Invalid(absl::StrCat(field, ".values[", v, "]"),
+                       absl::StrCat(text, " appears twice"));
       }
     }
     if (knob->default_().kind_case() == google::protobuf::Value::KIND_NOT_SET) {
@@ -165,7 +169,8 @@ absl::Status ValidateUserOperator(v1::Operator* op) {
     return Invalid("op.spec.args", absl::StrCat("need 1..", kMaxArgs, " arguments"));
   }
   for (const auto& [name, size] : spec->dims()) {
-    if (!IsCIdentifier(name)) return Invalid("op.spec.dims", absl::StrCat("\"", name, "\" is not a name"));
+    if (!IsCIdentifier(name))
+      return Invalid("op.spec.dims", absl::StrCat("\"", name, "\" is not a name"));
     if (size < 1 || size > kMaxElements) {
       return Invalid(absl::StrCat("op.spec.dims.", name), "must be in 1..2^28");
     }

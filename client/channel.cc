@@ -48,16 +48,16 @@ absl::StatusOr<std::string> TrackerTarget(const std::string& address) {
     part = absl::StripAsciiWhitespace(part);
     std::string host, port;
     if (!SplitHostPort(part, &host, &port)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tracker address \"", address, "\": \"", part, "\" is not HOST:PORT"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tracker address \"", address, "\": \"", part, "\" is not HOST:PORT"));
     }
     addrinfo hints = {};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* found = nullptr;
     if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("tracker address \"", address, "\": ", host,
-                                                     ": ", gai_strerror(rc)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tracker address \"", address, "\": ", host, ": ", gai_strerror(rc)));
     }
     char text[INET6_ADDRSTRLEN] = {};
     if (found->ai_family == AF_INET) {
@@ -94,8 +94,9 @@ v1::TrackerCredentials CredentialsFromEnvironment(v1::TrackerCredentials c) {
   return c;
 }
 
-absl::StatusOr<std::shared_ptr<grpc::Channel>> TrackerChannel(
-    const std::string& address, const v1::TrackerCredentials& c, grpc::ChannelArguments args) {
+absl::StatusOr<std::shared_ptr<grpc::Channel>> TrackerChannel(const std::string& address,
+                                                              const v1::TrackerCredentials& c,
+                                                              grpc::ChannelArguments args) {
   args.SetMaxReceiveMessageSize(64 << 20);
   absl::StatusOr<std::string> target = TrackerTarget(address);
   if (!target.ok()) return target.status();

@@ -30,10 +30,10 @@ v1::TrackerCredentials CredentialsFromEnvironment(v1::TrackerCredentials credent
 // InvalidArgument for a part that is not HOST:PORT or does not resolve, or mixed families.
 absl::StatusOr<std::string> TrackerTarget(const std::string& address);
 
-// A channel to `address` (one tracker or several: TrackerTarget). Errors: InvalidArgument naming what is missing or contradictory
-// (a secure channel needs ca_cert; a certificate needs its key), NotFound for a file that
-// cannot be read.
-// `args` may carry the caller's own channel settings (reconnect backoff, ...).
+// A channel to `address` (one tracker or several: TrackerTarget). Errors: InvalidArgument naming
+// what is missing or contradictory (a secure channel needs ca_cert; a certificate needs its key),
+// NotFound for a file that cannot be read. `args` may carry the caller's own channel settings
+// (reconnect backoff, ...).
 absl::StatusOr<std::shared_ptr<grpc::Channel>> TrackerChannel(
     const std::string& address, const v1::TrackerCredentials& credentials,
     grpc::ChannelArguments args = grpc::ChannelArguments());

@@ -21,7 +21,8 @@ TEST(TrackerTarget, BadListsAreInvalidArgumentNamingThePart) {
   EXPECT_NE(bad.status().message().find("\"nonsense\" is not HOST:PORT"), std::string::npos)
       << bad.status();
   EXPECT_TRUE(absl::IsInvalidArgument(TrackerTarget("127.0.0.1:1,[::1]:2").status()));
-  EXPECT_TRUE(absl::IsInvalidArgument(TrackerTarget("127.0.0.1:1,no-such-host.invalid:2").status()));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(TrackerTarget("127.0.0.1:1,no-such-host.invalid:2").status()));
 }
 
 }  // namespace

@@ -47,7 +47,8 @@ int bf_memory_add_region(bf_memory* m, const char* text, char* error, size_t err
   }
   if (ws > 15u || size == 0u || base > 0xFFFFFFFFull || base + size > 0x100000000ull) {
     snprintf(error, error_len,
-             "region \"%s\": wait states must be 0..15 and the region non-empty within 4 GiB", text);
+             "region \"%s\": wait states must be 0..15 and the region non-empty within 4 GiB",
+             text);
     return -1;
   }
   if (m->nregions >= BF_MEMORY_MAX_REGIONS) {
@@ -132,7 +133,8 @@ static int ICacheInsert(bf_memory* m, uint32_t line) {
     for (k = 1; k < BF_ART_ICACHE_LINES; k++) {
       if (m->icache_used_at[k] < m->icache_used_at[slot]) slot = k;
     }
-    for (link = &m->icache_bucket[Bucket(m->icache[slot])]; *link != slot; link = &m->icache_next[*link]) {
+    for (link = &m->icache_bucket[Bucket(m->icache[slot])]; *link != slot;
+         link = &m->icache_next[*link]) {
     }
     *link = m->icache_next[slot]; /* out of its bucket */
   }

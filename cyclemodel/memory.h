@@ -72,9 +72,9 @@ typedef struct {
   /* The data cache, 8 lines in most-recently-used order (entry 0 the newest). */
   uint32_t dcache[BF_ART_DCACHE_LINES];
   int dcache_used;
-  int have_line;          /* the core is fetching from `line` (a region with wait states) */
-  uint32_t line;          /* address >> 4 */
-  uint64_t line_since;    /* model time when it began */
+  int have_line;       /* the core is fetching from `line` (a region with wait states) */
+  uint32_t line;       /* address >> 4 */
+  uint64_t line_since; /* model time when it began */
   bf_memory_counters counters;
 } bf_memory;
 
@@ -102,7 +102,8 @@ typedef struct {
   uint64_t absent_at;
 } bf_icache_hint;
 #define BF_ICACHE_NO_SLOT 0xFFu
-#define BF_ICACHE_HINT_NONE {BF_ICACHE_NO_SLOT, UINT64_MAX}
+#define BF_ICACHE_HINT_NONE \
+  { BF_ICACHE_NO_SLOT, UINT64_MAX }
 
 /* bf_memory_fetch_line for what the inline part does not answer. */
 uint32_t bf_memory_fetch_new_line(bf_memory* m, uint32_t line, uint8_t wait_states, uint8_t art,

@@ -51,10 +51,10 @@ TEST(Memory, ZeroWaitMemoryNeverStalls) {
 
 TEST(Memory, BranchTargetsMissOnceThenHitTheCache) {
   bf_memory m = Flash("0x08000000:0x80000:5:art");
-  EXPECT_EQ(bf_memory_fetch(&m, 0x08000100, 0), 5u);  // cold
-  EXPECT_EQ(bf_memory_fetch(&m, 0x0800010e, 6), 0u);  // same line
-  EXPECT_EQ(bf_memory_fetch(&m, 0x08000400, 10), 5u); // elsewhere, cold
-  EXPECT_EQ(bf_memory_fetch(&m, 0x08000100, 20), 0u); // back: cached
+  EXPECT_EQ(bf_memory_fetch(&m, 0x08000100, 0), 5u);   // cold
+  EXPECT_EQ(bf_memory_fetch(&m, 0x0800010e, 6), 0u);   // same line
+  EXPECT_EQ(bf_memory_fetch(&m, 0x08000400, 10), 5u);  // elsewhere, cold
+  EXPECT_EQ(bf_memory_fetch(&m, 0x08000100, 20), 0u);  // back: cached
   EXPECT_EQ(m.counters.line_misses, 2u);
   EXPECT_EQ(m.counters.line_hits, 1u);
 }
@@ -63,8 +63,8 @@ TEST(Memory, ThePrefetchedLineWaitsOnlyForWhatIsLeftOfItsRead) {
   bf_memory m = Flash("0x08000000:0x80000:5:art");
   EXPECT_EQ(bf_memory_fetch(&m, 0x08000000, 0), 5u);  // line 0 ready at 5
   // Line 1 was read from 5 on: ready at 5 + 6 = 11. Entered at 9: 2 cycles; at 13: none.
-  EXPECT_EQ(bf_memory_fetch(&m, 0x08000010, 9), 2u);  // ready at 11
-  EXPECT_EQ(bf_memory_fetch(&m, 0x08000020, 20), 0u); // read since 11: ready at 17
+  EXPECT_EQ(bf_memory_fetch(&m, 0x08000010, 9), 2u);   // ready at 11
+  EXPECT_EQ(bf_memory_fetch(&m, 0x08000020, 20), 0u);  // read since 11: ready at 17
   EXPECT_EQ(m.counters.prefetched, 2u);
   // Prefetched lines are not cached: branching back to line 1 misses.
   EXPECT_EQ(bf_memory_fetch(&m, 0x08000010, 30), 5u);
@@ -121,7 +121,8 @@ TEST(Memory, HintsNeverChangeWhatAFetchCosts) {
                                        : (state >> 9) % 200u;
     const uint32_t line = base + index;
     const uint32_t a = bf_memory_fetch_line(&plain, line, 5, 1, now, nullptr);
-    const uint32_t b = bf_memory_fetch_line(&hinted, line, 5, 1, now, &hints[(state >> 30) & 1u][index]);
+    const uint32_t b =
+        bf_memory_fetch_line(&hinted, line, 5, 1, now, &hints[(state >> 30) & 1u][index]);
     ASSERT_EQ(a, b) << "fetch " << i;
     now += 1 + a + (state >> 24) % 4u;
   }

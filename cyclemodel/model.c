@@ -80,9 +80,8 @@ bf_block* bf_block_build(const bf_core* core, const bf_memory* memory, uint32_t 
     if (cur.op == BF_OP_IT) it_left = cur.it_mask;
     if (i == 0) {
       b->first = cur;
-      b->entry_extra =
-          (uint8_t)(bf_core_refill(core, BF_REFILL_DIRECT, &cur, a) -
-                    bf_core_refill(core, BF_REFILL_DIRECT, NULL, a));
+      b->entry_extra = (uint8_t)(bf_core_refill(core, BF_REFILL_DIRECT, &cur, a) -
+                                 bf_core_refill(core, BF_REFILL_DIRECT, NULL, a));
     }
     cycles = bf_core_cycles(core, &cur, have_prev ? &prev : NULL);
     b->insns[i].address = a;
@@ -255,7 +254,8 @@ void bf_model_mark(bf_model* m, const bf_block_mark* mark) {
     return;
   }
   /* Just before the marker. */
-  cycles = m->cycles - (b->static_cycles - b->insns[i].before) - StallsAfter(m, b, i > 0 ? i - 1u : 0u);
+  cycles =
+      m->cycles - (b->static_cycles - b->insns[i].before) - StallsAfter(m, b, i > 0 ? i - 1u : 0u);
   if (i == 0u && b->fetch_waits) cycles -= m->line_stall[0];
   instructions = m->instructions - (b->ninsns - i);
   m->open = 0;

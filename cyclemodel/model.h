@@ -79,9 +79,9 @@ struct bf_block {
   uint8_t fetch_waits; /* some line is in a region with wait states */
   uint32_t nmarks;
   bf_block_mark* marks;
-  uint8_t* loads;      /* per instruction: 1 if it reads data memory */
+  uint8_t* loads; /* per instruction: 1 if it reads data memory */
   bf_block_insn* insns;
-  bf_block* next;      /* for the owner's list */
+  bf_block* next; /* for the owner's list */
 };
 
 /* Analyzes the straight-line instructions of one block: instruction i is at addresses[i], its

@@ -39,8 +39,8 @@ class Program {
       bytes.push_back(insns_[i].bytes.data());
       sizes.push_back(static_cast<uint8_t>(insns_[i].bytes.size()));
     }
-    return Block(bf_block_build(core_, memory_, static_cast<uint32_t>(n), addresses.data(), bytes.data(),
-                                sizes.data()));
+    return Block(bf_block_build(core_, memory_, static_cast<uint32_t>(n), addresses.data(),
+                                bytes.data(), sizes.data()));
   }
   const bf_core* core() const { return core_; }
   uint32_t address(size_t i) const { return insns_[i].address; }
@@ -105,10 +105,11 @@ TEST(Model, ABlockCutShortAndRerunIsChargedOnce) {
 
 TEST(Model, MarkersPlaceTheIntervalExactly) {
   // START as the second instruction of a block, STOP as the second of another.
-  Program p("adds r0, #1\n.inst.w 0xf3af80c0\nadds r0, #1\nb 1f\n"
-            "1: ldr r1, [r2]\nadds r1, #1\nb 2f\n"
-            "2: adds r3, #1\n.inst.w 0xf3af80c1\nadds r3, #1\nbx lr\n",
-            0x1000);
+  Program p(
+      "adds r0, #1\n.inst.w 0xf3af80c0\nadds r0, #1\nb 1f\n"
+      "1: ldr r1, [r2]\nadds r1, #1\nb 2f\n"
+      "2: adds r3, #1\n.inst.w 0xf3af80c1\nadds r3, #1\nbx lr\n",
+      0x1000);
   Block start = p.Make(0, 4), body = p.Make(4, 3), stop = p.Make(7, 4);
   ASSERT_EQ(start->nmarks, 1u);
   ASSERT_EQ(stop->nmarks, 1u);

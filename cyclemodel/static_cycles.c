@@ -26,8 +26,10 @@
 #define MAX_BLOCKS 256
 
 static int Usage(const char* why) {
-  fprintf(stderr, "static_cycles: %s\nusage: static_cycles [--core NAME] [--region SPEC]... "
-          "ADDRESS:HALFWORD[,HALFWORD]...\n", why);
+  fprintf(stderr,
+          "static_cycles: %s\nusage: static_cycles [--core NAME] [--region SPEC]... "
+          "ADDRESS:HALFWORD[,HALFWORD]...\n",
+          why);
   return 2;
 }
 
@@ -83,8 +85,8 @@ int main(int argc, char** argv) {
     if (d.size != sizes[i]) return Usage("an instruction's halfwords do not match its encoding");
     if ((d.flags & BF_INSN_WRITES_PC) || i + 1 == n || addresses[i + 1] != addresses[i] + d.size) {
       if (nblocks >= MAX_BLOCKS) return Usage("too many blocks");
-      blocks[nblocks] = bf_block_build(core, &memory, i + 1 - first, &addresses[first], &ptrs[first],
-                                       &sizes[first]);
+      blocks[nblocks] = bf_block_build(core, &memory, i + 1 - first, &addresses[first],
+                                       &ptrs[first], &sizes[first]);
       if (blocks[nblocks] == NULL) return Usage("out of memory");
       unknown += blocks[nblocks]->unknown;
       nblocks++;
@@ -99,11 +101,11 @@ int main(int argc, char** argv) {
     const bf_block* b = blocks[i];
     const bf_block* next = blocks[(i + 1) % nblocks];
     int taken = b->exit_refill != BF_REFILL_NONE &&
-                (!b->exit_conditional || (b->exit_direct ? next->start == b->exit_target
-                                                         : next->start != b->end));
+                (!b->exit_conditional ||
+                 (b->exit_direct ? next->start == b->exit_target : next->start != b->end));
     if (taken) {
-      refills += (uint64_t)bf_core_refill(core, (bf_refill_kind)b->exit_refill, &next->first,
-                                          next->start);
+      refills +=
+          (uint64_t)bf_core_refill(core, (bf_refill_kind)b->exit_refill, &next->first, next->start);
     }
   }
   bf_model_init(&m, core, &memory, NULL, NULL);

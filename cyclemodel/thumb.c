@@ -484,7 +484,8 @@ static void BranchesMisc(uint32_t hw1, uint32_t hw2, uint32_t pc, bf_insn* d) {
   uint32_t s = (hw1 >> 10) & 1u, j1 = (hw2 >> 13) & 1u, j2 = (hw2 >> 11) & 1u;
   if ((op1 & 5u) == 0u) {
     if ((op & 0x38u) != 0x38u) {
-      uint32_t imm = (s << 20) | (j2 << 19) | (j1 << 18) | ((hw1 & 0x3Fu) << 12) | ((hw2 & 0x7FFu) << 1);
+      uint32_t imm =
+          (s << 20) | (j2 << 19) | (j1 << 18) | ((hw1 & 0x3Fu) << 12) | ((hw2 & 0x7FFu) << 1);
       d->op = BF_OP_BRANCH_COND;
       d->flags |= BF_INSN_WRITES_PC;
       d->target = pc + 4u + SignExtend(imm, 21);
@@ -525,7 +526,8 @@ static void BranchesMisc(uint32_t hw1, uint32_t hw2, uint32_t pc, bf_insn* d) {
   }
   if ((op1 & 5u) == 1u || (op1 & 5u) == 5u) {
     uint32_t i1 = ~(j1 ^ s) & 1u, i2 = ~(j2 ^ s) & 1u;
-    uint32_t imm = (s << 24) | (i1 << 23) | (i2 << 22) | ((hw1 & 0x3FFu) << 12) | ((hw2 & 0x7FFu) << 1);
+    uint32_t imm =
+        (s << 24) | (i1 << 23) | (i2 << 22) | ((hw1 & 0x3FFu) << 12) | ((hw2 & 0x7FFu) << 1);
     d->op = BF_OP_BRANCH;
     d->flags |= BF_INSN_WRITES_PC;
     d->target = pc + 4u + SignExtend(imm, 25);
@@ -662,7 +664,9 @@ static void Multiply(uint32_t hw1, uint32_t hw2, bf_insn* d) {
   d->writes = R(rd);
   switch (op1) {
     case 0u:
-      d->op = op2 == 0u ? (ra == BF_PC ? BF_OP_MUL : BF_OP_MLA) : op2 == 1u ? BF_OP_MLA : BF_OP_UNKNOWN;
+      d->op = op2 == 0u   ? (ra == BF_PC ? BF_OP_MUL : BF_OP_MLA)
+              : op2 == 1u ? BF_OP_MLA
+                          : BF_OP_UNKNOWN;
       break;
     case 7u:
       d->op = op2 == 0u ? BF_OP_DSP_ALU : BF_OP_UNKNOWN; /* USADA8/USAD8 */
@@ -772,12 +776,12 @@ int bf_thumb_decode(const uint8_t* bytes, size_t avail, uint32_t address, bf_ins
 
 const char* bf_op_name(int op) {
   static const char* const kNames[BF_OP_COUNT] = {
-      "unknown",     "alu",         "mul",        "mla",          "mull",         "mlal",
-      "dsp_mul",     "dsp_mlal",    "dsp_alu",    "div",          "load",         "store",
-      "load_dual",   "store_dual",  "load_multi", "store_multi",  "branch",       "branch_cond",
-      "branch_reg",  "table_branch", "it",        "nop",          "mark",         "barrier",
-      "system",      "wait",        "exception",  "fp_alu",       "fp_mac",       "fp_fma",
-      "fp_div",      "fp_sqrt",     "fp_load",    "fp_store",     "fp_load_multi", "fp_store_multi",
+      "unknown",     "alu",          "mul",        "mla",         "mull",          "mlal",
+      "dsp_mul",     "dsp_mlal",     "dsp_alu",    "div",         "load",          "store",
+      "load_dual",   "store_dual",   "load_multi", "store_multi", "branch",        "branch_cond",
+      "branch_reg",  "table_branch", "it",         "nop",         "mark",          "barrier",
+      "system",      "wait",         "exception",  "fp_alu",      "fp_mac",        "fp_fma",
+      "fp_div",      "fp_sqrt",      "fp_load",    "fp_store",    "fp_load_multi", "fp_store_multi",
       "fp_mov_core", "fp_mov_core2", "fp_system",  "loop_end"};
   return (op >= 0 && op < BF_OP_COUNT) ? kNames[op] : "invalid";
 }

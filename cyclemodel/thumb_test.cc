@@ -126,18 +126,28 @@ TEST(ThumbDecode, EveryClassInTheAssemblersEncodings) {
 
 TEST(ThumbDecode, FloatingPoint) {
   const std::vector<Case> cases = {
-      {"vadd.f32 s0, s1, s2", BF_OP_FP_ALU, 4},  {"vmul.f32 s0, s1, s2", BF_OP_FP_ALU, 4},
-      {"vabs.f32 s0, s1", BF_OP_FP_ALU, 4},      {"vneg.f32 s0, s1", BF_OP_FP_ALU, 4},
-      {"vcmp.f32 s0, s1", BF_OP_FP_ALU, 4},      {"vcvt.s32.f32 s0, s1", BF_OP_FP_ALU, 4},
-      {"vmov.f32 s0, #1.0", BF_OP_FP_ALU, 4},    {"vmov.f32 s0, s1", BF_OP_FP_ALU, 4},
-      {"vmla.f32 s0, s1, s2", BF_OP_FP_MAC, 4},  {"vnmls.f32 s0, s1, s2", BF_OP_FP_MAC, 4},
-      {"vfma.f32 s0, s1, s2", BF_OP_FP_FMA, 4},  {"vfnms.f32 s0, s1, s2", BF_OP_FP_FMA, 4},
-      {"vdiv.f32 s0, s1, s2", BF_OP_FP_DIV, 4},  {"vsqrt.f32 s0, s1", BF_OP_FP_SQRT, 4},
-      {"vldr s0, [r0, #4]", BF_OP_FP_LOAD, 4},   {"vstr s0, [r0, #4]", BF_OP_FP_STORE, 4},
+      {"vadd.f32 s0, s1, s2", BF_OP_FP_ALU, 4},
+      {"vmul.f32 s0, s1, s2", BF_OP_FP_ALU, 4},
+      {"vabs.f32 s0, s1", BF_OP_FP_ALU, 4},
+      {"vneg.f32 s0, s1", BF_OP_FP_ALU, 4},
+      {"vcmp.f32 s0, s1", BF_OP_FP_ALU, 4},
+      {"vcvt.s32.f32 s0, s1", BF_OP_FP_ALU, 4},
+      {"vmov.f32 s0, #1.0", BF_OP_FP_ALU, 4},
+      {"vmov.f32 s0, s1", BF_OP_FP_ALU, 4},
+      {"vmla.f32 s0, s1, s2", BF_OP_FP_MAC, 4},
+      {"vnmls.f32 s0, s1, s2", BF_OP_FP_MAC, 4},
+      {"vfma.f32 s0, s1, s2", BF_OP_FP_FMA, 4},
+      {"vfnms.f32 s0, s1, s2", BF_OP_FP_FMA, 4},
+      {"vdiv.f32 s0, s1, s2", BF_OP_FP_DIV, 4},
+      {"vsqrt.f32 s0, s1", BF_OP_FP_SQRT, 4},
+      {"vldr s0, [r0, #4]", BF_OP_FP_LOAD, 4},
+      {"vstr s0, [r0, #4]", BF_OP_FP_STORE, 4},
       {"vldmia r0!, {s0-s3}", BF_OP_FP_LOAD_MULTI, 4},
       {"vpush {s16-s17}", BF_OP_FP_STORE_MULTI, 4},
-      {"vmov r0, s1", BF_OP_FP_MOV_CORE, 4},     {"vmov s1, r0", BF_OP_FP_MOV_CORE, 4},
-      {"vmov r0, r1, d1", BF_OP_FP_MOV_CORE2, 4}, {"vmrs APSR_nzcv, fpscr", BF_OP_FP_SYSTEM, 4},
+      {"vmov r0, s1", BF_OP_FP_MOV_CORE, 4},
+      {"vmov s1, r0", BF_OP_FP_MOV_CORE, 4},
+      {"vmov r0, r1, d1", BF_OP_FP_MOV_CORE2, 4},
+      {"vmrs APSR_nzcv, fpscr", BF_OP_FP_SYSTEM, 4},
   };
   const std::vector<bf_insn> d = ExpectClasses(cases);
   ASSERT_EQ(d.size(), cases.size());

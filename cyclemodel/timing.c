@@ -17,39 +17,55 @@ struct bf_core {
 };
 
 /* Classes with their cost; anything not listed costs 1. */
-#define BF_M_COMMON                                                                           \
-  [BF_OP_UNKNOWN] = 1, [BF_OP_ALU] = 1, [BF_OP_DSP_ALU] = 1, [BF_OP_DIV] = 7,                 \
-  [BF_OP_LOAD] = 2, [BF_OP_STORE] = 1, [BF_OP_LOAD_DUAL] = 3, [BF_OP_STORE_DUAL] = 3,         \
-  [BF_OP_LOAD_MULTI] = 1, [BF_OP_STORE_MULTI] = 1, [BF_OP_BRANCH] = 1,                        \
-  [BF_OP_BRANCH_COND] = 1, [BF_OP_BRANCH_REG] = 1, [BF_OP_TABLE_BRANCH] = 3, [BF_OP_IT] = 1,  \
-  [BF_OP_NOP] = 1, [BF_OP_MARK] = 1, [BF_OP_BARRIER] = 1, [BF_OP_SYSTEM] = 1, [BF_OP_WAIT] = 1, \
-  [BF_OP_EXCEPTION] = 1, [BF_OP_LOOP_END] = 1
+#define BF_M_COMMON                                                                             \
+  [BF_OP_UNKNOWN] = 1, [BF_OP_ALU] = 1, [BF_OP_DSP_ALU] = 1, [BF_OP_DIV] = 7, [BF_OP_LOAD] = 2, \
+  [BF_OP_STORE] = 1, [BF_OP_LOAD_DUAL] = 3, [BF_OP_STORE_DUAL] = 3, [BF_OP_LOAD_MULTI] = 1,     \
+  [BF_OP_STORE_MULTI] = 1, [BF_OP_BRANCH] = 1, [BF_OP_BRANCH_COND] = 1, [BF_OP_BRANCH_REG] = 1, \
+  [BF_OP_TABLE_BRANCH] = 3, [BF_OP_IT] = 1, [BF_OP_NOP] = 1, [BF_OP_MARK] = 1,                  \
+  [BF_OP_BARRIER] = 1, [BF_OP_SYSTEM] = 1, [BF_OP_WAIT] = 1, [BF_OP_EXCEPTION] = 1,             \
+  [BF_OP_LOOP_END] = 1
 
-#define BF_FPV4                                                                              \
+#define BF_FPV4                                                                               \
   [BF_OP_FP_ALU] = 1, [BF_OP_FP_MAC] = 3, [BF_OP_FP_FMA] = 3, [BF_OP_FP_DIV] = 14,            \
   [BF_OP_FP_SQRT] = 14, [BF_OP_FP_LOAD] = 2, [BF_OP_FP_STORE] = 2, [BF_OP_FP_LOAD_MULTI] = 1, \
-  [BF_OP_FP_STORE_MULTI] = 1, [BF_OP_FP_MOV_CORE] = 2, [BF_OP_FP_MOV_CORE2] = 2,             \
+  [BF_OP_FP_STORE_MULTI] = 1, [BF_OP_FP_MOV_CORE] = 2, [BF_OP_FP_MOV_CORE2] = 2,              \
   [BF_OP_FP_SYSTEM] = 1
 
 static const bf_core kCores[] = {
     {"cortex-m3",
      {BF_M_COMMON, [BF_OP_MUL] = 1, [BF_OP_MLA] = 2, [BF_OP_MULL] = 4, [BF_OP_MLAL] = 6,
       [BF_OP_DSP_MUL] = 1, [BF_OP_DSP_MLAL] = 1, BF_FPV4},
-     1, 1, 3, 1, 1},
+     1,
+     1,
+     3,
+     1,
+     1},
     {"cortex-m4",
      {BF_M_COMMON, [BF_OP_MUL] = 1, [BF_OP_MLA] = 1, [BF_OP_MULL] = 1, [BF_OP_MLAL] = 1,
       [BF_OP_DSP_MUL] = 1, [BF_OP_DSP_MLAL] = 1, BF_FPV4},
-     0, 1, 3, 1, 1},
+     0,
+     1,
+     3,
+     1,
+     1},
     {"cortex-m4f",
      {BF_M_COMMON, [BF_OP_MUL] = 1, [BF_OP_MLA] = 1, [BF_OP_MULL] = 1, [BF_OP_MLAL] = 1,
       [BF_OP_DSP_MUL] = 1, [BF_OP_DSP_MLAL] = 1, BF_FPV4},
-     0, 1, 3, 1, 1},
+     0,
+     1,
+     3,
+     1,
+     1},
     /* Approximate: the Cortex-M4's table (README.md). LE: a low-overhead loop's end costs no
      * refill once the loop is running (the core keeps the loop's start). */
     {"cortex-m55",
      {BF_M_COMMON, [BF_OP_MUL] = 1, [BF_OP_MLA] = 1, [BF_OP_MULL] = 1, [BF_OP_MLAL] = 1,
       [BF_OP_DSP_MUL] = 1, [BF_OP_DSP_MLAL] = 1, BF_FPV4},
-     0, 1, 3, 0, 1},
+     0,
+     1,
+     3,
+     0,
+     1},
 };
 
 const bf_core* bf_core_find(const char* name) {
@@ -66,7 +82,8 @@ const char* bf_core_name(const bf_core* core) { return core->name; }
 const char* bf_core_names(void) { return "cortex-m3 cortex-m4 cortex-m4f cortex-m55"; }
 
 /* Single loads and stores, integer and floating point: the load/store unit pipelines them alike
- * (README.md: the TRMs state the rules for LDR/STR; FP single transfers are taken to follow them). */
+ * (README.md: the TRMs state the rules for LDR/STR; FP single transfers are taken to follow them).
+ */
 static int IsSingleLoad(const bf_insn* i) {
   return (i->op == BF_OP_LOAD && !(i->flags & BF_INSN_LOADS_PC)) ||
          (i->op == BF_OP_FP_LOAD && !(i->flags & BF_INSN_DOUBLE));

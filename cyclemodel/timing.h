@@ -51,10 +51,10 @@ int bf_core_cycles(const bf_core* core, const bf_insn* insn, const bf_insn* prev
 
 /* What a taken branch adds, by how the branch found its target. */
 typedef enum {
-  BF_REFILL_NONE = 0,  /* not a branch */
-  BF_REFILL_DIRECT,    /* B, BL, B<cond>, CBZ/CBNZ, BX/BLX, MOV/ADD pc, WLS */
-  BF_REFILL_LOADED,    /* LDR pc, LDM/POP {..pc}, TBB/TBH: the PC came from memory */
-  BF_REFILL_LOOP_END   /* ARMv8.1-M LE */
+  BF_REFILL_NONE = 0, /* not a branch */
+  BF_REFILL_DIRECT,   /* B, BL, B<cond>, CBZ/CBNZ, BX/BLX, MOV/ADD pc, WLS */
+  BF_REFILL_LOADED,   /* LDR pc, LDM/POP {..pc}, TBB/TBH: the PC came from memory */
+  BF_REFILL_LOOP_END  /* ARMv8.1-M LE */
 } bf_refill_kind;
 bf_refill_kind bf_refill_kind_of(const bf_insn* insn);
 /* Cycles a taken branch of this kind adds when its target is the instruction `target` at

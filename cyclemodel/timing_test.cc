@@ -35,14 +35,16 @@ std::vector<int> Cycles(const char* core_name, const std::string& source) {
 using V = std::vector<int>;
 
 TEST(Timing, DataProcessingAndMultiplies) {
-  EXPECT_EQ(Cycles("cortex-m3", "adds r0, #1\nmul r0, r1, r2\nmla r0, r1, r2, r3\n"
-                                "umull r0, r1, r2, r3\nsmull r0, r1, r2, r3\n"
-                                "umlal r0, r1, r2, r3\nsmlal r0, r1, r2, r3\nudiv r0, r1, r2\n"),
+  EXPECT_EQ(Cycles("cortex-m3",
+                   "adds r0, #1\nmul r0, r1, r2\nmla r0, r1, r2, r3\n"
+                   "umull r0, r1, r2, r3\nsmull r0, r1, r2, r3\n"
+                   "umlal r0, r1, r2, r3\nsmlal r0, r1, r2, r3\nudiv r0, r1, r2\n"),
             (V{1, 1, 2, 4, 5, 6, 7, 7}));
-  EXPECT_EQ(Cycles("cortex-m4", "adds r0, #1\nmul r0, r1, r2\nmla r0, r1, r2, r3\n"
-                                "umull r0, r1, r2, r3\nsmull r0, r1, r2, r3\n"
-                                "umlal r0, r1, r2, r3\nsmlal r0, r1, r2, r3\nsdiv r0, r1, r2\n"
-                                "smlad r0, r1, r2, r3\nsadd16 r0, r1, r2\n"),
+  EXPECT_EQ(Cycles("cortex-m4",
+                   "adds r0, #1\nmul r0, r1, r2\nmla r0, r1, r2, r3\n"
+                   "umull r0, r1, r2, r3\nsmull r0, r1, r2, r3\n"
+                   "umlal r0, r1, r2, r3\nsmlal r0, r1, r2, r3\nsdiv r0, r1, r2\n"
+                   "smlad r0, r1, r2, r3\nsadd16 r0, r1, r2\n"),
             (V{1, 1, 1, 1, 1, 1, 1, 7, 1, 1}));
 }
 
@@ -74,8 +76,7 @@ TEST(Timing, AddressFromThePreviousResultWaitsACycle) {
 
 TEST(Timing, MultipleAndDual) {
   EXPECT_EQ(Cycles("cortex-m4", "ldrd r0, r1, [r2]\nstrd r0, r1, [r3]\n"), (V{3, 3}));
-  EXPECT_EQ(Cycles("cortex-m4", "ldmia r0!, {r1, r2, r3}\npush {r4, r5, r6, r7, lr}\n"),
-            (V{4, 6}));
+  EXPECT_EQ(Cycles("cortex-m4", "ldmia r0!, {r1, r2, r3}\npush {r4, r5, r6, r7, lr}\n"), (V{4, 6}));
   // An LDM is not pipelined with a load before it.
   EXPECT_EQ(Cycles("cortex-m4", "ldr r5, [r6]\nldmia r0, {r1, r2}\n"), (V{2, 3}));
 }
@@ -117,12 +118,13 @@ TEST(Timing, ItFoldsOntoAPrecedingNarrowInstruction) {
 }
 
 TEST(Timing, FloatingPointOfTheCortexM4) {
-  EXPECT_EQ(Cycles("cortex-m4f", "vadd.f32 s0, s1, s2\nvmul.f32 s3, s4, s5\n"
-                                 "vmla.f32 s6, s7, s8\nvfma.f32 s9, s10, s11\n"
-                                 "vdiv.f32 s12, s13, s14\nvsqrt.f32 s15, s16\n"
-                                 "vldr s17, [r0]\nnop\nvstr s18, [r0]\nnop\nvldr d5, [r0]\n"
-                                 "vldmia r0, {s20-s23}\nvmov r1, s24\nvmov r1, r2, d6\n"
-                                 "vmrs APSR_nzcv, fpscr\n"),
+  EXPECT_EQ(Cycles("cortex-m4f",
+                   "vadd.f32 s0, s1, s2\nvmul.f32 s3, s4, s5\n"
+                   "vmla.f32 s6, s7, s8\nvfma.f32 s9, s10, s11\n"
+                   "vdiv.f32 s12, s13, s14\nvsqrt.f32 s15, s16\n"
+                   "vldr s17, [r0]\nnop\nvstr s18, [r0]\nnop\nvldr d5, [r0]\n"
+                   "vldmia r0, {s20-s23}\nvmov r1, s24\nvmov r1, r2, d6\n"
+                   "vmrs APSR_nzcv, fpscr\n"),
             (V{1, 1, 3, 3, 14, 14, 2, 1, 2, 1, 3, 5, 2, 2, 1}));
   // Single FP loads and stores pipeline as LDR and STR do (README.md: an inference; the TRM
   // states the rules for the integer ones).

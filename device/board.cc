@@ -82,9 +82,10 @@ absl::StatusOr<FaultOptions> ParseLinkFaultSpec(absl::string_view text) {
             absl::StrCat("\"", word, "\": seed must be an unsigned integer"));
       }
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "\"", word, "\": unknown key (drop_rate, flip_rate, duplicate_rate, delay_rate, "
-          "max_delay_ms, seed)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", word,
+                       "\": unknown key (drop_rate, flip_rate, duplicate_rate, delay_rate, "
+                       "max_delay_ms, seed)"));
     }
     if (!s.ok()) return s;
   }
@@ -141,8 +142,8 @@ absl::Status Board::Validate(const v1::BoardConfig& c) {
     if (absl::StatusOr<std::optional<int>> cpu =
             ResolveCpuAffinity(c.cpu_affinity(), c.id(), std::vector<int>{0});
         !cpu.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cpu_affinity: \"", c.cpu_affinity(), "\" is not \"\", \"auto\" or a CPU number"));
+      return absl::InvalidArgumentError(absl::StrCat("cpu_affinity: \"", c.cpu_affinity(),
+                                                     "\" is not \"\", \"auto\" or a CPU number"));
     }
   }
   if (!c.link_fault_file().empty() && c.link_fault_file()[0] != '/') {
@@ -181,8 +182,9 @@ Board::Board(BoardOptions options) : options_(std::move(options)) {
     if (!c.qemu().binary().empty()) o.binary = c.qemu().binary();
     o.extra_args.assign(c.qemu().extra_args().begin(), c.qemu().extra_args().end());
     qemu_link_ = !c.serial().port().empty() ? c.serial().port()
-                 : !scratch.empty()         ? absl::StrCat(scratch, "/", c.id(), ".tty")
-                                            : absl::StrCat("/tmp/benchfarm-", getpid(), "-", c.id(), ".tty");
+                 : !scratch.empty()
+                     ? absl::StrCat(scratch, "/", c.id(), ".tty")
+                     : absl::StrCat("/tmp/benchfarm-", getpid(), "-", c.id(), ".tty");
     o.serial_link = qemu_link_;
     if (!scratch.empty()) o.log_path = absl::StrCat(scratch, "/", c.id(), ".qemu.log");
     auto flasher = std::make_unique<QemuFlasher>(o);
@@ -197,7 +199,8 @@ Board::Board(BoardOptions options) : options_(std::move(options)) {
   } else if (c.flasher().argv_size() > 0) {
     CommandFlasherOptions o;
     o.argv_template.assign(c.flasher().argv().begin(), c.flasher().argv().end());
-    if (c.flasher().time_limit_seconds() > 0) o.time_limit = absl::Seconds(c.flasher().time_limit_seconds());
+    if (c.flasher().time_limit_seconds() > 0)
+      o.time_limit = absl::Seconds(c.flasher().time_limit_seconds());
     flasher_ = std::make_unique<CommandFlasher>(o);
   }
   if (timer_ == nullptr) timer_ = std::make_unique<BoardTimer>();
@@ -301,8 +304,7 @@ Transport* Board::WrapForLinkFaults(Transport* inner) {
   absl::StatusOr<FaultOptions> o =
       link_fault_opened_.read_error.empty()
           ? ParseLinkFaultSpec(link_fault_opened_.contents)
-          : absl::StatusOr<FaultOptions>(
-                absl::InvalidArgumentError(link_fault_opened_.read_error));
+          : absl::StatusOr<FaultOptions>(absl::InvalidArgumentError(link_fault_opened_.read_error));
   if (!o.ok()) {
     link_fault_error_ = absl::StrCat("link_fault_file ", options_.config.link_fault_file(), ": ",
                                      o.status().message(), "; the link runs clean");
@@ -341,7 +343,8 @@ FaultCounters Board::link_fault_counters() const {
 std::optional<BoardFailure> Board::Connect(absl::Time deadline) {
   Close();
   absl::StatusOr<Transport*> transport = OpenTransport();
-  if (!transport.ok()) return BoardFailure{BoardFailure::kSession, std::string(transport.status().message())};
+  if (!transport.ok())
+    return BoardFailure{BoardFailure::kSession, std::string(transport.status().message())};
   SessionOptions so;
   so.board_id = id();
   so.start_timeout = options_.connect_timeout;
@@ -356,7 +359,8 @@ std::optional<BoardFailure> Board::Connect(absl::Time deadline) {
   absl::StatusOr<DeviceInfo> info = rpc_->GetDeviceInfo(deadline);
   if (!info.ok()) {
     Close();
-    return BoardFailure{BoardFailure::kSession, absl::StrCat("DeviceInfo: ", info.status().message())};
+    return BoardFailure{BoardFailure::kSession,
+                        absl::StrCat("DeviceInfo: ", info.status().message())};
   }
   info_ = *std::move(info);
   return std::nullopt;
@@ -382,7 +386,8 @@ EnsureOutcome Board::EnsureImage(const FirmwareImage& image, absl::Time deadline
   }
   // A board that keeps running between links (a serial board, e.g. after an agent restart, or a
   // QEMU board that rebooted) may already run the image: ask it first.
-  const bool keeps_running = host_process_ == nullptr && (qemu_ == nullptr || !qemu_->port().empty());
+  const bool keeps_running =
+      host_process_ == nullptr && (qemu_ == nullptr || !qemu_->port().empty());
   if (!needs_restart_ && rpc_ == nullptr && keeps_running) {
     const absl::Time t0 = absl::Now();
     std::optional<BoardFailure> f = Connect(deadline);
@@ -403,10 +408,11 @@ EnsureOutcome Board::EnsureImage(const FirmwareImage& image, absl::Time deadline
         return out;
       }
     }
-    out.failure = BoardFailure{
-        BoardFailure::kFirmwareMismatch,
-        absl::StrCat("board ", id(), " runs firmware ", info_ ? info_->firmware_hash : "?",
-                     ", the trial needs ", image.content_hash, ", and the board has no flasher configured")};
+    out.failure =
+        BoardFailure{BoardFailure::kFirmwareMismatch,
+                     absl::StrCat("board ", id(), " runs firmware ",
+                                  info_ ? info_->firmware_hash : "?", ", the trial needs ",
+                                  image.content_hash, ", and the board has no flasher configured")};
     return out;
   }
   Close();
@@ -532,8 +538,7 @@ std::string Board::Leftovers::ToString() const {
     s = absl::StrCat("killed ", killed, " process", killed == 1 ? "" : "es", " the trial started");
   }
   if (threads > 0) {
-    absl::StrAppend(&s, s.empty() ? "" : "; ", "the board process runs ", threads,
-                    " threads");
+    absl::StrAppend(&s, s.empty() ? "" : "; ", "the board process runs ", threads, " threads");
   }
   return s;
 }

@@ -187,8 +187,8 @@ class Board {
   // thread the trial started in the board process (threads > 0) cannot be killed alone: the
   // board is reset (kHung). Other boards run trial code on their own CPU: nothing is ever left.
   struct Leftovers {
-    int killed = 0;        // processes
-    int threads = 0;       // of the board process, when more than its one
+    int killed = 0;                // processes
+    int threads = 0;               // of the board process, when more than its one
     std::string ToString() const;  // "" when nothing was left
   };
 
@@ -292,10 +292,10 @@ class Board {
   // Wraps serial_ or the host process's transport while link faults are on; declared after
   // what it borrows, so it goes first.
   std::unique_ptr<FaultInjectingTransport> link_fault_;
-  LinkFaultFile link_fault_opened_;   // link_fault_file at the last open
-  FaultCounters link_fault_totals_;   // of links closed so far
+  LinkFaultFile link_fault_opened_;  // link_fault_file at the last open
+  FaultCounters link_fault_totals_;  // of links closed so far
   std::string link_fault_error_;
-  std::string link_fault_logged_;     // the refused contents last logged (log once each)
+  std::string link_fault_logged_;  // the refused contents last logged (log once each)
   std::unique_ptr<HostSession> session_;
   std::unique_ptr<RpcClient> rpc_;
   std::optional<DeviceInfo> info_;

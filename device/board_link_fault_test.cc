@@ -377,9 +377,9 @@ TEST(ParseLinkFaultSpec, EmptyMeansNoFaults) {
 }
 
 TEST(ParseLinkFaultSpec, RefusesWhatItDoesNotKnow) {
-  for (const char* bad : {"drop=0.1", "drop_rate", "drop_rate=", "drop_rate=1.5",
-                          "drop_rate=-0.1", "drop_rate=nan", "drop_rate=0.1 drop_rate=0.2",
-                          "max_delay_ms=-1", "seed=-3", "seed=1.5", "flip_rate=x"}) {
+  for (const char* bad :
+       {"drop=0.1", "drop_rate", "drop_rate=", "drop_rate=1.5", "drop_rate=-0.1", "drop_rate=nan",
+        "drop_rate=0.1 drop_rate=0.2", "max_delay_ms=-1", "seed=-3", "seed=1.5", "flip_rate=x"}) {
     absl::StatusOr<FaultOptions> o = ParseLinkFaultSpec(bad);
     EXPECT_TRUE(absl::IsInvalidArgument(o.status())) << bad << ": " << o.status();
   }

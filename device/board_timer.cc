@@ -69,14 +69,14 @@ absl::Status CycleModelTimer::CheckInStep(const ModeledInterval& iv, double boar
   const double expected = static_cast<double>(iv.instructions) * std::ldexp(1e-9, icount_shift_);
   const double slack = 0.01 * expected + 2e-6 + std::ldexp(1e-9, icount_shift_) * 200;
   if (std::fabs(board_seconds - expected) <= slack) return absl::OkStatus();
-  return absl::DataLossError(absl::StrCat(
-      board_, ": the cycle model's interval ", repeat + 1, " (", iv.instructions,
-      " instructions) is out of step with the board's own timing of it (", board_seconds,
-      " s, expected about ", expected, " s): the plugin's stream and the board's repeats disagree"));
+  return absl::DataLossError(
+      absl::StrCat(board_, ": the cycle model's interval ", repeat + 1, " (", iv.instructions,
+                   " instructions) is out of step with the board's own timing of it (",
+                   board_seconds, " s, expected about ", expected,
+                   " s): the plugin's stream and the board's repeats disagree"));
 }
 
-absl::StatusOr<TimedCosts> CycleModelTimer::TimeFunction(RpcClient& rpc,
-                                                         absl::string_view function,
+absl::StatusOr<TimedCosts> CycleModelTimer::TimeFunction(RpcClient& rpc, absl::string_view function,
                                                          const std::vector<Arg>& args,
                                                          const TimeEvaluatorOptions& options,
                                                          absl::Time deadline) {
@@ -103,8 +103,9 @@ absl::StatusOr<TimedCosts> CycleModelTimer::TimeFunction(RpcClient& rpc,
   }
   stream->Discard();
   ASSIGN_OR_RETURN(std::vector<double> board_costs, rpc.TimeFunction(function, args, o, deadline));
-  ASSIGN_OR_RETURN(std::vector<ModeledInterval> ivs,
-                   stream->Take(board_costs.size(), std::min(deadline, absl::Now() + kIntervalGrace)));
+  ASSIGN_OR_RETURN(
+      std::vector<ModeledInterval> ivs,
+      stream->Take(board_costs.size(), std::min(deadline, absl::Now() + kIntervalGrace)));
   TimedCosts out;
   out.number = o.number;
   const double n = static_cast<double>(o.number);

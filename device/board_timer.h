@@ -1,8 +1,8 @@
 // BoardTimer: how a board's timed calls become costs — the one place that knows.
 //
 //   BoardTimer (itself)  the board's own timer: what the firmware reports (a real Cortex-M's DWT
-//                        cycles or SysTick, a host process's CPU clock, QEMU's virtual clock in host
-//                        time or under -icount).
+//                        cycles or SysTick, a host process's CPU clock, QEMU's virtual clock in
+//                        host time or under -icount).
 //   CycleModelTimer      an emulated Cortex-M whose QEMU runs benchfarm's cycle model (QemuFlasher
 //                        kCycles): the plugin counts the modeled cycles of every interval the
 //                        firmware's timer times (TVMPlatformTimerStart .. Stop), and a cost becomes

@@ -14,16 +14,16 @@
 #include <memory>
 #include <utility>
 
-#include "base/os_error.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "base/content_hash.h"
+#include "base/os_error.h"
 #include "base/process_exit.h"
 #include "base/status_macros.h"
 #include "device/fd_transport.h"
-#include "base/content_hash.h"
 #include "process/run_command.h"
 
 namespace benchfarm::device {

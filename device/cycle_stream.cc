@@ -147,7 +147,8 @@ absl::StatusOr<std::vector<ModeledInterval>> CycleStream::Take(size_t n, absl::T
     int unread = 0;
     if (!reading_ && (ended_ || ioctl(fd_, FIONREAD, &unread) != 0 || unread == 0)) break;
     if (absl::Now() >= deadline) break;
-    mu_.AwaitWithTimeout(absl::Condition(+[](bool* r) { return !*r; }, &reading_),
+    mu_.AwaitWithTimeout(absl::Condition(
+                             +[](bool* r) { return !*r; }, &reading_),
                          absl::Milliseconds(5));
   }
   if (!malformed_.empty()) {
@@ -163,8 +164,7 @@ absl::StatusOr<std::vector<ModeledInterval>> CycleStream::Take(size_t n, absl::T
     if (ended_) {
       return absl::UnavailableError(absl::StrCat(
           board_, ": the cycle model's stream ended (the plugin closed it, or QEMU exited) after ",
-          intervals_.size(),
-          " of ", n, " timed intervals"));
+          intervals_.size(), " of ", n, " timed intervals"));
     }
     return absl::FailedPreconditionError(absl::StrCat(
         board_, ": the cycle model reported ", intervals_.size(), " timed intervals for ", n,

@@ -55,9 +55,9 @@ class CycleStream {
   void Discard();
   // The `n` intervals of the call that just returned, in order. Errors (messages start with the
   // board): FailedPrecondition when fewer than n arrived by `deadline` ("reported 2 timed
-  // intervals for 5 repeats: the firmware does not mark its timer?"); DataLoss when more than n arrived,
-  // some were dropped, or a record was malformed; Unavailable when the stream ended first (QEMU is
-  // gone). Taken intervals are removed.
+  // intervals for 5 repeats: the firmware does not mark its timer?"); DataLoss when more than n
+  // arrived, some were dropped, or a record was malformed; Unavailable when the stream ended first
+  // (QEMU is gone). Taken intervals are removed.
   absl::StatusOr<std::vector<ModeledInterval>> Take(size_t n, absl::Time deadline);
 
   // The plugin's summary (cycles=, instructions=, unmodeled=, intervals=, ...) once QEMU exited and
@@ -77,7 +77,7 @@ class CycleStream {
   bool ready_ ABSL_GUARDED_BY(mu_) = false;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  bool reading_ ABSL_GUARDED_BY(mu_) = false;  // between a read() and the end of its parsing
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;    // between a read() and the end of its parsing
   std::string first_line_ ABSL_GUARDED_BY(mu_);  // when it was not the greeting
   std::string core_ ABSL_GUARDED_BY(mu_);
   std::deque<ModeledInterval> intervals_ ABSL_GUARDED_BY(mu_);

@@ -80,11 +80,13 @@ TEST_F(ReadyStream, GreetsThenHandsOutEachCallsIntervalsInOrder) {
 
 TEST_F(ReadyStream, ACallsIntervalsAreCountedExactly) {
   p.Write("interval 1 1\n");
-  absl::StatusOr<std::vector<ModeledInterval>> few = s.Take(3, absl::Now() + absl::Milliseconds(200));
+  absl::StatusOr<std::vector<ModeledInterval>> few =
+      s.Take(3, absl::Now() + absl::Milliseconds(200));
   ASSERT_FALSE(few.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(few.status())) << few.status();
-  EXPECT_TRUE(absl::StrContains(few.status().message(), "board b0: the cycle model reported 1 timed "
-                                                        "intervals for 3 repeats"))
+  EXPECT_TRUE(absl::StrContains(few.status().message(),
+                                "board b0: the cycle model reported 1 timed "
+                                "intervals for 3 repeats"))
       << few.status();
   s.Discard();
   p.Write("interval 1 1\ninterval 2 2\ninterval 3 3\n");

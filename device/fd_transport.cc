@@ -16,9 +16,9 @@
 #include <cstdint>
 #include <utility>
 
-#include "base/os_error.h"
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "base/os_error.h"
 #include "base/status_macros.h"
 
 namespace benchfarm::device {
@@ -243,8 +243,9 @@ absl::Status FdTransport::Write(absl::string_view data, absl::Time deadline) {
       continue;
     }
     if (IsHangup(err)) {
-      return absl::UnavailableError(absl::StrCat(name_, ": closed by the board (", base::ErrnoText(err),
-                                                 "; wrote ", done, " of ", data.size(), " bytes)"));
+      return absl::UnavailableError(absl::StrCat(name_, ": closed by the board (",
+                                                 base::ErrnoText(err), "; wrote ", done, " of ",
+                                                 data.size(), " bytes)"));
     }
     return absl::InternalError(absl::StrCat(name_, ": write: ", base::ErrnoText(err)));
   }

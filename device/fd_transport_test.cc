@@ -10,12 +10,12 @@
 #include <string>
 #include <thread>
 
-#include "base/os_error.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/os_error.h"
 
 namespace benchfarm::device {
 namespace {

@@ -5,8 +5,8 @@
 #include <optional>
 #include <utility>
 
-#include "base/status_macros.h"
 #include "base/content_hash.h"
+#include "base/status_macros.h"
 
 namespace benchfarm::device {
 
@@ -18,7 +18,8 @@ std::optional<std::string> FirmwareIdBeside(const std::string& path) {
   std::string id;
   if (!in || !(in >> id) || id.size() != 16) return std::nullopt;
   for (char c : id) {
-    if (!std::isxdigit(static_cast<unsigned char>(c)) || std::isupper(static_cast<unsigned char>(c))) {
+    if (!std::isxdigit(static_cast<unsigned char>(c)) ||
+        std::isupper(static_cast<unsigned char>(c))) {
       return std::nullopt;
     }
   }

@@ -16,16 +16,16 @@
 #include <algorithm>
 #include <utility>
 
-#include "base/os_error.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "base/content_hash.h"
+#include "base/os_error.h"
 #include "base/process_exit.h"
 #include "base/status_macros.h"
 #include "device/fd_transport.h"
-#include "base/content_hash.h"
 #include "device/pty_transport.h"
 #include "process/sandbox.h"
 
@@ -165,9 +165,9 @@ absl::StatusOr<std::optional<int>> ResolveCpuAffinity(absl::string_view cpu_affi
   const bool digits = std::all_of(cpu_affinity.begin(), cpu_affinity.end(),
                                   [](char c) { return absl::ascii_isdigit(c); });
   if (!digits || !absl::SimpleAtoi(cpu_affinity, &cpu) || cpu < 0 || cpu >= CPU_SETSIZE) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cpu_affinity \"", cpu_affinity, "\": must be \"\", \"auto\" or a CPU number (0 to ",
-        CPU_SETSIZE - 1, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cpu_affinity \"", cpu_affinity,
+                     "\": must be \"\", \"auto\" or a CPU number (0 to ", CPU_SETSIZE - 1, ")"));
   }
   return std::optional<int>(cpu);
 }
@@ -249,7 +249,8 @@ absl::StatusOr<std::optional<int>> HostProcessFlasher::PinnedCpu() const {
   // but it must exist.
   const int configured = get_nprocs_conf();
   if (cpu->has_value() && configured > 0 && **cpu >= configured) {
-    return absl::InvalidArgumentError(absl::StrCat(kName, ": cpu_affinity \"", options_.cpu_affinity,
+    return absl::InvalidArgumentError(absl::StrCat(kName, ": cpu_affinity \"",
+                                                   options_.cpu_affinity,
                                                    "\": this host has CPUs 0 to ", configured - 1));
   }
   return cpu;
@@ -295,13 +296,15 @@ absl::Status HostProcessFlasher::Start(const FirmwareImage& image, std::optional
   sub.limits.max_cpu_seconds = options_.max_cpu_seconds;
   sub.limits.max_open_files = options_.max_open_files;
   sub.limits.core_dumps = options_.core_dumps;
-  absl::StatusOr<process::SubprocessOptions> sandboxed = process::SandboxedSubprocess(sandbox, std::move(sub));
+  absl::StatusOr<process::SubprocessOptions> sandboxed =
+      process::SandboxedSubprocess(sandbox, std::move(sub));
   if (!sandboxed.ok()) {
     return Prefixed(sandboxed.status(),
                     absl::StrCat(kName, ": cannot start image ", image.path, ": "));
   }
 
-  absl::StatusOr<std::unique_ptr<process::Subprocess>> started = process::Subprocess::Start(*sandboxed);
+  absl::StatusOr<std::unique_ptr<process::Subprocess>> started =
+      process::Subprocess::Start(*sandboxed);
   if (!started.ok()) {
     return Prefixed(started.status(),
                     absl::StrCat(kName, ": cannot start image ", image.path, ": "));
@@ -319,8 +322,8 @@ absl::Status HostProcessFlasher::Start(const FirmwareImage& image, std::optional
     if (keeper < 0) {
       const int err = errno;
       close(out);
-      return fail(
-          absl::InternalError(absl::StrCat(kName, ": fcntl(F_DUPFD_CLOEXEC): ", base::ErrnoText(err))));
+      return fail(absl::InternalError(
+          absl::StrCat(kName, ": fcntl(F_DUPFD_CLOEXEC): ", base::ErrnoText(err))));
     }
     auto io = std::make_unique<FdTransport>(absl::StrCat("process:", image.path));
     absl::Status attached = io->Attach(out, process->TakeStdin(), FdTransport::Ownership::kOwned);

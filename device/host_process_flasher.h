@@ -73,9 +73,9 @@
 #include "absl/types/span.h"
 #include "base/process_exit.h"
 #include "device/flasher.h"
+#include "device/transport.h"
 #include "process/sandbox.h"
 #include "process/subprocess.h"
-#include "device/transport.h"
 
 namespace benchfarm::device {
 

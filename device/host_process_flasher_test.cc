@@ -192,7 +192,8 @@ TEST(HostProcessFlasher, TheBoardReportsTheImageHashAndExtraArgs) {
 }
 
 TEST(HostProcessFlasher, TheBoardReportsTheImageHashInASandboxWithoutProc) {
-  process::SetSandboxProcForTesting(false);  // as after process::CheckSandbox() on a host that refuses a fresh /proc
+  process::SetSandboxProcForTesting(
+      false);  // as after process::CheckSandbox() on a host that refuses a fresh /proc
   HostProcessFlasher flasher;
   const FirmwareImage image = Image(BoardPath());
   absl::Status flashed = flasher.Flash(image, Soon());
@@ -437,8 +438,9 @@ TEST(HostProcessFlasher, NothingTheBoardStartedOutlivesTheNextFlash) {
   const std::string marker = absl::StrCat("4242.", getpid());
   // The marker put together in the shell, so that only the daemon's command line has it.
   const std::string daemon = WriteScript(
-      "daemon", absl::StrCat("m=4242.; m=${m}", getpid(),
-                             "; setsid sleep $m </dev/null >/dev/null 2>&1 & echo ready; exec sleep 600\n"));
+      "daemon",
+      absl::StrCat("m=4242.; m=${m}", getpid(),
+                   "; setsid sleep $m </dev/null >/dev/null 2>&1 & echo ready; exec sleep 600\n"));
   ASSERT_TRUE(flasher.Flash(Image(daemon), Soon()).ok());
   auto ready = ReadExactly(*flasher.transport(), 6, Soon());
   ASSERT_TRUE(ready.ok()) << ready.status();
@@ -466,9 +468,11 @@ std::vector<pid_t> Descendants(pid_t root) {
   while (struct dirent* e = readdir(proc)) {
     const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
     if (pid <= 0) continue;
-    for (absl::string_view line : absl::StrSplit(ReadFile(absl::StrCat("/proc/", pid, "/status")), '\n')) {
+    for (absl::string_view line :
+         absl::StrSplit(ReadFile(absl::StrCat("/proc/", pid, "/status")), '\n')) {
       if (absl::StartsWith(line, "PPid:")) {
-        parent_of.emplace_back(pid, static_cast<pid_t>(std::atoi(std::string(line.substr(5)).c_str())));
+        parent_of.emplace_back(pid,
+                               static_cast<pid_t>(std::atoi(std::string(line.substr(5)).c_str())));
       }
     }
   }

@@ -137,9 +137,9 @@ absl::Status HostSession::Connect(absl::Time deadline) {
     if (!absl::IsDeadlineExceeded(p)) return p;
     absl::Time now = absl::Now();
     if (now >= give_up) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          options_.board_id, ": session start handshake failed after ",
-          absl::FormatDuration(now - start), " (", transport_->Name(), ")"));
+      return absl::DeadlineExceededError(
+          absl::StrCat(options_.board_id, ": session start handshake failed after ",
+                       absl::FormatDuration(now - start), " (", transport_->Name(), ")"));
     }
     if (now >= next_retry) {
       write_deadline_ = give_up;
@@ -167,9 +167,9 @@ absl::Status HostSession::Send(absl::string_view body, absl::Time deadline) {
   write_deadline_ = deadline;
   write_error_ = absl::OkStatus();
   last_log_.clear();  // a reset during this request is explained by logs from now on
-  tvm_crt_error_t err = crt_session_send(session_.get(), kCrtSessionNormal,
-                                         reinterpret_cast<const uint8_t*>(body.data()),
-                                         body.size());
+  tvm_crt_error_t err =
+      crt_session_send(session_.get(), kCrtSessionNormal,
+                       reinterpret_cast<const uint8_t*>(body.data()), body.size());
   if (err == kTvmErrorNoError && !Flush().ok()) err = kTvmErrorWriteStreamShortWrite;
   if (err != kTvmErrorNoError) {
     out_.clear();  // never let half a packet out later

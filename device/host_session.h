@@ -64,10 +64,10 @@ struct LinkCounters {
   uint64_t messages_received = 0;  // Normal messages delivered
   uint64_t packets_ok = 0;         // framing: good packets
   uint64_t crc_failures = 0;       // framing: dropped for a bad CRC
-  uint64_t packets_dropped = 0;    // framing + session: aborted, oversized, wrong session, malformed
-  uint64_t resets = 0;             // board resets detected while a session was up
-  uint64_t handshakes = 0;         // sessions established
-  uint64_t logs = 0;               // Log messages from the board
+  uint64_t packets_dropped = 0;  // framing + session: aborted, oversized, wrong session, malformed
+  uint64_t resets = 0;           // board resets detected while a session was up
+  uint64_t handshakes = 0;       // sessions established
+  uint64_t logs = 0;             // Log messages from the board
 };
 
 class HostSession {

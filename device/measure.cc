@@ -149,8 +149,8 @@ absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chu
       probe.repeat = 1;
       probe.min_repeat_ms = min_ms;
       const absl::Time t0 = absl::Now();
-      absl::StatusOr<TimedCosts> c = clock.TimeFunction(rpc, request.function, args, probe,
-                                                        deadline);
+      absl::StatusOr<TimedCosts> c =
+          clock.TimeFunction(rpc, request.function, args, probe, deadline);
       outcome->timing_spent += absl::Now() - t0;
       if (!c.ok()) return fail(c.status());
       const double per_call = c->costs.empty() ? 0 : c->costs.front();
@@ -158,7 +158,8 @@ absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chu
       outcome->number = static_cast<int64_t>(std::clamp(wanted, 1.0, double{int64_t{1} << 30}));
     }
   }
-  const int limit = adaptive ? request.max_repeat : static_cast<int>(std::max<int64_t>(1, options.repeat));
+  const int limit =
+      adaptive ? request.max_repeat : static_cast<int>(std::max<int64_t>(1, options.repeat));
   const int take = std::min(std::max(1, chunk), limit - static_cast<int>(outcome->costs.size()));
   if (take > 0) {
     if (adaptive) {
@@ -169,8 +170,8 @@ absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chu
     // Boards that time with a CPU clock also say how much wall time the timed calls took.
     (void)rpc.GetTimerTotals(deadline);  // resets the board's sums
     const absl::Time t0 = absl::Now();
-    absl::StatusOr<TimedCosts> costs = clock.TimeFunction(rpc, request.function, args, options,
-                                                          deadline);
+    absl::StatusOr<TimedCosts> costs =
+        clock.TimeFunction(rpc, request.function, args, options, deadline);
     outcome->timing_spent += absl::Now() - t0;
     if (!costs.ok()) return fail(costs.status());
     outcome->costs.insert(outcome->costs.end(), costs->costs.begin(), costs->costs.end());

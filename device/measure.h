@@ -20,10 +20,10 @@
 namespace benchfarm::device {
 
 struct MeasureRequest {
-  std::string function;   // in the system library
-  std::string reference;  // compared with when check is set
+  std::string function;                      // in the system library
+  std::string reference;                     // compared with when check is set
   std::vector<std::vector<int64_t>> shapes;  // inputs..., output (float32)
-  uint64_t seed = 1;      // inputs uniform in [-1, 1)
+  uint64_t seed = 1;                         // inputs uniform in [-1, 1)
   bool check = false;
   // Time the function even when its output differs from the reference (farmctl shows both);
   // otherwise a mismatch returns without costs (AutoTVM reports none for a wrong answer).
@@ -50,9 +50,9 @@ struct MeasureOutcome {
   bool checked = false;
   bool matches = true;
   double max_abs_error = 0;
-  std::string mismatch;       // where the first mismatch is, for the message
-  int64_t number = 0;         // calls per repeat (adaptive: as calibrated)
-  int rounds = 0;             // MeasureRound calls that timed
+  std::string mismatch;  // where the first mismatch is, for the message
+  int64_t number = 0;    // calls per repeat (adaptive: as calibrated)
+  int rounds = 0;        // MeasureRound calls that timed
   // "fixed", or why adaptive mode stopped: "target", "budget", "max_repeat".
   std::string stop;
   // The board timer's CPU and wall seconds over the timed calls, for boards that time with a CPU
@@ -78,8 +78,7 @@ class BoardArgs {
   // Allocated and the inputs filled for the request's shapes and seed, unless they already are.
   // True when it filled them now (the output is then freshly poisoned). On an error nothing is
   // left half made.
-  absl::StatusOr<bool> Prepare(RpcClient& rpc, const MeasureRequest& request,
-                               absl::Time deadline);
+  absl::StatusOr<bool> Prepare(RpcClient& rpc, const MeasureRequest& request, absl::Time deadline);
   // The output filled with NaN, so a kernel that writes nothing is caught.
   absl::Status PoisonOutput(RpcClient& rpc, absl::Time deadline);
   // Frees them on the board.
@@ -108,8 +107,8 @@ class BoardArgs {
 // `timer` is how the board's timed calls become costs (board_timer.h; null: the board's own
 // timer, as for every board but an emulated one in CYCLES timing).
 absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chunk,
-                          MeasureOutcome* outcome, absl::Time deadline,
-                          BoardArgs* args = nullptr, BoardTimer* timer = nullptr);
+                          MeasureOutcome* outcome, absl::Time deadline, BoardArgs* args = nullptr,
+                          BoardTimer* timer = nullptr);
 
 // The whole measurement in one go (rounds until done): `farmctl board time` and single trials.
 absl::StatusOr<MeasureOutcome> Measure(RpcClient& rpc, const MeasureRequest& request,

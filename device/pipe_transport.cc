@@ -40,7 +40,8 @@ absl::Status ChildProcessTransport::Open() {
   options.stdin_mode = process::StdioMode::kPipe;
   options.stdout_mode = process::StdioMode::kPipe;
   options.stderr_path = options_.stderr_path;
-  absl::StatusOr<std::unique_ptr<process::Subprocess>> started = process::Subprocess::Start(options);
+  absl::StatusOr<std::unique_ptr<process::Subprocess>> started =
+      process::Subprocess::Start(options);
   if (!started.ok()) {
     // Subprocess's messages start with argv[0]: make them start with Name().
     return absl::Status(started.status().code(),

@@ -48,8 +48,8 @@
 #include "absl/types/span.h"
 #include "base/process_exit.h"
 #include "device/fd_transport.h"
-#include "process/subprocess.h"
 #include "device/transport.h"
+#include "process/subprocess.h"
 
 namespace benchfarm::device {
 

@@ -10,8 +10,8 @@
 #include <optional>
 #include <utility>
 
-#include "base/os_error.h"
 #include "absl/strings/str_cat.h"
+#include "base/os_error.h"
 #include "base/status_macros.h"
 
 namespace benchfarm::device {

@@ -37,7 +37,8 @@ constexpr size_t kMaxTimingBytes = 1024;
 // Drains `fd` until end of file, appending to `log_path` when set; closes fd.
 void Drain(int fd, std::string log_path) {
   int out = -1;
-  if (!log_path.empty()) out = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (!log_path.empty())
+    out = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   char buf[4096];
   for (;;) {
     ssize_t n = read(fd, buf, sizeof(buf));
@@ -62,7 +63,8 @@ std::optional<std::string> FindPty(const std::string& text) {
 
 // IMAGE.timing's words (crt/boards/build.sh): "core=NAME" and "region=BASE:SIZE:WAIT_STATES[:art]"
 // only, nothing QEMU would read as a separate option (no commas).
-absl::StatusOr<std::vector<std::string>> ReadTiming(const std::string& name, const std::string& image) {
+absl::StatusOr<std::vector<std::string>> ReadTiming(const std::string& name,
+                                                    const std::string& image) {
   const std::string path = image + ".timing";
   const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
@@ -74,28 +76,29 @@ absl::StatusOr<std::vector<std::string>> ReadTiming(const std::string& name, con
   const ssize_t n = read(fd, buf, sizeof(buf));
   close(fd);
   if (n < 0 || static_cast<size_t>(n) > kMaxTimingBytes) {
-    return absl::FailedPreconditionError(absl::StrCat(name, ": ", path, " is unreadable or too long"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(name, ": ", path, " is unreadable or too long"));
   }
-  std::vector<std::string> words =
-      absl::StrSplit(absl::string_view(buf, static_cast<size_t>(n)), absl::ByAnyChar(" \t\n"),
-                     absl::SkipEmpty());
+  std::vector<std::string> words = absl::StrSplit(absl::string_view(buf, static_cast<size_t>(n)),
+                                                  absl::ByAnyChar(" \t\n"), absl::SkipEmpty());
   bool core = false;
   for (const std::string& w : words) {
     bool ok = false;
     if (absl::StartsWith(w, "core=")) {
-      ok = w.size() > 5 && w.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-", 5) ==
-                               std::string::npos;
+      ok = w.size() > 5 &&
+           w.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-", 5) == std::string::npos;
       core = core || ok;
     } else if (absl::StartsWith(w, "region=")) {
       ok = w.size() > 7 &&
            w.find_first_not_of("0123456789abcdefABCDEFx:art", 7) == std::string::npos;
     }
     if (!ok) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(name, ": ", path, ": not a cycle-model argument: \"", w.substr(0, 60), "\""));
+      return absl::FailedPreconditionError(absl::StrCat(
+          name, ": ", path, ": not a cycle-model argument: \"", w.substr(0, 60), "\""));
     }
   }
-  if (!core) return absl::FailedPreconditionError(absl::StrCat(name, ": ", path, " names no core="));
+  if (!core)
+    return absl::FailedPreconditionError(absl::StrCat(name, ": ", path, " names no core="));
   return words;
 }
 
@@ -122,11 +125,16 @@ std::vector<std::string> QemuFlasher::CommandLine(const std::string& image,
                                                   const std::vector<std::string>& plugin_args,
                                                   const std::string& plugin) const {
   std::vector<std::string> argv = {options_.binary.empty() ? "qemu-system-arm" : options_.binary,
-                                   "-M",           options_.machine,
-                                   "-display",     "none",
-                                   "-monitor",     "none",
-                                   "-serial",      "pty",
-                                   "-kernel",      image};
+                                   "-M",
+                                   options_.machine,
+                                   "-display",
+                                   "none",
+                                   "-monitor",
+                                   "none",
+                                   "-serial",
+                                   "pty",
+                                   "-kernel",
+                                   image};
   if (options_.timing != QemuTiming::kHost) {
     argv.push_back("-icount");
     argv.push_back(absl::StrCat("shift=", options_.icount_shift, ",align=off,sleep=on"));
@@ -238,10 +246,12 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
   std::vector<std::string> plugin_args;
   int pipe_fds[2] = {-1, -1};
   if (options_.timing == QemuTiming::kCycles) {
-    if (options_.cycle_model_plugin.empty() || access(options_.cycle_model_plugin.c_str(), R_OK) != 0) {
+    if (options_.cycle_model_plugin.empty() ||
+        access(options_.cycle_model_plugin.c_str(), R_OK) != 0) {
       return absl::FailedPreconditionError(absl::StrCat(
           name, ": the cycle model plugin (libbenchfarm_cyclemodel.so) was not found",
-          options_.cycle_model_plugin.empty() ? "" : absl::StrCat(" at ", options_.cycle_model_plugin),
+          options_.cycle_model_plugin.empty() ? ""
+                                              : absl::StrCat(" at ", options_.cycle_model_plugin),
           ": build it (bazel build //cyclemodel:libbenchfarm_cyclemodel.so, ./farm install-bin) or "
           "set qemu.cycle_model_plugin"));
     }
@@ -276,13 +286,15 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
     return absl::Status(sandboxed.status().code(),
                         absl::StrCat(name, ": ", sandboxed.status().message()));
   }
-  absl::StatusOr<std::unique_ptr<process::Subprocess>> started = process::Subprocess::Start(*sandboxed);
+  absl::StatusOr<std::unique_ptr<process::Subprocess>> started =
+      process::Subprocess::Start(*sandboxed);
   if (pipe_fds[1] >= 0) close(pipe_fds[1]);  // QEMU has its copy
   std::unique_ptr<CycleStream> stream;
   if (pipe_fds[0] >= 0) {
     stream = std::make_unique<CycleStream>(
-        pipe_fds[0], options_.board_id.empty() ? name
-                                               : absl::StrCat("board ", options_.board_id, " (", name, ")"));
+        pipe_fds[0], options_.board_id.empty()
+                         ? name
+                         : absl::StrCat("board ", options_.board_id, " (", name, ")"));
   }
   if (!started.ok()) {
     return absl::Status(started.status().code(),
@@ -297,7 +309,8 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) break;
     pollfd p = {fd, POLLIN, 0};
-    int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 1000)));
+    int ready =
+        poll(&p, 1, static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 1000)));
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
     char buf[1024];
@@ -324,14 +337,15 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
       }
       close(fd);
       (void)qemu->Stop(absl::Milliseconds(200), absl::Now() + kStopGrace);
-      return absl::FailedPreconditionError(absl::StrCat(
-          ready.message(), "; QEMU said: ", absl::StripAsciiWhitespace(output)));
+      return absl::FailedPreconditionError(
+          absl::StrCat(ready.message(), "; QEMU said: ", absl::StripAsciiWhitespace(output)));
     }
   }
   if (!pty) {
     close(fd);
     absl::StatusOr<base::ProcessExit> ended =
-        eof ? qemu->WaitExit(absl::Now() + kStopGrace) : qemu->Stop(absl::Milliseconds(200), absl::Now() + kStopGrace);
+        eof ? qemu->WaitExit(absl::Now() + kStopGrace)
+            : qemu->Stop(absl::Milliseconds(200), absl::Now() + kStopGrace);
     std::string text(absl::StripAsciiWhitespace(output));
     if (eof) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -339,8 +353,8 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
           "): ", text.empty() ? std::string("no output") : text, " [",
           absl::StrJoin(CommandLine(image.path, plugin_args), " "), "]"));
     }
-    return absl::DeadlineExceededError(absl::StrCat(
-        name, ": QEMU did not report its serial pty by the deadline; output: ", text));
+    return absl::DeadlineExceededError(
+        absl::StrCat(name, ": QEMU did not report its serial pty by the deadline; output: ", text));
   }
   // The pty is on the sandbox's own /dev/pts.
   absl::StatusOr<std::string> outside = process::PathIntoSandbox(qemu->pid(), *pty);
@@ -354,11 +368,12 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
   if (!options_.serial_link.empty()) {
     const std::string tmp = absl::StrCat(options_.serial_link, ".tmp.", getpid());
     unlink(tmp.c_str());
-    if (symlink(pty->c_str(), tmp.c_str()) != 0 || rename(tmp.c_str(), options_.serial_link.c_str()) != 0) {
+    if (symlink(pty->c_str(), tmp.c_str()) != 0 ||
+        rename(tmp.c_str(), options_.serial_link.c_str()) != 0) {
       const std::string why = strerror(errno);
       (void)qemu->Stop(absl::Milliseconds(200), absl::Now() + kStopGrace);
-      return absl::InternalError(absl::StrCat(name, ": cannot link ", options_.serial_link, " to ",
-                                              *pty, ": ", why));
+      return absl::InternalError(
+          absl::StrCat(name, ": cannot link ", options_.serial_link, " to ", *pty, ": ", why));
     }
   }
   // QEMU notices a host on its pty by polling once a second while nobody has the slave open, and

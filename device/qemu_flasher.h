@@ -63,10 +63,10 @@ enum class QemuTiming { kHost, kInstructions, kCycles };
 const char* QemuTimingName(QemuTiming timing);
 
 struct QemuFlasherOptions {
-  std::string machine;                  // -M, e.g. "mps2-an385"
+  std::string machine;  // -M, e.g. "mps2-an385"
   std::string binary = "qemu-system-arm";
   QemuTiming timing = QemuTiming::kHost;
-  int icount_shift = 0;                 // kInstructions, kCycles: -icount shift=icount_shift
+  int icount_shift = 0;  // kInstructions, kCycles: -icount shift=icount_shift
   // kCycles: the plugin (libbenchfarm_cyclemodel.so); empty: Flash fails saying so.
   std::string cycle_model_plugin;
   std::vector<std::string> extra_args;

@@ -40,10 +40,10 @@ absl::StatusOr<DeviceInfo> ParseDeviceInfo(absl::string_view text) {
   if (!field("cpu_hz").empty() && !absl::SimpleAtoi(field("cpu_hz"), &info.cpu_hz)) {
     return absl::InvalidArgumentError("DeviceInfo: cpu_hz is not a number");
   }
-  for (auto [key, out] : {std::pair<const char*, double*>{"calibration_instructions_per_iteration",
-                                                          &info.calibration_instructions_per_iteration},
-                          {"calibration_cycles_per_iteration",
-                           &info.calibration_cycles_per_iteration}}) {
+  for (auto [key, out] :
+       {std::pair<const char*, double*>{"calibration_instructions_per_iteration",
+                                        &info.calibration_instructions_per_iteration},
+        {"calibration_cycles_per_iteration", &info.calibration_cycles_per_iteration}}) {
     const std::string value = field(key);
     if (!value.empty() && (!absl::SimpleAtod(value, out) || !std::isfinite(*out) || *out < 0)) {
       return absl::InvalidArgumentError(
@@ -173,11 +173,11 @@ absl::StatusOr<uint64_t> RpcClient::GetFunction(absl::string_view name, absl::Ti
   if (it != functions_.end()) return it->second;
   ASSIGN_OR_RETURN(uint64_t lib, SystemLib(deadline));
   ASSIGN_OR_RETURN(uint64_t get, GetGlobalFunc("tvm.rpc.server.ModuleGetFunction", deadline));
-  ASSIGN_OR_RETURN(Arg f, CallFunc(get, {Arg::ModuleHandle(lib), Arg::Str(name), Arg::Bool(true)},
-                                   deadline));
+  ASSIGN_OR_RETURN(
+      Arg f, CallFunc(get, {Arg::ModuleHandle(lib), Arg::Str(name), Arg::Bool(true)}, deadline));
   if (f.type_code() != TypeCode::kPackedFuncHandle) {
-    return absl::NotFoundError(absl::StrCat(session_->options().board_id,
-                                            ": the system library has no function ", name));
+    return absl::NotFoundError(
+        absl::StrCat(session_->options().board_id, ": the system library has no function ", name));
   }
   functions_[std::string(name)] = f.handle();
   return f.handle();
@@ -198,10 +198,10 @@ absl::StatusOr<RemoteTensor> RpcClient::AllocTensor(std::vector<int64_t> shape, 
 }
 
 absl::Status RpcClient::FreeTensor(const RemoteTensor& tensor, absl::Time deadline) {
-  ASSIGN_OR_RETURN(Reply reply,
-                   Request(EncodeDevFreeData(DlDevice{tensor.device_type, tensor.device_id},
-                                             tensor.data),
-                           deadline));
+  ASSIGN_OR_RETURN(
+      Reply reply,
+      Request(EncodeDevFreeData(DlDevice{tensor.device_type, tensor.device_id}, tensor.data),
+              deadline));
   return FromReply(DecodeReturnValue(reply).status(), session_->options().board_id);
 }
 
@@ -235,8 +235,8 @@ absl::Status RpcClient::CopyToRemote(const RemoteTensor& tensor, absl::string_vi
     size_t n = std::min<uint64_t>(block, bytes.size() - offset);
     RemoteTensor chunk = tensor;
     chunk.byte_offset = tensor.byte_offset + offset;
-    ASSIGN_OR_RETURN(Reply reply, Request(EncodeCopyToRemote(chunk, bytes.substr(offset, n)),
-                                          deadline));
+    ASSIGN_OR_RETURN(Reply reply,
+                     Request(EncodeCopyToRemote(chunk, bytes.substr(offset, n)), deadline));
     RETURN_IF_ERROR(FromReply(DecodeReturnValue(reply).status(), session_->options().board_id));
     offset += n;
   } while (offset < bytes.size());

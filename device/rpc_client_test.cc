@@ -6,7 +6,6 @@
 #include "device/rpc_client.h"
 
 #include <gtest/gtest.h>
-
 #include <time.h>
 
 #include <algorithm>
@@ -92,8 +91,8 @@ TEST_F(RpcClientTest, OperatorsMatchTheReferenceAndAreTimed) {
     std::vector<std::vector<int64_t>> shapes;
   };
   for (const Case& c : std::vector<Case>{{"add", {{256}, {256}, {256}}},
-                                          {"matmul", {{16, 8}, {8, 12}, {16, 12}}},
-                                          {"conv2d", {{1, 3, 8, 8}, {4, 3, 3, 3}, {1, 4, 6, 6}}}}) {
+                                         {"matmul", {{16, 8}, {8, 12}, {16, 12}}},
+                                         {"conv2d", {{1, 3, 8, 8}, {4, 3, 3, 3}, {1, 4, 6, 6}}}}) {
     SCOPED_TRACE(c.op);
     std::vector<RemoteTensor> t;
     std::vector<std::vector<float>> host;
@@ -190,8 +189,7 @@ TEST_F(RpcClientTest, CalibrateRefusesBadIterations) {
   // Checked here, before anything is sent...
   EXPECT_TRUE(absl::IsInvalidArgument(client_->Calibrate(0, Soon()).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(client_->Calibrate(-5, Soon()).status()));
-  EXPECT_TRUE(
-      absl::IsInvalidArgument(client_->Calibrate((int64_t{1} << 40) + 1, Soon()).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(client_->Calibrate((int64_t{1} << 40) + 1, Soon()).status()));
   // ... and by the board.
   absl::StatusOr<uint64_t> fn = client_->GetGlobalFunc("benchfarm.Calibrate", Soon());
   ASSERT_TRUE(fn.ok()) << fn.status();
@@ -205,9 +203,8 @@ TEST_F(RpcClientTest, CalibrateRefusesBadIterations) {
     EXPECT_NE(r.status().message().find("0x00000803"), absl::string_view::npos)  // InvalidArg
         << r.status();
   }
-  for (const std::vector<Arg>& args :
-       {std::vector<Arg>{}, std::vector<Arg>{Arg::Str("10")},
-        std::vector<Arg>{Arg::Int(1), Arg::Int(2)}}) {
+  for (const std::vector<Arg>& args : {std::vector<Arg>{}, std::vector<Arg>{Arg::Str("10")},
+                                       std::vector<Arg>{Arg::Int(1), Arg::Int(2)}}) {
     absl::StatusOr<Arg> r = client_->CallFunc(*fn, args, Soon());
     EXPECT_TRUE(absl::IsUnknown(r.status())) << r.status();
     EXPECT_NE(r.status().message().find("expects one int64"), absl::string_view::npos)
@@ -243,8 +240,8 @@ TEST_F(RpcClientTest, TimerTotalsSumTheTimedIntervalsAndReset) {
   TimeEvaluatorOptions o;
   o.number = 4;
   o.repeat = 3;
-  auto costs = client_->TimeFunction("add", {Arg::Tensor(*x), Arg::Tensor(*x), Arg::Tensor(*x)},
-                                     o, Soon());
+  auto costs =
+      client_->TimeFunction("add", {Arg::Tensor(*x), Arg::Tensor(*x), Arg::Tensor(*x)}, o, Soon());
   ASSERT_TRUE(costs.ok()) << costs.status();
   absl::StatusOr<TimerTotals> timed = client_->GetTimerTotals(Soon());
   ASSERT_TRUE(timed.ok()) << timed.status();
@@ -261,7 +258,7 @@ TEST(TimerTotalsParse, ReadsTheThreeKeys) {
   EXPECT_EQ(t->wall_s, 0.5);
   EXPECT_EQ(t->intervals, 3);
   EXPECT_TRUE(ParseTimerTotals("cpu_s=0\nwall_s=0\nintervals=0\nlater=1\n").ok());
-  EXPECT_FALSE(ParseTimerTotals("cpu_s=0\nwall_s=0\n").ok());            // intervals missing
+  EXPECT_FALSE(ParseTimerTotals("cpu_s=0\nwall_s=0\n").ok());  // intervals missing
   EXPECT_FALSE(ParseTimerTotals("cpu_s=x\nwall_s=0\nintervals=0\n").ok());
   EXPECT_FALSE(ParseTimerTotals("cpu_s=-1\nwall_s=0\nintervals=0\n").ok());
   EXPECT_FALSE(ParseTimerTotals("cpu_s=nan\nwall_s=0\nintervals=0\n").ok());
@@ -305,7 +302,8 @@ TEST_F(RpcClientTest, ErrorsAreTyped) {
                                     slow, start + absl::Milliseconds(300));
   EXPECT_TRUE(absl::IsDeadlineExceeded(late.status())) << late.status();
   EXPECT_LT(absl::Now() - start, absl::Seconds(1));
-  EXPECT_TRUE(absl::IsFailedPrecondition(client_->GetGlobalFunc("runtime.SystemLib", Soon()).status()));
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition(client_->GetGlobalFunc("runtime.SystemLib", Soon()).status()));
   absl::Status reconnected = client_->Reconnect(Soon());
   ASSERT_TRUE(reconnected.ok()) << reconnected;
   absl::StatusOr<uint64_t> lib = client_->GetGlobalFunc("runtime.SystemLib", Soon());
@@ -319,7 +317,8 @@ TEST_F(RpcClientTest, KilledBoardIsReportedWithinTheDeadline) {
   ASSERT_GT(board_.pid(), 0);
   kill(board_.pid(), SIGKILL);
   absl::Time start = absl::Now();
-  absl::StatusOr<uint64_t> r = client_->GetGlobalFunc("runtime.SystemLib", start + absl::Seconds(5));
+  absl::StatusOr<uint64_t> r =
+      client_->GetGlobalFunc("runtime.SystemLib", start + absl::Seconds(5));
   EXPECT_FALSE(r.ok());
   EXPECT_TRUE(absl::IsUnavailable(r.status()) || absl::IsAborted(r.status())) << r.status();
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));

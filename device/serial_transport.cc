@@ -19,10 +19,10 @@
 #include <algorithm>
 #include <utility>
 
-#include "base/os_error.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/os_error.h"
 #include "base/status_macros.h"
 
 namespace benchfarm::device {

@@ -38,13 +38,13 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "base/os_error.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "base/os_error.h"
 #include "device/fd_transport.h"
 #include "device/transport.h"
 

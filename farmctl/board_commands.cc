@@ -10,8 +10,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "device/measure.h"
 #include "base/status_macros.h"
+#include "device/measure.h"
 #include "stats/cost_stats.h"
 
 namespace benchfarm::farmctl {
@@ -23,10 +23,18 @@ std::string JsonString(absl::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += absl::StrFormat("\\u%04x", static_cast<unsigned char>(c));
@@ -75,9 +83,9 @@ absl::StatusOr<std::vector<Shape>> DefaultShapes(absl::string_view op) {
   if (op == "add") return std::vector<Shape>{{1024}, {1024}, {1024}};
   if (op == "matmul") return std::vector<Shape>{{32, 32}, {32, 32}, {32, 32}};
   if (op == "conv2d") return std::vector<Shape>{{1, 4, 16, 16}, {8, 4, 3, 3}, {1, 8, 14, 14}};
-  return absl::NotFoundError(
-      absl::StrCat("no default shapes for \"", op, "\" (sample operators: add, matmul, conv2d); "
-                   "give --shape"));
+  return absl::NotFoundError(absl::StrCat("no default shapes for \"", op,
+                                          "\" (sample operators: add, matmul, conv2d); "
+                                          "give --shape"));
 }
 
 absl::StatusOr<Arg> ParseCallArg(absl::string_view text) {
@@ -85,11 +93,13 @@ absl::StatusOr<Arg> ParseCallArg(absl::string_view text) {
   double d;
   if (absl::ConsumePrefix(&text, "str:")) return Arg::Str(text);
   if (absl::ConsumePrefix(&text, "int:")) {
-    if (!absl::SimpleAtoi(text, &i)) return absl::InvalidArgumentError(absl::StrCat("not an int: ", text));
+    if (!absl::SimpleAtoi(text, &i))
+      return absl::InvalidArgumentError(absl::StrCat("not an int: ", text));
     return Arg::Int(i);
   }
   if (absl::ConsumePrefix(&text, "float:")) {
-    if (!absl::SimpleAtod(text, &d)) return absl::InvalidArgumentError(absl::StrCat("not a float: ", text));
+    if (!absl::SimpleAtod(text, &d))
+      return absl::InvalidArgumentError(absl::StrCat("not a float: ", text));
     return Arg::Float(d);
   }
   if (absl::SimpleAtoi(text, &i)) return Arg::Int(i);
@@ -180,10 +190,9 @@ std::string FormatTime(const TimeResult& r, absl::string_view board, bool json) 
     for (double c : r.costs) costs.push_back(JsonNumber(c));
     std::string out = absl::StrCat(
         "{\"board\": ", JsonString(board), ", \"board_kind\": ", JsonString(r.info.board_kind),
-        ", \"firmware_hash\": ", JsonString(r.info.firmware_hash), ", \"op\": ",
-        JsonString(r.op), ", \"shapes\": ", JsonString(FormatShapes(r.shapes)),
-        ", \"number\": ", r.measure.number, ", \"repeat\": ", r.measure.repeat,
-        ", \"min_repeat_ms\": ", r.measure.min_repeat_ms);
+        ", \"firmware_hash\": ", JsonString(r.info.firmware_hash), ", \"op\": ", JsonString(r.op),
+        ", \"shapes\": ", JsonString(FormatShapes(r.shapes)), ", \"number\": ", r.measure.number,
+        ", \"repeat\": ", r.measure.repeat, ", \"min_repeat_ms\": ", r.measure.min_repeat_ms);
     absl::StrAppend(&out, ", \"target_rel_ci\": ", JsonNumber(r.target_rel_ci),
                     ", \"budget_ms\": ", adaptive ? absl::ToInt64Milliseconds(r.budget) : 0,
                     ", \"max_repeat\": ", adaptive ? r.max_repeat : 0);
@@ -193,20 +202,23 @@ std::string FormatTime(const TimeResult& r, absl::string_view board, bool json) 
         ", \"min\": ", JsonNumber(s.min_s()), ", \"max\": ", JsonNumber(s.max_s()),
         ", \"stddev\": ", JsonNumber(s.stddev_s()), ", \"cv\": ", JsonNumber(s.cv()),
         ", \"ci_low\": ", JsonNumber(s.ci_low_s()), ", \"ci_high\": ", JsonNumber(s.ci_high_s()),
-        ", \"ci_level\": ", JsonNumber(s.ci_level()), ", \"rel_half_width\": ",
-        JsonNumber(s.rel_half_width()), ", \"unstable\": ", s.unstable() ? "true" : "false");
+        ", \"ci_level\": ", JsonNumber(s.ci_level()),
+        ", \"rel_half_width\": ", JsonNumber(s.rel_half_width()),
+        ", \"unstable\": ", s.unstable() ? "true" : "false");
     std::vector<std::string> cycles, instructions;
     for (double c : r.cycles) cycles.push_back(JsonNumber(c));
     for (double i : r.instructions) instructions.push_back(JsonNumber(i));
-    absl::StrAppend(&out, ", \"timer\": ", JsonString(r.timer), ", \"emulation\": ",
-                    JsonString(r.emulation), ", \"units_hz\": ", JsonNumber(r.units_hz),
-                    ", \"model_cycles\": [", absl::StrJoin(cycles, ", "),
-                    "], \"model_instructions\": [", absl::StrJoin(instructions, ", "), "]");
-    absl::StrAppend(&out, ", \"measured\": {\"number\": ", r.number, ", \"repeats\": ",
-                    r.costs.size(), ", \"rounds\": ", r.rounds, ", \"stop\": ",
-                    JsonString(r.stop), "}, \"wall_over_cpu\": ", JsonNumber(r.wall_over_cpu));
-    absl::StrAppend(&out, ", \"check\": ", JsonString(r.check), ", \"max_abs_error\": ",
-                    JsonNumber(r.max_abs_error), "}\n");
+    absl::StrAppend(&out, ", \"timer\": ", JsonString(r.timer),
+                    ", \"emulation\": ", JsonString(r.emulation),
+                    ", \"units_hz\": ", JsonNumber(r.units_hz), ", \"model_cycles\": [",
+                    absl::StrJoin(cycles, ", "), "], \"model_instructions\": [",
+                    absl::StrJoin(instructions, ", "), "]");
+    absl::StrAppend(&out, ", \"measured\": {\"number\": ", r.number,
+                    ", \"repeats\": ", r.costs.size(), ", \"rounds\": ", r.rounds,
+                    ", \"stop\": ", JsonString(r.stop),
+                    "}, \"wall_over_cpu\": ", JsonNumber(r.wall_over_cpu));
+    absl::StrAppend(&out, ", \"check\": ", JsonString(r.check),
+                    ", \"max_abs_error\": ", JsonNumber(r.max_abs_error), "}\n");
     return out;
   }
   std::string out;
@@ -220,7 +232,8 @@ std::string FormatTime(const TimeResult& r, absl::string_view board, bool json) 
                           r.target_rel_ci * 100, absl::ToInt64Milliseconds(r.budget), r.max_repeat,
                           r.measure.min_repeat_ms);
   } else {
-    absl::StrAppendFormat(&out, "measure  number %d  repeat %d  min_repeat_ms %d (timed on the board)\n",
+    absl::StrAppendFormat(&out,
+                          "measure  number %d  repeat %d  min_repeat_ms %d (timed on the board)\n",
                           r.measure.number, r.measure.repeat, r.measure.min_repeat_ms);
   }
   if (r.costs.size() <= 32) {
@@ -246,8 +259,9 @@ std::string FormatTime(const TimeResult& r, absl::string_view board, bool json) 
   absl::StrAppendFormat(&out, "\nresult   %s", stats::CostText(s));
   const bool instructions = r.emulation == "qemu-icount";
   if (s.count() > 0 && r.units_hz > 0) {
-    absl::StrAppendFormat(&out, " = %s at %.6g %s", UnitsText(s.median_s(), r.units_hz, r.emulation),
-                          r.units_hz / 1e6, instructions ? "M instructions/s" : "MHz");
+    absl::StrAppendFormat(&out, " = %s at %.6g %s",
+                          UnitsText(s.median_s(), r.units_hz, r.emulation), r.units_hz / 1e6,
+                          instructions ? "M instructions/s" : "MHz");
   }
   out += "\n";
   std::string timer = r.timer;
@@ -260,15 +274,17 @@ std::string FormatTime(const TimeResult& r, absl::string_view board, bool json) 
   }
   if (!r.cycles.empty() && !r.instructions.empty()) {
     const double cycles = Median(r.cycles), per_call = Median(r.instructions);
-    absl::StrAppendFormat(&out, "model    %.1f cycles, %.1f instructions per call (%.2f per instruction)\n",
-                          cycles, per_call, per_call > 0 ? cycles / per_call : 0.0);
+    absl::StrAppendFormat(
+        &out, "model    %.1f cycles, %.1f instructions per call (%.2f per instruction)\n", cycles,
+        per_call, per_call > 0 ? cycles / per_call : 0.0);
   }
   absl::StrAppendFormat(&out, "number   %d calls per repeat%s\n", r.number,
                         adaptive ? " (calibrated)" : "");
   absl::StrAppendFormat(&out, "repeats  %d in %d round%s, stopped: %s\n", r.costs.size(), r.rounds,
                         r.rounds == 1 ? "" : "s", r.stop.empty() ? "-" : r.stop);
   if (r.wall_over_cpu > 0) {
-    absl::StrAppendFormat(&out, "wall/cpu %.3f (wall time over the board's CPU time while timing)\n",
+    absl::StrAppendFormat(&out,
+                          "wall/cpu %.3f (wall time over the board's CPU time while timing)\n",
                           r.wall_over_cpu);
   }
   absl::StrAppendFormat(&out, "check    %s", r.check);

@@ -34,8 +34,8 @@ absl::StatusOr<std::vector<Shape>> DefaultShapes(absl::string_view op);
 absl::StatusOr<device::Arg> ParseCallArg(absl::string_view text);
 
 struct TimeRequest {
-  std::string op;              // a float32 operator of the system library: inputs..., output
-  std::vector<Shape> shapes;   // one per argument
+  std::string op;             // a float32 operator of the system library: inputs..., output
+  std::vector<Shape> shapes;  // one per argument
   device::TimeEvaluatorOptions measure;
   // Adaptive mode when target_rel_ci > 0 (--target PCT / 100): number calibrated so a repeat
   // lasts measure.min_repeat_ms (0: 10 ms), then repeats until the median's 95 % interval is
@@ -44,8 +44,8 @@ struct TimeRequest {
   double target_rel_ci = 0;
   absl::Duration budget = absl::ZeroDuration();
   int max_repeat = 0;
-  bool check = true;           // compare the output with "<op>_reference" on the board
-  uint64_t seed = 1;           // inputs are uniform in [-1, 1) from this seed
+  bool check = true;  // compare the output with "<op>_reference" on the board
+  uint64_t seed = 1;  // inputs are uniform in [-1, 1) from this seed
 };
 
 struct TimeResult {
@@ -63,14 +63,14 @@ struct TimeResult {
   std::string emulation;
   std::string timer;
   double units_hz = 0;
-  std::vector<double> costs;  // seconds per call, one per repeat
+  std::vector<double> costs;                 // seconds per call, one per repeat
   std::vector<double> cycles, instructions;  // the cycle model's, per call, one per repeat
   // count, mean, median, min, max, stddev, CV, the median's interval (stats::CostStatsOf).
   v1::CostStats stats;
-  int64_t number = 0;          // calls per repeat (adaptive: as calibrated)
-  int rounds = 0;              // timing rounds
-  std::string stop;            // "fixed", "target", "budget", "max_repeat"
-  double wall_over_cpu = 0;    // 0: the board's timer is not a CPU clock
+  int64_t number = 0;        // calls per repeat (adaptive: as calibrated)
+  int rounds = 0;            // timing rounds
+  std::string stop;          // "fixed", "target", "budget", "max_repeat"
+  double wall_over_cpu = 0;  // 0: the board's timer is not a CPU clock
   // "ok", "skipped", or "mismatch"; max_abs_error is over the output elements.
   std::string check = "skipped";
   double max_abs_error = 0;

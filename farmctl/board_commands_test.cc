@@ -77,9 +77,9 @@ TEST(FormatTime, AdaptiveShowsTheSpreadAndWhyItStopped) {
   std::string table = FormatTime(r, "hp0", false);
   for (const char* want :
        {"measure  adaptive: target +-1 %  budget 500 ms  max_repeat 40", "count", "mean", "median",
-        "min", "max", "stddev", "cv", "interval", "at 96.1 %: +-0.1 %", "result   10.01 us +-0.1 % = 1,001 cycles",
-        "number   1234 calls per repeat (calibrated)", "repeats  12 in 2 rounds, stopped: target",
-        "wall/cpu 1.250"}) {
+        "min", "max", "stddev", "cv", "interval", "at 96.1 %: +-0.1 %",
+        "result   10.01 us +-0.1 % = 1,001 cycles", "number   1234 calls per repeat (calibrated)",
+        "repeats  12 in 2 rounds, stopped: target", "wall/cpu 1.250"}) {
     EXPECT_NE(table.find(want), std::string::npos) << want << "\n" << table;
   }
   EXPECT_EQ(table.find("UNSTABLE"), std::string::npos) << table;
@@ -117,8 +117,9 @@ TEST(FormatTime, EmulatedCostsSayWhatTheyCount) {
   std::string table = FormatTime(r, "m3", false);
   EXPECT_NE(table.find("= 25,000 cycles at 25 MHz"), std::string::npos) << table;
   EXPECT_NE(table.find("timer    cycle-model (qemu-cycles)"), std::string::npos) << table;
-  EXPECT_NE(table.find("model    25000.0 cycles, 20000.0 instructions per call (1.25 per instruction)"),
-            std::string::npos)
+  EXPECT_NE(
+      table.find("model    25000.0 cycles, 20000.0 instructions per call (1.25 per instruction)"),
+      std::string::npos)
       << table;
   std::string json = FormatTime(r, "m3", true);
   EXPECT_NE(json.find("\"timer\": \"cycle-model\", \"emulation\": \"qemu-cycles\""),

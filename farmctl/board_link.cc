@@ -34,8 +34,8 @@ absl::StatusOr<v1::BoardConfig> BoardConfigFromOptions(const BoardLinkOptions& o
     v1::QemuMachine::Timing timing = v1::QemuMachine::CYCLES;
     if (!options.qemu_timing.empty() &&
         !v1::QemuMachine::Timing_Parse(absl::AsciiStrToUpper(options.qemu_timing), &timing)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--timing: \"", options.qemu_timing, "\" is not cycles, instructions or host"));
+      return absl::InvalidArgumentError(absl::StrCat("--timing: \"", options.qemu_timing,
+                                                     "\" is not cycles, instructions or host"));
     }
     if (timing == v1::QemuMachine::TIMING_UNSPECIFIED) timing = v1::QemuMachine::CYCLES;
     config.mutable_qemu()->set_timing(timing);

@@ -29,7 +29,7 @@ struct BoardLinkOptions {
   // "host" (host time): QemuMachine.timing.
   std::string qemu_timing;
   std::string cycle_model_plugin;  // ...its plugin, for "cycles" (device::BoardOptions)
-  std::string image;              // the firmware for a QEMU board (an ELF: ./farm firmware)
+  std::string image;               // the firmware for a QEMU board (an ELF: ./farm firmware)
   absl::Duration connect_timeout = absl::Seconds(10);
 };
 

@@ -58,6 +58,7 @@
 #include "base/status_macros.h"
 #include "catalog/knob_space.h"
 #include "catalog/operator.h"
+#include "client/channel.h"
 #include "farmctl/board_commands.h"
 #include "farmctl/board_link.h"
 #include "farmctl/model_check.h"
@@ -65,64 +66,96 @@
 #include "farmctl/tune.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/benchfarm.grpc.pb.h"
-#include "client/channel.h"
 
-ABSL_FLAG(std::string, port, "", "serial port or pty of the board (/dev/ttyACM0, /dev/serial/by-id/...)");
+ABSL_FLAG(std::string, port, "",
+          "serial port or pty of the board (/dev/ttyACM0, /dev/serial/by-id/...)");
 ABSL_FLAG(int, baud, 115200, "baud rate of --port");
-ABSL_FLAG(bool, host_process, false, "start a host-process board (//crt/host:board) for the command");
+ABSL_FLAG(bool, host_process, false,
+          "start a host-process board (//crt/host:board) for the command");
 ABSL_FLAG(bool, pty, false, "with --host-process: reach the board through its pseudo-terminal");
-ABSL_FLAG(std::string, board_binary, "", "the host-process board executable (default: farmctl's runfiles)");
-ABSL_FLAG(std::string, qemu, "", "start an emulated board: qemu-system-arm -M MACHINE (mps2-an385, netduinoplus2, ...)");
+ABSL_FLAG(std::string, board_binary, "",
+          "the host-process board executable (default: farmctl's runfiles)");
+ABSL_FLAG(std::string, qemu, "",
+          "start an emulated board: qemu-system-arm -M MACHINE (mps2-an385, netduinoplus2, ...)");
 ABSL_FLAG(std::string, image, "", "with --qemu: the firmware to run (an ELF from ./farm firmware)");
-ABSL_FLAG(std::string, timing, "", "with --qemu: cycles (the cycle model, the default), instructions (-icount) or host (host time)");
+ABSL_FLAG(std::string, timing, "",
+          "with --qemu: cycles (the cycle model, the default), instructions (-icount) or host "
+          "(host time)");
 ABSL_FLAG(bool, icount, false, "with --qemu: the same as --timing instructions");
 ABSL_FLAG(std::string, against_port, "", "board check-model: the real board's serial port");
 ABSL_FLAG(int, against_baud, 115200, "board check-model: baud rate of --against-port");
-ABSL_FLAG(std::string, against_qemu, "", "board check-model: an emulated board standing in for the real one");
+ABSL_FLAG(std::string, against_qemu, "",
+          "board check-model: an emulated board standing in for the real one");
 ABSL_FLAG(std::string, against_image, "", "board check-model: --against-qemu's firmware");
-ABSL_FLAG(std::string, against_timing, "instructions", "board check-model: --against-qemu's timing");
-ABSL_FLAG(int64_t, iterations, 1000, "board check-model: loop iterations per timing (and twice as many)");
+ABSL_FLAG(std::string, against_timing, "instructions",
+          "board check-model: --against-qemu's timing");
+ABSL_FLAG(int64_t, iterations, 1000,
+          "board check-model: loop iterations per timing (and twice as many)");
 ABSL_FLAG(bool, json, false, "print JSON instead of a table");
 ABSL_FLAG(double, timeout_s, 60, "deadline of the whole command, seconds");
 ABSL_FLAG(std::string, op, "", "board time: the operator to time (add, matmul, conv2d, ...)");
-ABSL_FLAG(std::string, shape, "", "board time: argument shapes, e.g. 32x32,32x32,32x32 (default: the sample operator's)");
+ABSL_FLAG(std::string, shape, "",
+          "board time: argument shapes, e.g. 32x32,32x32,32x32 (default: the sample operator's)");
 ABSL_FLAG(int64_t, number, 10, "board time: calls per repeat");
 ABSL_FLAG(int64_t, repeat, 3, "board time: repeats (one cost each)");
 ABSL_FLAG(int64_t, min_repeat_ms, 0, "board time: grow number until a repeat lasts this long");
-ABSL_FLAG(double, target, 0, "board time/submit/tune: adaptive mode: repeat until the median's 95% interval is within +-PCT % (1: +-1 %); 0: fixed --number/--repeat");
+ABSL_FLAG(double, target, 0,
+          "board time/submit/tune: adaptive mode: repeat until the median's 95% interval is within "
+          "+-PCT % (1: +-1 %); 0: fixed --number/--repeat");
 ABSL_FLAG(int64_t, budget_ms, 0, "with --target: time spent timing at most, ms (0: the default)");
 ABSL_FLAG(int64_t, max_repeat, 0, "with --target: costs at most (0: the default, 200)");
-ABSL_FLAG(int, recheck, 0, "tune: re-measure the top K configs (adaptive, --target or 1 %) and compare the two rankings");
+ABSL_FLAG(
+    int, recheck, 0,
+    "tune: re-measure the top K configs (adaptive, --target or 1 %) and compare the two rankings");
 ABSL_FLAG(bool, check, true, "board time: compare the output with <op>_reference on the board");
 ABSL_FLAG(uint64_t, seed, 1, "board time: seed of the random inputs");
-ABSL_FLAG(std::string, tracker, "", "tracker commands: HOST:PORT of the tracker (default: $BENCHFARM_TRACKER, else localhost:7070)");
-ABSL_FLAG(std::string, kind, "", "boards/results: only this board kind; submit: the board kind (queue) of the trial");
-ABSL_FLAG(std::string, knobs, "", "submit: knob values, e.g. tile_m=8,tile_n=8,order=ikj (see also --knob)");
+ABSL_FLAG(std::string, tracker, "",
+          "tracker commands: HOST:PORT of the tracker (default: $BENCHFARM_TRACKER, else "
+          "localhost:7070)");
+ABSL_FLAG(std::string, kind, "",
+          "boards/results: only this board kind; submit: the board kind (queue) of the trial");
+ABSL_FLAG(std::string, knobs, "",
+          "submit: knob values, e.g. tile_m=8,tile_n=8,order=ikj (see also --knob)");
 ABSL_FLAG(int64_t, cooldown_ms, 0, "submit: pause between repeats");
-ABSL_FLAG(int64_t, timeout_ms, 0, "submit: time limit of the measurement on the board (0: the agent's default)");
+ABSL_FLAG(int64_t, timeout_ms, 0,
+          "submit: time limit of the measurement on the board (0: the agent's default)");
 ABSL_FLAG(int64_t, priority, 0, "submit: 0..100, higher runs first");
 ABSL_FLAG(std::string, board, "", "submit: pin the trial to this board id");
-ABSL_FLAG(std::string, client, "", "submit: client id (default: $USER); watch/results: only this client's jobs");
-ABSL_FLAG(std::string, request_id, "", "submit: request id; a retry with the same one returns the same jobs (default: new)");
+ABSL_FLAG(std::string, client, "",
+          "submit: client id (default: $USER); watch/results: only this client's jobs");
+ABSL_FLAG(std::string, request_id, "",
+          "submit: request id; a retry with the same one returns the same jobs (default: new)");
 ABSL_FLAG(std::string, file, "", "submit: a SubmitTrialsRequest file, text format or .json");
 ABSL_FLAG(int64_t, limit, 0, "results: at most this many jobs (0: all)");
 ABSL_FLAG(std::string, strategy, "model", "tune: grid, random or model (a model-guided search)");
 ABSL_FLAG(int, trials, 64, "tune: how many configs to measure, the default one included");
 ABSL_FLAG(int, batch, 16, "tune: configs per submission (an agent builds a batch into one image)");
-ABSL_FLAG(int, pool, 0, "tune: search a fixed pool of N configs that boards holding N candidates per image build once and flash once");
-ABSL_FLAG(std::string, out, "", "tune: directory for the state, AutoTVM log and plot (default: tune-<op>-<kind>)");
+ABSL_FLAG(int, pool, 0,
+          "tune: search a fixed pool of N configs that boards holding N candidates per image build "
+          "once and flash once");
+ABSL_FLAG(std::string, out, "",
+          "tune: directory for the state, AutoTVM log and plot (default: tune-<op>-<kind>)");
 ABSL_FLAG(bool, autotvm, false, "results: print AutoTVM log records (JSON lines, log version 0.2)");
-ABSL_FLAG(std::string, ca, "", "tracker commands: the farm's CA (PEM) to verify the tracker (default: $BENCHFARM_CA)");
+ABSL_FLAG(std::string, ca, "",
+          "tracker commands: the farm's CA (PEM) to verify the tracker (default: $BENCHFARM_CA)");
 ABSL_FLAG(std::string, token, "", "tracker commands: a bearer token (default: $BENCHFARM_TOKEN)");
-ABSL_FLAG(std::string, token_file, "", "tracker commands: a file holding the token (default: $BENCHFARM_TOKEN_FILE)");
-ABSL_FLAG(std::string, cert, "", "tracker commands: a client certificate (PEM; default: $BENCHFARM_CERT), with --key");
-ABSL_FLAG(std::string, key, "", "tracker commands: the certificate's key (default: $BENCHFARM_KEY)");
-ABSL_FLAG(bool, insecure, false, "tracker commands: plain text, for a tracker started with --insecure (default: $BENCHFARM_INSECURE)");
+ABSL_FLAG(std::string, token_file, "",
+          "tracker commands: a file holding the token (default: $BENCHFARM_TOKEN_FILE)");
+ABSL_FLAG(std::string, cert, "",
+          "tracker commands: a client certificate (PEM; default: $BENCHFARM_CERT), with --key");
+ABSL_FLAG(std::string, key, "",
+          "tracker commands: the certificate's key (default: $BENCHFARM_KEY)");
+ABSL_FLAG(bool, insecure, false,
+          "tracker commands: plain text, for a tracker started with --insecure (default: "
+          "$BENCHFARM_INSECURE)");
 ABSL_FLAG(std::string, reason, "", "quarantine: why the board is taken out of service");
-ABSL_FLAG(std::string, c_source, "", "submit: a one-off C source trial: the C99 file (with --entry, --reference, --shape)");
+ABSL_FLAG(std::string, c_source, "",
+          "submit: a one-off C source trial: the C99 file (with --entry, --reference, --shape)");
 ABSL_FLAG(std::string, entry, "", "submit --c-source: the function to time");
-ABSL_FLAG(std::string, reference, "", "submit --c-source: the reference to check against (in the file, or add_reference ...)");
-ABSL_FLAG(std::string, version, "", "op show / submit: a catalog version of the operator (default: the latest)");
+ABSL_FLAG(std::string, reference, "",
+          "submit --c-source: the reference to check against (in the file, or add_reference ...)");
+ABSL_FLAG(std::string, version, "",
+          "op show / submit: a catalog version of the operator (default: the latest)");
 ABSL_FLAG(bool, all_versions, false, "ops: list every version, not only the latest");
 
 namespace benchfarm::farmctl {
@@ -235,8 +268,9 @@ int CheckModelCommand(BoardLinkOptions model, bool json, absl::Time deadline) {
   real.cycle_model_plugin = model.cycle_model_plugin;
   real.connect_timeout = model.connect_timeout;
   if (real.port.empty() == real.qemu_machine.empty()) {
-    return Usage("board check-model: name the real board: --against-port PATH (or an emulated "
-                 "stand-in: --against-qemu MACHINE --against-image FIRMWARE.elf)");
+    return Usage(
+        "board check-model: name the real board: --against-port PATH (or an emulated "
+        "stand-in: --against-qemu MACHINE --against-image FIRMWARE.elf)");
   }
   const int64_t iterations = absl::GetFlag(FLAGS_iterations);
   if (iterations < 1 || iterations > (int64_t{1} << 30)) {
@@ -261,8 +295,8 @@ int CheckModelCommand(BoardLinkOptions model, bool json, absl::Time deadline) {
       absl::StrAppend(&measured_board, " (timer ", timer->second, ")");
     }
   }
-  std::fputs(FormatModelCheck(CompareMicrobenchmarks(*model_cycles, *measured_cycles),
-                              model_board, measured_board, json)
+  std::fputs(FormatModelCheck(CompareMicrobenchmarks(*model_cycles, *measured_cycles), model_board,
+                              measured_board, json)
                  .c_str(),
              stdout);
   return 0;
@@ -296,9 +330,10 @@ int BoardCommand(const std::vector<std::string>& args, const char* argv0) {
   // The cycle model's plugin: $BENCHFARM_CYCLE_MODEL (the installed farmctl's wrapper sets it),
   // else farmctl's runfiles.
   const char* plugin = std::getenv("BENCHFARM_CYCLE_MODEL");
-  options.cycle_model_plugin = plugin != nullptr && plugin[0] != '\0'
-                                   ? std::string(plugin)
-                                   : base::FindDataFile(argv0, "cyclemodel/libbenchfarm_cyclemodel.so");
+  options.cycle_model_plugin =
+      plugin != nullptr && plugin[0] != '\0'
+          ? std::string(plugin)
+          : base::FindDataFile(argv0, "cyclemodel/libbenchfarm_cyclemodel.so");
   options.image = absl::GetFlag(FLAGS_image);
   const bool json = absl::GetFlag(FLAGS_json);
   const absl::Time deadline = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
@@ -429,7 +464,8 @@ int SubmitCommand(const TrackerClient& tracker, const RepeatedFlags& repeated, b
     flags.op = absl::GetFlag(FLAGS_op);
     flags.knobs = repeated.knobs;
     if (!absl::GetFlag(FLAGS_knobs).empty()) {
-      for (absl::string_view k : absl::StrSplit(absl::GetFlag(FLAGS_knobs), ',', absl::SkipEmpty())) {
+      for (absl::string_view k :
+           absl::StrSplit(absl::GetFlag(FLAGS_knobs), ',', absl::SkipEmpty())) {
         flags.knobs.emplace_back(k);
       }
     }
@@ -456,7 +492,9 @@ int SubmitCommand(const TrackerClient& tracker, const RepeatedFlags& repeated, b
     catalog::KnobSpace table;
     if (!flags.c_source_path.empty()) {
       std::ifstream in(flags.c_source_path);
-      if (!in) return Fail(absl::NotFoundError(absl::StrCat("--c-source: cannot read ", flags.c_source_path)));
+      if (!in)
+        return Fail(
+            absl::NotFoundError(absl::StrCat("--c-source: cannot read ", flags.c_source_path)));
       std::stringstream text;
       text << in.rdbuf();
       flags.c_source = text.str();
@@ -476,8 +514,8 @@ int SubmitCommand(const TrackerClient& tracker, const RepeatedFlags& repeated, b
   // Flags fill in what a file leaves out; a file's own ids win.
   if (request.client_id().empty()) request.set_client_id(DefaultClient(insecure));
   if (request.request_id().empty()) {
-    request.set_request_id(absl::GetFlag(FLAGS_request_id).empty() ? NewRequestId()
-                                                                   : absl::GetFlag(FLAGS_request_id));
+    request.set_request_id(
+        absl::GetFlag(FLAGS_request_id).empty() ? NewRequestId() : absl::GetFlag(FLAGS_request_id));
   }
   absl::StatusOr<std::vector<std::string>> ids = Submit(tracker, request, std::cout);
   if (!ids.ok()) return Fail(ids.status());
@@ -513,8 +551,8 @@ absl::StatusOr<TuneOptions> TuneOptionsFromFlags() {
   } else {
     // --budget-ms/--max-repeat without --target bound the recheck only (adaptive at 1 %).
     v1::MeasureOptions recheck;
-    RETURN_IF_ERROR(SetAdaptive(1, absl::GetFlag(FLAGS_budget_ms), absl::GetFlag(FLAGS_max_repeat),
-                                &recheck));
+    RETURN_IF_ERROR(
+        SetAdaptive(1, absl::GetFlag(FLAGS_budget_ms), absl::GetFlag(FLAGS_max_repeat), &recheck));
     options.recheck_budget_ms = recheck.budget_ms();
     options.recheck_max_repeat = recheck.max_repeat();
   }
@@ -563,8 +601,9 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
   if (command != "submit" && (!repeated.knobs.empty() || !repeated.labels.empty())) {
     return Usage(absl::StrCat(command, ": --knob and --label belong to submit"));
   }
-  if (command != "watch" && command != "cancel" && command != "get" && command != "op" && command != "import-log" &&
-      command != "quarantine" && command != "release" && command != "move" && !operands.empty()) {
+  if (command != "watch" && command != "cancel" && command != "get" && command != "op" &&
+      command != "import-log" && command != "quarantine" && command != "release" &&
+      command != "move" && !operands.empty()) {
     return Usage(absl::StrCat(command, ": unexpected argument \"", operands[0], "\""));
   }
   absl::Status status;
@@ -603,7 +642,8 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
       return Usage("op add DIR|op.json, op show NAME, or op chown NAME CLIENT");
     }
   } else if (command == "results") {
-    if (json && absl::GetFlag(FLAGS_autotvm)) return Usage("results: --json or --autotvm, not both");
+    if (json && absl::GetFlag(FLAGS_autotvm))
+      return Usage("results: --json or --autotvm, not both");
     ResultsOptions options;
     // AutoTVM records list every knob of the op (catalog entries, built-in and user).
     absl::StatusOr<catalog::KnobSpace> table = catalog::KnobSpace();
@@ -647,7 +687,8 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
 
 // Rewrites --foo-bar as --foo_bar (so --min-repeat-ms works too) and takes out the repeatable
 // flags --knob and --label (as "--knob X" or "--knob=X").
-std::vector<std::string> PrepareArgs(int argc, char** argv, RepeatedFlags* repeated, std::string* error) {
+std::vector<std::string> PrepareArgs(int argc, char** argv, RepeatedFlags* repeated,
+                                     std::string* error) {
   std::vector<std::string> out;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
@@ -691,7 +732,8 @@ int main(int argc, char** argv) {
   std::vector<char*> fixed;
   for (std::string& arg : storage) fixed.push_back(arg.data());
   absl::SetProgramUsageMessage(kUsage);
-  std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(fixed.size()), fixed.data());
+  std::vector<char*> positional =
+      absl::ParseCommandLine(static_cast<int>(fixed.size()), fixed.data());
   std::vector<std::string> args(positional.begin() + 1, positional.end());
   if (args.empty()) {
     std::fputs(kUsage, stderr);
@@ -705,8 +747,8 @@ int main(int argc, char** argv) {
     args.erase(args.begin());
     return BoardCommand(args, argv[0]);
   }
-  for (const char* command : {"boards", "queue", "submit", "watch", "get", "results", "cancel", "tune",
-                              "op", "ops", "import-log", "quarantine", "release"}) {
+  for (const char* command : {"boards", "queue", "submit", "watch", "get", "results", "cancel",
+                              "tune", "op", "ops", "import-log", "quarantine", "release"}) {
     if (args[0] == command) return TrackerCommand(args, repeated);
   }
   return Usage(absl::StrCat("unknown command \"", args[0], "\""));

@@ -13,8 +13,9 @@
 
 namespace benchfarm::farmctl {
 
-absl::StatusOr<std::vector<std::pair<std::string, double>>> MicrobenchCycles(
-    device::Board& board, int64_t iterations, absl::Time deadline) {
+absl::StatusOr<std::vector<std::pair<std::string, double>>> MicrobenchCycles(device::Board& board,
+                                                                             int64_t iterations,
+                                                                             absl::Time deadline) {
   device::RpcClient* rpc = board.rpc();
   if (rpc == nullptr || !board.info()) {
     return absl::FailedPreconditionError(absl::StrCat(board.Description(), ": not connected"));
@@ -32,13 +33,14 @@ absl::StatusOr<std::vector<std::pair<std::string, double>>> MicrobenchCycles(
   for (absl::string_view name : absl::StrSplit(names, ',', absl::SkipEmpty())) {
     std::vector<double> per_iteration;
     for (int p = 0; p < pairs; ++p) {
-      ASSIGN_OR_RETURN(device::TimedInterval once,
-                       board.timer().TimedCall(*rpc, "benchfarm.Microbench", {index, iterations},
-                                               deadline));
-      ASSIGN_OR_RETURN(device::TimedInterval twice,
-                       board.timer().TimedCall(*rpc, "benchfarm.Microbench",
-                                               {index, 2 * iterations}, deadline));
-      per_iteration.push_back((twice.seconds - once.seconds) * hz / static_cast<double>(iterations));
+      ASSIGN_OR_RETURN(
+          device::TimedInterval once,
+          board.timer().TimedCall(*rpc, "benchfarm.Microbench", {index, iterations}, deadline));
+      ASSIGN_OR_RETURN(
+          device::TimedInterval twice,
+          board.timer().TimedCall(*rpc, "benchfarm.Microbench", {index, 2 * iterations}, deadline));
+      per_iteration.push_back((twice.seconds - once.seconds) * hz /
+                              static_cast<double>(iterations));
     }
     std::sort(per_iteration.begin(), per_iteration.end());
     out.push_back({std::string(name), per_iteration[per_iteration.size() / 2]});
@@ -93,12 +95,12 @@ std::string FormatModelCheck(const ModelCheck& check, const std::string& model_b
     };
     return absl::StrCat("{\"model_board\": \"", model_board, "\", \"measured_board\": \"",
                         measured_board, "\", \"rules\": [", absl::StrJoin(rows, ", "),
-                        "], \"only_model\": [", quoted(check.only_model),
-                        "], \"only_measured\": [", quoted(check.only_measured), "]}\n");
+                        "], \"only_model\": [", quoted(check.only_model), "], \"only_measured\": [",
+                        quoted(check.only_measured), "]}\n");
   }
-  std::string out = absl::StrFormat("model     %s\nmeasured  %s\n\n  %-26s %12s %12s %9s\n",
-                                    model_board, measured_board, "timing rule (cycles/iter)",
-                                    "model", "measured", "error");
+  std::string out =
+      absl::StrFormat("model     %s\nmeasured  %s\n\n  %-26s %12s %12s %9s\n", model_board,
+                      measured_board, "timing rule (cycles/iter)", "model", "measured", "error");
   for (const ModelCheckRow& r : check.rows) {
     absl::StrAppendFormat(&out, "  %-26s %12.1f %12.1f %8.1f%%\n", r.rule, r.model, r.measured,
                           r.error * 100);
@@ -107,7 +109,8 @@ std::string FormatModelCheck(const ModelCheck& check, const std::string& model_b
     absl::StrAppendFormat(&out, "\nlargest error: %s %+.1f %%\n", worst_rule, worst * 100);
   }
   if (!check.only_model.empty()) {
-    absl::StrAppend(&out, "only on the model's board: ", absl::StrJoin(check.only_model, ", "), "\n");
+    absl::StrAppend(&out, "only on the model's board: ", absl::StrJoin(check.only_model, ", "),
+                    "\n");
   }
   if (!check.only_measured.empty()) {
     absl::StrAppend(&out, "only on the measured board: ", absl::StrJoin(check.only_measured, ", "),

@@ -27,8 +27,9 @@ namespace benchfarm::farmctl {
 
 // Each microbenchmark's cycles per iteration on `board`, by name, in the firmware's order.
 // Errors: NotFound for firmware without the suite (benchfarm.Microbenchmarks); the timer's.
-absl::StatusOr<std::vector<std::pair<std::string, double>>> MicrobenchCycles(
-    device::Board& board, int64_t iterations, absl::Time deadline);
+absl::StatusOr<std::vector<std::pair<std::string, double>>> MicrobenchCycles(device::Board& board,
+                                                                             int64_t iterations,
+                                                                             absl::Time deadline);
 
 struct ModelCheckRow {
   std::string rule;

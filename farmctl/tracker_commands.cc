@@ -211,8 +211,8 @@ absl::Status PrintBoards(const TrackerClient& tracker, const std::string& kind, 
   v1::ListBoardsRequest request;
   request.set_board_kind(kind);
   v1::ListBoardsResponse response;
-  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::ListBoards, request, &response,
-                             "ListBoards");
+  absl::Status status =
+      Call(tracker, &v1::Tracker::StubInterface::ListBoards, request, &response, "ListBoards");
   if (!status.ok()) return status;
   if (json) return JsonOut(response, out);
   std::vector<const v1::Board*> boards;
@@ -275,8 +275,8 @@ absl::Status MoveBoard(const TrackerClient& tracker, const std::string& board_id
 absl::Status PrintQueue(const TrackerClient& tracker, bool json, std::ostream& out) {
   v1::QueueSummaryRequest request;
   v1::QueueSummaryResponse response;
-  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::QueueSummary, request, &response,
-                             "QueueSummary");
+  absl::Status status =
+      Call(tracker, &v1::Tracker::StubInterface::QueueSummary, request, &response, "QueueSummary");
   if (!status.ok()) return status;
   if (json) return JsonOut(response, out);
   std::vector<const v1::KindSummary*> kinds;
@@ -317,7 +317,8 @@ absl::Status PrintQueue(const TrackerClient& tracker, bool json, std::ostream& o
   table.Print(out);
   // Why jobs wait although the kind has boards (pinned to an offline board, ...).
   for (const v1::KindSummary* k : kinds) {
-    for (const std::string& why : k->waiting()) out << k->board_kind() << ": waiting: " << why << "\n";
+    for (const std::string& why : k->waiting())
+      out << k->board_kind() << ": waiting: " << why << "\n";
   }
   return absl::OkStatus();
 }
@@ -357,7 +358,8 @@ absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const catalog:
   if (c_source) {
     if (flags.entry.empty()) return absl::InvalidArgumentError("--entry: required with --c-source");
     if (flags.shapes.empty()) {
-      return absl::InvalidArgumentError("--shape: required with --c-source (inputs, then the output)");
+      return absl::InvalidArgumentError(
+          "--shape: required with --c-source (inputs, then the output)");
     }
     if (!flags.knobs.empty()) return absl::InvalidArgumentError("--knob: not with --c-source");
     if (flags.check && flags.reference.empty()) {
@@ -477,8 +479,8 @@ absl::StatusOr<std::vector<std::string>> Submit(const TrackerClient& tracker,
                                                 const v1::SubmitTrialsRequest& request,
                                                 std::ostream& out) {
   v1::SubmitTrialsResponse response;
-  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::SubmitTrials, request, &response,
-                             "SubmitTrials");
+  absl::Status status =
+      Call(tracker, &v1::Tracker::StubInterface::SubmitTrials, request, &response, "SubmitTrials");
   if (!status.ok()) return status;
   std::vector<std::string> ids(response.job_ids().begin(), response.job_ids().end());
   for (const std::string& id : ids) out << id << "\n";
@@ -556,8 +558,8 @@ absl::Status PrintResults(const TrackerClient& tracker, const ResultsOptions& op
     if (options.limit > 0) want = std::min<int64_t>(want, options.limit - all.jobs_size());
     request.set_limit(static_cast<int32_t>(want));
     v1::ListResultsResponse page;
-    absl::Status status = Call(tracker, &v1::Tracker::StubInterface::ListResults, request, &page,
-                               "ListResults");
+    absl::Status status =
+        Call(tracker, &v1::Tracker::StubInterface::ListResults, request, &page, "ListResults");
     if (!status.ok()) return status;
     for (v1::Job& job : *page.mutable_jobs()) *all.add_jobs() = std::move(job);
     if (page.next_page_token().empty() || (options.limit > 0 && all.jobs_size() >= options.limit)) {
@@ -608,7 +610,8 @@ std::string MeasureOptionsText(const v1::MeasureOptions& m) {
   std::string text;
   if (m.target_rel_ci() > 0) {
     text = absl::StrFormat("adaptive: target +-%g %%", m.target_rel_ci() * 100);
-    absl::StrAppend(&text, ", budget ", m.budget_ms() > 0 ? absl::StrCat(m.budget_ms(), " ms") : "default",
+    absl::StrAppend(&text, ", budget ",
+                    m.budget_ms() > 0 ? absl::StrCat(m.budget_ms(), " ms") : "default",
                     ", max_repeat ", m.max_repeat() > 0 ? absl::StrCat(m.max_repeat()) : "default");
   } else {
     text = absl::StrCat("fixed: number ", m.number(), ", repeat ", m.repeat());
@@ -656,9 +659,9 @@ std::string FormatJob(const v1::Job& job, const catalog::KnobSpace& knobs) {
                                SecondsText(s.median_s()), ", min ", SecondsText(s.min_s()),
                                ", max ", SecondsText(s.max_s()), ", stddev ",
                                SecondsText(s.stddev_s()), ", CV ", Percent(s.cv())));
-    std::string interval = absl::StrCat("[", SecondsText(s.ci_low_s()), ", ",
-                                        SecondsText(s.ci_high_s()), "] at ", Percent(s.ci_level()),
-                                        " (", stats::PlusMinus(s), "; ");
+    std::string interval =
+        absl::StrCat("[", SecondsText(s.ci_low_s()), ", ", SecondsText(s.ci_high_s()), "] at ",
+                     Percent(s.ci_level()), " (", stats::PlusMinus(s), "; ");
     absl::StrAppend(&interval, s.unstable() ? "UNSTABLE: " : "",
                     s.unstable_threshold() > 0
                         ? absl::StrCat("unstable past +-", Percent(s.unstable_threshold()))
@@ -668,21 +671,24 @@ std::string FormatJob(const v1::Job& job, const catalog::KnobSpace& knobs) {
   }
   const v1::MeasureReport& m = r.measured();
   if (m.repeats() > 0 || m.number() > 0 || !m.stop().empty()) {
-    std::string how = absl::StrCat("number ", m.number(), ", ", m.repeats(), " repeats in ",
-                                   m.rounds(), m.rounds() == 1 ? " round" : " rounds",
-                                   ", stopped: ", OrDash(m.stop()));
-    if (m.target_rel_ci() > 0) absl::StrAppendFormat(&how, " (target +-%g %%)", m.target_rel_ci() * 100);
+    std::string how =
+        absl::StrCat("number ", m.number(), ", ", m.repeats(), " repeats in ", m.rounds(),
+                     m.rounds() == 1 ? " round" : " rounds", ", stopped: ", OrDash(m.stop()));
+    if (m.target_rel_ci() > 0)
+      absl::StrAppendFormat(&how, " (target +-%g %%)", m.target_rel_ci() * 100);
     if (m.interleaved()) absl::StrAppend(&how, ", interleaved with its batch");
     line("measured", how);
   }
   if (r.cpu_hz() > 0 || r.wall_over_cpu() > 0) {
     std::vector<std::string> clock;
     if (r.cpu_hz() > 0) {
-      clock.push_back(r.emulation() == "qemu-icount"
-                          ? absl::StrFormat("%.6g M instructions/s (QEMU -icount)", r.cpu_hz() / 1e6)
-                          : absl::StrFormat("%.6g MHz", r.cpu_hz() / 1e6));
+      clock.push_back(
+          r.emulation() == "qemu-icount"
+              ? absl::StrFormat("%.6g M instructions/s (QEMU -icount)", r.cpu_hz() / 1e6)
+              : absl::StrFormat("%.6g MHz", r.cpu_hz() / 1e6));
       if (s.count() > 0) {
-        clock.push_back(absl::StrCat("median ", UnitsText(s.median_s(), r.cpu_hz(), r.emulation())));
+        clock.push_back(
+            absl::StrCat("median ", UnitsText(s.median_s(), r.cpu_hz(), r.emulation())));
       }
     }
     if (r.wall_over_cpu() > 0) clock.push_back(absl::StrFormat("wall/CPU %.3f", r.wall_over_cpu()));
@@ -703,7 +709,8 @@ std::string FormatJob(const v1::Job& job, const catalog::KnobSpace& knobs) {
     std::sort(instructions.begin(), instructions.end());
     const double c = cycles[cycles.size() / 2], i = instructions[instructions.size() / 2];
     line("model", absl::StrFormat("%.1f cycles, %.1f instructions per call (median; %.2f per "
-                                  "instruction)", c, i, i > 0 ? c / i : 0.0));
+                                  "instruction)",
+                                  c, i, i > 0 ? c / i : 0.0));
   }
   const v1::StageTimes& st = r.stages();
   line("stages", absl::StrCat("build ", stats::SecondsText(st.build_s()), ", flash ",
@@ -754,7 +761,6 @@ absl::Status Cancel(const TrackerClient& tracker, const std::vector<std::string>
 
 namespace {
 
-
 std::string KnobsText(const v1::OpTemplate& spec) {
   std::vector<std::string> knobs;
   for (const v1::Knob& k : spec.knobs()) {
@@ -778,7 +784,8 @@ std::string ShapesOf(const v1::OpTemplate& spec) {
 
 absl::StatusOr<v1::Operator> LoadOperator(const std::string& path) {
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) return absl::NotFoundError(absl::StrCat("no such file: ", path));
+  if (stat(path.c_str(), &st) != 0)
+    return absl::NotFoundError(absl::StrCat("no such file: ", path));
   const std::string manifest = S_ISDIR(st.st_mode) ? path + "/op.json" : path;
   const size_t slash = manifest.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : manifest.substr(0, slash);
@@ -794,17 +801,19 @@ absl::StatusOr<v1::Operator> LoadOperator(const std::string& path) {
   std::map<std::string, std::string> files;
   for (const std::string& source : spec.sources()) {
     if (source.find('/') != std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          manifest, ": sources: \"", source, "\" must be a file beside op.json"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(manifest, ": sources: \"", source, "\" must be a file beside op.json"));
     }
     absl::StatusOr<std::string> text = base::ReadFile(dir + "/" + source);
-    if (!text.ok()) return absl::NotFoundError(absl::StrCat(manifest, ": sources: ", text.status().message()));
+    if (!text.ok())
+      return absl::NotFoundError(absl::StrCat(manifest, ": sources: ", text.status().message()));
     files[source] = *std::move(text);
   }
   if (DIR* d = opendir(dir.c_str())) {  // headers the sources include
     while (struct dirent* e = readdir(d)) {
       const std::string name = e->d_name;
-      if (name.size() > 2 && name[0] != '.' && absl::EndsWith(name, ".h") && files.count(name) == 0) {
+      if (name.size() > 2 && name[0] != '.' && absl::EndsWith(name, ".h") &&
+          files.count(name) == 0) {
         absl::StatusOr<std::string> text = base::ReadFile(dir + "/" + name);
         if (text.ok()) files[name] = *std::move(text);
       }
@@ -812,7 +821,8 @@ absl::StatusOr<v1::Operator> LoadOperator(const std::string& path) {
     closedir(d);
   }
   absl::StatusOr<v1::Operator> op = catalog::OperatorFromManifest(*json, std::move(files));
-  if (!op.ok()) return absl::InvalidArgumentError(absl::StrCat(manifest, ": ", op.status().message()));
+  if (!op.ok())
+    return absl::InvalidArgumentError(absl::StrCat(manifest, ": ", op.status().message()));
   return op;
 }
 
@@ -823,8 +833,8 @@ absl::Status AddOperator(const TrackerClient& tracker, const std::string& path, 
   v1::AddOperatorRequest request;
   *request.mutable_op() = *std::move(op);
   v1::AddOperatorResponse response;
-  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::AddOperator, request, &response,
-                             "AddOperator");
+  absl::Status status =
+      Call(tracker, &v1::Tracker::StubInterface::AddOperator, request, &response, "AddOperator");
   if (!status.ok()) return status;
   if (json) return JsonOut(response, out);
   out << response.op().name() << " version " << response.op().version() << ": "
@@ -855,8 +865,8 @@ absl::Status PrintOperators(const TrackerClient& tracker, const std::string& nam
   request.set_name(name);
   request.set_all_versions(all_versions);
   v1::ListOperatorsResponse response;
-  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::ListOperators, request, &response,
-                             "ListOperators");
+  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::ListOperators, request,
+                             &response, "ListOperators");
   if (!status.ok()) return status;
   if (json) return JsonOut(response, out);
   std::vector<std::string> columns = {"OP", "VERSION", "SOURCE", "OWNER"};
@@ -894,8 +904,8 @@ absl::Status ShowOperator(const TrackerClient& tracker, const std::string& name,
   request.set_name(name);
   request.set_version(version);
   v1::Operator op;
-  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::GetOperator, request, &op,
-                             "GetOperator");
+  absl::Status status =
+      Call(tracker, &v1::Tracker::StubInterface::GetOperator, request, &op, "GetOperator");
   if (!status.ok()) return status;
   if (json) return JsonOut(op, out);
   const v1::OpTemplate& spec = op.spec();
@@ -909,20 +919,21 @@ absl::Status ShowOperator(const TrackerClient& tracker, const std::string& name,
       << "reference: " << OrDash(spec.reference_entry()) << "\n";
   for (const v1::OpArg& arg : spec.args()) {
     out << "arg:       " << arg.name() << " " << (arg.role().empty() ? "input" : arg.role()) << " "
-        << (arg.dtype().empty() ? "float32" : arg.dtype()) << " [" << absl::StrJoin(arg.shape(), ", ")
-        << "]\n";
+        << (arg.dtype().empty() ? "float32" : arg.dtype()) << " ["
+        << absl::StrJoin(arg.shape(), ", ") << "]\n";
   }
   out << "shapes:    " << ShapesOf(spec) << " (default)\n"
       << "knobs:     " << KnobsText(spec) << "\n";
   std::map<std::string, std::string> files(op.files().begin(), op.files().end());
-  for (const auto& [file, content] : files) out << "file:      " << file << " (" << content.size() << " bytes)\n";
+  for (const auto& [file, content] : files)
+    out << "file:      " << file << " (" << content.size() << " bytes)\n";
   return absl::OkStatus();
 }
 
 absl::StatusOr<catalog::KnobSpace> FetchKnobSpace(const TrackerClient& tracker) {
   v1::ListOperatorsResponse response;
-  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::ListOperators, v1::ListOperatorsRequest(), &response,
-                             "ListOperators");
+  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::ListOperators,
+                             v1::ListOperatorsRequest(), &response, "ListOperators");
   if (!status.ok()) return status;
   return catalog::KnobSpace({response.ops().begin(), response.ops().end()});
 }
@@ -933,8 +944,8 @@ absl::StatusOr<v1::Operator> FetchOperator(const TrackerClient& tracker, const s
   request.set_name(name);
   request.set_version(version);
   v1::Operator op;
-  absl::Status status = Call(tracker, &v1::Tracker::StubInterface::GetOperator, request, &op,
-                             "GetOperator");
+  absl::Status status =
+      Call(tracker, &v1::Tracker::StubInterface::GetOperator, request, &op, "GetOperator");
   if (!status.ok()) return status;
   return op;
 }

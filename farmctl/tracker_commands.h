@@ -82,8 +82,8 @@ absl::Status SetBoardQuarantine(const TrackerClient& tracker, const std::string&
 
 // One trial as `farmctl submit` flags describe it.
 struct TrialFlags {
-  std::string kind;                // --kind (required)
-  std::string op;                  // --op: an operator of the catalog (built-in or user)
+  std::string kind;  // --kind (required)
+  std::string op;    // --op: an operator of the catalog (built-in or user)
   // Or a one-off C source trial: --c-source FILE (its path and contents), --entry F, and
   // --reference G (a function in the file or a built-in reference such as add_reference).
   std::string c_source_path;

@@ -240,7 +240,8 @@ TEST_F(TrackerCommandsTest, SubmitWatchAndResultsInEveryFormat) {
   for (const std::string& line : done) {
     if (absl::StrContains(line, ids[0])) {
       // The median and its interval: 100, 200, 300 us is known only to +-50 %.
-      saw_cost = absl::StrContains(line, "DONE host-process/matmul on hp0 attempt 1 200 us +-50 % UNSTABLE");
+      saw_cost = absl::StrContains(
+          line, "DONE host-process/matmul on hp0 attempt 1 200 us +-50 % UNSTABLE");
     } else if (absl::StrContains(line, ids[1])) {
       saw_error = absl::StrContains(line, "WRONG_ANSWER: output differs from matmul_reference");
     } else {
@@ -282,7 +283,8 @@ TEST_F(TrackerCommandsTest, SubmitWatchAndResultsInEveryFormat) {
   ASSERT_TRUE(ShowJobs(tracker_, {ids[2], ids[0]}, false, shown).ok());
   for (const char* want :
        {"result     100.1 us +-0.1 % = 10,010 cycles\n",
-        "costs      3: mean 100.1 us, median 100.1 us, min 100 us, max 100.2 us, stddev 100 ns, CV 0.1 %\n",
+        "costs      3: mean 100.1 us, median 100.1 us, min 100 us, max 100.2 us, stddev 100 ns, CV "
+        "0.1 %\n",
         "interval   [100 us, 100.2 us] at 75.0 % (+-0.1 %; unstable past +-3.0 %)\n",
         "measured   number 10, 3 repeats in 1 round, stopped: fixed\n",
         "clock      100 MHz, median 10,010 cycles, wall/CPU 1.020\n",
@@ -325,9 +327,9 @@ TEST_F(TrackerCommandsTest, SubmitWatchAndResultsInEveryFormat) {
   EXPECT_EQ(stable.wall_over_cpu(), 1.02);
   EXPECT_EQ(stable.measured().stop(), "fixed");
   EXPECT_EQ(stable.measured().repeats(), 3);
-  for (const char* field : {"\"stats\": {", "\"median_s\": ", "\"rel_half_width\": ",
-                            "\"unstable\": true", "\"ci_level\": ", "\"measured\": {",
-                            "\"cpu_hz\": 100000000", "\"wall_over_cpu\": 1.02"}) {
+  for (const char* field :
+       {"\"stats\": {", "\"median_s\": ", "\"rel_half_width\": ", "\"unstable\": true",
+        "\"ci_level\": ", "\"measured\": {", "\"cpu_hz\": 100000000", "\"wall_over_cpu\": 1.02"}) {
     EXPECT_TRUE(absl::StrContains(json.str(), field)) << field << "\n" << json.str();
   }
 
@@ -449,10 +451,9 @@ TEST_F(TrackerCommandsTest, BoardsAndQueueTablesAndJson) {
   ASSERT_TRUE(PrintBoards(tracker_, "nucleo", false, nucleo).ok());
   rows = Lines(nucleo.str());
   ASSERT_EQ(rows.size(), 2u) << nucleo.str();
-  EXPECT_EQ(
-      std::vector<std::string>(absl::StrSplit(rows[1], ' ', absl::SkipEmpty())),
-      (std::vector<std::string>{"st0", "nucleo", "cycles", "-", "BUSY", "agent-2", ids[0], "1/1",
-                                "0", "0"}))
+  EXPECT_EQ(std::vector<std::string>(absl::StrSplit(rows[1], ' ', absl::SkipEmpty())),
+            (std::vector<std::string>{"st0", "nucleo", "cycles", "-", "BUSY", "agent-2", ids[0],
+                                      "1/1", "0", "0"}))
       << nucleo.str();
 
   std::ostringstream json;
@@ -658,7 +659,8 @@ TEST(TrialFromFlags, AdaptiveFlagsSetMeasureOptions) {
     EXPECT_TRUE(absl::IsInvalidArgument(t.status())) << t.status();
     return std::string(t.status().message());
   };
-  EXPECT_TRUE(absl::StrContains(error(-1, 0, 0), "--target: -1 is not in 0..50")) << error(-1, 0, 0);
+  EXPECT_TRUE(absl::StrContains(error(-1, 0, 0), "--target: -1 is not in 0..50"))
+      << error(-1, 0, 0);
   EXPECT_TRUE(absl::StrContains(error(60, 0, 0), "--target"));
   EXPECT_TRUE(absl::StrContains(error(1, -5, 0), "--budget_ms: -5 is not in 0..3600000"));
   EXPECT_TRUE(absl::StrContains(error(1, 0, 2000), "--max_repeat: 2000 is not in 0..1024"));

@@ -18,8 +18,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "base/status_macros.h"
 #include "base/content_hash.h"
+#include "base/status_macros.h"
 #include "catalog/knob_space.h"
 #include "catalog/trial.h"
 #include "farmctl/autotvm_record.h"
@@ -59,8 +59,8 @@ TunePoint PointOf(int64_t index, const v1::Job& job) {
 // " n=3 hw=0.004 u=0 hz=1.68e+08": what a state line keeps of a point's quality.
 std::string QualityFields(const TunePoint& p) {
   if (p.stats.count() == 0) return "";
-  return absl::StrCat(" n=", p.stats.count(), " hw=", p.stats.rel_half_width(), " u=",
-                      p.stats.unstable() ? 1 : 0, " hz=", p.cpu_hz,
+  return absl::StrCat(" n=", p.stats.count(), " hw=", p.stats.rel_half_width(),
+                      " u=", p.stats.unstable() ? 1 : 0, " hz=", p.cpu_hz,
                       p.emulation.empty() ? "" : absl::StrCat(" emu=", p.emulation));
 }
 
@@ -95,8 +95,9 @@ absl::StatusOr<std::optional<v1::Job>> FinishedJob(const TrackerClient& tracker,
   v1::GetJobRequest req;
   req.set_job_id(job_id);
   v1::Job job;
-  grpc::Status s = CallTracker(
-      tracker, [&](grpc::ClientContext* context) { return tracker.stub->GetJob(context, req, &job); });
+  grpc::Status s = CallTracker(tracker, [&](grpc::ClientContext* context) {
+    return tracker.stub->GetJob(context, req, &job);
+  });
   if (!s.ok()) return FromGrpc(s, tracker, "GetJob");
   if (job.state() != v1::DONE && job.state() != v1::CANCELLED_STATE) return std::nullopt;
   return job;
@@ -116,8 +117,9 @@ std::string NewerVersionNote(const TrackerClient& tracker, const v1::Operator& o
   if (!s.ok() || latest.builtin() || latest.version() == op.version()) return "";
   std::string when = "-";
   if (latest.has_added_at()) {
-    when = absl::FormatTime("%Y-%m-%d %H:%M:%S %Z", absl::FromUnixSeconds(latest.added_at().seconds()),
-                            absl::UTCTimeZone());
+    when =
+        absl::FormatTime("%Y-%m-%d %H:%M:%S %Z", absl::FromUnixSeconds(latest.added_at().seconds()),
+                         absl::UTCTimeZone());
   }
   return absl::StrCat("note: ", op.name(), " version ", latest.version(), " was added (by ",
                       latest.added_by().empty() ? "?" : latest.added_by(), ", ", when,
@@ -138,8 +140,8 @@ class TuneState {
     std::string line;
     if (in && std::getline(in, line) && line != "run " + run_) {
       in.close();
-      const std::string aside = absl::StrCat(dir_, "/tune-state.", absl::ToUnixSeconds(absl::Now()),
-                                             ".txt");
+      const std::string aside =
+          absl::StrCat(dir_, "/tune-state.", absl::ToUnixSeconds(absl::Now()), ".txt");
       if (rename(StatePath().c_str(), aside.c_str()) != 0) {
         return absl::InternalError(absl::StrCat("cannot move ", StatePath(), " aside"));
       }
@@ -197,7 +199,8 @@ class TuneState {
     return Append(absl::StrCat("recheck ", key, " pending ", index, " ", job_id));
   }
 
-  absl::Status AddRecheckDone(const std::string& key, const TunePoint& p, const std::string& record) {
+  absl::Status AddRecheckDone(const std::string& key, const TunePoint& p,
+                              const std::string& record) {
     Recheck& r = rechecks_[key];
     r.pending.erase(p.index);
     if (!r.done.emplace(p.index, p).second) return absl::OkStatus();
@@ -416,16 +419,18 @@ std::string PlotSvg(const std::string& title, const std::vector<TunePoint>& poin
       "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
       "<text x=\"%.0f\" y=\"24\" font-size=\"15\">%s</text>\n",
       w, h, left, title);
-  absl::StrAppendFormat(&svg,
-                        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n"
-                        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n",
-                        left, h - bottom, w - right, h - bottom, left, top, left, h - bottom);
+  absl::StrAppendFormat(
+      &svg,
+      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n"
+      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n",
+      left, h - bottom, w - right, h - bottom, left, top, left, h - bottom);
   for (int t = 0; t <= 4; ++t) {
     double v = ymin + (ymax - ymin) * t / 4;
-    absl::StrAppendFormat(&svg,
-                          "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n"
-                          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
-                          left - 6, y(v) + 4, v, left, y(v), w - right, y(v));
+    absl::StrAppendFormat(
+        &svg,
+        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n"
+        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
+        left - 6, y(v) + 4, v, left, y(v), w - right, y(v));
   }
   for (int t = 0; t <= 4; ++t) {
     double i = (n - 1) * t / 4;
@@ -498,14 +503,13 @@ void PrintRecheck(const v1::Operator& op, const std::vector<TunePoint>& first,
     width = std::max(width, PointCostText(first[i]).size());
     width2 = std::max(width2, PointCostText(second[i]).size());
   }
-  std::string header = absl::StrFormat("%6s  %-*s %6s  %-*s", "first", width, "first run",
-                                       "second", width2, "second run");
+  std::string header = absl::StrFormat("%6s  %-*s %6s  %-*s", "first", width, "first run", "second",
+                                       width2, "second run");
   for (const v1::Knob& k : op.spec().knobs()) absl::StrAppendFormat(&header, " %8s", k.name());
   out << header << "\n";
   for (size_t i = 0; i < n; ++i) {
-    std::string line = absl::StrFormat("%6d  %-*s %6s  %-*s", i + 1, width,
-                                       PointCostText(first[i]), second_rank[i], width2,
-                                       PointCostText(second[i]));
+    std::string line = absl::StrFormat("%6d  %-*s %6s  %-*s", i + 1, width, PointCostText(first[i]),
+                                       second_rank[i], width2, PointCostText(second[i]));
     std::map<std::string, std::string> values = catalog::KnobsOfIndex(op.spec(), first[i].index);
     for (const v1::Knob& k : op.spec().knobs())
       absl::StrAppendFormat(&line, " %8s", values[k.name()]);
@@ -546,7 +550,8 @@ absl::Status Tune(const TrackerClient& tracker, const catalog::KnobSpace& knobs,
     return absl::InvalidArgumentError("--strategy: one of grid, random, model");
   }
   if (options.trials < 1) return absl::InvalidArgumentError("--trials: at least 1");
-  if (options.batch < 1 || options.batch > 1000) return absl::InvalidArgumentError("--batch: 1..1000");
+  if (options.batch < 1 || options.batch > 1000)
+    return absl::InvalidArgumentError("--batch: 1..1000");
   if (options.out_dir.empty()) return absl::InvalidArgumentError("--out: required");
   mkdir(options.out_dir.c_str(), 0755);
   struct stat st;
@@ -555,8 +560,9 @@ absl::Status Tune(const TrackerClient& tracker, const catalog::KnobSpace& knobs,
   }
   // A secure tracker knows the caller: its client id is the credential's name (derive_client).
   const std::string run_name = absl::StrCat("tune-", options.op, "-", options.kind);
-  const std::string client =
-      !options.client_id.empty() ? options.client_id : options.derive_client ? "" : run_name;
+  const std::string client = !options.client_id.empty() ? options.client_id
+                             : options.derive_client    ? ""
+                                                        : run_name;
   const int64_t space = catalog::SpaceSize(op.spec());
   if (options.pool < 0) return absl::InvalidArgumentError("--pool: must be 0 or more");
   if (options.recheck < 0 || options.recheck > 1000) {
@@ -631,10 +637,10 @@ absl::Status Tune(const TrackerClient& tracker, const catalog::KnobSpace& knobs,
       if (any) draw(false);
       if (state.pending().empty()) break;
       if (absl::Now() > deadline) {
-        return absl::DeadlineExceededError(absl::StrCat(
-            state.pending().size(), " trials not finished after ",
-            absl::FormatDuration(options.batch_timeout), " (is an agent serving kind ",
-            options.kind, "?)"));
+        return absl::DeadlineExceededError(
+            absl::StrCat(state.pending().size(), " trials not finished after ",
+                         absl::FormatDuration(options.batch_timeout), " (is an agent serving kind ",
+                         options.kind, "?)"));
       }
       absl::SleepFor(options.poll);
     }
@@ -669,7 +675,8 @@ absl::Status Tune(const TrackerClient& tracker, const catalog::KnobSpace& knobs,
     // resubmits nothing new, another run with other shapes or options never gets stale jobs.
     std::string material = RunKey(op, options);
     for (const v1::Trial& t : req.trials()) absl::StrAppend(&material, "\n", Deterministic(t));
-    req.set_request_id(absl::StrCat(client.empty() ? run_name : client, "-", base::HashBytes(material)));
+    req.set_request_id(
+        absl::StrCat(client.empty() ? run_name : client, "-", base::HashBytes(material)));
     v1::SubmitTrialsResponse resp;
     grpc::Status s = CallTracker(tracker, [&](grpc::ClientContext* context) {
       return tracker.stub->SubmitTrials(context, req, &resp);
@@ -693,20 +700,21 @@ absl::Status Tune(const TrackerClient& tracker, const catalog::KnobSpace& knobs,
     failed += !std::isfinite(p.cost);
   }
   out << "best configurations of " << options.op << " on " << options.kind << " ("
-      << state.points().size() << " trials, " << failed << " failed, strategy "
-      << options.strategy << "):\n";
+      << state.points().size() << " trials, " << failed << " failed, strategy " << options.strategy
+      << "):\n";
   // The cost column: the median and its interval (stats::CostText), UNSTABLE, cycles.
   size_t cost_width = std::string("median +- 95% interval").size();
   for (const TunePoint& p : ranked) cost_width = std::max(cost_width, PointCostText(p).size());
-  std::string header = absl::StrFormat("%7s  %-*s %9s", "rank", cost_width, "median +- 95% interval",
-                                       "speedup");
+  std::string header =
+      absl::StrFormat("%7s  %-*s %9s", "rank", cost_width, "median +- 95% interval", "speedup");
   for (const v1::Knob& k : op.spec().knobs()) absl::StrAppendFormat(&header, " %8s", k.name());
   out << header << "\n";
   auto row = [&](const std::string& label, const TunePoint& p) {
     std::string speedup = std::isfinite(p.cost) && std::isfinite(default_cost)
                               ? absl::StrFormat("%.2fx", default_cost / p.cost)
                               : "-";
-    std::string line = absl::StrFormat("%7s  %-*s %9s", label, cost_width, PointCostText(p), speedup);
+    std::string line =
+        absl::StrFormat("%7s  %-*s %9s", label, cost_width, PointCostText(p), speedup);
     std::map<std::string, std::string> values = catalog::KnobsOfIndex(op.spec(), p.index);
     for (const v1::Knob& k : op.spec().knobs())
       absl::StrAppendFormat(&line, " %8s", values[k.name()]);
@@ -730,7 +738,8 @@ absl::Status Tune(const TrackerClient& tracker, const catalog::KnobSpace& knobs,
     // The top K (by median) measured again in one submission, adaptive.
     std::vector<TunePoint> first;
     for (const TunePoint& p : ranked) {
-      if (std::isfinite(p.cost) && static_cast<int>(first.size()) < options.recheck) first.push_back(p);
+      if (std::isfinite(p.cost) && static_cast<int>(first.size()) < options.recheck)
+        first.push_back(p);
     }
     if (first.size() < 2) {
       out << "recheck: needs at least 2 measured configs, the run has " << first.size() << "\n";
@@ -767,7 +776,8 @@ absl::Status Tune(const TrackerClient& tracker, const catalog::KnobSpace& knobs,
         }
       }
       progress << "tune: recheck of the top " << first.size() << " ("
-               << MeasureText(trial_template.measure()) << ")\n" << std::flush;
+               << MeasureText(trial_template.measure()) << ")\n"
+               << std::flush;
       const absl::Time deadline = absl::Now() + options.batch_timeout;
       while (!state.recheck(key).pending.empty()) {
         const std::map<int64_t, std::string> pending = state.recheck(key).pending;
@@ -775,7 +785,8 @@ absl::Status Tune(const TrackerClient& tracker, const catalog::KnobSpace& knobs,
           ASSIGN_OR_RETURN(std::optional<v1::Job> finished, FinishedJob(tracker, job_id));
           if (!finished) continue;
           const v1::Job& job = *finished;
-          RETURN_IF_ERROR(state.AddRecheckDone(key, PointOf(index, job), FormatAutoTvmRecord(job, knobs)));
+          RETURN_IF_ERROR(
+              state.AddRecheckDone(key, PointOf(index, job), FormatAutoTvmRecord(job, knobs)));
         }
         if (state.recheck(key).pending.empty()) break;
         if (absl::Now() > deadline) {
@@ -824,7 +835,8 @@ absl::Status ImportLog(const v1::Operator& op, const TuneOptions& options,
   state.set_log_path(absl::StrCat(options.out_dir, "/", options.op, ".autotvm.log"));
   ASSIGN_OR_RETURN(std::string set_aside, state.Load());
   if (!set_aside.empty()) {
-    out << "import-log: " << state.StatePath() << " was of another run; kept as " << set_aside << "\n";
+    out << "import-log: " << state.StatePath() << " was of another run; kept as " << set_aside
+        << "\n";
   }
   // The input every record of this run has: the one a trial of it would get.
   v1::Job probe;
@@ -846,7 +858,8 @@ absl::Status ImportLog(const v1::Operator& op, const TuneOptions& options,
       ++malformed;
       continue;
     }
-    if (!google::protobuf::util::MessageDifferencer::Equals(record.fields().at("input"), want_input)) {
+    if (!google::protobuf::util::MessageDifferencer::Equals(record.fields().at("input"),
+                                                            want_input)) {
       ++other_run;  // another operator, version, board kind or shapes
       continue;
     }
@@ -861,9 +874,10 @@ absl::Status ImportLog(const v1::Operator& op, const TuneOptions& options,
           ok = false;
           break;
         }
-        knobs[parts[0].string_value()] = parts[2].kind_case() == google::protobuf::Value::kNumberValue
-                                             ? catalog::ValueText(parts[2])
-                                             : parts[2].string_value();
+        knobs[parts[0].string_value()] =
+            parts[2].kind_case() == google::protobuf::Value::kNumberValue
+                ? catalog::ValueText(parts[2])
+                : parts[2].string_value();
       }
     }
     const auto& result = record.fields().at("result").list_value().values();
@@ -879,9 +893,10 @@ absl::Status ImportLog(const v1::Operator& op, const TuneOptions& options,
     TunePoint p;
     p.index = index;
     const int error_no = static_cast<int>(result[1].number_value());
-    p.error = error_no == 0 ? v1::NO_ERROR
-                            : (v1::ErrorCode_IsValid(error_no) ? static_cast<v1::ErrorCode>(error_no)
-                                                               : v1::UNKNOWN_ERROR);
+    p.error = error_no == 0
+                  ? v1::NO_ERROR
+                  : (v1::ErrorCode_IsValid(error_no) ? static_cast<v1::ErrorCode>(error_no)
+                                                     : v1::UNKNOWN_ERROR);
     std::vector<double> costs;
     for (const google::protobuf::Value& c : result[0].list_value().values()) {
       costs.push_back(c.number_value());
@@ -897,7 +912,8 @@ absl::Status ImportLog(const v1::Operator& op, const TuneOptions& options,
   out << "import-log: " << imported << " records of " << options.op << "@" << op.version() << " on "
       << options.kind << " restored into " << state.StatePath();
   if (known > 0) out << "; " << known << " already there";
-  if (other_run > 0) out << "; " << other_run << " of another operator, version, kind or shapes skipped";
+  if (other_run > 0)
+    out << "; " << other_run << " of another operator, version, kind or shapes skipped";
   if (malformed > 0) out << "; " << malformed << " unreadable lines skipped";
   out << "\n";
   return absl::OkStatus();

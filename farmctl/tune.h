@@ -70,21 +70,21 @@ struct TuneOptions {
   // per board for the whole run.
   int pool = 0;
   uint64_t seed = 1;
-  std::string out_dir;             // required
-  std::string client_id;           // empty: "tune-<op>-<kind>", or with derive_client none
+  std::string out_dir;    // required
+  std::string client_id;  // empty: "tune-<op>-<kind>", or with derive_client none
   // A secure tracker names the client itself (the credential's name): send no client_id.
   bool derive_client = false;
-  v1::MeasureOptions measure;      // number/repeat 0: 10/3
+  v1::MeasureOptions measure;  // number/repeat 0: 10/3
   bool check = true;
   int priority = 0;
-  std::vector<v1::ArgSpec> args;   // empty: the op's default shapes
+  std::vector<v1::ArgSpec> args;  // empty: the op's default shapes
   // After the search: measure the top `recheck` configs again (adaptive; target_rel_ci 0.01
   // unless `measure` has one) and compare the rankings. recheck_budget_ms/max_repeat bound a
   // recheck of a fixed-mode run (0: the agent's defaults); an adaptive run's own bounds apply.
   int recheck = 0;
   int recheck_budget_ms = 0;
   int recheck_max_repeat = 0;
-  bool tty = false;                // redraw one progress line instead of printing one per batch
+  bool tty = false;  // redraw one progress line instead of printing one per batch
   absl::Duration batch_timeout = absl::Minutes(30);
   absl::Duration poll = absl::Milliseconds(200);
 };
@@ -118,9 +118,9 @@ std::string RunKey(const v1::Operator& op, const TuneOptions& options);
 // has its own; then its budget and max_repeat, else recheck_budget_ms/max_repeat).
 v1::MeasureOptions RecheckMeasure(const TuneOptions& options);
 
-// Runs the search (and the recheck). Errors: InvalidArgument for bad options (naming the flag), the tracker's
-// errors (TrackerClient's messages), Internal for files in out_dir that cannot be written,
-// DeadlineExceeded when a batch does not finish within batch_timeout.
+// Runs the search (and the recheck). Errors: InvalidArgument for bad options (naming the flag), the
+// tracker's errors (TrackerClient's messages), Internal for files in out_dir that cannot be
+// written, DeadlineExceeded when a batch does not finish within batch_timeout.
 absl::Status Tune(const TrackerClient& tracker, const catalog::KnobSpace& knobs,
                   const TuneOptions& options, std::ostream& out, std::ostream& progress);
 

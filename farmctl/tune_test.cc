@@ -106,7 +106,8 @@ class ScriptedAgent {
       {
         const v1::TemplateOperator& op = m.offer().trial().op().template_op();
         std::vector<std::string> pairs;
-        for (const auto& [k, v] : std::map<std::string, std::string>(op.knobs().begin(), op.knobs().end())) {
+        for (const auto& [k, v] :
+             std::map<std::string, std::string>(op.knobs().begin(), op.knobs().end())) {
           pairs.push_back(absl::StrCat(k, "=", v));
         }
         absl::MutexLock lock(&mu_);
@@ -129,8 +130,8 @@ class ScriptedAgent {
       if (error == v1::NO_ERROR) {
         for (double c : costs) res->add_costs_s(c);
         res->mutable_measured()->set_repeats(static_cast<int32_t>(costs.size()));
-        res->mutable_measured()->set_stop(m.offer().trial().measure().target_rel_ci() > 0 ? "target"
-                                                                                         : "fixed");
+        res->mutable_measured()->set_stop(
+            m.offer().trial().measure().target_rel_ci() > 0 ? "target" : "fixed");
       } else {
         res->set_message("scripted wrong answer");
       }
@@ -423,8 +424,9 @@ TEST_F(TuneTest, RecheckComparesTwoRankings) {
   const std::string text = out.str();
   EXPECT_TRUE(absl::StrContains(text, "recheck: the top 3 measured again (adaptive, target +-1 %)"))
       << text;
-  EXPECT_TRUE(absl::StrContains(text, "top-1 held: no (the first run's #1 is #2 in the second; "
-                                      "its #1 was the first run's #2)"))
+  EXPECT_TRUE(absl::StrContains(text,
+                                "top-1 held: no (the first run's #1 is #2 in the second; "
+                                "its #1 was the first run's #2)"))
       << text;
   EXPECT_TRUE(absl::StrContains(text, "Kendall tau: 0.33 over 3 configs")) << text;
   EXPECT_EQ(StateLines("done").size(), 6u) << "the recheck adds no trials to the search";
@@ -490,8 +492,8 @@ TEST_F(TuneTest, ARunKeepsItsOperatorVersionAndSaysWhenANewerOneWasAdded) {
       measured.insert(trial.op().template_op().version());
     }
     if (!added.exchange(true)) {
-      absl::StatusOr<v1::Operator> v2 = testing::ExampleGemv(
-          [](std::string source) { return source + "\n/* version 2 */\n"; });
+      absl::StatusOr<v1::Operator> v2 =
+          testing::ExampleGemv([](std::string source) { return source + "\n/* version 2 */\n"; });
       EXPECT_TRUE(v2.ok());
       absl::StatusOr<v1::Operator> v2_added = tracker_->AddOperator(*v2);
       EXPECT_TRUE(v2_added.ok()) << v2_added.status();
@@ -511,11 +513,11 @@ TEST_F(TuneTest, ARunKeepsItsOperatorVersionAndSaysWhenANewerOneWasAdded) {
   versions_mu.Unlock();
   ASSERT_FALSE(v2.empty());
   EXPECT_EQ(measured_first, std::set<std::string>{v1_added->version()});
-  EXPECT_TRUE(absl::StrContains(out.str(), absl::StrCat("note: gemv version ", v2,
-                                                        " was added (by ")))
+  EXPECT_TRUE(
+      absl::StrContains(out.str(), absl::StrCat("note: gemv version ", v2, " was added (by ")))
       << out.str();
-  EXPECT_TRUE(absl::StrContains(out.str(), absl::StrCat("every trial of it measured version ",
-                                                        v1_added->version())))
+  EXPECT_TRUE(absl::StrContains(
+      out.str(), absl::StrCat("every trial of it measured version ", v1_added->version())))
       << out.str();
   // Nothing newer: no note.
   std::ostringstream again;

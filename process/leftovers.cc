@@ -20,8 +20,6 @@
 #include <sstream>
 #include <utility>
 
-#include "base/os_error.h"
-#include "base/files.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -29,6 +27,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "base/files.h"
+#include "base/os_error.h"
 #include "base/process_stat.h"
 
 namespace benchfarm::process {
@@ -106,7 +106,8 @@ absl::StatusOr<std::unique_ptr<StateLock>> StateLock::Acquire(const std::string&
   const std::string path = absl::StrCat(dir, "/", kLockFile);
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return absl::InternalError(absl::StrCat("leftovers: open ", path, ": ", base::ErrnoText(errno)));
+    return absl::InternalError(
+        absl::StrCat("leftovers: open ", path, ": ", base::ErrnoText(errno)));
   }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
@@ -135,7 +136,8 @@ absl::StatusOr<LeftoverReport> KillLeftovers(const std::string& dir, absl::Time 
   LeftoverReport report;
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) {
-    return absl::InternalError(absl::StrCat("leftovers: opendir ", dir, ": ", base::ErrnoText(errno)));
+    return absl::InternalError(
+        absl::StrCat("leftovers: opendir ", dir, ": ", base::ErrnoText(errno)));
   }
   std::vector<std::string> names;
   while (struct dirent* e = readdir(d)) {

@@ -26,8 +26,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "base/process_stat.h"
-#include "process/subprocess.h"
 #include "gtest/gtest.h"
+#include "process/subprocess.h"
 
 namespace benchfarm::process {
 namespace {
@@ -44,8 +44,8 @@ std::string HelperPath() {
 
 std::string NewDir(const std::string& name) {
   const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string dir = absl::StrCat(tmp ? tmp : "/tmp", "/", name, "-",
-                                       absl::Uniform<uint32_t>(absl::BitGen()));
+  const std::string dir =
+      absl::StrCat(tmp ? tmp : "/tmp", "/", name, "-", absl::Uniform<uint32_t>(absl::BitGen()));
   mkdir(dir.c_str(), 0755);
   return dir;
 }

@@ -8,9 +8,9 @@
 //       checking the child outlived its thread), "shell PID", "escaped PID" and "ready", then
 //       sleeps until killed.
 //   leftovers_test_helper sandbox-then-die RECORD_DIR TOKEN DELAY_MS
-//       records children in RECORD_DIR, starts `sh -c "sleep 600" TOKEN` in a sandbox (process/sandbox.h)
-//       and SIGKILLs itself DELAY_MS after Start() returned — while bwrap is still building the
-//       sandbox, for a delay of a few milliseconds.
+//       records children in RECORD_DIR, starts `sh -c "sleep 600" TOKEN` in a sandbox
+//       (process/sandbox.h) and SIGKILLs itself DELAY_MS after Start() returned — while bwrap is
+//       still building the sandbox, for a delay of a few milliseconds.
 
 #include <signal.h>
 #include <unistd.h>

@@ -11,11 +11,11 @@
 #include <memory>
 #include <utility>
 
-#include "base/os_error.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "base/os_error.h"
 #include "base/process_exit.h"
 #include "process/subprocess.h"
 
@@ -118,9 +118,8 @@ absl::StatusOr<CommandRun> RunCommand(const RunCommandOptions& options, absl::Ti
   sub.stderr_to_stdout = true;
   absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(sub);
   if (!started.ok()) {
-    return absl::Status(started.status().code(),
-                        absl::StrCat(name, ": cannot run `", command, "`: ",
-                                     started.status().message()));
+    return absl::Status(started.status().code(), absl::StrCat(name, ": cannot run `", command,
+                                                              "`: ", started.status().message()));
   }
   std::unique_ptr<Subprocess> child = std::move(*started);
   run.pid = child->pid();

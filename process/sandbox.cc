@@ -18,7 +18,6 @@
 #include <set>
 #include <sstream>
 
-#include "base/os_error.h"
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -26,6 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "base/os_error.h"
 #include "process/run_command.h"
 
 namespace benchfarm::process {
@@ -56,8 +56,8 @@ absl::StatusOr<std::string> SystemTool(const std::string& name, const std::strin
     const std::string path = absl::StrCat(dir, name);
     if (IsExecutable(path)) return path;
   }
-  return absl::FailedPreconditionError(absl::StrCat(
-      "the sandbox needs ", name, " (/usr/bin/", name, "): install it with: apt install ", package));
+  return absl::FailedPreconditionError(absl::StrCat("the sandbox needs ", name, " (/usr/bin/", name,
+                                                    "): install it with: apt install ", package));
 }
 
 // Whether [first, first + count) is mapped in this process's user namespace, per `map_file`
@@ -78,7 +78,7 @@ bool RangeMapped(const char* map_file, uint64_t first, uint64_t count) {
 }
 
 struct Mode {
-  bool root = false;              // root mode: uid per sandbox, no user namespace
+  bool root = false;  // root mode: uid per sandbox, no user namespace
   bool bounds_processes = true;
 };
 
@@ -105,7 +105,8 @@ absl::Status ChownRecursively(const std::string& path, uid_t uid, gid_t gid) {
   if (!S_ISDIR(st.st_mode)) return absl::OkStatus();
   DIR* dir = opendir(path.c_str());
   if (dir == nullptr) {
-    return absl::InternalError(absl::StrCat("sandbox: opendir ", path, ": ", base::ErrnoText(errno)));
+    return absl::InternalError(
+        absl::StrCat("sandbox: opendir ", path, ": ", base::ErrnoText(errno)));
   }
   absl::Status status;
   while (struct dirent* e = readdir(dir)) {
@@ -142,8 +143,8 @@ void AddSystem(std::vector<std::string>& a) {
     }
   }
   a.insert(a.end(), {"--dir", "/etc"});
-  for (const char* f : {"/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf",
-                        "/etc/ld.so.conf.d"}) {
+  for (const char* f :
+       {"/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d"}) {
     a.insert(a.end(), {"--ro-bind-try", f, f});
   }
 }
@@ -231,20 +232,19 @@ absl::StatusOr<SandboxCommand> MakeSandboxCommand(const SandboxOptions& options,
   std::vector<SandboxBind> binds = options.binds;
   for (const SandboxBind& b : binds) {
     if (b.target.empty() || b.target[0] != '/' || b.source.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("sandbox: bind \"", b.source, "\" -> \"", b.target,
-                       "\": needs a source and an absolute target"));
+      return absl::InvalidArgumentError(absl::StrCat("sandbox: bind \"", b.source, "\" -> \"",
+                                                     b.target,
+                                                     "\": needs a source and an absolute target"));
     }
   }
   // Parents before children.
-  std::stable_sort(binds.begin(), binds.end(), [](const SandboxBind& x, const SandboxBind& y) {
-    return x.target < y.target;
-  });
+  std::stable_sort(binds.begin(), binds.end(),
+                   [](const SandboxBind& x, const SandboxBind& y) { return x.target < y.target; });
   const bool tmp_bound = std::any_of(binds.begin(), binds.end(),
                                      [](const SandboxBind& b) { return b.target == "/tmp"; });
   if (options.tmpfs_bytes > 0 && !tmp_bound) {
-    a.insert(a.end(), {"--perms", "1777", "--size", absl::StrCat(options.tmpfs_bytes), "--tmpfs",
-                       "/tmp"});
+    a.insert(a.end(),
+             {"--perms", "1777", "--size", absl::StrCat(options.tmpfs_bytes), "--tmpfs", "/tmp"});
   } else if (!tmp_bound) {
     a.insert(a.end(), {"--dir", "/tmp"});
   }
@@ -292,9 +292,9 @@ absl::StatusOr<SandboxCommand> MakeSandboxCommand(const SandboxOptions& options,
   if (mode.root) {
     absl::StatusOr<std::string> setpriv = SystemTool("setpriv", "util-linux");
     if (!setpriv.ok()) return setpriv.status();
-    a.insert(a.end(), {"--", *setpriv, "--reuid", absl::StrCat(out.uid), "--regid",
-                       absl::StrCat(out.gid), "--clear-groups", "--inh-caps=-all",
-                       "--bounding-set=-all", "--no-new-privs"});
+    a.insert(a.end(),
+             {"--", *setpriv, "--reuid", absl::StrCat(out.uid), "--regid", absl::StrCat(out.gid),
+              "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"});
   }
   a.push_back("--");
   a.insert(a.end(), command.begin(), command.end());
@@ -356,8 +356,10 @@ bool ReadProcStatus(pid_t pid, ProcStatus* status) {
     } else if (absl::StartsWith(line, "Threads:")) {
       (void)absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(8)), &status->threads);
     } else if (absl::StartsWith(line, "NSpid:")) {
-      std::vector<absl::string_view> ids = absl::StrSplit(line.substr(6), '\t', absl::SkipWhitespace());
-      if (!ids.empty()) (void)absl::SimpleAtoi(absl::StripAsciiWhitespace(ids.back()), &status->ns_pid);
+      std::vector<absl::string_view> ids =
+          absl::StrSplit(line.substr(6), '\t', absl::SkipWhitespace());
+      if (!ids.empty())
+        (void)absl::SimpleAtoi(absl::StripAsciiWhitespace(ids.back()), &status->ns_pid);
     }
   }
   return true;
@@ -369,7 +371,8 @@ absl::StatusOr<SandboxProcesses> ListSandboxProcesses(pid_t launcher) {
   // bwrap's one child is the sandbox's init; every process of the sandbox descends from it.
   std::vector<pid_t> inits = ChildrenOf(launcher);
   if (inits.empty()) {
-    return absl::NotFoundError(absl::StrCat("sandbox of process ", launcher, ": no sandbox process"));
+    return absl::NotFoundError(
+        absl::StrCat("sandbox of process ", launcher, ": no sandbox process"));
   }
   SandboxProcesses out;
   std::vector<pid_t> todo = ChildrenOf(inits[0]);
@@ -453,13 +456,15 @@ std::string DescribeSandbox() {
     text = absl::StrCat("bubblewrap, user-namespace mode: sandboxes run as uid ", geteuid(),
                         " outside");
   } else {
-    text = "bubblewrap, user-namespace mode as uid 0 of a user namespace that maps no other uid: "
-           "the number of processes in a sandbox is not bounded (the kernel exempts uid 0 from "
-           "RLIMIT_NPROC); run the agent as real root or as an ordinary user to bound it";
+    text =
+        "bubblewrap, user-namespace mode as uid 0 of a user namespace that maps no other uid: "
+        "the number of processes in a sandbox is not bounded (the kernel exempts uid 0 from "
+        "RLIMIT_NPROC); run the agent as real root or as an ordinary user to bound it";
   }
   if (!g_fresh_proc) {
-    absl::StrAppend(&text, "; sandboxes have an empty /proc (this host refuses a fresh proc mount, "
-                           "e.g. under systemd's ProtectKernelTunables)");
+    absl::StrAppend(&text,
+                    "; sandboxes have an empty /proc (this host refuses a fresh proc mount, "
+                    "e.g. under systemd's ProtectKernelTunables)");
   }
   return text;
 }

@@ -15,10 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -54,7 +54,7 @@ bool Exists(const std::string& path) {
 
 // Runs `command` sandboxed; returns its output (stdout + stderr); `exit` gets how it ended.
 std::string RunIn(const SandboxOptions& options, const std::vector<std::string>& command,
-                base::ProcessExit* exit = nullptr) {
+                  base::ProcessExit* exit = nullptr) {
   absl::StatusOr<SandboxCommand> sandboxed = MakeSandboxCommand(options, command);
   EXPECT_TRUE(sandboxed.ok()) << sandboxed.status();
   if (!sandboxed.ok()) return "";
@@ -129,7 +129,9 @@ TEST(Sandbox, SeesItsBindsAndTheSystemButNoOtherHostFile) {
   // The environment is the sandbox's own: nothing of this process's (TEST_TMPDIR, ...).
   EXPECT_FALSE(absl::StrContains(out, "TEST_")) << out;
   // Nor in what the sandbox's init (bwrap) shows of itself.
-  const std::string init = Sh(o, "tr '\\0' '\\n' < /proc/1/environ 2>&1; echo; cat /proc/1/cmdline >/dev/null && echo read-cmdline");
+  const std::string init = Sh(o,
+                              "tr '\\0' '\\n' < /proc/1/environ 2>&1; echo; cat /proc/1/cmdline "
+                              ">/dev/null && echo read-cmdline");
   EXPECT_FALSE(absl::StrContains(init, "TEST_")) << init;
   EXPECT_FALSE(absl::StrContains(init, "PATH=")) << init;
   EXPECT_TRUE(absl::StrContains(out, "HOME=/tmp")) << out;
@@ -144,9 +146,10 @@ TEST(Sandbox, WritesOnlyToItsWritableBindsAndItsPrivateTmp) {
   const std::string tmp_file = absl::StrCat("/tmp/sandbox-escape-", getpid());
   unlink(tmp_file.c_str());
   const std::string out = Sh(
-      o, absl::StrCat("for p in /out/a /in/b /newfile /usr/c /etc/d ", tmp_file,
-                      " /proc/f /dev/g; do "
-                      "(echo x > $p) 2>/dev/null && echo \"wrote $p\" || echo \"denied $p\"; done"));
+      o,
+      absl::StrCat("for p in /out/a /in/b /newfile /usr/c /etc/d ", tmp_file,
+                   " /proc/f /dev/g; do "
+                   "(echo x > $p) 2>/dev/null && echo \"wrote $p\" || echo \"denied $p\"; done"));
   EXPECT_TRUE(absl::StrContains(out, "wrote /out/a")) << out;
   EXPECT_TRUE(absl::StrContains(out, "wrote " + tmp_file)) << out;
   for (const char* p : {"/in/b", "/newfile", "/usr/c", "/etc/d", "/proc/f", "/dev/g"}) {
@@ -213,8 +216,8 @@ TEST(Sandbox, AppliesItsResourceLimits) {
   o.limits.max_cpu_seconds = 9;
   o.limits.max_file_size_bytes = 1 << 20;
   o.limits.max_processes = 33;
-  const std::string out =
-      RunIn(o, {"/bin/bash", "-c", "ulimit -n; ulimit -v; ulimit -t; ulimit -f; ulimit -c; ulimit -u"});
+  const std::string out = RunIn(
+      o, {"/bin/bash", "-c", "ulimit -n; ulimit -v; ulimit -t; ulimit -f; ulimit -c; ulimit -u"});
   EXPECT_EQ(out, "48\n524288\n9\n1024\n0\n33\n");  // -v and -f in KiB
 }
 
@@ -224,20 +227,19 @@ TEST(Sandbox, BoundsTheNumberOfProcesses) {
   absl::StatusOr<SandboxCommand> c = MakeSandboxCommand(o, {"/bin/true"});
   ASSERT_TRUE(c.ok()) << c.status();
   if (!c->bounds_processes) GTEST_SKIP() << DescribeSandbox();
-  const std::string out = RunIn(
-      o, {"/usr/bin/python3", "-c",
-          "import os, time\n"
-          "n = 0\n"
-          "for i in range(300):\n"
-          "    try:\n"
-          "        pid = os.fork()\n"
-          "    except OSError:\n"
-          "        break\n"
-          "    if pid == 0:\n"
-          "        time.sleep(30)\n"
-          "        os._exit(0)\n"
-          "    n += 1\n"
-          "print('forked', n)\n"});
+  const std::string out = RunIn(o, {"/usr/bin/python3", "-c",
+                                    "import os, time\n"
+                                    "n = 0\n"
+                                    "for i in range(300):\n"
+                                    "    try:\n"
+                                    "        pid = os.fork()\n"
+                                    "    except OSError:\n"
+                                    "        break\n"
+                                    "    if pid == 0:\n"
+                                    "        time.sleep(30)\n"
+                                    "        os._exit(0)\n"
+                                    "    n += 1\n"
+                                    "print('forked', n)\n"});
   int forked = -1;
   ASSERT_TRUE(absl::StartsWith(out, "forked ")) << out;
   ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(out.substr(7)), &forked)) << out;
@@ -273,7 +275,8 @@ TEST(Sandbox, NothingItStartedOutlivesIt) {
     absl::SleepFor(absl::Milliseconds(20));
   }
   EXPECT_GE(seen, 2);
-  absl::StatusOr<base::ProcessExit> ended = (*p)->Stop(absl::Seconds(1), absl::Now() + absl::Seconds(10));
+  absl::StatusOr<base::ProcessExit> ended =
+      (*p)->Stop(absl::Seconds(1), absl::Now() + absl::Seconds(10));
   ASSERT_TRUE(ended.ok()) << ended.status();
   const absl::Time gone = absl::Now() + absl::Seconds(5);
   while (ProcessesWith(marker) > 0 && absl::Now() < gone) absl::SleepFor(absl::Milliseconds(20));
@@ -325,7 +328,8 @@ TEST(Sandbox, AGroupSignalReachesTheCommandAndItsEndIsReported) {
 TEST(Sandbox, WithoutAProcOfItsOwnItStillWorks) {
   SetSandboxProcForTesting(false);
   SandboxOptions o;
-  const std::string out = Sh(o, "ls -A /proc | wc -l; cc --version >/dev/null && echo has-cc; id -u");
+  const std::string out =
+      Sh(o, "ls -A /proc | wc -l; cc --version >/dev/null && echo has-cc; id -u");
   SetSandboxProcForTesting(true);
   EXPECT_TRUE(absl::StartsWith(out, "0\n")) << out;
   EXPECT_TRUE(absl::StrContains(out, "has-cc")) << out;

@@ -29,9 +29,9 @@
 #include <utility>
 #include <vector>
 
-#include "base/os_error.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/os_error.h"
 #include "base/status_macros.h"
 
 namespace benchfarm::process {
@@ -228,7 +228,8 @@ absl::Status MoveAboveStdio(UniqueFd& fd, absl::string_view name) {
   if (fd.get() < 0 || fd.get() > kPassedFd) return absl::OkStatus();
   const int moved = fcntl(fd.get(), F_DUPFD_CLOEXEC, kPassedFd + 1);
   if (moved < 0) {
-    return absl::InternalError(absl::StrCat(name, ": fcntl(F_DUPFD_CLOEXEC): ", base::ErrnoText(errno)));
+    return absl::InternalError(
+        absl::StrCat(name, ": fcntl(F_DUPFD_CLOEXEC): ", base::ErrnoText(errno)));
   }
   fd.Reset(moved);
   return absl::OkStatus();
@@ -329,7 +330,9 @@ class Spawner {
   }
 
  private:
-  Spawner() : owner_(getpid()) { std::thread([this] { Loop(); }).detach(); }
+  Spawner() : owner_(getpid()) {
+    std::thread([this] { Loop(); }).detach();
+  }
 
   static pid_t ForkHere(const ChildPlan& plan, int* err) {
     sigset_t all, saved;
@@ -390,8 +393,8 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
   auto add_limit = [&](int resource, rlim_t soft, rlim_t hard) -> absl::Status {
     struct rlimit current;
     if (getrlimit(static_cast<__rlimit_resource_t>(resource), &current) != 0) {
-      return absl::InternalError(
-          absl::StrCat(name, ": getrlimit(", ResourceName(resource), "): ", base::ErrnoText(errno)));
+      return absl::InternalError(absl::StrCat(name, ": getrlimit(", ResourceName(resource),
+                                              "): ", base::ErrnoText(errno)));
     }
     LimitToSet& l = plan.limits[plan.num_limits++];
     l.resource = resource;
@@ -453,8 +456,8 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
     child_err.Reset(
         open(options.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
     if (child_err.get() < 0) {
-      return base::OpenErrorToStatus(errno,
-                               absl::StrCat(name, ": open stderr file ", options.stderr_path));
+      return base::OpenErrorToStatus(
+          errno, absl::StrCat(name, ": open stderr file ", options.stderr_path));
     }
   }
   RETURN_IF_ERROR(make_pipe(error_read, error_write));
@@ -490,7 +493,8 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
 
   int fork_errno = 0;
   const pid_t pid = Spawner::Get().Fork(plan, &fork_errno);
-  if (pid < 0) return absl::InternalError(absl::StrCat(name, ": fork: ", base::ErrnoText(fork_errno)));
+  if (pid < 0)
+    return absl::InternalError(absl::StrCat(name, ": fork: ", base::ErrnoText(fork_errno)));
   const std::string record =
       record_prefix.empty() ? std::string() : absl::StrCat(record_prefix, pid);
 
@@ -575,7 +579,8 @@ absl::StatusOr<std::optional<base::ProcessExit>> Subprocess::PollLocked() {
     r = waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
   } while (r < 0 && errno == EINTR);
   if (r < 0) {
-    return absl::InternalError(absl::StrCat(name_, ": waitid(", pid_, "): ", base::ErrnoText(errno)));
+    return absl::InternalError(
+        absl::StrCat(name_, ": waitid(", pid_, "): ", base::ErrnoText(errno)));
   }
   if (info.si_pid == 0) return std::optional<base::ProcessExit>();
   // Ended but not reaped: its pid is still its group's id and cannot be reused yet, so whatever it
@@ -587,7 +592,8 @@ absl::StatusOr<std::optional<base::ProcessExit>> Subprocess::PollLocked() {
     r = waitpid(pid_, &wait_status, 0);
   } while (r < 0 && errno == EINTR);
   if (r < 0) {
-    return absl::InternalError(absl::StrCat(name_, ": waitpid(", pid_, "): ", base::ErrnoText(errno)));
+    return absl::InternalError(
+        absl::StrCat(name_, ": waitpid(", pid_, "): ", base::ErrnoText(errno)));
   }
   exit_ = base::ProcessExit::FromWaitStatus(wait_status);
   if (launcher_ && exit_->exit_code > 128 && exit_->exit_code <= 128 + 64) {

@@ -136,7 +136,8 @@ TEST(Subprocess, StdinPipeAndPathLookup) {
 TEST(Subprocess, PassesOneDescriptorAsThree) {
   int fds[2];
   ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
-  SubprocessOptions options = Shell("echo through-3 >&3; ls /proc/self/fd | sort -n | tr '\\n' ' '");
+  SubprocessOptions options =
+      Shell("echo through-3 >&3; ls /proc/self/fd | sort -n | tr '\\n' ' '");
   options.pass_fd = fds[1];
   auto child = Subprocess::Start(options);
   close(fds[1]);

@@ -7,12 +7,11 @@
 // time evaluator, round-trips a 1 MiB tensor, and shuts the board down.
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <sched.h>
 #include <termios.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdio>
@@ -44,10 +43,10 @@ using benchfarm::device::DecodeTimeEvaluatorResult;
 using benchfarm::device::DlDevice;
 using benchfarm::device::RemoteTensor;
 using benchfarm::device::Reply;
+using benchfarm::device::TypeCode;
 using benchfarm::process::StdioMode;
 using benchfarm::process::Subprocess;
 using benchfarm::process::SubprocessOptions;
-using benchfarm::device::TypeCode;
 namespace codec = benchfarm::device;
 using Clock = std::chrono::steady_clock;
 
@@ -238,8 +237,8 @@ class Board {
     return kTvmErrorNoError;
   }
 
-  static tvm_crt_error_t OnMessage(void* ctx, crt_session_message_type_t type,
-                                   const uint8_t* body, size_t n) {
+  static tvm_crt_error_t OnMessage(void* ctx, crt_session_message_type_t type, const uint8_t* body,
+                                   size_t n) {
     if (type == kCrtSessionNormal) {
       static_cast<Board*>(ctx)->replies_.emplace_back(reinterpret_cast<const char*>(body), n);
     }
@@ -353,10 +352,10 @@ TEST_P(BoardProcessTest, WholeProtocol) {
     }
 
     // On-device timing: number 5, repeat 3, at least 1 ms per repeat.
-    Arg timer = board.CallFunc(
-        te, {Arg::ModuleHandle(lib.handle()), Arg::Str(c.op), Arg::Int(1), Arg::Int(0),
-             Arg::Int(5), Arg::Int(3), Arg::Int(1), Arg::Int(100), Arg::Int(0), Arg::Int(1),
-             Arg::Int(0), Arg::Str("")});
+    Arg timer =
+        board.CallFunc(te, {Arg::ModuleHandle(lib.handle()), Arg::Str(c.op), Arg::Int(1),
+                            Arg::Int(0), Arg::Int(5), Arg::Int(3), Arg::Int(1), Arg::Int(100),
+                            Arg::Int(0), Arg::Int(1), Arg::Int(0), Arg::Str("")});
     ASSERT_EQ(timer.type_code(), TypeCode::kPackedFuncHandle);
     auto costs = DecodeTimeEvaluatorResult(board.CallFunc(timer.handle(), args));
     ASSERT_TRUE(costs.ok()) << costs.status();
@@ -440,9 +439,9 @@ TEST(BoardProcess, CpuPinsItBeforeItServes) {
 }
 
 TEST(BoardProcess, ABadCpuIsAClearErrorAndExitOne) {
-  const std::string log = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR")
-                                                                 : "/tmp") +
-                          "/bad-cpu.log";
+  const std::string log =
+      std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") +
+      "/bad-cpu.log";
   struct Case {
     std::string cpu;
     std::string says;
@@ -452,8 +451,9 @@ TEST(BoardProcess, ABadCpuIsAClearErrorAndExitOne) {
            {"-1", "--cpu -1: not a CPU number"},
            {"one", "--cpu one: not a CPU number"},
            {"", "--cpu : not a CPU number"},
-           {"1023", "--cpu 1023: cannot run on CPU 1023: Invalid argument (this process may use "
-                    "CPUs "}}) {
+           {"1023",
+            "--cpu 1023: cannot run on CPU 1023: Invalid argument (this process may use "
+            "CPUs "}}) {
     SCOPED_TRACE(c.cpu);
     std::remove(log.c_str());
     SubprocessOptions options;

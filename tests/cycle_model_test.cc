@@ -10,7 +10,8 @@
 //   - The same image and candidate give the same cycles boot to boot; every instruction the
 //     sample operators executed was in the timing tables.
 //   - An idle board does not spin a host core in any timing mode.
-//   - What cannot be trusted is refused with a clear error: no plugin, no or a hostile IMAGE.timing,
+//   - What cannot be trusted is refused with a clear error: no plugin, no or a hostile
+//   IMAGE.timing,
 //     a plugin that does not load, a QEMU without plugin support, a stream that says nothing, too
 //     much, garbage, or stops.
 
@@ -63,9 +64,9 @@ std::string CopyImage(const std::string& kind, const std::string& name, const ch
   EXPECT_EQ(system(absl::StrCat("mkdir -p ", dir).c_str()), 0);
   const std::string src = Runfile(absl::StrCat("tests/firmware/", kind, ".elf"));
   const std::string dst = dir + "/firmware.elf";
-  EXPECT_EQ(system(absl::StrCat("cp ", src, " ", dst, " && cp ", src, ".hash ", dst, ".hash")
-                       .c_str()),
-            0);
+  EXPECT_EQ(
+      system(absl::StrCat("cp ", src, " ", dst, " && cp ", src, ".hash ", dst, ".hash").c_str()),
+      0);
   if (timing == nullptr) {
     EXPECT_EQ(system(absl::StrCat("cp ", src, ".timing ", dst, ".timing").c_str()), 0);
   } else if (timing[0] != '\0') {
@@ -209,8 +210,7 @@ TEST(CycleModel, EveryCortexM3TimingRuleCostsWhatTheTrmSays) {
 
 TEST(CycleModel, EveryCortexM4TimingRuleCostsWhatTheTrmSays) {
   // The core alone: the same image with no flash wait states in its timing description.
-  Started s = Start("netduinoplus2",
-                    CopyImage("qemu-netduinoplus2", "m4-core", "core=cortex-m4f"));
+  Started s = Start("netduinoplus2", CopyImage("qemu-netduinoplus2", "m4-core", "core=cortex-m4f"));
   ASSERT_NE(s.board, nullptr);
   ASSERT_EQ(s.failure, "");
   ExpectTrmRules(*s.board, /*cortex_m4=*/true);
@@ -257,8 +257,9 @@ device::MeasureOutcome MeasureMatmul(device::Board& board) {
 }
 
 TEST(CycleModel, TheSameImageGivesTheSameCyclesBootToBoot) {
-  for (const auto& [machine, kind] : {std::pair<const char*, const char*>{"mps2-an385", "qemu-mps2-an385"},
-                                      {"netduinoplus2", "qemu-netduinoplus2"}}) {
+  for (const auto& [machine, kind] :
+       {std::pair<const char*, const char*>{"mps2-an385", "qemu-mps2-an385"},
+        {"netduinoplus2", "qemu-netduinoplus2"}}) {
     const std::string image = CopyImage(kind, absl::StrCat("boots-", kind), nullptr);
     std::vector<device::MeasureOutcome> runs;
     std::vector<std::map<std::string, uint64_t>> summaries;
@@ -289,7 +290,8 @@ TEST(CycleModel, TheSameImageGivesTheSameCyclesBootToBoot) {
     // A cost is the modeled cycles at the package's clock.
     const double hz = machine == std::string("mps2-an385") ? 25e6 : 168e6;
     EXPECT_DOUBLE_EQ(runs[0].costs[0], runs[0].cycles[0] / hz) << kind;
-    EXPECT_GT(runs[0].cycles[0], runs[0].instructions[0]) << kind << ": some instructions take more";
+    EXPECT_GT(runs[0].cycles[0], runs[0].instructions[0])
+        << kind << ": some instructions take more";
     // The plugin's summary when QEMU exited: every executed instruction was in the tables.
     for (const auto& summary : summaries) {
       ASSERT_TRUE(summary.count("unmodeled")) << kind;
@@ -362,8 +364,7 @@ TEST(CycleModel, AStreamOutOfStepWithTheBoardsRepeatsIsAnErrorNeverACost) {
            {"double", "reported 8 timed intervals for 4 repeats"},
            {"garbage", "malformed record"},
            {"close", "stream ended"}}) {
-    Started s = Start("mps2-an385", image, v1::QemuMachine::CYCLES,
-                      FaultyPlugin(mode));
+    Started s = Start("mps2-an385", image, v1::QemuMachine::CYCLES, FaultyPlugin(mode));
     ASSERT_NE(s.board, nullptr);
     ASSERT_EQ(s.failure, "") << mode;
     device::MeasureRequest r;

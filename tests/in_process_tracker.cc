@@ -15,7 +15,8 @@ InProcessTracker::~InProcessTracker() { Stop(); }
 
 absl::Status InProcessTracker::Start(int port) {
   if (server_ != nullptr) return absl::FailedPreconditionError("already running");
-  absl::StatusOr<std::unique_ptr<tracker::SqliteStore>> store = tracker::SqliteStore::Open(database_);
+  absl::StatusOr<std::unique_ptr<tracker::SqliteStore>> store =
+      tracker::SqliteStore::Open(database_);
   if (!store.ok()) return store.status();
   store_ = *std::move(store);
   flaky_ = std::make_unique<tracker::FlakyStore>(store_.get());
@@ -23,11 +24,13 @@ absl::Status InProcessTracker::Start(int port) {
   absl::Status recovered = queue_->Recover();
   if (!recovered.ok()) return recovered;
   metrics_ = std::make_unique<tracker::Metrics>();
-  service_ = std::make_unique<tracker::TrackerService>(queue_.get(), metrics_.get(), service_options_);
+  service_ =
+      std::make_unique<tracker::TrackerService>(queue_.get(), metrics_.get(), service_options_);
   grpc::ServerBuilder builder;
   int bound = 0;
   const int want = port != 0 ? port : port_;
-  builder.AddListeningPort(absl::StrCat("127.0.0.1:", want), grpc::InsecureServerCredentials(), &bound);
+  builder.AddListeningPort(absl::StrCat("127.0.0.1:", want), grpc::InsecureServerCredentials(),
+                           &bound);
   service_->AddTo(&builder);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || bound == 0) {

@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/benchfarm.grpc.pb.h"
 #include "proto/config.pb.h"
-#include "absl/synchronization/mutex.h"
 #include "tracker/flaky_store.h"
 #include "tracker/job_queue.h"
 #include "tracker/metrics.h"

@@ -19,7 +19,6 @@
 #include <utility>
 #include <vector>
 
-#include "base/os_error.h"
 #include "absl/memory/memory.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -29,8 +28,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "base/files.h"
-#include "process/run_command.h"
+#include "base/os_error.h"
 #include "gtest/gtest.h"
+#include "process/run_command.h"
 #include "tests/http_probe.h"
 
 namespace benchfarm::testing {
@@ -39,7 +39,6 @@ namespace {
 constexpr char kSetpriv[] = "/usr/bin/setpriv";
 constexpr char kInstallHint[] =
     "PostgreSQL 15's server is not installed (apt install postgresql-15; ./farm installs it)";
-
 
 bool Executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 
@@ -131,8 +130,8 @@ absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start(
   // As root the server runs as postgres, which must reach its data directory: /tmp (searchable
   // by everyone), not the test's temp directory under root's home. Removed when done.
   const char* tmp = std::getenv("TEST_TMPDIR");
-  std::string pattern = absl::StrCat(
-      !as_root && tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/postgres.XXXXXX");
+  std::string pattern =
+      absl::StrCat(!as_root && tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/postgres.XXXXXX");
   if (mkdtemp(pattern.data()) == nullptr) {
     return absl::InternalError(absl::StrCat("mkdtemp ", pattern, ": ", base::ErrnoText(errno)));
   }
@@ -183,7 +182,8 @@ absl::Status PostgresServer::Launch() {
   options.stdin_mode = process::StdioMode::kNull;
   options.stdout_mode = process::StdioMode::kNull;
   options.stderr_path = log_path_;
-  absl::StatusOr<std::unique_ptr<process::Subprocess>> started = process::Subprocess::Start(options);
+  absl::StatusOr<std::unique_ptr<process::Subprocess>> started =
+      process::Subprocess::Start(options);
   if (!started.ok()) return started.status();
   process_ = *std::move(started);
 

@@ -20,9 +20,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/process_exit.h"
-#include "process/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "process/subprocess.h"
 
 namespace benchfarm::testing {
 namespace {
@@ -92,8 +92,7 @@ TEST(PostgresServer, AKilledTestProcessLeavesNoServerBehind) {
   // "port N DATA_DIR"
   std::vector<std::string> words = absl::StrSplit(line, ' ');
   int port = 0;
-  ASSERT_TRUE(words.size() == 3 && words[0] == "port" && absl::SimpleAtoi(words[1], &port))
-      << line;
+  ASSERT_TRUE(words.size() == 3 && words[0] == "port" && absl::SimpleAtoi(words[1], &port)) << line;
   const std::string dir = std::filesystem::path(words[2]).parent_path();
   ASSERT_TRUE(Answers(port));
 

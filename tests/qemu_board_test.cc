@@ -35,8 +35,8 @@ namespace benchfarm {
 namespace {
 
 struct Package {
-  const char* kind;     // the board kind and the firmware's name in tests/firmware/
-  const char* machine;  // qemu-system-arm -M
+  const char* kind;           // the board kind and the firmware's name in tests/firmware/
+  const char* machine;        // qemu-system-arm -M
   double calibration_cycles;  // its board.conf CALIBRATION_CYCLES_PER_ITERATION (0: unknown)
 };
 
@@ -59,7 +59,7 @@ std::unique_ptr<device::Board> StartBoard(const Package& p, bool deterministic,
   c.mutable_serial();
   c.mutable_qemu()->set_machine(p.machine);
   c.mutable_qemu()->set_timing(deterministic ? v1::QemuMachine::INSTRUCTIONS
-                                              : v1::QemuMachine::HOST);
+                                             : v1::QemuMachine::HOST);
   c.mutable_qemu()->set_icount_shift(icount_shift);
   device::BoardOptions o;
   o.config = c;
@@ -184,10 +184,11 @@ TEST_P(QemuBoardTest, CalibrationUnderIcountIsExact) {
       absl::StatusOr<double> s = board->rpc()->Calibrate(n, deadline);
       ASSERT_TRUE(s.ok()) << s.status();
       const double expected = static_cast<double>(n) * 2 * ns;
-      std::printf("%s shift %d: Calibrate(%lld) = %.12g s, N * 2 instructions = %.12g s (+%.4g "
-                  "s, %.3g ticks)\n",
-                  GetParam().kind, shift, static_cast<long long>(n), *s, expected, *s - expected,
-                  (*s - expected) / tick);
+      std::printf(
+          "%s shift %d: Calibrate(%lld) = %.12g s, N * 2 instructions = %.12g s (+%.4g "
+          "s, %.3g ticks)\n",
+          GetParam().kind, shift, static_cast<long long>(n), *s, expected, *s - expected,
+          (*s - expected) / tick);
       EXPECT_GE(*s, expected - tick) << n;
       EXPECT_LE(*s, expected + 100 * ns + tick) << n;  // the timer calls: under 100 instructions
       measured.push_back(*s);

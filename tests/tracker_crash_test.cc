@@ -59,7 +59,7 @@ struct World {
   std::string address ABSL_GUARDED_BY(mu);
   int generation ABSL_GUARDED_BY(mu) = 0;  // bumped at every (re)start
   bool stopping ABSL_GUARDED_BY(mu) = false;
-  std::set<std::string> submitted ABSL_GUARDED_BY(mu);     // job ids of acknowledged batches
+  std::set<std::string> submitted ABSL_GUARDED_BY(mu);      // job ids of acknowledged batches
   std::set<std::string> results_acked ABSL_GUARDED_BY(mu);  // job ids whose result was acked
   int submit_failures ABSL_GUARDED_BY(mu) = 0;
   int agent_reconnects ABSL_GUARDED_BY(mu) = 0;
@@ -99,13 +99,14 @@ void RunClient(World* world, int client) {
     v1::SubmitTrialsRequest request;
     request.set_client_id(absl::StrCat("client-", client));
     request.set_request_id(absl::StrCat("c", client, "-b", b));
-    for (int i = 0; i < kBatchSize; ++i) *request.add_trials() = MakeTrial(client, b * kBatchSize + i);
+    for (int i = 0; i < kBatchSize; ++i)
+      *request.add_trials() = MakeTrial(client, b * kBatchSize + i);
     {
       // Pace: keep the backlog bounded so the kill lands while results are flowing.
       absl::MutexLock lock(&world->mu);
       auto room = [world]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(world->mu) {
-        return world->stopping ||
-               static_cast<int>(world->submitted.size() - world->results_acked.size()) < kMaxBacklog;
+        return world->stopping || static_cast<int>(world->submitted.size() -
+                                                   world->results_acked.size()) < kMaxBacklog;
       };
       world->mu.AwaitWithTimeout(absl::Condition(&room), kTestDeadline);
     }
@@ -114,7 +115,8 @@ void RunClient(World* world, int client) {
       std::string now = world->Address();
       if (now != address || stub == nullptr) {
         address = now;
-        stub = v1::Tracker::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+        stub =
+            v1::Tracker::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
       }
       grpc::ClientContext context;
       context.set_deadline(In(absl::Seconds(5)));
@@ -123,8 +125,8 @@ void RunClient(World* world, int client) {
       absl::MutexLock lock(&world->mu);
       if (s.ok()) {
         if (response.job_ids_size() != kBatchSize) {
-          world->errors.push_back(absl::StrCat(request.request_id(), ": ", response.job_ids_size(),
-                                               " job ids"));
+          world->errors.push_back(
+              absl::StrCat(request.request_id(), ": ", response.job_ids_size(), " job ids"));
         }
         auto& ids = world->batches[request.request_id()];
         std::vector<std::string> got(response.job_ids().begin(), response.job_ids().end());
@@ -331,7 +333,8 @@ void RunKillScenario(AfterKill after, std::string database = "") {
     agent_threads.emplace_back([a = agents.back().get()] { a->Run(); });
   }
   {
-    auto stub = v1::Tracker::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    auto stub =
+        v1::Tracker::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
     bool all_boards = false;
     while (!all_boards && absl::Now() < deadline) {
       grpc::ClientContext context;
@@ -402,7 +405,8 @@ void RunKillScenario(AfterKill after, std::string database = "") {
   }
 
   // Read back every job.
-  auto stub = v1::Tracker::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto stub =
+      v1::Tracker::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   std::map<std::string, v1::Job> jobs;
   int duplicates = 0;
   std::string token;
@@ -494,9 +498,8 @@ TEST(TrackerFailover, OnPostgresAStandbyTakesOverFromAKilledLeader) {
       testing::PostgresServer::Start();
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_TRUE((*server)->CreateDatabase("farm").ok());
-  RunKillScenario(AfterKill::kStandby,
-                  absl::StrCat("postgresql://", testing::PostgresServer::kUser, "@127.0.0.1:",
-                               (*server)->port(), "/farm"));
+  RunKillScenario(AfterKill::kStandby, absl::StrCat("postgresql://", testing::PostgresServer::kUser,
+                                                    "@127.0.0.1:", (*server)->port(), "/farm"));
 }
 
 // A leader whose database session ends (its network to the database cut, here: the session
@@ -510,8 +513,9 @@ TEST(TrackerFailover, ALeaderThatLosesItsDatabaseSessionStopsAndTheStandbyServes
   const std::string database = absl::StrCat("postgresql://", testing::PostgresServer::kUser,
                                             "@127.0.0.1:", (*server)->port(), "/farm");
   auto flags = [&](int port) {
-    return std::vector<std::string>{"--database=" + database, absl::StrCat("--listen=127.0.0.1:", port),
-                                    "--metrics=off", "--insecure"};
+    return std::vector<std::string>{"--database=" + database,
+                                    absl::StrCat("--listen=127.0.0.1:", port), "--metrics=off",
+                                    "--insecure"};
   };
   testing::TrackerProcess leader, standby;
   ASSERT_TRUE(leader.Start(flags(testing::FreePort().value())).ok());

@@ -61,7 +61,8 @@ absl::Status TrackerProcess::Launch(const std::vector<std::string>& flags) {
   options.argv.insert(options.argv.end(), flags.begin(), flags.end());
   options.stdin_mode = process::StdioMode::kNull;
   options.stdout_mode = process::StdioMode::kPipe;
-  absl::StatusOr<std::unique_ptr<process::Subprocess>> started = process::Subprocess::Start(options);
+  absl::StatusOr<std::unique_ptr<process::Subprocess>> started =
+      process::Subprocess::Start(options);
   if (!started.ok()) return started.status();
   process_ = *std::move(started);
   stdout_fd_ = process_->TakeStdout();
@@ -82,9 +83,8 @@ absl::StatusOr<std::string> TrackerProcess::WaitListening(absl::Duration timeout
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) {
       Kill();
-      return absl::DeadlineExceededError(absl::StrCat("tracker ", argv_,
-                                                      ": no \"listening on\" line within ",
-                                                      absl::FormatDuration(timeout)));
+      return absl::DeadlineExceededError(absl::StrCat(
+          "tracker ", argv_, ": no \"listening on\" line within ", absl::FormatDuration(timeout)));
     }
     char buf[512];
     const ssize_t n = ready < 0 ? -1 : read(stdout_fd_, buf, sizeof(buf));

@@ -18,8 +18,7 @@ using google::protobuf::util::TimeUtil;
 
 bool ValidTimestamp(const google::protobuf::Timestamp& t) {
   return t.seconds() >= TimeUtil::kTimestampMinSeconds &&
-         t.seconds() <= TimeUtil::kTimestampMaxSeconds && t.nanos() >= 0 &&
-         t.nanos() <= 999999999;
+         t.seconds() <= TimeUtil::kTimestampMaxSeconds && t.nanos() >= 0 && t.nanos() <= 999999999;
 }
 
 // The most one cost may be: one call of a measurement that fits its timeout — except where costs
@@ -49,10 +48,9 @@ std::string RegistrationProblem(const v1::Register& reg, int max_slots) {
     if (b.board_id().empty() || b.kind().empty()) {
       return "register.boards: board_id and kind are required";
     }
-    for (const std::string& p :
-         {Oversized(field + ".board_id", b.board_id(), kMaxBoardIdBytes),
-          Oversized(field + ".kind", b.kind(), kMaxBoardKindBytes),
-          LabelsProblem(field + ".labels", b.labels())}) {
+    for (const std::string& p : {Oversized(field + ".board_id", b.board_id(), kMaxBoardIdBytes),
+                                 Oversized(field + ".kind", b.kind(), kMaxBoardKindBytes),
+                                 LabelsProblem(field + ".labels", b.labels())}) {
       if (!p.empty()) return p;
     }
     if (b.capabilities_size() > kMaxCapabilities) {
@@ -133,9 +131,9 @@ std::string ResultProblem(const v1::Result& r, int max_costs, double timeout_s) 
                         "; not a finite, non-negative number of seconds");
   }
   using Stamp = std::pair<const char*, const google::protobuf::Timestamp*>;
-  for (const auto& [name, stamp] : {Stamp{"submitted_at", &r.submitted_at()},
-                                    Stamp{"started_at", &r.started_at()},
-                                    Stamp{"finished_at", &r.finished_at()}}) {
+  for (const auto& [name, stamp] :
+       {Stamp{"submitted_at", &r.submitted_at()}, Stamp{"started_at", &r.started_at()},
+        Stamp{"finished_at", &r.finished_at()}}) {
     if (!ValidTimestamp(*stamp)) return absl::StrCat("result.", name, ": not a valid timestamp");
   }
   return "";

@@ -14,8 +14,8 @@
 
 namespace benchfarm::tracker {
 
-inline constexpr size_t kMaxIdBytes = 128;          // client_id, request_id, agent_id
-inline constexpr int kMaxCapabilities = 32;         // per board
+inline constexpr size_t kMaxIdBytes = 128;   // client_id, request_id, agent_id
+inline constexpr int kMaxCapabilities = 32;  // per board
 inline constexpr size_t kMaxCapabilityBytes = 128;
 inline constexpr int kMaxBoardsPerAgent = 1024;
 inline constexpr size_t kMaxResultMessageBytes = 4096;

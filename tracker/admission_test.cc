@@ -31,7 +31,8 @@ TEST(RegistrationProblem, NamesTheFirstBadField) {
   } cases[] = {
       {"as is", [](v1::Register*) {}, ""},
       {"no agent id", [](v1::Register* r) { r->clear_agent_id(); }, "register.agent_id: required"},
-      {"agent id at the cap", [](v1::Register* r) { r->set_agent_id(std::string(kMaxIdBytes, 'a')); }, ""},
+      {"agent id at the cap",
+       [](v1::Register* r) { r->set_agent_id(std::string(kMaxIdBytes, 'a')); }, ""},
       {"agent id over it",
        [](v1::Register* r) { r->set_agent_id(std::string(kMaxIdBytes + 1, 'a')); },
        "register.agent_id"},
@@ -85,11 +86,20 @@ TEST(ResultProblem, NamesTheFirstBadField) {
       {"an error code outside the enum",
        [](v1::Result* r) { r->set_error_code(static_cast<v1::ErrorCode>(999)); },
        "result.error_code: 999 is not a benchfarm.v1.ErrorCode"},
-      {"as many costs as allowed", [](v1::Result* r) { r->add_costs_s(1e-3); r->add_costs_s(1e-3); }, ""},
-      {"more costs", [](v1::Result* r) { for (int i = 0; i < 3; ++i) r->add_costs_s(1e-3); },
+      {"as many costs as allowed",
+       [](v1::Result* r) {
+         r->add_costs_s(1e-3);
+         r->add_costs_s(1e-3);
+       },
+       ""},
+      {"more costs",
+       [](v1::Result* r) {
+         for (int i = 0; i < 3; ++i) r->add_costs_s(1e-3);
+       },
        "result.costs_s: 4 costs; the trial's repeat gives at most 3"},
       {"a negative cost", [](v1::Result* r) { r->set_costs_s(0, -1); }, "result.costs_s[0]: -1"},
-      {"an infinite cost", [inf](v1::Result* r) { r->set_costs_s(0, inf); }, "result.costs_s[0]: inf"},
+      {"an infinite cost", [inf](v1::Result* r) { r->set_costs_s(0, inf); },
+       "result.costs_s[0]: inf"},
       {"a cost of the whole timeout", [](v1::Result* r) { r->set_costs_s(0, 10); }, ""},
       {"a cost over it", [](v1::Result* r) { r->set_costs_s(0, 10.5); },
        "result.costs_s[0]: 10.5 s; more than the trial's measurement may take (10 s)"},
@@ -103,11 +113,11 @@ TEST(ResultProblem, NamesTheFirstBadField) {
        [](v1::Result* r) { r->set_message(std::string(kMaxResultMessageBytes + 1, 'm')); },
        "result.message"},
       {"a stage time that is not finite",
-       [inf](v1::Result* r) { r->mutable_stages()->set_flash_s(inf); }, "result.stages.flash_s: inf"},
+       [inf](v1::Result* r) { r->mutable_stages()->set_flash_s(inf); },
+       "result.stages.flash_s: inf"},
       {"a negative timer resolution", [](v1::Result* r) { r->set_timer_resolution_s(-1e-9); },
        "result.timer_resolution_s"},
-      {"an invalid timestamp",
-       [](v1::Result* r) { r->mutable_started_at()->set_nanos(-1); },
+      {"an invalid timestamp", [](v1::Result* r) { r->mutable_started_at()->set_nanos(-1); },
        "result.started_at: not a valid timestamp"},
   };
   for (const auto& c : cases) {

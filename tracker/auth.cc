@@ -25,10 +25,14 @@ constexpr char kBoardUriPrefix[] = "urn:benchfarm:board:";
 constexpr char kServeUriPrefix[] = "urn:benchfarm:serve:";
 
 bool ParseRole(absl::string_view text, Role* role) {
-  if (text == "agent") *role = Role::kAgent;
-  else if (text == "user") *role = Role::kUser;
-  else if (text == "admin") *role = Role::kAdmin;
-  else return false;
+  if (text == "agent")
+    *role = Role::kAgent;
+  else if (text == "user")
+    *role = Role::kUser;
+  else if (text == "admin")
+    *role = Role::kAdmin;
+  else
+    return false;
   return true;
 }
 
@@ -54,7 +58,8 @@ std::string Fingerprint(const std::string& pem) {
 
 std::vector<std::string> Values(const grpc::AuthContext& auth, const char* property) {
   std::vector<std::string> out;
-  for (const grpc::string_ref& v : auth.FindPropertyValues(property)) out.emplace_back(v.data(), v.size());
+  for (const grpc::string_ref& v : auth.FindPropertyValues(property))
+    out.emplace_back(v.data(), v.size());
   return out;
 }
 
@@ -75,9 +80,12 @@ std::optional<BoardGrant> ParseBoardGrant(absl::string_view uri) {
 
 const char* RoleName(Role role) {
   switch (role) {
-    case Role::kAgent: return "agent";
-    case Role::kUser: return "user";
-    case Role::kAdmin: return "admin";
+    case Role::kAgent:
+      return "agent";
+    case Role::kUser:
+      return "user";
+    case Role::kAdmin:
+      return "admin";
   }
   return "?";
 }

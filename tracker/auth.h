@@ -51,11 +51,11 @@ std::optional<BoardGrant> ParseBoardGrant(absl::string_view uri);
 
 struct Identity {
   Role role = Role::kUser;
-  std::string name;                      // the client_id (users, admins) or agent_id
-  std::vector<BoardGrant> grants;        // agents: the boards it may serve, and how
+  std::string name;                             // the client_id (users, admins) or agent_id
+  std::vector<BoardGrant> grants;               // agents: the boards it may serve, and how
   std::vector<std::string> legacy_board_globs;  // agents: boards named without their kinds
-  std::string how;                       // "certificate" or "token", for logs and errors
-  std::string credential;                // its certificate's fingerprint or its token's SHA-256
+  std::string how;                              // "certificate" or "token", for logs and errors
+  std::string credential;  // its certificate's fingerprint or its token's SHA-256
 };
 
 struct AuthOptions {

@@ -84,10 +84,10 @@ absl::Status BoardRegistry::CheckIndexes() const {
     auto kind = free_by_kind_.find(record.board.kind());
     const bool is_free = kind != free_by_kind_.end() && kind->second.count(id) > 0;
     if (want_free != is_free || want_free != !record.free_kind.empty()) {
-      return absl::InternalError(absl::StrCat("board ", id, " (", v1::BoardState_Name(record.board.state()),
-                                              ", ", record.running.size(), " of ",
-                                              record.board.slots(), " slots) is ",
-                                              is_free ? "" : "not ", "indexed as free"));
+      return absl::InternalError(
+          absl::StrCat("board ", id, " (", v1::BoardState_Name(record.board.state()), ", ",
+                       record.running.size(), " of ", record.board.slots(), " slots) is ",
+                       is_free ? "" : "not ", "indexed as free"));
     }
     if (AwaitsHealthCheck(record) != (awaiting_health_.count(id) > 0)) {
       return absl::InternalError(absl::StrCat("board ", id, ": awaiting_health_ is wrong"));

@@ -116,8 +116,8 @@ class BoardRegistry {
   int64_t next_health_ = 1;
   // What the boards of each kind say they hold.
   struct KindMemory {
-    int64_t unknown = 0;              // boards that do not say
-    std::multiset<int64_t> known;     // what the others say
+    int64_t unknown = 0;           // boards that do not say
+    std::multiset<int64_t> known;  // what the others say
     void Count(int64_t bytes, int sign);
     bool operator==(const KindMemory& o) const { return unknown == o.unknown && known == o.known; }
   };

@@ -13,8 +13,8 @@ namespace {
 
 class BoardRegistryTest : public ::testing::Test {
  protected:
-  BoardRecord* Add(const std::string& id, v1::BoardState state, int slots = 1,
-                   int64_t memory = 0, const std::string& kind = "host") {
+  BoardRecord* Add(const std::string& id, v1::BoardState state, int slots = 1, int64_t memory = 0,
+                   const std::string& kind = "host") {
     auto [it, added] = boards_.try_emplace(id);
     BoardRecord& r = it->second;
     r.board.set_board_id(id);
@@ -39,9 +39,8 @@ TEST_F(BoardRegistryTest, AFreeSlotIndexFollowsStateAndJobs) {
     int jobs;
     bool free;
   } cases[] = {
-      {v1::IDLE, 1, 0, true},          {v1::BUSY, 2, 1, true},
-      {v1::BUSY, 2, 2, false},         {v1::OFFLINE, 1, 0, false},
-      {v1::QUARANTINED, 1, 0, false},  {v1::HEALTH_CHECK, 1, 0, false},
+      {v1::IDLE, 1, 0, true},     {v1::BUSY, 2, 1, true},         {v1::BUSY, 2, 2, false},
+      {v1::OFFLINE, 1, 0, false}, {v1::QUARANTINED, 1, 0, false}, {v1::HEALTH_CHECK, 1, 0, false},
       {v1::IDLE, 0, 0, true},  // 0 slots is one
   };
   int n = 0;

@@ -3,9 +3,9 @@
 #include <optional>
 #include <utility>
 
-#include "base/time_proto.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "base/time_proto.h"
 #include "catalog/operator.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -52,15 +52,17 @@ absl::Status OperatorCatalog::MayAddTo(const std::string& name, const CatalogCal
   if (!caller.authenticated || caller.admin) return absl::OkStatus();
   auto it = owners_.find(name);
   if (it == owners_.end()) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "operator ", name, " has no owner (it was added before operators had owners): only an "
-        "admin may add versions of it, or give it to you (farmctl op chown ", name, " ",
-        caller.client, ")"));
+    return absl::PermissionDeniedError(
+        absl::StrCat("operator ", name,
+                     " has no owner (it was added before operators had owners): only an "
+                     "admin may add versions of it, or give it to you (farmctl op chown ",
+                     name, " ", caller.client, ")"));
   }
   if (it->second != caller.client) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "operator ", name, " belongs to ", it->second, ": only its owner (or an admin) may add "
-        "versions of it; add yours under another name"));
+    return absl::PermissionDeniedError(
+        absl::StrCat("operator ", name, " belongs to ", it->second,
+                     ": only its owner (or an admin) may add "
+                     "versions of it; add yours under another name"));
   }
   return absl::OkStatus();
 }
@@ -190,7 +192,8 @@ absl::StatusOr<std::shared_ptr<const v1::Operator>> OperatorCatalog::WithFiles(
     if (FindLocked(name, "") == nullptr) {
       return absl::NotFoundError(absl::StrCat("no operator \"", name, "\" in the catalog"));
     }
-    return absl::NotFoundError(absl::StrCat("operator ", name, " has no version \"", version, "\""));
+    return absl::NotFoundError(
+        absl::StrCat("operator ", name, " has no version \"", version, "\""));
   }
   if (entry->builtin()) return entry;
   const std::string key = absl::StrCat(entry->name(), "@", entry->version());

@@ -49,7 +49,7 @@ struct CatalogOptions {
 
 // Who is adding or changing an entry.
 struct CatalogCaller {
-  std::string client;          // the client id; empty on an insecure tracker
+  std::string client;  // the client id; empty on an insecure tracker
   bool admin = false;
   bool authenticated = false;  // false: an insecure tracker, no owners
 };

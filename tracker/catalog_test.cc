@@ -155,9 +155,8 @@ TEST_F(CatalogTest, EachClientAddsAtMostItsQuotaOfVersionsAndBytes) {
   }
   auto fourth = catalog_->Add(Op("gemv", "/* 3 */"), User("alice"), kNow);
   EXPECT_EQ(fourth.status().code(), absl::StatusCode::kResourceExhausted) << fourth.status();
-  EXPECT_THAT(fourth.status().message(),
-              AllOf(HasSubstr("alice has added 3 operator versions"),
-                    HasSubstr("max_operator_versions_per_client (3)")));
+  EXPECT_THAT(fourth.status().message(), AllOf(HasSubstr("alice has added 3 operator versions"),
+                                               HasSubstr("max_operator_versions_per_client (3)")));
   // Content already stored costs nothing.
   EXPECT_TRUE(catalog_->Add(Op("gemv", "/* 0 */"), User("alice"), kNow).ok());
   // Bytes: bob's 900-byte source fits, a second does not.

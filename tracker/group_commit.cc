@@ -215,10 +215,11 @@ void GroupCommit::Run() {
         stats_.failures++;
         const std::string cause(status.message().substr(0, 512));
         if (stats_.problem.empty()) {
-          spdlog::error("database: a write failed: {}; no new work is taken, and results and "
-                        "submissions are answered UNAVAILABLE until writes work again (tried "
-                        "every {}; {} changes kept)",
-                        cause, absl::FormatDuration(options_.retry), batch.size());
+          spdlog::error(
+              "database: a write failed: {}; no new work is taken, and results and "
+              "submissions are answered UNAVAILABLE until writes work again (tried "
+              "every {}; {} changes kept)",
+              cause, absl::FormatDuration(options_.retry), batch.size());
         }
         stats_.problem = cause;
         next_try_ = absl::Now() + options_.retry;

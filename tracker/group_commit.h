@@ -55,12 +55,12 @@ struct GroupCommitOptions {
 
 // What the commit thread did (for /metrics and the bench).
 struct CommitStats {
-  int64_t commits = 0;    // transactions committed
-  int64_t writes = 0;     // changes they held (after coalescing)
-  int64_t failures = 0;   // transactions the store refused
-  int64_t pending = 0;    // changes waiting now (deferred ones too)
+  int64_t commits = 0;       // transactions committed
+  int64_t writes = 0;        // changes they held (after coalescing)
+  int64_t failures = 0;      // transactions the store refused
+  int64_t pending = 0;       // changes waiting now (deferred ones too)
   int64_t writes_saved = 0;  // deferred changes replaced by a newer one, so never written
-  std::string problem;    // why the store is failing now; empty while it works
+  std::string problem;       // why the store is failing now; empty while it works
 };
 
 class GroupCommit {
@@ -95,7 +95,7 @@ class GroupCommit {
   absl::Status Wait(Ticket ticket);
 
   Ticket durable() const;  // every change up to this ticket is stored
-  Ticket last() const;  // the newest ticket given
+  Ticket last() const;     // the newest ticket given
   bool failing() const;
   CommitStats Stats() const;
 

@@ -13,11 +13,11 @@
 #include "base/status_macros.h"
 #include "base/time_proto.h"
 #include "catalog/trial.h"
-#include "stats/cost_stats.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "google/protobuf/util/time_util.h"
 #include "proto/error_codes.h"
 #include "spdlog/spdlog.h"
+#include "stats/cost_stats.h"
 
 namespace benchfarm::tracker {
 namespace {
@@ -34,7 +34,6 @@ using base::ToProto;
 absl::Status Invalid(int index, const std::string& field, const std::string& problem) {
   return absl::InvalidArgumentError(absl::StrCat("trials[", index, "].", field, ": ", problem));
 }
-
 
 // "j-" + 13 base-32 digits (0-9a-v): 15 characters, which std::string keeps inline (no allocation
 // for each copy of an id, and a key compare in the queue's maps reads no other memory). The first
@@ -160,24 +159,26 @@ absl::Status JobQueue::CheckPin(const v1::Trial& t, int i) const {
   if (!t.board_id().empty()) {
     auto it = boards_.find(t.board_id());
     if (it == boards_.end()) {
-      return Invalid(i, "board_id", absl::StrCat("no board \"", t.board_id().substr(0, 64),
-                                                 "\" is registered"));
+      return Invalid(i, "board_id",
+                     absl::StrCat("no board \"", t.board_id().substr(0, 64), "\" is registered"));
     }
     if (it->second.board.kind() != t.board_kind()) {
-      return Invalid(i, "board_id", absl::StrCat("board ", t.board_id(), " is of kind ",
-                                                 it->second.board.kind(), ", not ", t.board_kind()));
+      return Invalid(i, "board_id",
+                     absl::StrCat("board ", t.board_id(), " is of kind ", it->second.board.kind(),
+                                  ", not ", t.board_kind()));
     }
     if (!Eligible(t, it->second.board)) {
-      return Invalid(i, "labels", absl::StrCat("board ", t.board_id(), " does not have ",
-                                               labels_text()));
+      return Invalid(i, "labels",
+                     absl::StrCat("board ", t.board_id(), " does not have ", labels_text()));
     }
     return absl::OkStatus();
   }
   for (const auto& [id, record] : boards_) {
     if (record.board.kind() == t.board_kind() && Eligible(t, record.board)) return absl::OkStatus();
   }
-  return Invalid(i, "labels", absl::StrCat("no registered board of kind ", t.board_kind(),
-                                           " has ", labels_text()));
+  return Invalid(
+      i, "labels",
+      absl::StrCat("no registered board of kind ", t.board_kind(), " has ", labels_text()));
 }
 
 // ---- queues ---------------------------------------------------------------------------------
@@ -245,13 +246,14 @@ absl::StatusOr<JobQueue::Accepted> JobQueue::SubmitAsync(const std::string& clie
   if (earlier.has_value()) {
     // A retry must be the same submission: otherwise the client reused the id by mistake.
     auto conflict = [&](const std::string& what) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "request_id \"", request_id, "\" of client ", client_id,
-          " was already used for different trials (", what,
-          "); use a new request_id for a new submission"));
+      return absl::AlreadyExistsError(absl::StrCat("request_id \"", request_id, "\" of client ",
+                                                   client_id,
+                                                   " was already used for different trials (", what,
+                                                   "); use a new request_id for a new submission"));
     };
     if (earlier->size() != trials.size()) {
-      return conflict(absl::StrCat("it had ", earlier->size(), " trials, this one ", trials.size()));
+      return conflict(
+          absl::StrCat("it had ", earlier->size(), " trials, this one ", trials.size()));
     }
     for (size_t i = 0; i < trials.size(); ++i) {
       ASSIGN_OR_RETURN(std::optional<v1::Job> stored, FindJobLocked((*earlier)[i]));
@@ -286,10 +288,10 @@ absl::StatusOr<JobQueue::Accepted> JobQueue::SubmitAsync(const std::string& clie
   if (auto it = load_by_client_.find(client_id); it != load_by_client_.end()) load = it->second;
   const int64_t n = static_cast<int64_t>(checked.size());
   if (load.jobs + n > options_.max_queued_per_client) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "client ", client_id, " has ", load.jobs, " unfinished jobs; ", n,
-        " more would exceed max_queued_per_client (", options_.max_queued_per_client,
-        "): wait for some to finish, or cancel some"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("client ", client_id, " has ", load.jobs, " unfinished jobs; ", n,
+                     " more would exceed max_queued_per_client (", options_.max_queued_per_client,
+                     "): wait for some to finish, or cancel some"));
   }
   if (load.bytes + bytes > options_.max_queued_bytes_per_client) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -428,9 +430,7 @@ std::vector<std::string> JobQueue::WaitingReasons(const std::string& kind) const
   // Queued jobs no serving board may take, grouped by what they wait for. Read from the queues'
   // pins: boards x distinct pins, however many jobs wait.
   std::map<std::string, int64_t> waiting;
-  auto serving = [](const v1::Board& b) {
-    return b.state() == v1::IDLE || b.state() == v1::BUSY;
-  };
+  auto serving = [](const v1::Board& b) { return b.state() == v1::IDLE || b.state() == v1::BUSY; };
   bool any_serving = false;
   for (const auto& [id, record] : boards_) {
     any_serving = any_serving || (record.board.kind() == kind && serving(record.board));
@@ -446,7 +446,8 @@ std::vector<std::string> JobQueue::WaitingReasons(const std::string& kind) const
       states.push_back(absl::StrCat(bid, " ", v1::BoardState_Name(record.board.state())));
     };
     if (!pin.board_id.empty()) {
-      if (auto it = boards_.find(pin.board_id); it != boards_.end()) consider(it->first, it->second);
+      if (auto it = boards_.find(pin.board_id); it != boards_.end())
+        consider(it->first, it->second);
     } else {
       for (const auto& [bid, record] : boards_) consider(bid, record);
     }
@@ -477,9 +478,8 @@ std::vector<v1::Board> JobQueue::Boards(const std::string& kind) {
   for (const auto& [id, record] : boards_) {
     if (kind.empty() || record.board.kind() == kind) out.push_back(record.board);
   }
-  std::sort(out.begin(), out.end(), [](const v1::Board& a, const v1::Board& b) {
-    return a.board_id() < b.board_id();
-  });
+  std::sort(out.begin(), out.end(),
+            [](const v1::Board& a, const v1::Board& b) { return a.board_id() < b.board_id(); });
   return out;
 }
 
@@ -499,7 +499,8 @@ absl::StatusOr<v1::Board> JobQueue::SetQuarantineLocked(const std::string& board
                                                         bool quarantine, const std::string& reason,
                                                         GroupCommit::Ticket* ticket) {
   auto it = boards_.find(board_id);
-  if (it == boards_.end()) return absl::NotFoundError(absl::StrCat("no board ", board_id.substr(0, 128)));
+  if (it == boards_.end())
+    return absl::NotFoundError(absl::StrCat("no board ", board_id.substr(0, 128)));
   BoardRecord& record = it->second;
   v1::Board& board = record.board;
   if (quarantine) {
@@ -535,9 +536,9 @@ absl::StatusOr<v1::Board> JobQueue::MoveBoard(const std::string& board_id,
     const std::string from = board.agent_id();
     if (from == agent_id) return board;
     if (connected_agents_.count(from) > 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "board ", board_id, " is served by connected agent ", from,
-          ": stop that agent (or revoke its certificate) first"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("board ", board_id, " is served by connected agent ", from,
+                       ": stop that agent (or revoke its certificate) first"));
     }
     agent_boards_[from].erase(board_id);
     board.set_agent_id(agent_id);
@@ -567,8 +568,8 @@ GroupCommit::Ticket JobQueue::EndAttemptWithoutResult(LiveJob* job, v1::ErrorCod
   }
   v1::Result result;
   result.set_error_code(v1::BOARD_LOST);
-  result.set_message(absl::StrCat("no result after ", job->job.attempts_size(),
-                                  " attempts; last: ", why));
+  result.set_message(
+      absl::StrCat("no result after ", job->job.attempts_size(), " attempts; last: ", why));
   result.set_board_id(job->job.board_id());
   return Finish(job, result, v1::DONE);
 }
@@ -617,8 +618,8 @@ absl::Status JobQueue::CheckIndexes() {
   RETURN_IF_ERROR(boards_.CheckIndexes());
   for (const auto& [id, live] : jobs_) {
     if (live.job.state() == v1::RUNNING && running_.count({live.job.board_id(), id}) == 0) {
-      return absl::InternalError(
-          absl::StrCat("job ", id, " runs on board ", live.job.board_id(), " but running_ lacks it"));
+      return absl::InternalError(absl::StrCat("job ", id, " runs on board ", live.job.board_id(),
+                                              " but running_ lacks it"));
     }
   }
   return absl::OkStatus();

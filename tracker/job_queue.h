@@ -82,20 +82,21 @@ struct Offer {
 // Counters and gauges for /metrics.
 struct QueueStats {
   std::map<std::pair<std::string, int>, int64_t> queued_by_kind_priority;
-  std::map<v1::JobState, int64_t> jobs_by_state;  // live jobs (QUEUED, RUNNING); finished counted below
+  std::map<v1::JobState, int64_t>
+      jobs_by_state;  // live jobs (QUEUED, RUNNING); finished counted below
   int64_t jobs_done = 0;
   int64_t jobs_cancelled = 0;
   int64_t lease_expiries = 0;
   int64_t requeues = 0;
-  int64_t revoked_attempts = 0;  // attempts ended because their agent's credential was revoked
-  int64_t silent_agents = 0;     // times a connected agent went silent for a whole lease
-  int64_t unstable_results = 0;  // stored results flagged unstable (CostStats.unstable)
-  int64_t store_failures = 0;    // transactions the store refused
-  int64_t store_commits = 0;     // transactions stored (each holds one or more changes)
-  int64_t store_writes = 0;      // changes they held
+  int64_t revoked_attempts = 0;    // attempts ended because their agent's credential was revoked
+  int64_t silent_agents = 0;       // times a connected agent went silent for a whole lease
+  int64_t unstable_results = 0;    // stored results flagged unstable (CostStats.unstable)
+  int64_t store_failures = 0;      // transactions the store refused
+  int64_t store_commits = 0;       // transactions stored (each holds one or more changes)
+  int64_t store_writes = 0;        // changes they held
   int64_t store_writes_saved = 0;  // deferred changes (offers) replaced before being written
-  std::string store_problem;     // why the store is failing now; empty while it works
-  StoreUpkeep store_upkeep;      // the store's own housekeeping (Store::Upkeep)
+  std::string store_problem;       // why the store is failing now; empty while it works
+  StoreUpkeep store_upkeep;        // the store's own housekeeping (Store::Upkeep)
   std::map<v1::BoardState, int64_t> boards_by_state;
   std::map<std::string, int64_t> trials_by_client;
 };
@@ -122,8 +123,7 @@ class JobQueue {
     std::vector<std::string> job_ids;
     GroupCommit::Ticket ticket = 0;
   };
-  absl::StatusOr<Accepted> SubmitAsync(const std::string& client_id,
-                                       const std::string& request_id,
+  absl::StatusOr<Accepted> SubmitAsync(const std::string& client_id, const std::string& request_id,
                                        const std::vector<v1::Trial>& trials);
   // Returns once every change made so far is stored (or the store failed it: Unavailable naming
   // the cause, at once while it is failing), with every answer waiting for them given: call
@@ -182,8 +182,8 @@ class JobQueue {
   // agents owed cancellations and the health checks due), until `max_agents` are found;
   // `cursor->more` says whether to call again.
   struct PumpCursor {
-    bool more = false;     // in: false = from the start; out: false = nothing left
-    std::string kind;      // the last board named ("" none yet)
+    bool more = false;  // in: false = from the start; out: false = nothing left
+    std::string kind;   // the last board named ("" none yet)
     std::string board_id;
   };
   std::vector<std::string> AgentsToPump(PumpCursor* cursor, size_t max_agents);

@@ -1,7 +1,5 @@
 // JobQueue's agent side: registrations, heartbeats and silence, offers, results, leases. See
 // job_queue.h; the client side, attempts and the store's bookkeeping are in job_queue.cc.
-#include "tracker/job_queue.h"
-
 #include <algorithm>
 #include <utility>
 
@@ -12,6 +10,7 @@
 #include "proto/error_codes.h"
 #include "spdlog/spdlog.h"
 #include "stats/cost_stats.h"
+#include "tracker/job_queue.h"
 
 namespace benchfarm::tracker {
 namespace {
@@ -216,8 +215,8 @@ std::vector<std::string> JobQueue::AgentsToPump(PumpCursor* cursor, size_t max_a
   for (auto kind = kinds.begin(); kind != kinds.end() && found < max_agents; ++kind) {
     auto free = boards_.free_by_kind().find(*kind);
     if (free == boards_.free_by_kind().end()) continue;
-    auto board = *kind == cursor->kind ? free->second.upper_bound(cursor->board_id)
-                                       : free->second.begin();
+    auto board =
+        *kind == cursor->kind ? free->second.upper_bound(cursor->board_id) : free->second.begin();
     for (; board != free->second.end() && found < max_agents; ++board) {
       name(boards_[*board].board.agent_id());
       cursor->kind = *kind;
@@ -344,9 +343,11 @@ absl::Status JobQueue::ReportResultLocked(const std::string& agent_id, const v1:
     // Already recorded, cancelled, or from a lost attempt: ignored. A lost attempt's measurement
     // of a job still live may answer its next attempt. Recorded but perhaps not stored yet: the
     // acknowledgement waits for it.
-    if (auto f = finishing_.find(report.job_id()); f != finishing_.end()) *ticket = f->second.ticket;
+    if (auto f = finishing_.find(report.job_id()); f != finishing_.end())
+      *ticket = f->second.ticket;
     if (superseded != nullptr && it != jobs_.end() &&
-        report.attempt() < it->second.job.attempts_size() + (it->second.job.state() == v1::QUEUED) &&
+        report.attempt() <
+            it->second.job.attempts_size() + (it->second.job.state() == v1::QUEUED) &&
         !IsInfrastructureError(report.result().error_code())) {
       *superseded = true;
     }
@@ -363,8 +364,8 @@ absl::Status JobQueue::ReportResultLocked(const std::string& agent_id, const v1:
     const std::string which = absl::StrCat("job ", report.job_id(), " attempt ", report.attempt());
     NoteBoardOutcome(job.job.board_id(), true, refused);
     (void)EndAttemptWithoutResult(&job, v1::SESSION_ERROR, refused);  // `job` may dangle
-    return absl::InvalidArgumentError(absl::StrCat(
-        which, ": ", refused, " (the attempt counts as an infrastructure failure)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(which, ": ", refused, " (the attempt counts as an infrastructure failure)"));
   }
   v1::ErrorCode code = report.result().error_code();
   bool infra = IsInfrastructureError(code);
@@ -392,8 +393,8 @@ absl::Status JobQueue::ReportResultLocked(const std::string& agent_id, const v1:
 absl::Status JobQueue::ReportHealthCheck(BoardRecord* record, const v1::JobResult& report,
                                          GroupCommit::Ticket* ticket) {
   // A malformed result fails the check.
-  const std::string problem = ResultProblem(
-      report.result(), catalog::kMaxCosts, TimeoutSeconds(options_.health_check_trial.measure()));
+  const std::string problem = ResultProblem(report.result(), catalog::kMaxCosts,
+                                            TimeoutSeconds(options_.health_check_trial.measure()));
   const bool passed = problem.empty() && report.result().error_code() == v1::NO_ERROR;
   boards_.EndHealthCheck(
       record, passed,
@@ -406,8 +407,8 @@ absl::Status JobQueue::ReportHealthCheck(BoardRecord* record, const v1::JobResul
       clock_->Now() + options_.health_check_backoff);
   *ticket = SaveBoard(*record);
   if (!problem.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("health check ", report.job_id(),
-                                                   ": result refused: ", problem));
+    return absl::InvalidArgumentError(
+        absl::StrCat("health check ", report.job_id(), ": result refused: ", problem));
   }
   return absl::OkStatus();
 }
@@ -488,11 +489,11 @@ int JobQueue::ExpireLeases() {
     const bool silent = silent_agents_.count(job->agent_id) > 0;
     (void)EndAttemptWithoutResult(
         job, v1::BOARD_LOST,
-        silent ? absl::StrCat("the lease expired: agent ", job->agent_id,
-                              " has said nothing for ",
-                              absl::FormatDuration(absl::Trunc(now - heard_[job->agent_id],
-                                                               absl::Seconds(1))))
-               : std::string("the lease expired: the agent's heartbeats did not name this attempt"));
+        silent
+            ? absl::StrCat(
+                  "the lease expired: agent ", job->agent_id, " has said nothing for ",
+                  absl::FormatDuration(absl::Trunc(now - heard_[job->agent_id], absl::Seconds(1))))
+            : std::string("the lease expired: the agent's heartbeats did not name this attempt"));
   }
   std::vector<BoardRecord*> silent;  // health checks whose lease ended
   for (const std::string& board_id : boards_.checking_health()) {

@@ -188,13 +188,13 @@ TEST_F(JobQueueIndexTest, LabelPinsAreServedInSubmissionOrderByBoardsThatHaveThe
   queue_->DisconnectAgent("a2");
   ASSERT_TRUE(queue_->RegisterAgent(Agent("a1", "b1", {{"rev", "a"}, {"fast", "yes"}})).ok());
   std::vector<std::string> ids =
-      Submit("c", {MakeTrial(0, "", {{"rev", "b"}}),                  // only b2
-                   MakeTrial(0, "", {{"rev", "a"}}),                  // b1
-                   MakeTrial(0, "", {{"fast", "yes"}}),               // b1
-                   MakeTrial(0),                                      // any
+      Submit("c", {MakeTrial(0, "", {{"rev", "b"}}),                   // only b2
+                   MakeTrial(0, "", {{"rev", "a"}}),                   // b1
+                   MakeTrial(0, "", {{"fast", "yes"}}),                // b1
+                   MakeTrial(0),                                       // any
                    MakeTrial(0, "", {{"fast", "yes"}, {"rev", "a"}}),  // b1
-                   MakeTrial(0, "b1", {{"rev", "a"}}),                // b1
-                   MakeTrial(0, "", {{"rev", "a"}})});                // b1
+                   MakeTrial(0, "b1", {{"rev", "a"}}),                 // b1
+                   MakeTrial(0, "", {{"rev", "a"}})});                 // b1
   ASSERT_EQ(ids.size(), 7u);
   EXPECT_EQ(Waiting(), std::vector<std::string>{"1 job pinned to labels rev=b (b2 OFFLINE)"});
   std::vector<std::string> ran;
@@ -223,8 +223,8 @@ TEST_F(JobQueueIndexTest, CountsFollowEveryTransition) {
   ASSERT_TRUE(queue_->RegisterAgent(Agent("a2", "b2")).ok());
   queue_->DisconnectAgent("a2");
   ASSERT_TRUE(queue_->RegisterAgent(Agent("a1", "b1")).ok());
-  std::vector<std::string> ids = Submit("c", {MakeTrial(0), MakeTrial(2), MakeTrial(0, "b2"),
-                                              MakeTrial(1), MakeTrial(0)});
+  std::vector<std::string> ids =
+      Submit("c", {MakeTrial(0), MakeTrial(2), MakeTrial(0, "b2"), MakeTrial(1), MakeTrial(0)});
   ExpectCountsMatch(ids);
   // Offered (RUNNING), then its lease expires: queued again.
   std::vector<Offer> offers = queue_->TakeOffers("a1");

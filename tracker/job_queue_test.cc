@@ -114,7 +114,8 @@ class JobQueueTest : public ::testing::Test {
   std::vector<std::string> Submit(std::vector<v1::Trial> trials, const std::string& client = "c1",
                                   const std::string& request = "") {
     static int n = 0;
-    auto ids = queue_->Submit(client, request.empty() ? "r" + std::to_string(++n) : request, trials);
+    auto ids =
+        queue_->Submit(client, request.empty() ? "r" + std::to_string(++n) : request, trials);
     EXPECT_TRUE(ids.ok()) << ids.status();
     return ids.ok() ? *ids : std::vector<std::string>{};
   }
@@ -142,7 +143,8 @@ TEST_F(JobQueueTest, MalformedSubmissionsNameTheFieldAndStoreNothing) {
       {"trials[0].op: set template_op or c_source", [](v1::Trial* t) { t->clear_op(); }},
       {"trials[0].args[1].shape[0]", [](v1::Trial* t) { t->mutable_args(1)->set_shape(0, -4); }},
       {"trials[0].args[0].dtype", [](v1::Trial* t) { t->mutable_args(0)->set_dtype("int8"); }},
-      {"trials[0].args: more than 16", [](v1::Trial* t) {
+      {"trials[0].args: more than 16",
+       [](v1::Trial* t) {
          for (int k = 0; k < 17; ++k) t->add_args()->add_shape(1);
        }},
       // The catalog: operator, version, knobs, shapes.
@@ -151,9 +153,13 @@ TEST_F(JobQueueTest, MalformedSubmissionsNameTheFieldAndStoreNothing) {
       {"trials[0].op.template_op.version: operator matmul has no version \"0123\"",
        [](v1::Trial* t) { t->mutable_op()->mutable_template_op()->set_version("0123"); }},
       {"trials[0].op.template_op.knobs: matmul has no knob \"tile_q\"",
-       [](v1::Trial* t) { (*t->mutable_op()->mutable_template_op()->mutable_knobs())["tile_q"] = "1"; }},
+       [](v1::Trial* t) {
+         (*t->mutable_op()->mutable_template_op()->mutable_knobs())["tile_q"] = "1";
+       }},
       {"trials[0].op.template_op.knobs: matmul knob tile_m = \"3\" is not one of",
-       [](v1::Trial* t) { (*t->mutable_op()->mutable_template_op()->mutable_knobs())["tile_m"] = "3"; }},
+       [](v1::Trial* t) {
+         (*t->mutable_op()->mutable_template_op()->mutable_knobs())["tile_m"] = "3";
+       }},
       {"trials[0].args[1].shape[0]: K is 8 in args[0], 4 here",
        [](v1::Trial* t) { t->mutable_args(1)->set_shape(0, 4); }},
       {"trials[0].args[2].shape: matmul's C has 2 dims",
@@ -161,16 +167,20 @@ TEST_F(JobQueueTest, MalformedSubmissionsNameTheFieldAndStoreNothing) {
       {"trials[0].args: matmul takes 3 arguments, the trial gives 2",
        [](v1::Trial* t) { t->mutable_args()->RemoveLast(); }},
       // Pins some registered board of the kind must satisfy.
-      {"trials[0].board_id: no board \"b9\" is registered", [](v1::Trial* t) { t->set_board_id("b9"); }},
-      {"trials[0].board_id: board s1 is of kind stm32, not host", [](v1::Trial* t) { t->set_board_id("s1"); }},
+      {"trials[0].board_id: no board \"b9\" is registered",
+       [](v1::Trial* t) { t->set_board_id("b9"); }},
+      {"trials[0].board_id: board s1 is of kind stm32, not host",
+       [](v1::Trial* t) { t->set_board_id("s1"); }},
       {"trials[0].labels: no registered board of kind host has fpu=yes",
        [](v1::Trial* t) { (*t->mutable_labels())["fpu"] = "yes"; }},
-      {"trials[0].labels: board b1 does not have fpu=yes", [](v1::Trial* t) {
+      {"trials[0].labels: board b1 does not have fpu=yes",
+       [](v1::Trial* t) {
          t->set_board_id("b1");
          (*t->mutable_labels())["fpu"] = "yes";
        }},
       // Sizes the board kind can hold (b1 reports 64 KiB).
-      {"trials[0].args: the arguments take 3145728 bytes; the largest board of kind host holds 65536",
+      {"trials[0].args: the arguments take 3145728 bytes; the largest board of kind host holds "
+       "65536",
        [](v1::Trial* t) {
          for (int a = 0; a < 3; ++a) {
            t->mutable_args(a)->set_shape(0, 512);
@@ -178,12 +188,14 @@ TEST_F(JobQueueTest, MalformedSubmissionsNameTheFieldAndStoreNothing) {
          }
        }},
       // One-off C sources.
-      {"trials[0].op.reference_function: required to check the outputs", [](v1::Trial* t) {
+      {"trials[0].op.reference_function: required to check the outputs",
+       [](v1::Trial* t) {
          t->mutable_op()->set_c_source("int f;");
          t->mutable_op()->set_entry_function("f");
          t->set_check_outputs(true);
        }},
-      {"trials[0].args: a C source trial names its arguments", [](v1::Trial* t) {
+      {"trials[0].args: a C source trial names its arguments",
+       [](v1::Trial* t) {
          t->mutable_op()->set_c_source("int f;");
          t->mutable_op()->set_entry_function("f");
          t->clear_args();
@@ -771,7 +783,8 @@ TEST_F(JobQueueTest, StoredResultsCarryStatsComputedFromTheirCosts) {
   // Steady costs, and a lie in the agent's own stats that the tracker replaces.
   v1::JobOffer o = TakeOne("a");
   v1::JobResult r = Ok(o, 1.00e-3);
-  for (double c : {0.99e-3, 1.01e-3, 1.00e-3, 1.00e-3, 0.99e-3, 1.01e-3, 1.00e-3, 1.00e-3, 1.00e-3}) {
+  for (double c :
+       {0.99e-3, 1.01e-3, 1.00e-3, 1.00e-3, 0.99e-3, 1.01e-3, 1.00e-3, 1.00e-3, 1.00e-3}) {
     r.mutable_result()->add_costs_s(c);
   }
   r.mutable_result()->set_timer_resolution_s(1e-9);
@@ -815,7 +828,9 @@ TEST_F(JobQueueTest, AdaptiveTrialsMayReportUpToMaxRepeatCosts) {
   EXPECT_TRUE(absl::IsInvalidArgument(queue_->ReportResult("a", r)));
   // Adaptive options are checked at the door.
   for (auto [target, budget, max_repeat] : {std::tuple<double, int, int>{1.5, 0, 0},
-                                            {-0.1, 0, 0}, {NAN, 0, 0}, {0.01, -1, 0},
+                                            {-0.1, 0, 0},
+                                            {NAN, 0, 0},
+                                            {0.01, -1, 0},
                                             {0.01, 0, 5000}}) {
     v1::Trial bad = MakeTrial();
     bad.mutable_measure()->set_target_rel_ci(target);
@@ -865,7 +880,8 @@ TEST_F(JobQueueTest, UserOperatorsAreVersionedCheckedAndTravelWithTheirOffers) {
   auto v1_added = queue_->catalog()->Add(Gemv("/* v1 */"), {}, clock_.Now());
   ASSERT_TRUE(v1_added.ok()) << v1_added.status();
   EXPECT_TRUE(v1_added->created);
-  EXPECT_FALSE(queue_->catalog()->Add(Gemv("/* v1 */"), {}, clock_.Now())->created);  // same content
+  EXPECT_FALSE(
+      queue_->catalog()->Add(Gemv("/* v1 */"), {}, clock_.Now())->created);  // same content
   v1::Trial t;
   t.set_board_kind("host");
   t.mutable_op()->mutable_template_op()->set_op("gemv");
@@ -877,7 +893,8 @@ TEST_F(JobQueueTest, UserOperatorsAreVersionedCheckedAndTravelWithTheirOffers) {
   EXPECT_NE(v2_added->op.version(), v1_added->op.version());
   auto second = Submit({t});
   EXPECT_EQ(queue_->GetJob(first[0])->trial().op().template_op().version(), v1_added->op.version());
-  EXPECT_EQ(queue_->GetJob(second[0])->trial().op().template_op().version(), v2_added->op.version());
+  EXPECT_EQ(queue_->GetJob(second[0])->trial().op().template_op().version(),
+            v2_added->op.version());
   // Asking for the old version by name still works.
   v1::Trial old = t;
   old.mutable_op()->mutable_template_op()->set_version(v1_added->op.version());
@@ -885,16 +902,20 @@ TEST_F(JobQueueTest, UserOperatorsAreVersionedCheckedAndTravelWithTheirOffers) {
   // Knobs and shapes are checked against the user's op like a built-in's.
   v1::Trial bad = t;
   (*bad.mutable_op()->mutable_template_op()->mutable_knobs())["unroll"] = "3";
-  EXPECT_NE(queue_->Submit("c1", "bad1", {bad}).status().message().find(
-                "gemv knob unroll = \"3\" is not one of 1, 2, 4"),
+  EXPECT_NE(queue_->Submit("c1", "bad1", {bad})
+                .status()
+                .message()
+                .find("gemv knob unroll = \"3\" is not one of 1, 2, 4"),
             absl::string_view::npos);
   bad = t;
   for (std::vector<int64_t> shape : {std::vector<int64_t>{4, 8}, {9}, {4}}) {
     v1::ArgSpec* a = bad.add_args();
     for (int64_t d : shape) a->add_shape(d);
   }
-  EXPECT_NE(queue_->Submit("c1", "bad2", {bad}).status().message().find(
-                "trials[0].args[1].shape[0]: K is 8 in args[0], 9 here"),
+  EXPECT_NE(queue_->Submit("c1", "bad2", {bad})
+                .status()
+                .message()
+                .find("trials[0].args[1].shape[0]: K is 8 in args[0], 9 here"),
             absl::string_view::npos);
   // The offer carries the version's sources for the agent to build.
   ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
@@ -1111,12 +1132,13 @@ TEST_F(JobQueueTest, TheLargestBoardOfAKindFollowsRegistrationsAndRestarts) {
   };
   ASSERT_TRUE(queue_->RegisterAgent(agent("a", "b1", 64 << 10)).ok());
   ASSERT_TRUE(queue_->RegisterAgent(agent("b", "b2", 1 << 20)).ok());
-  EXPECT_TRUE(submit("r1").ok());  // b2 holds it
+  EXPECT_TRUE(submit("r1").ok());                                        // b2 holds it
   ASSERT_TRUE(queue_->RegisterAgent(agent("b", "b2", 512 << 10)).ok());  // b2 now says less
   absl::Status refused = submit("r2");
   EXPECT_TRUE(absl::IsInvalidArgument(refused));
   EXPECT_NE(refused.message().find("the largest board of kind host holds 524288"),
-            absl::string_view::npos) << refused;
+            absl::string_view::npos)
+      << refused;
   ASSERT_TRUE(queue_->RegisterAgent(agent("c", "b3", 2 << 20, "stm32")).ok());  // another kind
   EXPECT_TRUE(absl::IsInvalidArgument(submit("r3")));
   ASSERT_TRUE(queue_->RegisterAgent(agent("c", "b3", 2 << 20)).ok());  // b3 becomes a host board
@@ -1284,26 +1306,26 @@ TEST_F(JobQueueTest, MalformedResultsAreRefusedNamingTheField) {
          for (int k = 0; k < 3; ++k) r->add_costs_s(1e-3);
        },
        three},
-      {"result.costs_s[0]: inf", [](v1::Result* r) {
-         r->set_costs_s(0, std::numeric_limits<double>::infinity());
-       }, MakeTrial()},
+      {"result.costs_s[0]: inf",
+       [](v1::Result* r) { r->set_costs_s(0, std::numeric_limits<double>::infinity()); },
+       MakeTrial()},
       // Errors carry costs too sometimes; they are checked all the same.
-      {"result.costs_s[0]: -0.5", [](v1::Result* r) {
+      {"result.costs_s[0]: -0.5",
+       [](v1::Result* r) {
          r->set_error_code(v1::WRONG_ANSWER);
          r->set_costs_s(0, -0.5);
-       }, MakeTrial()},
+       },
+       MakeTrial()},
       {"result.message: 4097 bytes, at most 4096",
        [](v1::Result* r) { r->set_message(std::string(4097, 'm')); }, MakeTrial()},
       {"result.message: 31457280 bytes, at most 4096",
        [](v1::Result* r) { r->set_message(std::string(30 << 20, 'm')); }, MakeTrial()},
       {"result.board_id: 129 bytes, at most 128",
        [](v1::Result* r) { r->set_board_id(std::string(129, 'b')); }, MakeTrial()},
-      {"result.firmware_hash: 129 bytes", [](v1::Result* r) {
-         r->set_firmware_hash(std::string(129, 'f'));
-       }, MakeTrial()},
-      {"result.stages.measure_s: nan", [](v1::Result* r) {
-         r->mutable_stages()->set_measure_s(std::nan(""));
-       }, MakeTrial()},
+      {"result.firmware_hash: 129 bytes",
+       [](v1::Result* r) { r->set_firmware_hash(std::string(129, 'f')); }, MakeTrial()},
+      {"result.stages.measure_s: nan",
+       [](v1::Result* r) { r->mutable_stages()->set_measure_s(std::nan("")); }, MakeTrial()},
       {"result.timer_resolution_s: -1", [](v1::Result* r) { r->set_timer_resolution_s(-1); },
        MakeTrial()},
       {"result.finished_at: not a valid timestamp",
@@ -1318,7 +1340,8 @@ TEST_F(JobQueueTest, MalformedResultsAreRefusedNamingTheField) {
        [](v1::Result* r) {
          r->set_timer("cycle-model");
          r->set_costs_s(0, 10001);
-       }, MakeTrial()},
+       },
+       MakeTrial()},
   };
   ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
   for (const Case& c : cases) {
@@ -1402,22 +1425,27 @@ TEST_F(JobQueueTest, OversizedStringsAreRefusedNamingTheFieldAndNothingIsStored)
        [](v1::Trial* t) { (*t->mutable_labels())[std::string(129, 'k')] = "v"; }},
       {"trials[0].labels[\"fpu\"]: 20971520 bytes, at most 256",
        [](v1::Trial* t) { (*t->mutable_labels())["fpu"] = std::string(20 << 20, 'v'); }},
-      {"trials[0].labels: 33 labels, at most 32", [](v1::Trial* t) {
+      {"trials[0].labels: 33 labels, at most 32",
+       [](v1::Trial* t) {
          for (int k = 0; k < 33; ++k) (*t->mutable_labels())[absl::StrCat("k", k)] = "v";
        }},
       {"trials[0].op.template_op.op: 129 bytes, at most 128",
        [](v1::Trial* t) { t->mutable_op()->mutable_template_op()->set_op(std::string(129, 'o')); }},
-      {"trials[0].op.template_op.version: 65 bytes, at most 64", [](v1::Trial* t) {
+      {"trials[0].op.template_op.version: 65 bytes, at most 64",
+       [](v1::Trial* t) {
          t->mutable_op()->mutable_template_op()->set_version(std::string(65, '0'));
        }},
-      {"trials[0].op.template_op.knobs: a name of 129 bytes, at most 128", [](v1::Trial* t) {
+      {"trials[0].op.template_op.knobs: a name of 129 bytes, at most 128",
+       [](v1::Trial* t) {
          (*t->mutable_op()->mutable_template_op()->mutable_knobs())[std::string(129, 'n')] = "1";
        }},
-      {"trials[0].op.template_op.knobs[\"tile_m\"]: 257 bytes, at most 256", [](v1::Trial* t) {
+      {"trials[0].op.template_op.knobs[\"tile_m\"]: 257 bytes, at most 256",
+       [](v1::Trial* t) {
          auto& knobs = *t->mutable_op()->mutable_template_op()->mutable_knobs();
          knobs["tile_m"] = std::string(257, '8');
        }},
-      {"trials[0].op.template_op.image_pool[1]: 1025 bytes, at most 1024", [](v1::Trial* t) {
+      {"trials[0].op.template_op.image_pool[1]: 1025 bytes, at most 1024",
+       [](v1::Trial* t) {
          t->mutable_op()->mutable_template_op()->add_image_pool("tile_m=8");
          t->mutable_op()->mutable_template_op()->add_image_pool(std::string(1025, 'p'));
        }},
@@ -1427,17 +1455,19 @@ TEST_F(JobQueueTest, OversizedStringsAreRefusedNamingTheFieldAndNothingIsStored)
            t->mutable_op()->mutable_template_op()->add_image_pool(std::string(1024, 'p'));
          }
        }},
-      {"trials[0].op.template_op.image_pool: 4097 entries, at most 4096", [](v1::Trial* t) {
+      {"trials[0].op.template_op.image_pool: 4097 entries, at most 4096",
+       [](v1::Trial* t) {
          for (int k = 0; k < 4097; ++k) t->mutable_op()->mutable_template_op()->add_image_pool("x");
        }},
-      {"trials[0].op.entry_function: 65 bytes, at most 64", [&](v1::Trial* t) {
+      {"trials[0].op.entry_function: 65 bytes, at most 64",
+       [&](v1::Trial* t) {
          c_source(t);
          t->mutable_op()->set_entry_function(std::string(65, 'f'));
        }},
-      {"trials[0].op.reference_function: 65 bytes, at most 64", [](v1::Trial* t) {
-         t->mutable_op()->set_reference_function(std::string(65, 'r'));
-       }},
-      {"trials[0].op.c_source: 1048577 bytes, at most 1048576", [&](v1::Trial* t) {
+      {"trials[0].op.reference_function: 65 bytes, at most 64",
+       [](v1::Trial* t) { t->mutable_op()->set_reference_function(std::string(65, 'r')); }},
+      {"trials[0].op.c_source: 1048577 bytes, at most 1048576",
+       [&](v1::Trial* t) {
          c_source(t);
          t->mutable_op()->set_c_source(std::string((1 << 20) + 1, ' '));
        }},
@@ -1485,22 +1515,27 @@ TEST_F(JobQueueTest, OversizedRegistrationsAreRefusedNamingTheField) {
        [](v1::Register* r) { r->mutable_boards(1)->set_board_id(std::string(20 << 20, 'b')); }},
       {"register.boards[0].kind: 129 bytes, at most 128",
        [](v1::Register* r) { r->mutable_boards(0)->set_kind(std::string(129, 'k')); }},
-      {"register.boards[0].labels: a key of 129 bytes, at most 128", [](v1::Register* r) {
+      {"register.boards[0].labels: a key of 129 bytes, at most 128",
+       [](v1::Register* r) {
          (*r->mutable_boards(0)->mutable_labels())[std::string(129, 'k')] = "v";
        }},
-      {"register.boards[0].labels[\"fpu\"]: 257 bytes, at most 256", [](v1::Register* r) {
+      {"register.boards[0].labels[\"fpu\"]: 257 bytes, at most 256",
+       [](v1::Register* r) {
          (*r->mutable_boards(0)->mutable_labels())["fpu"] = std::string(257, 'v');
        }},
-      {"register.boards[0].labels: 33 labels, at most 32", [](v1::Register* r) {
+      {"register.boards[0].labels: 33 labels, at most 32",
+       [](v1::Register* r) {
          for (int k = 0; k < 33; ++k) {
            (*r->mutable_boards(0)->mutable_labels())[absl::StrCat("k", k)] = "v";
          }
        }},
-      {"register.boards[1].capabilities[1]: 129 bytes, at most 128", [](v1::Register* r) {
+      {"register.boards[1].capabilities[1]: 129 bytes, at most 128",
+       [](v1::Register* r) {
          r->mutable_boards(1)->add_capabilities("serial");
          r->mutable_boards(1)->add_capabilities(std::string(129, 'c'));
        }},
-      {"register.boards[0].capabilities: 33 entries, at most 32", [](v1::Register* r) {
+      {"register.boards[0].capabilities: 33 entries, at most 32",
+       [](v1::Register* r) {
          for (int k = 0; k < 33; ++k) r->mutable_boards(0)->add_capabilities("c");
        }},
       {"register.boards[1].slots: 257; 0 to 256 (the tracker's max_slots_per_board)",
@@ -1511,7 +1546,8 @@ TEST_F(JobQueueTest, OversizedRegistrationsAreRefusedNamingTheField) {
        [](v1::Register* r) { r->mutable_boards(0)->set_flashes(-5); }},
       {"register.boards[1].memory_bytes: -1; not a size",
        [](v1::Register* r) { r->mutable_boards(1)->set_memory_bytes(-1); }},
-      {"register.boards: 1025 boards, at most 1024", [](v1::Register* r) {
+      {"register.boards: 1025 boards, at most 1024",
+       [](v1::Register* r) {
          for (int k = 0; k < 1023; ++k) {
            v1::BoardRegistration* b = r->add_boards();
            b->set_board_id(absl::StrCat("x", k));

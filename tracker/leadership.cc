@@ -1,10 +1,9 @@
 #include "tracker/leadership.h"
 
 #include <fcntl.h>
+#include <postgresql/libpq-fe.h>  // /usr/include/postgresql: see //third_party:pq
 #include <sys/file.h>
 #include <unistd.h>
-
-#include <postgresql/libpq-fe.h>  // /usr/include/postgresql: see //third_party:pq
 
 #include <cerrno>
 #include <cstring>
@@ -73,9 +72,9 @@ namespace {
 
 // Dead peers found in seconds, on both ends: this side's libpq and the server's session.
 constexpr const char* kKeepalives[][2] = {
-    {"keepalives", "1"}, {"keepalives_idle", "5"}, {"keepalives_interval", "2"},
-    {"keepalives_count", "3"}, {"connect_timeout", "5"},
-    {"application_name", "benchfarm-tracker-leadership"}};
+    {"keepalives", "1"},          {"keepalives_idle", "5"},
+    {"keepalives_interval", "2"}, {"keepalives_count", "3"},
+    {"connect_timeout", "5"},     {"application_name", "benchfarm-tracker-leadership"}};
 
 }  // namespace
 

@@ -95,10 +95,11 @@ Metrics::Metrics(MetricsOptions options)
                .Help("Time from the last start on a board to the result")
                .Register(*registry_)
                .Add({}, SecondsBuckets())),
-      auth_refusals_(prometheus::BuildCounter()
-                         .Name("benchfarm_tracker_auth_refusals_total")
-                         .Help("Calls refused: no accepted credential, or not allowed to the caller")
-                         .Register(*registry_)),
+      auth_refusals_(
+          prometheus::BuildCounter()
+              .Name("benchfarm_tracker_auth_refusals_total")
+              .Help("Calls refused: no accepted credential, or not allowed to the caller")
+              .Register(*registry_)),
       watchers_(prometheus::BuildGauge()
                     .Name("benchfarm_tracker_watchers")
                     .Help("Open WatchJobs streams")
@@ -200,7 +201,8 @@ void Metrics::Update(const QueueStats& stats) {
     auto it = stats.jobs_by_state.find(s);
     jobs_.Add({{"state", StateName(s)}}).Set(it == stats.jobs_by_state.end() ? 0 : it->second);
   }
-  for (const auto& [state, n] : last_.boards_by_state) boards_.Add({{"state", BoardStateName(state)}}).Set(0);
+  for (const auto& [state, n] : last_.boards_by_state)
+    boards_.Add({{"state", BoardStateName(state)}}).Set(0);
   for (const auto& [state, n] : stats.boards_by_state) {
     boards_.Add({{"state", BoardStateName(state)}}).Set(static_cast<double>(n));
   }
@@ -222,7 +224,8 @@ void Metrics::Update(const QueueStats& stats) {
       .Increment(static_cast<double>(stats.store_upkeep.wal_truncations_blocked -
                                      last_.store_upkeep.wal_truncations_blocked));
   unstable_results_.Increment(static_cast<double>(stats.unstable_results - last_.unstable_results));
-  finished_.Add({{"result", "done"}}).Increment(static_cast<double>(stats.jobs_done - last_.jobs_done));
+  finished_.Add({{"result", "done"}})
+      .Increment(static_cast<double>(stats.jobs_done - last_.jobs_done));
   finished_.Add({{"result", "cancelled"}})
       .Increment(static_cast<double>(stats.jobs_cancelled - last_.jobs_cancelled));
   for (const auto& [client, n] : stats.trials_by_client) {

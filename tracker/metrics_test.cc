@@ -188,7 +188,8 @@ TEST(MetricsLabels, TheClientCapIsAnOption) {
   std::map<std::string, double> clients =
       ByLabel(ParseSamples(HttpGet(metrics.port(), "/metrics")),
               "benchfarm_tracker_trials_submitted_total", "client");
-  EXPECT_EQ(clients, (std::map<std::string, double>{{"c0", 1}, {"c1", 1}, {"c2", 1}, {"_other", 7}}));
+  EXPECT_EQ(clients,
+            (std::map<std::string, double>{{"c0", 1}, {"c1", 1}, {"c2", 1}, {"_other", 7}}));
 }
 
 TEST(MetricsLabels, BoardKindsPastTheCapAreSummedUnderOther) {

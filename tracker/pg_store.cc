@@ -2,8 +2,8 @@
 
 // Debian installs libpq's headers in /usr/include/postgresql, which Bazel cannot name as an
 // include directory (//third_party:pq); libpq-fe.h's own includes are relative to it.
-#include <postgresql/libpq-fe.h>
 #include <poll.h>
+#include <postgresql/libpq-fe.h>
 
 #include <algorithm>
 #include <array>
@@ -138,8 +138,8 @@ constexpr Statement kUpdateJob = MakeStatement(
     "update_job",
     // Client, kind, op and priority are set once, on insert ($2, $4-$6 bound, unused); $8: the
     // job's seq when the caller knows it (0: any), which must then match.
-    "UPDATE jobs SET state = $3, data = $7 WHERE job_id = $1 AND ($8 = 0 OR seq = $8)",
-    kTextOid, kTextOid, kInt4Oid, kTextOid, kTextOid, kInt4Oid, kByteaOid, kInt8Oid);
+    "UPDATE jobs SET state = $3, data = $7 WHERE job_id = $1 AND ($8 = 0 OR seq = $8)", kTextOid,
+    kTextOid, kInt4Oid, kTextOid, kTextOid, kInt4Oid, kByteaOid, kInt8Oid);
 constexpr Statement kRaiseLastSeq = MakeStatement(
     "raise_last_seq", "UPDATE benchfarm_meta SET last_seq = GREATEST(last_seq, $1)", kInt8Oid);
 constexpr Statement kLastSeq = MakeStatement(
@@ -163,14 +163,14 @@ constexpr Statement kInsertOperator = MakeStatement(
     kTextOid, kByteaOid);
 constexpr Statement kLoadOperators =
     MakeStatement("load_operators", "SELECT name, data FROM operators ORDER BY seq");
-constexpr Statement kGetOperator =
-    MakeStatement("get_operator", "SELECT name, data FROM operators WHERE name = $1 AND version = $2",
+constexpr Statement kGetOperator = MakeStatement(
+    "get_operator", "SELECT name, data FROM operators WHERE name = $1 AND version = $2", kTextOid,
+    kTextOid);
+constexpr Statement kSetOperatorOwner =
+    MakeStatement("set_operator_owner",
+                  "INSERT INTO operator_owners (name, owner) VALUES ($1, $2) "
+                  "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner",
                   kTextOid, kTextOid);
-constexpr Statement kSetOperatorOwner = MakeStatement(
-    "set_operator_owner",
-    "INSERT INTO operator_owners (name, owner) VALUES ($1, $2) "
-    "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner",
-    kTextOid, kTextOid);
 constexpr Statement kLoadOperatorOwners = MakeStatement(
     "load_operator_owners", "SELECT name, owner FROM operator_owners ORDER BY name COLLATE \"C\"");
 
@@ -191,10 +191,10 @@ const Statement& ListStatement(int mask) {
       built.name = absl::StrCat("list_jobs_", m);
       built.sql = "SELECT seq, data FROM jobs WHERE seq > $1";
       s.types[s.params++] = kInt8Oid;
-      for (auto [bit, column, type] :
-           {std::tuple{JobFilter::kByClient, "client_id", kTextOid},
-            std::tuple{JobFilter::kByBoardKind, "board_kind", kTextOid}, std::tuple{JobFilter::kByOp, "op", kTextOid},
-            std::tuple{JobFilter::kByState, "state", kInt4Oid}}) {
+      for (auto [bit, column, type] : {std::tuple{JobFilter::kByClient, "client_id", kTextOid},
+                                       std::tuple{JobFilter::kByBoardKind, "board_kind", kTextOid},
+                                       std::tuple{JobFilter::kByOp, "op", kTextOid},
+                                       std::tuple{JobFilter::kByState, "state", kInt4Oid}}) {
         if ((m & bit) == 0) continue;
         s.types[s.params++] = type;
         absl::StrAppend(&built.sql, " AND ", column, " = $", s.params);
@@ -380,11 +380,11 @@ class PgStore::Connection {
     // Defaults first: the conninfo, expanded in place of dbname, overrides them. Keepalives find a
     // dead peer on this side; on the server's, a session left in a transaction by a client that
     // went away (a network cut mid-write) ends within a minute, releasing its locks.
-    const char* keywords[] = {"connect_timeout",   "fallback_application_name",
-                              "client_encoding",   "keepalives",
-                              "keepalives_idle",   "keepalives_interval",
-                              "keepalives_count",  "options",
-                              "dbname",            nullptr};
+    const char* keywords[] = {"connect_timeout",  "fallback_application_name",
+                              "client_encoding",  "keepalives",
+                              "keepalives_idle",  "keepalives_interval",
+                              "keepalives_count", "options",
+                              "dbname",           nullptr};
     const char* values[] = {connect_timeout_.c_str(),
                             application_name_.c_str(),
                             "UTF8",
@@ -483,8 +483,8 @@ class PgStore::Connection {
                                  absl::string_view what) {
     RETURN_IF_ERROR(Ready(what));
     RETURN_IF_ERROR(Prepare(statement, what));
-    if (PQsendQueryPrepared(conn_, statement.name, params.size(), params.values(),
-                            params.lengths(), params.formats(), /*resultFormat=*/1) != 1) {
+    if (PQsendQueryPrepared(conn_, statement.name, params.size(), params.values(), params.lengths(),
+                            params.formats(), /*resultFormat=*/1) != 1) {
       return Broken(what);
     }
     ASSIGN_OR_RETURN(Result result, LastResult(what));
@@ -627,9 +627,9 @@ class PgStore::Connection {
   // Dropped for a server that stays silent: Unavailable, naming how long it was waited for.
   absl::Status Silent(absl::string_view what) {
     Drop();
-    return absl::UnavailableError(
-        absl::StrCat(prefix_, what, ": the server sent nothing for ", answer_timeout_ms_ / 1000,
-                     " s (stopped or unreachable); connection dropped"));
+    return absl::UnavailableError(absl::StrCat(prefix_, what, ": the server sent nothing for ",
+                                               answer_timeout_ms_ / 1000,
+                                               " s (stopped or unreachable); connection dropped"));
   }
 
   // Dropped after a failure that leaves the connection in an unknown state: the cause.
@@ -645,8 +645,8 @@ class PgStore::Connection {
     pollfd fd{PQsocket(conn_), events, 0};
     const absl::Time deadline = absl::Now() + absl::Milliseconds(answer_timeout_ms_);
     for (;;) {
-      const int left = static_cast<int>(
-          std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now())));
+      const int left =
+          static_cast<int>(std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now())));
       const int ready = poll(&fd, 1, left);
       if (ready > 0) return absl::OkStatus();
       if (ready == 0) return Silent(what);
@@ -752,9 +752,9 @@ absl::StatusOr<std::unique_ptr<PgStore>> PgStore::Open(const std::string& connin
                                                    options.connect_timeout_seconds, ")"));
   }
   if (options.answer_timeout_seconds <= 0 || options.answer_timeout_seconds > 86400) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        prefix, "answer_timeout_seconds must be in 1..86400 (", options.answer_timeout_seconds,
-        ")"));
+    return absl::InvalidArgumentError(absl::StrCat(prefix,
+                                                   "answer_timeout_seconds must be in 1..86400 (",
+                                                   options.answer_timeout_seconds, ")"));
   }
   auto store =
       absl::WrapUnique(new PgStore(name, std::make_unique<Connection>(prefix, conninfo, options),
@@ -785,10 +785,9 @@ absl::StatusOr<std::unique_ptr<PgStore>> PgStore::Open(const std::string& connin
       }
       if (version == 1) {  // from before operator names had owners
         RETURN_IF_ERROR(writer.Exec(kSchemaV2Sql, "Open: upgrading the schema"));
-        RETURN_IF_ERROR(writer.Exec(absl::StrCat("UPDATE benchfarm_meta SET schema_version = ",
-                                                 kSchemaVersion)
-                                        .c_str(),
-                                    "Open: upgrading the schema"));
+        RETURN_IF_ERROR(writer.Exec(
+            absl::StrCat("UPDATE benchfarm_meta SET schema_version = ", kSchemaVersion).c_str(),
+            "Open: upgrading the schema"));
       }
     } else {
       // A new, empty database gets the schema; one with someone else's tables is left alone
@@ -868,8 +867,9 @@ absl::Status PgStore::Apply(const WriteBatch& batch) {
   for (const WriteBatch::JobWrite& write : batch.jobs) {
     if (!write.insert) updates.push_back(commands.size());
     Connection::Command& command = commands.emplace_back();
-    command.statement =
-        !write.insert ? &kUpdateJob : batch.replay ? &kInsertJobReplay : &kInsertJob;
+    command.statement = !write.insert  ? &kUpdateJob
+                        : batch.replay ? &kInsertJobReplay
+                                       : &kInsertJob;
     command.params.Bytes(write.job_id)
         .Bytes(write.client_id)
         .Int4(write.state)

@@ -4,11 +4,12 @@
 // The database holds the same tables as SqliteStore's file — jobs (each v1::Job serialized as
 // BYTEA beside indexed copies of the fields ListJobs filters on), submissions ((client_id,
 // request_id) -> job ids), boards, operators (the catalog, one row per (name, version), in
-// insertion order), operator_owners (who each operator name belongs to) — and benchfarm_meta, one row with the schema version (kSchemaVersion) and
-// the highest job sequence number ever given, so LastSeq never goes backwards even when the
-// newest job row is deleted by hand. Open creates the schema in an empty database (under an
-// advisory lock, so trackers opening it at once do not race) and refuses a database with other
-// tables but no benchfarm schema, or a schema written by a newer benchfarm.
+// insertion order), operator_owners (who each operator name belongs to) — and benchfarm_meta, one
+// row with the schema version (kSchemaVersion) and the highest job sequence number ever given, so
+// LastSeq never goes backwards even when the newest job row is deleted by hand. Open creates the
+// schema in an empty database (under an advisory lock, so trackers opening it at once do not race)
+// and refuses a database with other tables but no benchfarm schema, or a schema written by a newer
+// benchfarm.
 //
 // Durability: each Apply is one transaction (BEGIN ... COMMIT); when it returns OK, PostgreSQL
 // has committed it, which with the server's defaults (fsync=on, synchronous_commit=on) means it

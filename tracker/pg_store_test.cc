@@ -324,7 +324,6 @@ TEST_F(PgStoreTest, AVersionOneDatabaseGetsOperatorOwnersKeepingItsOperators) {
   EXPECT_TRUE(store->SetOperatorOwner("gemv", "alice").ok());
 }
 
-
 // The state the restart and kill tests write before the server goes away.
 void WriteSomething(PgStore& store) {
   ASSERT_TRUE(store.InsertSubmission("alice", "r1", {MakeJob("a", "alice", "m3", "matmul")}).ok());

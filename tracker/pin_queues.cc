@@ -40,7 +40,8 @@ void PinQueues::Add(LiveJob* job) {
   const v1::Trial& t = job->job.trial();
   Level& level = kinds_[t.board_kind()][t.priority()];
   PinQueue& pin = level.by_pin[t.board_id()][LabelsKey(t.labels())];
-  if (pin.size == 0) pin.labels = std::map<std::string, std::string>(t.labels().begin(), t.labels().end());
+  if (pin.size == 0)
+    pin.labels = std::map<std::string, std::string>(t.labels().begin(), t.labels().end());
   std::deque<QueuedJob>& q = pin.by_client[job->job.client_id()];
   // Keep submission order even for re-queued jobs.
   auto at = std::upper_bound(q.begin(), q.end(), job->seq,

@@ -66,8 +66,8 @@ class PinQueues {
   };
   // The queued jobs of one pin (a board id or none, and a label set or none) at one priority.
   struct PinQueue {
-    std::map<std::string, std::string> labels;                // the pin's labels
-    std::map<std::string, std::deque<QueuedJob>> by_client;   // client -> jobs, in seq order
+    std::map<std::string, std::string> labels;               // the pin's labels
+    std::map<std::string, std::deque<QueuedJob>> by_client;  // client -> jobs, in seq order
     int64_t size = 0;
   };
   // One priority of one kind: its jobs grouped by pin; the pins' client queues together make the

@@ -24,7 +24,7 @@ struct Spec {
   std::string client;
   int priority;
   std::string kind;
-  std::string pinned_board;                    // "" none
+  std::string pinned_board;                   // "" none
   std::map<std::string, std::string> labels;  // none
 };
 
@@ -70,16 +70,15 @@ class PinQueuesTest : public ::testing::Test {
 };
 
 TEST_F(PinQueuesTest, HigherPriorityFirstThenClientsTakeTurnsInSubmissionOrder) {
-  Add({"alice"});      // j1
-  Add({"alice"});      // j2
-  Add({"bob"});        // j3
-  Add({"carol", 5});   // j4
-  Add({"alice"});      // j5
-  Add({"bob", 5});     // j6
+  Add({"alice"});     // j1
+  Add({"alice"});     // j2
+  Add({"bob"});       // j3
+  Add({"carol", 5});  // j4
+  Add({"alice"});     // j5
+  Add({"bob", 5});    // j6
   EXPECT_EQ(queues_.size(), 6);
   // Priority 5 first; at each priority the clients' turns go by name, cyclically.
-  EXPECT_EQ(Drain(Board("b1")),
-            (std::vector<std::string>{"j6", "j4", "j1", "j3", "j2", "j5"}));
+  EXPECT_EQ(Drain(Board("b1")), (std::vector<std::string>{"j6", "j4", "j1", "j3", "j2", "j5"}));
   EXPECT_EQ(queues_.size(), 0);
 }
 

@@ -2,7 +2,6 @@
 
 #include <sys/stat.h>
 
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/data_roots.h"
@@ -15,7 +14,8 @@ namespace {
 // A credential file the config names; NotFound "security: WHAT: ..." when it cannot be read.
 absl::StatusOr<std::string> ReadPem(const std::string& path, const char* what) {
   absl::StatusOr<std::string> text = base::ReadFile(path);
-  if (!text.ok()) return absl::NotFoundError(absl::StrCat("security: ", what, ": ", text.status().message()));
+  if (!text.ok())
+    return absl::NotFoundError(absl::StrCat("security: ", what, ": ", text.status().message()));
   return text;
 }
 
@@ -44,15 +44,15 @@ absl::StatusOr<ServerSecurity> SetUpServerSecurity(const v1::TrackerConfig& conf
   ServerSecurity out;
   if (sec.insecure()) {
     if (!IsLoopbackAddress(config.listen_address())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "security.insecure: plain text is allowed only on a loopback address, not ",
-          config.listen_address(), " (drop --insecure to serve TLS)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("security.insecure: plain text is allowed only on a loopback address, not ",
+                       config.listen_address(), " (drop --insecure to serve TLS)"));
     }
     out.credentials = grpc::InsecureServerCredentials();
     return out;
   }
-  out.state_dir = base::AbsolutePath(
-      !sec.state_dir().empty() ? sec.state_dir() : config.database_path() + ".pki");
+  out.state_dir = base::AbsolutePath(!sec.state_dir().empty() ? sec.state_dir()
+                                                              : config.database_path() + ".pki");
   auto in_state = [&](const std::string& given, const char* name) {
     return given.empty() ? absl::StrCat(out.state_dir, "/", name) : base::AbsolutePath(given);
   };
@@ -73,11 +73,12 @@ absl::StatusOr<ServerSecurity> SetUpServerSecurity(const v1::TrackerConfig& conf
     const std::string host = HostOf(config.listen_address());
     if (!host.empty() && host != "0.0.0.0" && host != "::") run.argv.push_back(host);
     run.time_limit = absl::Seconds(60);
-    absl::StatusOr<process::CommandRun> ran = process::RunCommand(run, absl::Now() + absl::Seconds(60), "pki.sh");
+    absl::StatusOr<process::CommandRun> ran =
+        process::RunCommand(run, absl::Now() + absl::Seconds(60), "pki.sh");
     if (!ran.ok()) return absl::FailedPreconditionError(std::string(ran.status().message()));
     if (!ran->succeeded()) {
-      return absl::FailedPreconditionError(absl::StrCat("security: pki.sh init ", out.state_dir,
-                                                        " failed: ", ran->output));
+      return absl::FailedPreconditionError(
+          absl::StrCat("security: pki.sh init ", out.state_dir, " failed: ", ran->output));
     }
     out.initialized_now = true;
   }

@@ -33,7 +33,8 @@ class MalformedRequestInterceptor final : public gx::Interceptor {
   void Intercept(gx::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(gx::InterceptionHookPoints::PRE_SEND_STATUS)) {
       const grpc::Status status = methods->GetSendStatus();
-      if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED && status.error_message().empty()) {
+      if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED &&
+          status.error_message().empty()) {
         methods->ModifySendStatus(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, *message_));
       }
     }
@@ -47,16 +48,16 @@ class MalformedRequestInterceptor final : public gx::Interceptor {
 class MalformedRequestInterceptorFactory final : public gx::ServerInterceptorFactoryInterface {
  public:
   MalformedRequestInterceptorFactory() {
-    for (const char* name : {v1::Tracker::service_full_name(), v1::TrackerAgent::service_full_name()}) {
+    for (const char* name :
+         {v1::Tracker::service_full_name(), v1::TrackerAgent::service_full_name()}) {
       const google::protobuf::ServiceDescriptor* service =
           google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(name);
       if (service == nullptr) continue;  // (linked in with the messages: always there)
       for (int i = 0; i < service->method_count(); ++i) {
         const google::protobuf::MethodDescriptor* m = service->method(i);
         if (m->client_streaming()) continue;
-        messages_[absl::StrCat("/", service->full_name(), "/", m->name())] =
-            absl::StrCat("the request does not parse as a ", m->input_type()->full_name(),
-                         " message");
+        messages_[absl::StrCat("/", service->full_name(), "/", m->name())] = absl::StrCat(
+            "the request does not parse as a ", m->input_type()->full_name(), " message");
       }
     }
   }

@@ -40,7 +40,8 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl:
 // write in flight. Deletes itself when gRPC is done with it.
 class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::TrackerMessage> {
  public:
-  AgentStream(TrackerService* service, Caller caller) : service_(service), caller_(std::move(caller)) {
+  AgentStream(TrackerService* service, Caller caller)
+      : service_(service), caller_(std::move(caller)) {
     StartRead(&in_);
   }
 
@@ -322,8 +323,8 @@ class WatchSink : public std::enable_shared_from_this<WatchSink> {
         max_bytes_(options.watch_buffer_bytes),
         remaining_(job_ids) {}
 
-  const Caller caller;           // who watches (its credential may be revoked meanwhile)
-  const std::string client_id;  // empty: every client
+  const Caller caller;                  // who watches (its credential may be revoked meanwhile)
+  const std::string client_id;          // empty: every client
   const std::set<std::string> job_ids;  // empty: every job (of the client)
 
   bool Matches(const v1::Job& job) const {
@@ -346,8 +347,8 @@ class WatchSink : public std::enable_shared_from_this<WatchSink> {
     if (events > 0 && (events >= max_events_ || pending_bytes_ + event.bytes > max_bytes_)) {
       FinishLocked(grpc::Status(
           grpc::RESOURCE_EXHAUSTED,
-          absl::StrCat("WatchJobs: this stream fell too far behind: ", events + 1,
-                       " events (", pending_bytes_ + event.bytes,
+          absl::StrCat("WatchJobs: this stream fell too far behind: ", events + 1, " events (",
+                       pending_bytes_ + event.bytes,
                        " bytes) were waiting to be sent, more than a stream may hold (",
                        max_events_, " events, ", max_bytes_,
                        " bytes); it is closed so the tracker does not hold them. Read faster or "
@@ -428,9 +429,9 @@ class WatchSink : public std::enable_shared_from_this<WatchSink> {
   std::deque<WatchEvent> pending_ ABSL_GUARDED_BY(mu_);
   int64_t pending_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::set<std::string> remaining_ ABSL_GUARDED_BY(mu_);  // named jobs not finished yet
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;       // a write is in flight (or being started)
-  int busy_ ABSL_GUARDED_BY(mu_) = 0;               // calls into the reactor outside mu_
-  bool kick_pending_ ABSL_GUARDED_BY(mu_) = false;  // the pump will call Advance
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;             // a write is in flight (or being started)
+  int busy_ ABSL_GUARDED_BY(mu_) = 0;                     // calls into the reactor outside mu_
+  bool kick_pending_ ABSL_GUARDED_BY(mu_) = false;        // the pump will call Advance
   bool finish_wanted_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish was called
   bool cut_ ABSL_GUARDED_BY(mu_) = false;
@@ -553,9 +554,8 @@ class WatchHub {
     for (;;) {
       {
         absl::MutexLock lock(&mu_);
-        auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-          return stopping_ || !kicks_.empty();
-        };
+        auto ready = [this]()
+                         ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_ || !kicks_.empty(); };
         absl::Time wake = stuck_.empty() ? absl::Now() + absl::Seconds(1) : stuck_.front().first;
         mu_.AwaitWithDeadline(absl::Condition(&ready), wake);
         if (stopping_) return;
@@ -725,9 +725,10 @@ absl::Status TrackerService::Granted(const Identity& id, const v1::BoardRegistra
   const std::string board = b.board_id().substr(0, 128);
   if (id.grants.empty() && !id.legacy_board_globs.empty()) {
     return absl::PermissionDeniedError(absl::StrCat(
-        "register.boards: agent ", id.name, "'s certificate names boards but not their kinds "
-        "(issued before kinds were bound): issue it again with deploy/pki.sh agent DIR ", id.name,
-        " 'GLOB=KIND[:SLOTS]'"));
+        "register.boards: agent ", id.name,
+        "'s certificate names boards but not their kinds "
+        "(issued before kinds were bound): issue it again with deploy/pki.sh agent DIR ",
+        id.name, " 'GLOB=KIND[:SLOTS]'"));
   }
   bool id_matched = false;
   std::string kinds;
@@ -739,20 +740,20 @@ absl::Status TrackerService::Granted(const Identity& id, const v1::BoardRegistra
       continue;
     }
     if (g.max_slots > 0 && b.slots() > g.max_slots) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "register.boards: agent ", id.name, "'s certificate lets it serve board \"", board,
-          "\" with at most ", g.max_slots, " slots, not ", b.slots()));
+      return absl::PermissionDeniedError(
+          absl::StrCat("register.boards: agent ", id.name, "'s certificate lets it serve board \"",
+                       board, "\" with at most ", g.max_slots, " slots, not ", b.slots()));
     }
     return absl::OkStatus();
   }
   if (id_matched) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "register.boards: agent ", id.name, "'s certificate lets it serve board \"", board,
-        "\" only as kind ", kinds, ", not \"", b.kind().substr(0, 128), "\""));
+    return absl::PermissionDeniedError(
+        absl::StrCat("register.boards: agent ", id.name, "'s certificate lets it serve board \"",
+                     board, "\" only as kind ", kinds, ", not \"", b.kind().substr(0, 128), "\""));
   }
-  return absl::PermissionDeniedError(absl::StrCat(
-      "register.boards: agent ", id.name, "'s certificate does not let it serve board \"", board,
-      "\""));
+  return absl::PermissionDeniedError(absl::StrCat("register.boards: agent ", id.name,
+                                                  "'s certificate does not let it serve board \"",
+                                                  board, "\""));
 }
 
 absl::Status TrackerService::Attach(const Caller& caller, const v1::Register& registration,
@@ -809,8 +810,8 @@ absl::StatusOr<Caller> TrackerService::Authorize(const grpc::CallbackServerConte
     }
   }
   if (metrics_ != nullptr) metrics_->AuthRefused(method, "permission_denied");
-  return absl::PermissionDeniedError(absl::StrCat(method, ": not allowed to ", RoleName(id->role),
-                                                  " ", id->name));
+  return absl::PermissionDeniedError(
+      absl::StrCat(method, ": not allowed to ", RoleName(id->role), " ", id->name));
 }
 
 namespace {
@@ -821,7 +822,8 @@ constexpr std::initializer_list<Role> kUsers = {Role::kUser, Role::kAdmin};
 // not echoed back.
 absl::Status CheckField(const char* field, const std::string& value, size_t max,
                         bool required = true) {
-  if (required && value.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ": required"));
+  if (required && value.empty())
+    return absl::InvalidArgumentError(absl::StrCat(field, ": required"));
   if (value.size() > max) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": longer than ", max, " bytes"));
   }
@@ -861,8 +863,7 @@ void TrackerService::DispatchLoop() {
         return poked_ || !poked_agents_.empty() || stopping_;
       };
       // Unpoked for a period: every agent is looked at (leases expired, health checks due).
-      all = !poke_mu_.AwaitWithTimeout(absl::Condition(&ready), options_.dispatch_period) ||
-            poked_;
+      all = !poke_mu_.AwaitWithTimeout(absl::Condition(&ready), options_.dispatch_period) || poked_;
       if (stopping_) return;
       poked_ = false;
       agents.swap(poked_agents_);
@@ -877,7 +878,8 @@ void TrackerService::DispatchLoop() {
       base::ReleaseFreeHeapOver(options_.release_heap_over);
       last_heap_check = absl::Now();
     }
-    if (options_.auth != nullptr && absl::Now() - last_credential_check >= options_.credential_check_period) {
+    if (options_.auth != nullptr &&
+        absl::Now() - last_credential_check >= options_.credential_check_period) {
       const uint64_t generation = options_.auth->Generation();
       if (generation != credentials_generation) EndRevokedStreams();
       credentials_generation = generation;
@@ -997,7 +999,8 @@ grpc::ServerWriteReactor<v1::JobEvent>* TrackerService::WatchJobs(
     if (refused.ok()) refused = CheckField("job_ids", id, kMaxIdBytes);
   }
   // A user watches its own jobs only.
-  const bool own_only = refused.ok() && caller->authenticated && caller->identity.role != Role::kAdmin;
+  const bool own_only =
+      refused.ok() && caller->authenticated && caller->identity.role != Role::kAdmin;
   if (own_only) {
     if (!watch.client_id().empty() && watch.client_id() != caller->identity.name) {
       refused = absl::PermissionDeniedError(absl::StrCat(
@@ -1120,9 +1123,9 @@ grpc::ServerUnaryReactor* TrackerService::ListResults(grpc::CallbackServerContex
   if (caller->authenticated && caller->identity.role != Role::kAdmin &&
       !request->client_id().empty() && request->client_id() != caller->identity.name) {
     if (metrics_ != nullptr) metrics_->AuthRefused("ListResults", "permission_denied");
-    return Done(context, absl::PermissionDeniedError(absl::StrCat(
-                             "client_id: you are ", caller->identity.name,
-                             "; you may list only your own jobs")));
+    return Done(context, absl::PermissionDeniedError(
+                             absl::StrCat("client_id: you are ", caller->identity.name,
+                                          "; you may list only your own jobs")));
   }
   JobFilter filter;
   filter.client_id = caller->authenticated && caller->identity.role != Role::kAdmin
@@ -1135,7 +1138,8 @@ grpc::ServerUnaryReactor* TrackerService::ListResults(grpc::CallbackServerContex
     return Done(context, absl::InvalidArgumentError("limit: must be in 0..10000"));
   }
   filter.limit = request->limit() == 0 ? 1000 : request->limit();
-  if (!request->page_token().empty() && !absl::SimpleAtoi(request->page_token(), &filter.after_seq)) {
+  if (!request->page_token().empty() &&
+      !absl::SimpleAtoi(request->page_token(), &filter.after_seq)) {
     return Done(context, absl::InvalidArgumentError("page_token: not a token from this tracker"));
   }
   if (request->max_bytes() < 0) {

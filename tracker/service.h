@@ -182,7 +182,7 @@ class TrackerService final : public v1::Tracker::CallbackService,
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, AgentStream*> streams_ ABSL_GUARDED_BY(mu_);
   absl::Mutex poke_mu_;
-  bool poked_ ABSL_GUARDED_BY(poke_mu_) = false;      // every agent
+  bool poked_ ABSL_GUARDED_BY(poke_mu_) = false;                     // every agent
   std::vector<std::string> poked_agents_ ABSL_GUARDED_BY(poke_mu_);  // these agents
   bool stopping_ ABSL_GUARDED_BY(poke_mu_) = false;
   std::thread dispatcher_;

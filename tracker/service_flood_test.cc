@@ -275,9 +275,8 @@ TEST_F(ServiceFloodTest, SlowWatchersAreCutAndUnrunnableJobsCostOtherClientsNoth
   std::set<std::string> trial_ids;
   for (int r = 0; r < kTrials / 100; ++r) {
     std::vector<std::string> ids;
-    ASSERT_TRUE(Submit("other", absl::StrCat("t", r), std::vector<v1::Trial>(100, MakeTrial()),
-                       &ids)
-                    .ok());
+    ASSERT_TRUE(
+        Submit("other", absl::StrCat("t", r), std::vector<v1::Trial>(100, MakeTrial()), &ids).ok());
     trial_ids.insert(ids.begin(), ids.end());
   }
   ASSERT_EQ(trial_ids.size(), static_cast<size_t>(kTrials));

@@ -12,8 +12,8 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 #include <netinet/in.h>
+#include <sqlite3.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -1338,8 +1338,8 @@ TEST_F(ServiceTest, ARefusedResultEndsTheAttemptAndTheJobRunsAgain) {
   ASSERT_TRUE(offer.has_value());
   ASSERT_TRUE(agent->SendResult(offer->job_id(), offer->attempt(), v1::NO_ERROR, -1.0));
   // Not stored as a result: the attempt ended as an infrastructure failure naming the field.
-  ASSERT_TRUE(WaitFor([&] { return Get(ids[0]).attempts_size() >= 1 &&
-                                   Get(ids[0]).attempts(0).has_ended_at(); }));
+  ASSERT_TRUE(WaitFor(
+      [&] { return Get(ids[0]).attempts_size() >= 1 && Get(ids[0]).attempts(0).has_ended_at(); }));
   v1::Job job = Get(ids[0]);
   EXPECT_NE(job.state(), v1::DONE);
   EXPECT_FALSE(job.has_result());

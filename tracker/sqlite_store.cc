@@ -216,13 +216,13 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
 absl::Status SqliteStore::OpenReader(const SqliteStoreOptions& options) {
   absl::MutexLock lock(&read_mu_);
   // NOMUTEX: read_mu_ serializes every use of the connection.
-  const int rc = sqlite3_open_v2(path_.c_str(), &reader_,
-                                 SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
-                                 nullptr);
+  const int rc =
+      sqlite3_open_v2(path_.c_str(), &reader_,
+                      SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nullptr);
   if (rc != SQLITE_OK) {
     if (reader_ == nullptr) {
-      return absl::InternalError(absl::StrCat("sqlite store ", path_,
-                                              ": cannot open a reader: ", sqlite3_errstr(rc)));
+      return absl::InternalError(
+          absl::StrCat("sqlite store ", path_, ": cannot open a reader: ", sqlite3_errstr(rc)));
     }
     return ErrorOn(reader_, OpenErrorCode(rc), "opening a reader", rc);
   }
@@ -298,11 +298,11 @@ absl::Status SqliteStore::Configure(const SqliteStoreOptions& options) {
   ASSIGN_OR_RETURN(std::string page_size_text, QueryText("PRAGMA page_size"));
   int64_t page_size = 0;
   if (!absl::SimpleAtoi(page_size_text, &page_size) || page_size <= 0) {
-    return absl::InternalError(absl::StrCat("sqlite store ", path_, ": PRAGMA page_size returned '",
-                                            page_size_text, "'"));
+    return absl::InternalError(
+        absl::StrCat("sqlite store ", path_, ": PRAGMA page_size returned '", page_size_text, "'"));
   }
-  RETURN_IF_ERROR(Exec(
-      absl::StrCat("PRAGMA journal_size_limit=", page_size * wal_truncate_pages_).c_str()));
+  RETURN_IF_ERROR(
+      Exec(absl::StrCat("PRAGMA journal_size_limit=", page_size * wal_truncate_pages_).c_str()));
 
   for (auto [id, sql] : {std::pair{kBegin, "BEGIN IMMEDIATE"}, std::pair{kCommit, "COMMIT"},
                          std::pair{kRollback, "ROLLBACK"}}) {
@@ -392,8 +392,8 @@ absl::StatusOr<SqliteStore::Statement> SqliteStore::PrepareOn(sqlite3* db,
                                     SQLITE_PREPARE_PERSISTENT, &statement, nullptr);
   Statement owned(statement);
   if (rc != SQLITE_OK) {
-    return ErrorOn(db, absl::StatusCode::kInternal,
-                   absl::StrCat("preparing \"", sql, "\"").c_str(), rc);
+    return ErrorOn(db, absl::StatusCode::kInternal, absl::StrCat("preparing \"", sql, "\"").c_str(),
+                   rc);
   }
   return owned;
 }
@@ -435,8 +435,8 @@ void SqliteStore::MaybeTruncateWal() {
   if (wal_pages_ < truncate_at_) return;
   absl::MutexLock read_lock(&read_mu_);  // no read of this store's is in a snapshot meanwhile
   sqlite3_busy_timeout(db_, kTruncateBusyMs);
-  const int rc = sqlite3_wal_checkpoint_v2(db_, "main", SQLITE_CHECKPOINT_TRUNCATE, nullptr,
-                                           nullptr);
+  const int rc =
+      sqlite3_wal_checkpoint_v2(db_, "main", SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
   sqlite3_busy_timeout(db_, busy_timeout_ms_);
   if (rc == SQLITE_OK) {
     wal_truncations_.fetch_add(1, std::memory_order_relaxed);
@@ -578,13 +578,11 @@ absl::StatusOr<std::optional<std::vector<std::string>>> SqliteStore::FindSubmiss
   return std::vector<std::string>(ids.job_ids().begin(), ids.job_ids().end());
 }
 
-absl::Status SqliteStore::WriteSubmission(const WriteBatch::Submission& submission,
-                                          bool replay) {
+absl::Status SqliteStore::WriteSubmission(const WriteBatch::Submission& submission, bool replay) {
   v1::SubmitTrialsResponse ids;
   for (const std::string& id : submission.job_ids) ids.add_job_ids(id);
   const std::string ids_data = ids.SerializeAsString();
-  sqlite3_stmt* statement =
-      statements_[replay ? kInsertSubmissionReplay : kInsertSubmission].get();
+  sqlite3_stmt* statement = statements_[replay ? kInsertSubmissionReplay : kInsertSubmission].get();
   StatementUse use(statement);
   RETURN_IF_ERROR(BindText(statement, 1, submission.client_id));
   RETURN_IF_ERROR(BindText(statement, 2, submission.request_id));
@@ -592,8 +590,8 @@ absl::Status SqliteStore::WriteSubmission(const WriteBatch::Submission& submissi
   const int rc = sqlite3_step(statement);
   if (IsConstraintViolation(rc)) {
     return absl::AlreadyExistsError(absl::StrCat("sqlite store ", path_, ": submission (",
-                                                 submission.client_id, ", ",
-                                                 submission.request_id, ") is already stored"));
+                                                 submission.client_id, ", ", submission.request_id,
+                                                 ") is already stored"));
   }
   if (rc != SQLITE_DONE) return Error("Apply: submission", rc);
   return absl::OkStatus();
@@ -605,8 +603,8 @@ absl::Status SqliteStore::WriteJob(const WriteBatch::JobWrite& write, bool repla
         absl::StrCat("sqlite store ", path_, ": Apply: a job has no job_id"));
   }
   if (write.insert && write.seq <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sqlite store ", path_, ": Apply: job ", write.job_id, " to insert has no seq"));
+    return absl::InvalidArgumentError(absl::StrCat("sqlite store ", path_, ": Apply: job ",
+                                                   write.job_id, " to insert has no seq"));
   }
   const StatementId id = write.insert ? (replay ? kInsertJobReplay : kInsertJob)
                                       : (write.seq > 0 ? kUpdateJobBySeq : kUpdateJob);
@@ -719,7 +717,7 @@ absl::StatusOr<std::vector<StoredJob>> SqliteStore::ListJobs(const JobFilter& fi
       last = sqlite3_column_int64(max_seq, 0);
     }
     if (after >= last) break;
-    ASSIGN_OR_RETURN(sqlite3_stmt* statement, ListStatement(mask));
+    ASSIGN_OR_RETURN(sqlite3_stmt * statement, ListStatement(mask));
     RETURN_IF_ERROR(BindInt(statement, 1, after));
     if (mask & JobFilter::kByClient) RETURN_IF_ERROR(BindText(statement, 2, filter.client_id));
     if (mask & JobFilter::kByBoardKind) {
@@ -766,8 +764,8 @@ absl::StatusOr<std::vector<v1::Board>> SqliteStore::LoadBoards() {
 
 absl::Status SqliteStore::InsertOperator(const v1::Operator& op) {
   if (op.name().empty() || op.version().empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sqlite store ", path_, ": InsertOperator: the operator has no name or version"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sqlite store ", path_, ": InsertOperator: the operator has no name or version"));
   }
   std::string data;
   if (!op.SerializeToString(&data)) {
@@ -783,8 +781,8 @@ absl::Status SqliteStore::InsertOperator(const v1::Operator& op) {
     RETURN_IF_ERROR(BindBlob(statement, 3, data));
     const int rc = sqlite3_step(statement);
     if ((rc & 0xff) == SQLITE_CONSTRAINT) {
-      return absl::AlreadyExistsError(absl::StrCat("sqlite store ", path_, ": operator ",
-                                                   op.name(), " version ", op.version(),
+      return absl::AlreadyExistsError(absl::StrCat("sqlite store ", path_, ": operator ", op.name(),
+                                                   " version ", op.version(),
                                                    " is already stored"));
     }
     if (rc != SQLITE_DONE) return Error("InsertOperator", rc);
@@ -812,9 +810,10 @@ absl::StatusOr<v1::Operator> SqliteStore::OperatorRow(sqlite3_stmt* statement) c
   v1::Operator op;
   if (!op.ParseFromArray(data.data(), static_cast<int>(data.size()))) {
     const unsigned char* name = sqlite3_column_text(statement, 0);
-    return absl::InternalError(absl::StrCat(
-        "sqlite store ", path_, ": operator ",
-        name != nullptr ? reinterpret_cast<const char*>(name) : "", " does not parse as a v1.Operator"));
+    return absl::InternalError(
+        absl::StrCat("sqlite store ", path_, ": operator ",
+                     name != nullptr ? reinterpret_cast<const char*>(name) : "",
+                     " does not parse as a v1.Operator"));
   }
   return op;
 }

@@ -116,7 +116,6 @@ class SqliteStore final : public Store {
 
   const std::string& path() const { return path_; }
 
-
   // Store. Reads see every call that returned before them.
   absl::StatusOr<std::optional<std::vector<std::string>>> FindSubmission(
       const std::string& client_id, const std::string& request_id) override;
@@ -201,8 +200,8 @@ class SqliteStore final : public Store {
   // SQLite's WAL hook (sqlite3_wal_hook), called by each commit with the pages in the WAL: notes
   // them (and a WAL that started over) and, from 1,000 on, checkpoints as SQLite's own hook would
   // (PASSIVE).
-  static int OnWalCommit(void* store, sqlite3* db, const char* name, int pages)
-      ABSL_NO_THREAD_SAFETY_ANALYSIS;
+  static int OnWalCommit(void* store, sqlite3* db, const char* name,
+                         int pages) ABSL_NO_THREAD_SAFETY_ANALYSIS;
   // The truncation described in the file comment, when wal_pages_ has reached truncate_at_.
   void MaybeTruncateWal() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) ABSL_LOCKS_EXCLUDED(read_mu_);
   // Steps a statement that returns no rows (INSERT/UPDATE/BEGIN...) and resets it.
@@ -253,7 +252,7 @@ class SqliteStore final : public Store {
   std::array<Statement, kFirstRead> statements_ ABSL_GUARDED_BY(mu_);
   int busy_timeout_ms_ ABSL_GUARDED_BY(mu_) = 0;
   int wal_truncate_pages_ ABSL_GUARDED_BY(mu_) = 0;
-  int wal_pages_ ABSL_GUARDED_BY(mu_) = 0;  // in the WAL after the last commit
+  int wal_pages_ ABSL_GUARDED_BY(mu_) = 0;        // in the WAL after the last commit
   int64_t truncate_at_ ABSL_GUARDED_BY(mu_) = 0;  // wal_truncate_pages_, or more after a failure
   std::atomic<int64_t> wal_truncations_{0};
   std::atomic<int64_t> wal_truncations_blocked_{0};

@@ -270,7 +270,13 @@ TEST(SqliteStore, VersionOneStoreGetsTheCatalogOnOpen) {
   {
     auto store = OpenOrDie(path);
     ASSERT_NE(store, nullptr);
-    ASSERT_TRUE(store->UpsertBoard([] { v1::Board b; b.set_board_id("b1"); return b; }()).ok());
+    ASSERT_TRUE(store
+                    ->UpsertBoard([] {
+                      v1::Board b;
+                      b.set_board_id("b1");
+                      return b;
+                    }())
+                    .ok());
   }
   // What a version-1 tracker left: no operators table.
   ASSERT_EQ(RawQuery(path, "DROP TABLE operators"), "");

@@ -33,8 +33,8 @@ absl::StatusOr<std::vector<int64_t>> Store::InsertSubmission(const std::string& 
   std::vector<int64_t> seqs;
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (jobs[i].job_id().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("job ", i, " of submission (", client_id,
-                                                     ", ", request_id, ") has no job_id"));
+      return absl::InvalidArgumentError(absl::StrCat("job ", i, " of submission (", client_id, ", ",
+                                                     request_id, ") has no job_id"));
     }
     submission.job_ids.push_back(jobs[i].job_id());
     batch.jobs.push_back(WriteBatch::JobWrite::Of(++seq, true, jobs[i]));

@@ -176,8 +176,8 @@ TEST_P(StoreContractTest, AReplayedBatchIsStoredOnce) {
   ASSERT_TRUE(store().Apply(batch).ok());
   EXPECT_TRUE(absl::IsAlreadyExists(store().Apply(batch)));
   // Sent again with a newer state of "b" merged in (as the group commit does) and a new job.
-  batch.jobs[1] = WriteBatch::JobWrite::Of(
-      2, true, MakeJob("b", "alice", "m3", "matmul", v1::RUNNING));
+  batch.jobs[1] =
+      WriteBatch::JobWrite::Of(2, true, MakeJob("b", "alice", "m3", "matmul", v1::RUNNING));
   batch.jobs.push_back(WriteBatch::JobWrite::Of(3, true, MakeJob("c", "alice", "m3", "matmul")));
   batch.replay = true;
   absl::Status replayed = store().Apply(batch);
@@ -448,8 +448,8 @@ TEST_P(StoreContractTest, AnUpdateNamingASeqMustMatchTheStoredJob) {
                                      MakeJob("b", "alice", "m3", "matmul")})
                   .ok());
   WriteBatch good;
-  good.jobs.push_back(WriteBatch::JobWrite::Of(2, false, MakeJob("b", "alice", "m3", "matmul",
-                                                                 v1::RUNNING)));
+  good.jobs.push_back(
+      WriteBatch::JobWrite::Of(2, false, MakeJob("b", "alice", "m3", "matmul", v1::RUNNING)));
   ASSERT_TRUE(store().Apply(good).ok());
   // "a" with b's seq: nothing is written, neither a nor b.
   WriteBatch crossed;

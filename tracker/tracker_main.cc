@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>  // the "listening on" line
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -29,8 +29,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "base/clock.h"
 #include "base/logging.h"
@@ -44,9 +44,9 @@
 #include "tracker/job_queue.h"
 #include "tracker/leadership.h"
 #include "tracker/metrics.h"
+#include "tracker/pg_store.h"
 #include "tracker/server_security.h"
 #include "tracker/service.h"
-#include "tracker/pg_store.h"
 #include "tracker/sqlite_store.h"
 
 ABSL_FLAG(std::string, config, "", "text-format TrackerConfig file");
@@ -54,9 +54,11 @@ ABSL_FLAG(std::string, listen, "", "gRPC address (overrides listen_address)");
 ABSL_FLAG(std::string, database, "",
           "SQLite file, or a PostgreSQL database as postgresql://USER@HOST:PORT/DB (overrides "
           "database_path; default: benchfarm-tracker.db in the working directory)");
-ABSL_FLAG(std::string, metrics, "", "Prometheus address (overrides metrics_address); 'off' disables");
-ABSL_FLAG(bool, insecure, false,
-          "plain text, no authentication: every caller may do everything (loopback addresses only)");
+ABSL_FLAG(std::string, metrics, "",
+          "Prometheus address (overrides metrics_address); 'off' disables");
+ABSL_FLAG(
+    bool, insecure, false,
+    "plain text, no authentication: every caller may do everything (loopback addresses only)");
 ABSL_FLAG(std::string, state_dir, "",
           "security state (CA, certificate, tokens); default: the database path + .pki");
 ABSL_FLAG(std::string, log_level, "",
@@ -113,16 +115,19 @@ int main(int argc, char** argv) {
     config.MergeFrom(file);
   }
   if (!absl::GetFlag(FLAGS_listen).empty()) config.set_listen_address(absl::GetFlag(FLAGS_listen));
-  if (!absl::GetFlag(FLAGS_database).empty()) config.set_database_path(absl::GetFlag(FLAGS_database));
+  if (!absl::GetFlag(FLAGS_database).empty())
+    config.set_database_path(absl::GetFlag(FLAGS_database));
   if (!absl::GetFlag(FLAGS_metrics).empty()) {
-    config.set_metrics_address(absl::GetFlag(FLAGS_metrics) == "off" ? "" : absl::GetFlag(FLAGS_metrics));
+    config.set_metrics_address(
+        absl::GetFlag(FLAGS_metrics) == "off" ? "" : absl::GetFlag(FLAGS_metrics));
   }
   if (config.lease_seconds() < 1) return Fail("config: lease_seconds must be at least 1");
   if (config.heartbeat_seconds() < 1 || config.heartbeat_seconds() >= config.lease_seconds()) {
     return Fail("config: heartbeat_seconds must be at least 1 and less than lease_seconds");
   }
   if (config.retry_budget() < 1) return Fail("config: retry_budget must be at least 1");
-  if (config.quarantine_threshold() < 1) return Fail("config: quarantine_threshold must be at least 1");
+  if (config.quarantine_threshold() < 1)
+    return Fail("config: quarantine_threshold must be at least 1");
   if (config.listen_address().empty()) return Fail("config: listen_address is required");
   if (absl::GetFlag(FLAGS_insecure)) config.mutable_security()->set_insecure(true);
   if (!absl::GetFlag(FLAGS_state_dir).empty()) {
@@ -188,9 +193,10 @@ int main(int argc, char** argv) {
   std::thread([held] {
     while (!g_stop) {
       if (!held->StillLeading()) {
-        spdlog::critical("lost the database's leadership ({}): stopping now so that a standby "
-                         "serves alone",
-                         held->Lock());
+        spdlog::critical(
+            "lost the database's leadership ({}): stopping now so that a standby "
+            "serves alone",
+            held->Lock());
         std::_Exit(3);
       }
       absl::SleepFor(absl::Seconds(1));
@@ -227,7 +233,8 @@ int main(int argc, char** argv) {
   options.retry_budget = config.retry_budget();
   options.quarantine_threshold = config.quarantine_threshold();
   options.health_check_trial = config.health_check_trial();
-  if (config.max_queued_per_client() > 0) options.max_queued_per_client = config.max_queued_per_client();
+  if (config.max_queued_per_client() > 0)
+    options.max_queued_per_client = config.max_queued_per_client();
   if (config.max_queued_bytes_per_client() > 0) {
     options.max_queued_bytes_per_client = config.max_queued_bytes_per_client();
   }
@@ -238,7 +245,8 @@ int main(int argc, char** argv) {
   if (config.max_operator_versions_per_client() > 0) {
     options.catalog.max_versions_per_client = config.max_operator_versions_per_client();
   }
-  if (config.operator_cache_bytes() > 0) options.catalog.cache_bytes = config.operator_cache_bytes();
+  if (config.operator_cache_bytes() > 0)
+    options.catalog.cache_bytes = config.operator_cache_bytes();
   if (config.max_slots_per_board() > 0) options.max_slots_per_board = config.max_slots_per_board();
   benchfarm::tracker::JobQueue queue(store.get(), &clock, options);
   absl::Status recovered = queue.Recover();
@@ -262,21 +270,26 @@ int main(int argc, char** argv) {
   }
   std::string host = config.listen_address().substr(0, config.listen_address().rfind(':'));
   if (security->auth == nullptr) {
-    spdlog::warn("insecure: plain text, no authentication (--insecure); every caller may do everything");
+    spdlog::warn(
+        "insecure: plain text, no authentication (--insecure); every caller may do everything");
   } else {
     // How to reach it, the way Jupyter prints its token: the CA to trust and a credential.
-    spdlog::info("secure: TLS; clients need the CA {} and a token or certificate of it", security->ca_cert);
+    spdlog::info("secure: TLS; clients need the CA {} and a token or certificate of it",
+                 security->ca_cert);
     if (security->initialized_now) {
       spdlog::info("first start: made a CA, this tracker's certificate and an admin token in {}",
                    security->state_dir);
     }
     if (!security->admin_token_file.empty()) {
-      spdlog::info("farmctl as admin: export BENCHFARM_TRACKER={}:{} BENCHFARM_CA={} BENCHFARM_TOKEN_FILE={}",
-                   host, port, security->ca_cert, security->admin_token_file);
+      spdlog::info(
+          "farmctl as admin: export BENCHFARM_TRACKER={}:{} BENCHFARM_CA={} "
+          "BENCHFARM_TOKEN_FILE={}",
+          host, port, security->ca_cert, security->admin_token_file);
     }
-    spdlog::info("an agent: deploy/pki.sh agent {} AGENT_ID BOARD_GLOB=KIND[:SLOTS]...; a user token: "
-                 "deploy/pki.sh token {} NAME (README \"Security\")",
-                 security->state_dir, security->state_dir);
+    spdlog::info(
+        "an agent: deploy/pki.sh agent {} AGENT_ID BOARD_GLOB=KIND[:SLOTS]...; a user token: "
+        "deploy/pki.sh token {} NAME (README \"Security\")",
+        security->state_dir, security->state_dir);
   }
   std::printf("tracker: listening on %s:%d", host.c_str(), port);
   if (metrics.port() != 0) std::printf(" (metrics on port %d)", metrics.port());

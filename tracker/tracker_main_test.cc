@@ -74,8 +74,8 @@ class TrackerMainTest : public ::testing::Test {
   void SetUp() override {
     std::string database = absl::StrCat(std::getenv("TEST_TMPDIR"), "/tracker_main_test.db");
     std::remove(database.c_str());
-    absl::StatusOr<std::string> address =
-        tracker_.Start({"--database=" + database, "--listen=127.0.0.1:0", "--metrics=off", "--insecure"});
+    absl::StatusOr<std::string> address = tracker_.Start(
+        {"--database=" + database, "--listen=127.0.0.1:0", "--metrics=off", "--insecure"});
     ASSERT_TRUE(address.ok()) << address.status();
     address_ = *address;
     channel_ = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());

@@ -76,8 +76,7 @@
 #define PLACEHOLDER_BYTE 0xA1u /* 7 of these + an index byte name an allocation */
 #define MAX_TRACKED_BLOCKS 4096u
 
-static const crt_board_info_t kInfo = {"fuzz-board", "0123456789abcdef", 1e-9, 72000000u,
-                                        "fake"};
+static const crt_board_info_t kInfo = {"fuzz-board", "0123456789abcdef", 1e-9, 72000000u, "fake"};
 static const DLDevice kCpu = {kDLCPU, 0};
 
 static crt_rpc_server_t g_server; /* large: static storage, as on a board */

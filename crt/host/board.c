@@ -230,8 +230,8 @@ static int Calibrate(TVMValue* args, int* type_codes, int num_args, TVMValue* re
 }
 
 /* benchfarm.TimerTotals() -> str, and resets the totals. */
-static int TimerTotals(TVMValue* args, int* type_codes, int num_args, TVMValue* ret,
-                       int* ret_tcode, void* resource_handle) {
+static int TimerTotals(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_tcode,
+                       void* resource_handle) {
   static char text[128];
   crt_host_timer_totals_t totals;
   (void)args;
@@ -255,8 +255,8 @@ static int TimerTotals(TVMValue* args, int* type_codes, int num_args, TVMValue* 
 /* DeviceInfo: the core's lines (constant once the server is up), then the board's own. */
 static char g_device_info[512];
 
-static int DeviceInfo(TVMValue* args, int* type_codes, int num_args, TVMValue* ret,
-                      int* ret_tcode, void* resource_handle) {
+static int DeviceInfo(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_tcode,
+                      void* resource_handle) {
   (void)args;
   (void)type_codes;
   (void)num_args;

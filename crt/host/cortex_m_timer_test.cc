@@ -46,15 +46,26 @@ uint32_t bf_test_primask;
 
 volatile uint32_t* bf_test_register(uint32_t address) {
   switch (address) {
-    case 0xE000E010u: return &g_regs.syst_csr;
-    case 0xE000E014u: return &g_regs.syst_rvr;
-    case 0xE000E018u: ++g_regs.cvr_reads; return &g_regs.syst_cvr;
-    case 0xE000ED04u: return &g_regs.icsr;
-    case 0xE000ED20u: return &g_regs.shpr3;
-    case 0xE000EDFCu: return &g_regs.demcr;
-    case 0xE0001000u: return &g_regs.dwt_ctrl;
-    case 0xE0001004u: g_regs.dwt_cyccnt += g_regs.cyccnt_step; return &g_regs.dwt_cyccnt;
-    case 0xE0001FB0u: return &g_regs.dwt_lar;
+    case 0xE000E010u:
+      return &g_regs.syst_csr;
+    case 0xE000E014u:
+      return &g_regs.syst_rvr;
+    case 0xE000E018u:
+      ++g_regs.cvr_reads;
+      return &g_regs.syst_cvr;
+    case 0xE000ED04u:
+      return &g_regs.icsr;
+    case 0xE000ED20u:
+      return &g_regs.shpr3;
+    case 0xE000EDFCu:
+      return &g_regs.demcr;
+    case 0xE0001000u:
+      return &g_regs.dwt_ctrl;
+    case 0xE0001004u:
+      g_regs.dwt_cyccnt += g_regs.cyccnt_step;
+      return &g_regs.dwt_cyccnt;
+    case 0xE0001FB0u:
+      return &g_regs.dwt_lar;
   }
   std::fprintf(stderr, "timer.c touched register 0x%08x, which the fake does not model\n", address);
   std::abort();
@@ -76,7 +87,9 @@ void InitSysTick() {
 }
 
 // The count SysTick shows `ticks` after its last (re)start, with `wraps` wraps serviced.
-uint32_t Counter(uint64_t ticks_into_period) { return kReload - static_cast<uint32_t>(ticks_into_period); }
+uint32_t Counter(uint64_t ticks_into_period) {
+  return kReload - static_cast<uint32_t>(ticks_into_period);
+}
 
 TEST(CortexMTimer, SysTickCountsDownWithinAPeriod) {
   InitSysTick();
@@ -187,8 +200,8 @@ TEST(CortexMTimer, TheDwtCounterIsUsedWhereItCountsAndItsWrapsAreCounted) {
   g_regs.cyccnt_step = 1;
   bf_bsp_timer_init();
   ASSERT_STREQ(bf_bsp_timer_source(), "dwt");
-  EXPECT_NE(g_regs.demcr & (1u << 24), 0u);   // TRCENA
-  EXPECT_NE(g_regs.dwt_ctrl & 1u, 0u);        // CYCCNTENA
+  EXPECT_NE(g_regs.demcr & (1u << 24), 0u);  // TRCENA
+  EXPECT_NE(g_regs.dwt_ctrl & 1u, 0u);       // CYCCNTENA
   EXPECT_EQ(g_regs.dwt_lar, 0xC5ACCE55u);
   g_regs.cyccnt_step = 0;
   g_regs.dwt_cyccnt = 0xFFFFFF00u;

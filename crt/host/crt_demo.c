@@ -19,14 +19,14 @@
 #include <tvm/runtime/crt/platform.h>
 #include <tvm/runtime/tvm_micro_runtime.h>
 
-#define CHECK_OK(expr)                                                                    \
-  do {                                                                                    \
-    int check_ok_rc = (int)(expr);                                                        \
-    if (check_ok_rc != 0) {                                                               \
-      fprintf(stderr, "crt_demo: %s failed: 0x%x %s\n", #expr, (unsigned)check_ok_rc,     \
-              TVMGetLastError());                                                         \
-      return 1;                                                                           \
-    }                                                                                     \
+#define CHECK_OK(expr)                                                                \
+  do {                                                                                \
+    int check_ok_rc = (int)(expr);                                                    \
+    if (check_ok_rc != 0) {                                                           \
+      fprintf(stderr, "crt_demo: %s failed: 0x%x %s\n", #expr, (unsigned)check_ok_rc, \
+              TVMGetLastError());                                                     \
+      return 1;                                                                       \
+    }                                                                                 \
   } while (0)
 
 enum { kAddElements = 16 };

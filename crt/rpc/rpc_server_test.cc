@@ -237,9 +237,10 @@ TEST_F(RpcServerTest, GlobalsHaveTvmsHandles) {
 TEST_F(RpcServerTest, DeviceInfoListsIdentity) {
   Arg info = link_.CallFunc(Global("benchfarm.DeviceInfo"), {});
   ASSERT_EQ(info.type_code(), TypeCode::kStr);
-  EXPECT_EQ(info.str(),
-            "board_kind=test-board\nfirmware_hash=0123456789abcdef\ncrt_version=" CRT_RPC_SERVER_VERSION
-            "\nmax_packet_size=2037\ntimer_resolution_s=1e-09\ncpu_hz=72000000\ntimer=dwt\n");
+  EXPECT_EQ(
+      info.str(),
+      "board_kind=test-board\nfirmware_hash=0123456789abcdef\ncrt_version=" CRT_RPC_SERVER_VERSION
+      "\nmax_packet_size=2037\ntimer_resolution_s=1e-09\ncpu_hz=72000000\ntimer=dwt\n");
 }
 
 TEST_F(RpcServerTest, ModuleGetFunctionFindsSampleOperators) {
@@ -270,8 +271,7 @@ TEST_F(RpcServerTest, AddRoundTripThroughDeviceMemory) {
   for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], 11.0f * i);
   EXPECT_EQ(crt_rpc_server_live_allocations(&g_server), 3u);
   for (const RemoteTensor* t : {&a, &b, &c}) {
-    EXPECT_EQ(link_.Call(codec::EncodeDevFreeData(DlDevice{}, t->data)).kind,
-              Reply::Kind::kReturn);
+    EXPECT_EQ(link_.Call(codec::EncodeDevFreeData(DlDevice{}, t->data)).kind, Reply::Kind::kReturn);
   }
   EXPECT_EQ(crt_rpc_server_live_allocations(&g_server), 0u);
 }
@@ -309,11 +309,11 @@ TEST_F(RpcServerTest, CopyAmongRemoteAndStreamsNoOps) {
   link_.Put(a, {1, 2, 3, 4});
   EXPECT_EQ(link_.Call(codec::EncodeCopyAmongRemote(a, b)).kind, Reply::Kind::kReturn);
   EXPECT_EQ(link_.Get(b), (std::vector<float>{1, 2, 3, 4}));
-  EXPECT_EQ(link_.Handle(codec::EncodeSyscall(RpcCode::kDevCreateStream,
-                                              {Arg::Device(DlDevice{})})),
-            0u);
+  EXPECT_EQ(
+      link_.Handle(codec::EncodeSyscall(RpcCode::kDevCreateStream, {Arg::Device(DlDevice{})})), 0u);
   for (RpcCode code : {RpcCode::kDevStreamSync, RpcCode::kDevSetStream, RpcCode::kDevFreeStream}) {
-    Reply r = link_.Call(codec::EncodeSyscall(code, {Arg::Device(DlDevice{}), Arg::OpaqueHandle(0)}));
+    Reply r =
+        link_.Call(codec::EncodeSyscall(code, {Arg::Device(DlDevice{}), Arg::OpaqueHandle(0)}));
     EXPECT_EQ(r.kind, Reply::Kind::kReturn);
   }
   EXPECT_EQ(link_.ExceptionOf(codec::EncodeSyscall(RpcCode::kDevSetDevice, {})),
@@ -334,9 +334,18 @@ TEST_F(RpcServerTest, DevAllocDataRoundsAndTracks) {
 
 std::vector<Arg> EvaluatorArgs(uint64_t lib, const std::string& name, int number, int repeat,
                                int min_repeat_ms) {
-  return {Arg::ModuleHandle(lib), Arg::Str(name), Arg::Int(1), Arg::Int(0), Arg::Int(number),
-          Arg::Int(repeat),       Arg::Int(min_repeat_ms), Arg::Int(100), Arg::Int(0),
-          Arg::Int(1),            Arg::Int(0),  Arg::Str("")};
+  return {Arg::ModuleHandle(lib),
+          Arg::Str(name),
+          Arg::Int(1),
+          Arg::Int(0),
+          Arg::Int(number),
+          Arg::Int(repeat),
+          Arg::Int(min_repeat_ms),
+          Arg::Int(100),
+          Arg::Int(0),
+          Arg::Int(1),
+          Arg::Int(0),
+          Arg::Str("")};
 }
 
 TEST_F(RpcServerTest, TimeEvaluatorTimesEverySampleOperator) {
@@ -406,10 +415,8 @@ TEST_F(RpcServerTest, TimeEvaluatorArgumentErrorsAreExceptions) {
   wrong[0] = Arg::Null();  // TVM's C++ host sends this for a module without a handle
   EXPECT_NE(link_.ExceptionOf(codec::EncodeCallFunc(te, wrong)).find("0x00000801"),
             std::string::npos);
-  EXPECT_NE(link_.ExceptionOf(codec::EncodeCallFunc(te, EvaluatorArgs(lib, "nope", 1, 1, 0))),
-            "");
-  EXPECT_NE(link_.ExceptionOf(codec::EncodeCallFunc(te, EvaluatorArgs(lib, "add", 0, 1, 0))),
-            "");
+  EXPECT_NE(link_.ExceptionOf(codec::EncodeCallFunc(te, EvaluatorArgs(lib, "nope", 1, 1, 0))), "");
+  EXPECT_NE(link_.ExceptionOf(codec::EncodeCallFunc(te, EvaluatorArgs(lib, "add", 0, 1, 0))), "");
   ExpectStillServing();
 }
 
@@ -475,13 +482,16 @@ TEST_F(RpcServerTest, WrongSessionIdIsDroppedCleanly) {
   std::string body = std::string("\x12\x34\x10", 3) + packet;
   std::string wire;
   crt_framer_t framer;
-  crt_framer_init(&framer, [](void* ctx, const uint8_t* d, size_t n) -> tvm_crt_error_t {
-    static_cast<std::string*>(ctx)->append(reinterpret_cast<const char*>(d), n);
-    return kTvmErrorNoError;
-  }, &wire);
-  ASSERT_EQ(crt_framer_write_packet(&framer, reinterpret_cast<const uint8_t*>(body.data()),
-                                    body.size()),
-            kTvmErrorNoError);
+  crt_framer_init(
+      &framer,
+      [](void* ctx, const uint8_t* d, size_t n) -> tvm_crt_error_t {
+        static_cast<std::string*>(ctx)->append(reinterpret_cast<const char*>(d), n);
+        return kTvmErrorNoError;
+      },
+      &wire);
+  ASSERT_EQ(
+      crt_framer_write_packet(&framer, reinterpret_cast<const uint8_t*>(body.data()), body.size()),
+      kTvmErrorNoError);
   EXPECT_TRUE(link_.Deliver(wire).empty());
   ExpectStillServing();
 }
@@ -514,13 +524,13 @@ TEST_F(RpcServerTest, ProtocolViolationsGetExceptions) {
       codec::EncodeSyscall(RpcCode::kException, {}),
       codec::EncodeSyscall(RpcCode::kCopyAck, {}),
       codec::EncodeSyscall(RpcCode::kDevGetCurrentStream, {}),
-      codec::EncodeSyscall(RpcCode::kGetGlobalFunc, {Arg::Int(3)}),          // wrong type
-      codec::EncodeSyscall(RpcCode::kGetGlobalFunc, {}),                     // wrong count
-      codec::EncodeCallFunc(0x80028003u, {Arg::NDArray({})}),                // NDArray arg
+      codec::EncodeSyscall(RpcCode::kGetGlobalFunc, {Arg::Int(3)}),  // wrong type
+      codec::EncodeSyscall(RpcCode::kGetGlobalFunc, {}),             // wrong count
+      codec::EncodeCallFunc(0x80028003u, {Arg::NDArray({})}),        // NDArray arg
       codec::EncodeFreeHandle(0x1234, TypeCode::kNDArrayHandle),
-      codec::EncodeCallFunc(0, {}),                                          // NULL handle
-      codec::EncodeCallFunc(0x80018000u, {}),                                // no module 1
-      codec::EncodeCallFunc(0x80028000u + 100, {}),                          // index too big
+      codec::EncodeCallFunc(0, {}),                  // NULL handle
+      codec::EncodeCallFunc(0x80018000u, {}),        // no module 1
+      codec::EncodeCallFunc(0x80028000u + 100, {}),  // index too big
   };
   // An unknown type code, patched into a valid CallFunc.
   std::string bad_tcode = codec::EncodeCallFunc(0x80028003u, {Arg::Int(1)});

@@ -15,7 +15,7 @@
 #include <tvm/runtime/crt/wire.h>
 
 typedef struct {
-  uint16_t index; /* 0: free */
+  uint16_t index;   /* 0: free */
   uint32_t created; /* creation order, to retire the oldest */
   TVMFunctionHandle target;
   int64_t number;
@@ -53,8 +53,7 @@ static Evaluator* TakeSlot(void) {
       return &g_evaluators[i];
     }
     /* The largest distance back from the newest is the oldest (wrap-safe). */
-    if ((uint32_t)(g_created - g_evaluators[i].created) >
-        (uint32_t)(g_created - slot->created)) {
+    if ((uint32_t)(g_created - g_evaluators[i].created) > (uint32_t)(g_created - slot->created)) {
       slot = &g_evaluators[i];
     }
   }
@@ -196,8 +195,7 @@ static int CreateEvaluator(TVMValue* args, int* type_codes, int num_args, TVMVal
   }
   for (i = 0; i < CRT_TIME_EVALUATOR_NUM_ARGS; i++) {
     if (type_codes[i] != kExpected[i]) {
-      TVMAPISetLastError(
-          "runtime.RPCTimeEvaluator: expects (Module, Str, Int x 9, Str)");
+      TVMAPISetLastError("runtime.RPCTimeEvaluator: expects (Module, Str, Int x 9, Str)");
       return kTvmErrorFunctionCallWrongArgType;
     }
   }

@@ -59,7 +59,8 @@ static union {
   TVMBackendPackedCFunc align;
 } g_global_registry_buffer;
 
-/* ---- last error ------------------------------------------------------------------------------- */
+/* ---- last error -------------------------------------------------------------------------------
+ */
 
 /* Appends s at pos, truncating; keeps g_last_error NUL-terminated. Returns the new end. */
 static size_t AppendError(size_t pos, const char* s) {
@@ -93,7 +94,8 @@ void TVMAPISetLastError(const char* msg) { AppendError(0, msg == NULL ? "" : msg
 
 const char* TVMGetLastError(void) { return g_last_error; }
 
-/* ---- handles ---------------------------------------------------------------------------------- */
+/* ---- handles ----------------------------------------------------------------------------------
+ */
 
 static TVMModuleHandle EncodeModuleHandle(tvm_module_index_t module_index) {
   return (TVMModuleHandle)(uintptr_t)(module_index | HANDLE_VALID_BIT);
@@ -119,11 +121,7 @@ static int DecodeModuleHandle(TVMModuleHandle handle, tvm_module_index_t* module
   return 0;
 }
 
-typedef enum {
-  kFunctionKindGlobal,
-  kFunctionKindModule,
-  kFunctionKindTimeEvaluator
-} FunctionKind;
+typedef enum { kFunctionKindGlobal, kFunctionKindModule, kFunctionKindTimeEvaluator } FunctionKind;
 
 typedef struct {
   FunctionKind kind;
@@ -179,7 +177,8 @@ TVMFunctionHandle TVMCrtEncodeTimeEvaluatorHandle(uint16_t index) {
 
 void TVMCrtSetTimeEvaluatorCall(TVMCrtTimeEvaluatorCall call) { g_time_evaluator_call = call; }
 
-/* ---- modules ---------------------------------------------------------------------------------- */
+/* ---- modules ----------------------------------------------------------------------------------
+ */
 
 tvm_crt_error_t TVMCrtModuleRegister(const TVMModule* mod, TVMModuleHandle* out_handle) {
   tvm_module_index_t i;
@@ -238,7 +237,8 @@ int TVMModGetFunction(TVMModuleHandle mod, const char* func_name, int query_impo
   return 0;
 }
 
-/* ---- functions -------------------------------------------------------------------------------- */
+/* ---- functions --------------------------------------------------------------------------------
+ */
 
 int TVMFuncFree(TVMFunctionHandle func) {
   (void)func;
@@ -303,12 +303,11 @@ int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes, i
 
   if (decoded.kind == kFunctionKindTimeEvaluator) {
     if (g_time_evaluator_call == NULL) {
-      SetLastErrorWithValue("TVMFuncCall: no time evaluator installed; handle",
-                            (uintptr_t)func);
+      SetLastErrorWithValue("TVMFuncCall: no time evaluator installed; handle", (uintptr_t)func);
       return kTvmErrorTimeEvaluatorBadHandle;
     }
-    return g_time_evaluator_call(decoded.function_index, arg_values, type_codes, num_args,
-                                 ret_val, ret_type_code);
+    return g_time_evaluator_call(decoded.function_index, arg_values, type_codes, num_args, ret_val,
+                                 ret_type_code);
   }
   if (decoded.kind == kFunctionKindGlobal) {
     registry = &g_global_registry.registry;
@@ -324,7 +323,8 @@ int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes, i
   return target(arg_values, type_codes, num_args, ret_val, ret_type_code, resource_handle);
 }
 
-/* ---- built-in globals ------------------------------------------------------------------------- */
+/* ---- built-in globals -------------------------------------------------------------------------
+ */
 
 /* runtime.SystemLib(): the system library's module handle, registering it on first call. */
 static int SystemLib(TVMValue* args, int* type_codes, int num_args, TVMValue* ret_value,
@@ -441,7 +441,8 @@ tvm_crt_error_t TVMInitializeRuntime(void) {
   return kTvmErrorNoError;
 }
 
-/* ---- memory ----------------------------------------------------------------------------------- */
+/* ---- memory -----------------------------------------------------------------------------------
+ */
 
 static const DLDevice kCpuDevice = {kDLCPU, 0};
 
@@ -534,8 +535,8 @@ int TVMDeviceCopyDataFromTo(DLTensor* from, DLTensor* to, TVMStreamHandle stream
   if (from->device.device_type != kDLCPU || to->device.device_type != kDLCPU) {
     return kTvmErrorDeviceInvalid;
   }
-  if (TVMCrtCompactTensorBytes(from->ndim, from->shape, from->strides, from->dtype,
-                               &from_bytes) != 0 ||
+  if (TVMCrtCompactTensorBytes(from->ndim, from->shape, from->strides, from->dtype, &from_bytes) !=
+          0 ||
       TVMCrtCompactTensorBytes(to->ndim, to->shape, to->strides, to->dtype, &to_bytes) != 0 ||
       from_bytes != to_bytes) {
     return kTvmErrorFunctionCallInvalidArg;
@@ -632,7 +633,8 @@ int TVMByteArrayFree(TVMByteArray* arr) {
   }
 }
 
-/* ---- backend ---------------------------------------------------------------------------------- */
+/* ---- backend ----------------------------------------------------------------------------------
+ */
 
 int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, TVMFunctionHandle* out) {
   int err;
@@ -644,8 +646,8 @@ int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, TVMFunctionH
   return *out == NULL ? kTvmErrorFunctionNameNotFound : 0;
 }
 
-void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes,
-                               int dtype_code_hint, int dtype_bits_hint) {
+void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes, int dtype_code_hint,
+                               int dtype_bits_hint) {
   DLDevice dev;
   void* ptr = NULL;
   (void)dtype_code_hint;

@@ -63,8 +63,7 @@ class CrtRuntimeTest : public ::testing::Test {
 
   // Calls tvm.rpc.server.ModuleGetFunction with the given arguments.
   int ModuleGetFunction(TVMValue* args, int* tcodes, int n, TVMValue* ret, int* ret_tcode) {
-    return TVMFuncCall(Global("tvm.rpc.server.ModuleGetFunction"), args, tcodes, n, ret,
-                       ret_tcode);
+    return TVMFuncCall(Global("tvm.rpc.server.ModuleGetFunction"), args, tcodes, n, ret, ret_tcode);
   }
 };
 
@@ -199,7 +198,8 @@ TEST_F(CrtRuntimeTest, ModuleTableFull) {
   EXPECT_EQ(TVMCrtModuleRegister(nullptr, &again), kTvmErrorFunctionCallInvalidArg);
 }
 
-// ---- TVMFuncCall ---------------------------------------------------------------------------------
+// ---- TVMFuncCall
+// ---------------------------------------------------------------------------------
 
 TEST_F(CrtRuntimeTest, CallModuleFunction) {
   TVMFunctionHandle f = nullptr;
@@ -239,8 +239,7 @@ TEST_F(CrtRuntimeTest, CallRejectsBadArguments) {
   TVMFunctionHandle f = Global("runtime.SystemLib");
   TVMValue ret;
   int tcode;
-  EXPECT_EQ(TVMFuncCall(f, nullptr, nullptr, 0, nullptr, &tcode),
-            kTvmErrorFunctionCallInvalidArg);
+  EXPECT_EQ(TVMFuncCall(f, nullptr, nullptr, 0, nullptr, &tcode), kTvmErrorFunctionCallInvalidArg);
   EXPECT_EQ(TVMFuncCall(f, nullptr, nullptr, 0, &ret, nullptr), kTvmErrorFunctionCallInvalidArg);
   EXPECT_EQ(TVMFuncCall(f, nullptr, nullptr, -1, &ret, &tcode), kTvmErrorFunctionCallInvalidArg);
   EXPECT_EQ(TVMFuncCall(f, nullptr, nullptr, 1, &ret, &tcode), kTvmErrorFunctionCallInvalidArg);
@@ -257,14 +256,14 @@ TEST_F(CrtRuntimeTest, TimeEvaluatorHandles) {
 
   static uint16_t seen_index;
   static int seen_args;
-  TVMCrtSetTimeEvaluatorCall([](uint16_t index, TVMValue*, int*, int n, TVMValue* r,
-                                int* r_tcode) -> int {
-    seen_index = index;
-    seen_args = n;
-    r->v_int64 = 5;
-    *r_tcode = kTVMArgInt;
-    return 0;
-  });
+  TVMCrtSetTimeEvaluatorCall(
+      [](uint16_t index, TVMValue*, int*, int n, TVMValue* r, int* r_tcode) -> int {
+        seen_index = index;
+        seen_args = n;
+        r->v_int64 = 5;
+        *r_tcode = kTVMArgInt;
+        return 0;
+      });
   TVMValue arg;
   arg.v_int64 = 0;
   int arg_tcode = kTVMArgInt;
@@ -278,7 +277,8 @@ TEST_F(CrtRuntimeTest, TimeEvaluatorHandles) {
   EXPECT_EQ(TVMFuncCall(te, nullptr, nullptr, 0, &ret, &tcode), kTvmErrorTimeEvaluatorBadHandle);
 }
 
-// ---- tvm.rpc.server.ModuleGetFunction ------------------------------------------------------------
+// ---- tvm.rpc.server.ModuleGetFunction
+// ------------------------------------------------------------
 
 TEST_F(CrtRuntimeTest, ModuleGetFunctionGlobal) {
   TVMValue args[4];
@@ -332,7 +332,8 @@ TEST_F(CrtRuntimeTest, ModuleGetFunctionGlobal) {
   EXPECT_EQ(ret_tcode, kTVMNullptr);
 }
 
-// ---- globals --------------------------------------------------------------------------------------
+// ---- globals
+// --------------------------------------------------------------------------------------
 
 TEST_F(CrtRuntimeTest, RegisterGlobal) {
   ASSERT_EQ(TVMFuncRegisterGlobal("test.f", reinterpret_cast<void*>(&ReturnResource), 0), 0);
@@ -392,7 +393,8 @@ TEST_F(CrtRuntimeTest, BackendGetFuncFromEnv) {
   EXPECT_EQ(f, nullptr);
 }
 
-// ---- last error -----------------------------------------------------------------------------------
+// ---- last error
+// -----------------------------------------------------------------------------------
 
 TEST_F(CrtRuntimeTest, LastError) {
   TVMAPISetLastError("something broke");
@@ -407,7 +409,8 @@ TEST_F(CrtRuntimeTest, LastError) {
   EXPECT_EQ(long_message.compare(0, stored.size(), stored), 0);
 }
 
-// ---- memory ---------------------------------------------------------------------------------------
+// ---- memory
+// ---------------------------------------------------------------------------------------
 
 TEST_F(CrtRuntimeTest, ArrayAllocAndFree) {
   const tvm_index_t shape[] = {2, 3};

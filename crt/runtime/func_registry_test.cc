@@ -119,7 +119,10 @@ TEST(FuncRegistry, LookupStopsAtCount) {
 
 TEST(FuncRegistry, NullArgumentsAreErrors) {
   static const TVMBackendPackedCFunc kFuncs[] = {Fn<1>};
-  static const TVMFuncRegistry kReg = {"\x01\x00" "Foo\0", kFuncs};
+  static const TVMFuncRegistry kReg = {
+      "\x01\x00"
+      "Foo\0",
+      kFuncs};
   tvm_function_index_t index = 0;
   TVMBackendPackedCFunc f = nullptr;
   EXPECT_EQ(TVMFuncRegistry_Lookup(nullptr, "Foo", &index), kTvmErrorFunctionNameNotFound);
@@ -203,8 +206,7 @@ TEST(MutableFuncRegistry, Create) {
       ASSERT_EQ(TVMMutableFuncRegistry_Set(&reg, "bcdefghi", Fn<3>, false), kTvmErrorNoError);
       ASSERT_EQ(TVMFuncRegistry_Lookup(&reg.registry, "bcdefghi", &index), kTvmErrorNoError);
       EXPECT_EQ(index, 1);
-      EXPECT_EQ(TVMMutableFuncRegistry_Set(&reg, "a", Fn<4>, false),
-                kTvmErrorFunctionRegistryFull);
+      EXPECT_EQ(TVMMutableFuncRegistry_Set(&reg, "a", Fn<4>, false), kTvmErrorFunctionRegistryFull);
     }
 
     // Every function pointer is still what was stored.
@@ -259,8 +261,7 @@ TEST(MutableFuncRegistry, SetOverride) {
   ASSERT_EQ(TVMMutableFuncRegistry_Set(&reg, "foo", Fn<1>, false), kTvmErrorNoError);
   ASSERT_EQ(TVMMutableFuncRegistry_Set(&reg, "bar", Fn<2>, false), kTvmErrorNoError);
 
-  EXPECT_EQ(TVMMutableFuncRegistry_Set(&reg, "foo", Fn<3>, false),
-            kTvmErrorFunctionAlreadyDefined);
+  EXPECT_EQ(TVMMutableFuncRegistry_Set(&reg, "foo", Fn<3>, false), kTvmErrorFunctionAlreadyDefined);
   TVMBackendPackedCFunc f = nullptr;
   ASSERT_EQ(TVMFuncRegistry_GetByIndex(&reg.registry, 0, &f), kTvmErrorNoError);
   EXPECT_EQ(f, &Fn<1>);
@@ -305,8 +306,7 @@ TEST(MutableFuncRegistry, RejectsBadNames) {
   EXPECT_EQ(TVMMutableFuncRegistry_Set(&reg, "", Fn<1>, false), kTvmErrorFunctionCallInvalidArg);
   EXPECT_EQ(TVMMutableFuncRegistry_Set(&reg, nullptr, Fn<1>, false),
             kTvmErrorFunctionCallInvalidArg);
-  EXPECT_EQ(TVMMutableFuncRegistry_Set(&reg, "f", nullptr, false),
-            kTvmErrorFunctionCallInvalidArg);
+  EXPECT_EQ(TVMMutableFuncRegistry_Set(&reg, "f", nullptr, false), kTvmErrorFunctionCallInvalidArg);
   const std::string too_long(TVM_CRT_MAX_FUNCTION_NAME_LENGTH_BYTES, 'n');
   EXPECT_EQ(TVMMutableFuncRegistry_Set(&reg, too_long.c_str(), Fn<1>, false),
             kTvmErrorFunctionCallInvalidArg);

@@ -42,10 +42,11 @@ static int ReturnEight(TVMValue* args, int* type_codes, int num_args, TVMValue* 
  */
 int crt_runtime_headers_compile_as_c(void) {
   static const TVMBackendPackedCFunc kFuncs[2] = {ReturnSeven, ReturnEight};
-  static const TVMFuncRegistry kRegistry = {"\x02\x00"
-                                            "seven\0"
-                                            "eight\0",
-                                            kFuncs};
+  static const TVMFuncRegistry kRegistry = {
+      "\x02\x00"
+      "seven\0"
+      "eight\0",
+      kFuncs};
   const TVMModule module = {&kRegistry};
   tvm_function_index_t index = 0;
   TVMBackendPackedCFunc func = NULL;

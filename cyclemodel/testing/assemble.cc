@@ -32,10 +32,11 @@ absl::StatusOr<std::string> Run(const std::string& command) {
 }  // namespace
 
 absl::StatusOr<std::vector<AsmInsn>> Assemble(const std::string& source,
-                                             const std::string& arch_flags, uint32_t origin) {
+                                              const std::string& arch_flags, uint32_t origin) {
   if (system("command -v arm-none-eabi-as >/dev/null 2>&1") != 0) {
-    return absl::FailedPreconditionError("arm-none-eabi-as is not installed (apt install "
-                                         "binutils-arm-none-eabi)");
+    return absl::FailedPreconditionError(
+        "arm-none-eabi-as is not installed (apt install "
+        "binutils-arm-none-eabi)");
   }
   const char* tmp = getenv("TEST_TMPDIR");
   std::string dir = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/asm.", getpid(), ".",
@@ -47,9 +48,11 @@ absl::StatusOr<std::vector<AsmInsn>> Assemble(const std::string& source,
   }
   absl::StatusOr<std::string> as =
       Run(absl::StrCat("arm-none-eabi-as ", arch_flags, " -o ", dir, "/t.o ", dir, "/t.s && ",
-                       "arm-none-eabi-ld -Ttext=0x", absl::Hex(origin), " -e 0x", absl::Hex(origin), " -o ", dir, "/t.elf ", dir, "/t.o"));
+                       "arm-none-eabi-ld -Ttext=0x", absl::Hex(origin), " -e 0x", absl::Hex(origin),
+                       " -o ", dir, "/t.elf ", dir, "/t.o"));
   if (!as.ok()) return as.status();
-  absl::StatusOr<std::string> dump = Run(absl::StrCat("arm-none-eabi-objdump -d -M force-thumb ", dir, "/t.elf"));
+  absl::StatusOr<std::string> dump =
+      Run(absl::StrCat("arm-none-eabi-objdump -d -M force-thumb ", dir, "/t.elf"));
   if (!dump.ok()) return dump.status();
   std::vector<AsmInsn> out;
   static const std::regex kLine(R"(^\s*([0-9a-f]+):\s+([0-9a-f]{4})(?: ([0-9a-f]{4}))?\s+(.*)$)");

@@ -22,8 +22,8 @@ struct AsmInsn {
 // "-mcpu=cortex-m4 -mfpu=fpv4-sp-d16"). Errors: the assembler's output (Internal), or
 // FailedPrecondition when arm-none-eabi-as is not installed.
 absl::StatusOr<std::vector<AsmInsn>> Assemble(const std::string& source,
-                                             const std::string& arch_flags,
-                                             uint32_t origin = 0x1000);
+                                              const std::string& arch_flags,
+                                              uint32_t origin = 0x1000);
 
 }  // namespace benchfarm::cyclemodel
 

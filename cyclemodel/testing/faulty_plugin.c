@@ -65,7 +65,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
   for (i = 0; i < argc; i++) {
     if (strncmp(argv[i], "fd=", 3) == 0) g_fd = atoi(argv[i] + 3);
   }
-  Say(strcmp(g_mode, "stranger") == 0 ? "hello\n" : "benchfarm-cycle-model 1 core=faulty regions=0\n");
+  Say(strcmp(g_mode, "stranger") == 0 ? "hello\n"
+                                      : "benchfarm-cycle-model 1 core=faulty regions=0\n");
   qemu_plugin_register_vcpu_tb_trans_cb(id, OnTranslate);
   return 0;
 }

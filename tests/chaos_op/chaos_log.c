@@ -10,10 +10,9 @@
  * records of concurrent or restarted boards never interleave.
  * Host-process boards only (it needs a stderr). */
 #define _POSIX_C_SOURCE 200809L
-#include <unistd.h>
-
 #include <benchfarm/ops/common.h>
 #include <dlpack/dlpack.h>
+#include <unistd.h>
 
 /* Appends the decimal digits of v to line at n; returns the new n. */
 static int chaos_digits(char* line, int n, int64_t v) {
@@ -53,7 +52,8 @@ static int unpack(const TVMValue* args, const int* type_codes, int num_args, con
   }
   *a = (const DLTensor*)args[0].v_handle;
   *b = (const DLTensor*)args[1].v_handle;
-  if ((*a)->ndim != 1 || (*b)->ndim != 1 || ((const DLTensor*)args[2].v_handle)->ndim != 1) return -1;
+  if ((*a)->ndim != 1 || (*b)->ndim != 1 || ((const DLTensor*)args[2].v_handle)->ndim != 1)
+    return -1;
   *out = (float*)((const DLTensor*)args[2].v_handle)->data;
   return 0;
 }

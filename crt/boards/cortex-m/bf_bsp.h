@@ -51,7 +51,8 @@ typedef char bf_bsp_check_ring_pow2[(BF_CONF_RX_RING_BYTES & (BF_CONF_RX_RING_BY
                                             BF_CONF_RX_RING_BYTES >= 16
                                         ? 1
                                         : -1];
-typedef char bf_bsp_check_irq[BF_CONF_UART_IRQ >= 0 && BF_CONF_UART_IRQ < BF_CONF_NUM_IRQS ? 1 : -1];
+typedef char
+    bf_bsp_check_irq[BF_CONF_UART_IRQ >= 0 && BF_CONF_UART_IRQ < BF_CONF_NUM_IRQS ? 1 : -1];
 
 /* A memory-mapped 32-bit register. (This macro, the barriers and the interrupt mask below may be
  * defined before this header by a host test of the shared code, e.g. with fake registers.) */
@@ -59,7 +60,8 @@ typedef char bf_bsp_check_irq[BF_CONF_UART_IRQ >= 0 && BF_CONF_UART_IRQ < BF_CON
 #define BF_BSP_REG32(addr) (*(volatile uint32_t*)(uintptr_t)(addr))
 #endif
 
-/* ---- System control space (ARMv7-M / ARMv8-M, identical where used here) ---------------------- */
+/* ---- System control space (ARMv7-M / ARMv8-M, identical where used here) ----------------------
+ */
 #define BF_BSP_SCB_ICSR 0xE000ED04u
 #define BF_BSP_SCB_VTOR 0xE000ED08u
 #define BF_BSP_SCB_AIRCR 0xE000ED0Cu
@@ -105,7 +107,8 @@ void bf_bsp_nvic_enable(int irq, uint8_t priority);
 void bf_bsp_nvic_disable(int irq);
 void bf_bsp_nvic_pend(int irq);
 
-/* ---- UART driver (package) -------------------------------------------------------------------- */
+/* ---- UART driver (package) --------------------------------------------------------------------
+ */
 
 /* Sets up the UART (pins, clock, BF_CONF_UART_BAUD 8N1), enables its receive interrupt at the
  * peripheral and at the NVIC. Received bytes go to bf_bsp_rx_push from then on. */
@@ -123,7 +126,8 @@ void bf_bsp_uart_rx_irq_enable(int on);
  * masks the receive interrupt (bf_bsp_uart_rx_irq_enable(0)) and leaves the rest in the UART. */
 void bf_bsp_uart_irq_handler(void);
 
-/* ---- Receive ring (cortex-m/uart_ring.c) ------------------------------------------------------ */
+/* ---- Receive ring (cortex-m/uart_ring.c) ------------------------------------------------------
+ */
 
 /* From the UART interrupt only. bf_bsp_rx_full: non-zero when no byte fits. bf_bsp_rx_push:
  * stores one byte (the ring must not be full). bf_bsp_rx_stall: the ring is full and the
@@ -138,13 +142,15 @@ size_t bf_bsp_uart_read(uint8_t* buf, size_t n);
 /* Times the ring was full (bytes waited in the UART) since boot. */
 uint32_t bf_bsp_rx_stalls(void);
 
-/* ---- Clocks (package, optional) --------------------------------------------------------------- */
+/* ---- Clocks (package, optional) ---------------------------------------------------------------
+ */
 
-/* Brings the core to BF_CONF_CPU_HZ (PLL, flash wait states, bus prescalers). Defined by the package
- * when board.conf sets CLOCK_INIT=1; called first thing in main. */
+/* Brings the core to BF_CONF_CPU_HZ (PLL, flash wait states, bus prescalers). Defined by the
+ * package when board.conf sets CLOCK_INIT=1; called first thing in main. */
 void bf_bsp_clock_init(void);
 
-/* ---- Shared core services (cortex-m/) --------------------------------------------------------- */
+/* ---- Shared core services (cortex-m/) ---------------------------------------------------------
+ */
 
 /* Timer source chosen at boot by bf_bsp_timer_init: "dwt" or "systick". */
 const char* bf_bsp_timer_source(void);

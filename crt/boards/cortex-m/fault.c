@@ -19,7 +19,8 @@
 #include "bf_bsp.h"
 
 void bf_bsp_fault_entry(void) __attribute__((naked));
-void bf_bsp_fault_report(const uint32_t* frame, uint32_t exc_return) __attribute__((noreturn, used));
+void bf_bsp_fault_report(const uint32_t* frame, uint32_t exc_return)
+    __attribute__((noreturn, used));
 
 static crt_rpc_server_t* volatile g_bf_fault_server;
 static volatile int g_bf_in_fatal;
@@ -104,10 +105,10 @@ static const char* BfFaultCause(uint32_t cfsr, uint32_t hfsr) {
 }
 
 void bf_bsp_fault_report(const uint32_t* frame, uint32_t exc_return) {
-  static const char* const kNames[] = {"thread", "reset",       "NMI",          "HardFault",
-                                       "MemManage", "BusFault", "UsageFault", "SecureFault",
-                                       "exception 8", "exception 9", "exception 10", "SVCall",
-                                       "DebugMonitor", "exception 13", "PendSV", "SysTick"};
+  static const char* const kNames[] = {
+      "thread",       "reset",        "NMI",         "HardFault",   "MemManage",    "BusFault",
+      "UsageFault",   "SecureFault",  "exception 8", "exception 9", "exception 10", "SVCall",
+      "DebugMonitor", "exception 13", "PendSV",      "SysTick"};
   char line[200];
   size_t pos = 0;
   uint32_t ipsr;
@@ -175,8 +176,8 @@ void TVMPlatformAbort(tvm_crt_error_t code) {
   char line[64];
   size_t pos = 0;
   pos = BfAppendHex(line, sizeof(line), pos, "TVMPlatformAbort(", (uint32_t)code);
-  pos = BfAppendHex(line, sizeof(line), pos, ") lr=",
-                    (uint32_t)(uintptr_t)__builtin_return_address(0));
+  pos = BfAppendHex(line, sizeof(line), pos,
+                    ") lr=", (uint32_t)(uintptr_t)__builtin_return_address(0));
   (void)pos;
   bf_bsp_fatal(line);
 }

@@ -80,7 +80,8 @@ static char* BfDigits(char* end, unsigned long long v, unsigned base, int upper)
   return end;
 }
 
-static void BfInteger(BfOut* o, const BfSpec* s, unsigned long long v, int negative, unsigned base) {
+static void BfInteger(BfOut* o, const BfSpec* s, unsigned long long v, int negative,
+                      unsigned base) {
   char buf[24];
   char prefix[3] = {0, 0, 0};
   char* first = BfDigits(buf + sizeof(buf), v, base, s->upper);
@@ -135,7 +136,8 @@ static unsigned long long BfPow10(int n) {
   return p;
 }
 
-/* v > 0 finite, 1 <= sig <= 17: *digits has exactly sig digits and v ~= digits * 10^(exp - sig + 1). */
+/* v > 0 finite, 1 <= sig <= 17: *digits has exactly sig digits and v ~= digits * 10^(exp - sig +
+ * 1). */
 static void BfDecimal(double v, int sig, unsigned long long* digits, int* exp10) {
   int e = 0;
   double x = v;
@@ -298,12 +300,18 @@ size_t TVMPlatformFormatMessage(char* out_buf, size_t out_buf_size_bytes, const 
     s.width = 0;
     s.prec = -1;
     for (;; p++) {
-      if (*p == '-') s.left = 1;
-      else if (*p == '0') s.zero = 1;
-      else if (*p == '+') s.plus = 1;
-      else if (*p == ' ') s.space = 1;
-      else if (*p == '#') s.alt = 1;
-      else break;
+      if (*p == '-')
+        s.left = 1;
+      else if (*p == '0')
+        s.zero = 1;
+      else if (*p == '+')
+        s.plus = 1;
+      else if (*p == ' ')
+        s.space = 1;
+      else if (*p == '#')
+        s.alt = 1;
+      else
+        break;
     }
     if (*p == '*') {
       s.width = va_arg(ap, int);
@@ -360,10 +368,14 @@ size_t TVMPlatformFormatMessage(char* out_buf, size_t out_buf_size_bytes, const 
       case 'i': {
         long long v;
         unsigned long long mag;
-        if (length == 2) v = va_arg(ap, long long);
-        else if (length == 1) v = va_arg(ap, long);
-        else if (length == 3) v = (long long)va_arg(ap, ptrdiff_t);
-        else v = va_arg(ap, int);
+        if (length == 2)
+          v = va_arg(ap, long long);
+        else if (length == 1)
+          v = va_arg(ap, long);
+        else if (length == 3)
+          v = (long long)va_arg(ap, ptrdiff_t);
+        else
+          v = va_arg(ap, int);
         if (length == -1) v = (short)v;
         if (length == -2) v = (signed char)v;
         mag = v < 0 ? 0u - (unsigned long long)v : (unsigned long long)v;
@@ -375,10 +387,14 @@ size_t TVMPlatformFormatMessage(char* out_buf, size_t out_buf_size_bytes, const 
       case 'X':
       case 'o': {
         unsigned long long v;
-        if (length == 2) v = va_arg(ap, unsigned long long);
-        else if (length == 1) v = va_arg(ap, unsigned long);
-        else if (length == 3) v = va_arg(ap, size_t);
-        else v = va_arg(ap, unsigned int);
+        if (length == 2)
+          v = va_arg(ap, unsigned long long);
+        else if (length == 1)
+          v = va_arg(ap, unsigned long);
+        else if (length == 3)
+          v = va_arg(ap, size_t);
+        else
+          v = va_arg(ap, unsigned int);
         if (length == -1) v = (unsigned short)v;
         if (length == -2) v = (unsigned char)v;
         BfInteger(&o, &s, v, 0, conv == 'u' ? 10u : conv == 'o' ? 8u : 16u);

@@ -9,9 +9,9 @@
  *
  * benchfarm.DeviceInfo reports board_kind (build.sh --kind, default the package name),
  * firmware_hash (the firmware id build.sh computed), timer_resolution_s = 1 / CPU_HZ, cpu_hz,
- * timer=dwt|systick, and (added here, after the core's lines) calibration_instructions_per_iteration
- * = 2 and calibration_cycles_per_iteration = board.conf CALIBRATION_CYCLES_PER_ITERATION (0 when
- * the package does not declare it: unknown).
+ * timer=dwt|systick, and (added here, after the core's lines)
+ * calibration_instructions_per_iteration = 2 and calibration_cycles_per_iteration = board.conf
+ * CALIBRATION_CYCLES_PER_ITERATION (0 when the package does not declare it: unknown).
  *
  * benchfarm.Calibrate(int64 iterations) -> float64 seconds (global 6, after the core's): the
  * calibration kernel, `1: subs r, r, #1; bne 1b` — 2 instructions per iteration, 3 cycles on a
@@ -35,7 +35,8 @@
 #ifndef BF_CONF_CLOCK_INIT
 #define BF_CONF_CLOCK_INIT 0
 #endif
-/* Cycles one iteration of the calibration loop takes on this part (board.conf, data; 0: unknown). */
+/* Cycles one iteration of the calibration loop takes on this part (board.conf, data; 0: unknown).
+ */
 #ifndef BF_CONF_CALIBRATION_CYCLES_PER_ITERATION
 #define BF_CONF_CALIBRATION_CYCLES_PER_ITERATION 0
 #endif
@@ -43,7 +44,7 @@
 #define BF_STRINGIFY(x) BF_STRINGIFY2(x)
 
 /* What the firmware adds to the core's DeviceInfo lines (no NUL: sized to the text). */
-#define BF_CALIBRATION_INFO                   \
+#define BF_CALIBRATION_INFO                    \
   "calibration_instructions_per_iteration=2\n" \
   "calibration_cycles_per_iteration=" BF_STRINGIFY(BF_CONF_CALIBRATION_CYCLES_PER_ITERATION) "\n"
 static const char kBfCalibrationInfo[sizeof(BF_CALIBRATION_INFO) - 1] = BF_CALIBRATION_INFO;
@@ -53,7 +54,8 @@ static char g_bf_device_info[256 + sizeof(kBfCalibrationInfo) + 1];
 /* Texts as arrays, not literals: with -fdata-sections they stay in sections of their own, where
  * ./farm crt-size counts them as this object's. Literals go to the linker's merged string
  * sections, whose bytes the link map (and so crt-size) reports against the core's objects. */
-static const char kBfCalibrateArgs[] = "benchfarm.Calibrate: expects one int64 argument (iterations)";
+static const char kBfCalibrateArgs[] =
+    "benchfarm.Calibrate: expects one int64 argument (iterations)";
 static const char kBfCalibrateRange[] = "benchfarm.Calibrate: iterations must be 1 to 2^40";
 static const char kBfCalibrateTimer[] = "benchfarm.Calibrate: the platform timer failed";
 static const char kBfDeviceInfoFailed[] = "benchfarm.DeviceInfo failed";
@@ -68,8 +70,8 @@ static void BfCalibrationLoop(uint32_t n) {
 }
 
 /* benchfarm.Calibrate(int64 iterations) -> float64 seconds. */
-static int BfCalibrate(TVMValue* args, int* type_codes, int num_args, TVMValue* ret,
-                       int* ret_tcode, void* resource_handle) {
+static int BfCalibrate(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_tcode,
+                       void* resource_handle) {
   uint64_t left;
   double seconds = 0.0;
   tvm_crt_error_t err;

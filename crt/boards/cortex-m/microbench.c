@@ -30,21 +30,23 @@ static uint32_t g_bf_mb_buffer[8] __attribute__((aligned(8)));
 static uint32_t g_bf_mb_self; /* holds its own address: a chain of dependent loads */
 
 #define BF_MB_CLOBBERS "r2", "r3", "r4", "r5", "cc", "memory"
-#define BF_MB_FP_CLOBBERS                                                                     \
-  "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", \
-      "s14", "s15"
+#define BF_MB_FP_CLOBBERS                                                                        \
+  "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", \
+      "s15"
 
 /* One loop: SETUP once, then BODY; SUBS; BNE, `n` times (n >= 1). */
-#define BF_MB_LOOP(setup, body, ...)                                                    \
+#define BF_MB_LOOP(setup, body, ...)                                                \
   __asm__ volatile(setup "\n.balign 4\n1:\n" body "\nsubs %[n], %[n], #1\nbne 1b\n" \
-                   : [n] "+l"(n)                                                        \
-                   : [buf] "l"(g_bf_mb_buffer), [self] "l"(&g_bf_mb_self)               \
+                   : [n] "+l"(n)                                                    \
+                   : [buf] "l"(g_bf_mb_buffer), [self] "l"(&g_bf_mb_self)           \
                    : __VA_ARGS__)
 
-#define BF_MB(name, setup, body)                                 \
+#define BF_MB(name, setup, body) \
   static void BfMb_##name(uint32_t n) { BF_MB_LOOP(setup, body, BF_MB_CLOBBERS); }
-#define BF_MB_FP(name, setup, body)                                                        \
-  static void BfMb_##name(uint32_t n) { BF_MB_LOOP(setup, body, BF_MB_CLOBBERS, BF_MB_FP_CLOBBERS); }
+#define BF_MB_FP(name, setup, body)                             \
+  static void BfMb_##name(uint32_t n) {                         \
+    BF_MB_LOOP(setup, body, BF_MB_CLOBBERS, BF_MB_FP_CLOBBERS); \
+  }
 
 /* 8 x ADDS: 8. */
 BF_MB(alu, "", ".rept 8\nadds r2, r2, #1\n.endr")
@@ -129,7 +131,8 @@ BF_MB_FP(vfma, BF_MB_FP_SETUP, ".rept 8\nvfma.f32 s0, s8, s9\n.endr")
 /* 4 VDIVs and 4 VSQRTs, independent: 14 each (56). */
 BF_MB_FP(vdiv, BF_MB_FP_SETUP,
          "vdiv.f32 s0, s8, s9\nvdiv.f32 s1, s8, s9\nvdiv.f32 s2, s8, s9\nvdiv.f32 s3, s8, s9")
-BF_MB_FP(vsqrt, BF_MB_FP_SETUP, "vsqrt.f32 s0, s9\nvsqrt.f32 s1, s9\nvsqrt.f32 s2, s9\nvsqrt.f32 s3, s9")
+BF_MB_FP(vsqrt, BF_MB_FP_SETUP,
+         "vsqrt.f32 s0, s9\nvsqrt.f32 s1, s9\nvsqrt.f32 s2, s9\nvsqrt.f32 s3, s9")
 /* 8 VLDRs: the first 2, each next one pipelined 1 (9: single FP loads are taken to pipeline as
  * LDRs do); 4 VLDMs of 4 registers: 1 + 4 each (20); 8 VMOVs to a core register: 2 each (16). */
 BF_MB_FP(vldr, "", ".rept 4\nvldr s0, [%[buf]]\nvldr s1, [%[buf], #4]\n.endr")
@@ -142,7 +145,8 @@ typedef struct {
   void (*run)(uint32_t n);
 } BfMicrobenchEntry;
 
-#define BF_MB_ENTRY(name) {#name, BfMb_##name}
+#define BF_MB_ENTRY(name) \
+  { #name, BfMb_##name }
 static const BfMicrobenchEntry kBfMicrobenchmarks[] = {
     BF_MB_ENTRY(alu),
     BF_MB_ENTRY(mul),

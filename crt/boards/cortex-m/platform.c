@@ -37,8 +37,8 @@ tvm_crt_error_t TVMPlatformInitialize(void) {
   tvm_crt_error_t err;
   g_bf_timer_running = 0;
   if (g_bf_pool_ready) return kTvmErrorNoError;
-  err = crt_page_allocator_init(&g_bf_pool, g_bf_pool_storage.bytes, sizeof(g_bf_pool_storage.bytes),
-                                TVM_CRT_PAGE_BYTES);
+  err = crt_page_allocator_init(&g_bf_pool, g_bf_pool_storage.bytes,
+                                sizeof(g_bf_pool_storage.bytes), TVM_CRT_PAGE_BYTES);
   if (err == kTvmErrorNoError) g_bf_pool_ready = 1;
   return err;
 }

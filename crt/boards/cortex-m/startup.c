@@ -61,11 +61,11 @@ __extension__ const bf_bsp_vector_table_t bf_bsp_vectors
 #if BF_CONF_NULL_GUARD_BYTES > 0 && BF_CONF_FLASH_ORIGIN < BF_CONF_NULL_GUARD_BYTES
 #define BF_BSP_RELOCATE_VECTORS 1
 #define BF_BSP_VECTOR_BYTES (4 * (16 + BF_CONF_NUM_IRQS))
-#define BF_BSP_VECTOR_ALIGN                    \
-  (BF_BSP_VECTOR_BYTES <= 128    ? 128         \
-   : BF_BSP_VECTOR_BYTES <= 256  ? 256         \
-   : BF_BSP_VECTOR_BYTES <= 512  ? 512         \
-   : BF_BSP_VECTOR_BYTES <= 1024 ? 1024        \
+#define BF_BSP_VECTOR_ALIGN             \
+  (BF_BSP_VECTOR_BYTES <= 128    ? 128  \
+   : BF_BSP_VECTOR_BYTES <= 256  ? 256  \
+   : BF_BSP_VECTOR_BYTES <= 512  ? 512  \
+   : BF_BSP_VECTOR_BYTES <= 1024 ? 1024 \
                                  : 2048)
 static bf_bsp_vector_table_t bf_bsp_ram_vectors
     __attribute__((section(".bf_ram_vectors"), aligned(BF_BSP_VECTOR_ALIGN)));
@@ -125,4 +125,6 @@ void bf_bsp_nvic_disable(int irq) {
   BF_BSP_ISB();
 }
 
-void bf_bsp_nvic_pend(int irq) { BF_BSP_REG32(BF_BSP_NVIC_ISPR((uint32_t)irq >> 5)) = 1u << ((uint32_t)irq & 31u); }
+void bf_bsp_nvic_pend(int irq) {
+  BF_BSP_REG32(BF_BSP_NVIC_ISPR((uint32_t)irq >> 5)) = 1u << ((uint32_t)irq & 31u);
+}

@@ -42,8 +42,8 @@ static volatile uint64_t g_bf_systick_base;  /* cycles at the last restart */
  * that a loaded host may run late, so the counter can already have wrapped with nothing to say
  * so; a reading below the last one is that wrap, counted here. */
 static uint64_t g_bf_systick_last;
-static volatile uint32_t g_bf_dwt_high;      /* CYCCNT wraps seen by the SysTick handler */
-static volatile uint32_t g_bf_dwt_last;      /* CYCCNT at the last SysTick interrupt */
+static volatile uint32_t g_bf_dwt_high; /* CYCCNT wraps seen by the SysTick handler */
+static volatile uint32_t g_bf_dwt_last; /* CYCCNT at the last SysTick interrupt */
 static int g_bf_use_dwt;
 
 const char* bf_bsp_timer_source(void) { return g_bf_use_dwt ? "dwt" : "systick"; }
@@ -57,7 +57,7 @@ static int BfDwtWorks(void) {
   if ((BF_BSP_REG32(BF_DWT_CTRL) & (1u << 25)) != 0u) return 0; /* NOCYCCNT */
   BF_BSP_REG32(BF_DWT_LAR) = 0xC5ACCE55u; /* unlock where a lock exists (Cortex-M7); else ignored */
   BF_BSP_REG32(BF_DWT_CYCCNT) = 0u;
-  BF_BSP_REG32(BF_DWT_CTRL) |= 1u;      /* CYCCNTENA */
+  BF_BSP_REG32(BF_DWT_CTRL) |= 1u; /* CYCCNTENA */
   start = BF_BSP_REG32(BF_DWT_CYCCNT);
   for (spin = 0; spin < 100u; spin++) {
   }

@@ -59,7 +59,8 @@ void bf_bsp_uart_rx_irq_enable(int on) {
     BF_BSP_REG32(BF_CMSDK_CTRL) |= BF_CMSDK_CTRL_RXINTEN;
     /* The interrupt status latches on reception only: a byte left waiting while the interrupt
      * was masked raises nothing by itself. */
-    if ((BF_BSP_REG32(BF_CMSDK_STATE) & BF_CMSDK_STATE_RXFULL) != 0u) bf_bsp_nvic_pend(BF_CONF_UART_IRQ);
+    if ((BF_BSP_REG32(BF_CMSDK_STATE) & BF_CMSDK_STATE_RXFULL) != 0u)
+      bf_bsp_nvic_pend(BF_CONF_UART_IRQ);
   } else {
     BF_BSP_REG32(BF_CMSDK_CTRL) &= ~BF_CMSDK_CTRL_RXINTEN;
   }

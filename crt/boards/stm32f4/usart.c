@@ -11,11 +11,12 @@
  */
 #include "bf_bsp.h"
 
-#if !defined(BF_CONF_UART_BASE) || !defined(BF_CONF_UART_BAUD) ||                            \
-    !defined(BF_CONF_UART_CLOCK_HZ) || !defined(BF_CONF_UART_RCC_APB) ||                     \
-    !defined(BF_CONF_UART_RCC_BIT) || !defined(BF_CONF_UART_TX_PIN) || !defined(BF_CONF_UART_RX_PIN) || \
-    !defined(BF_CONF_UART_AF)
-#error "stm32f4/usart.c needs board.conf UART_BASE, UART_BAUD, UART_CLOCK_HZ, UART_RCC_APB, UART_RCC_BIT, UART_TX_PIN, UART_RX_PIN, UART_AF"
+#if !defined(BF_CONF_UART_BASE) || !defined(BF_CONF_UART_BAUD) ||        \
+    !defined(BF_CONF_UART_CLOCK_HZ) || !defined(BF_CONF_UART_RCC_APB) || \
+    !defined(BF_CONF_UART_RCC_BIT) || !defined(BF_CONF_UART_TX_PIN) ||   \
+    !defined(BF_CONF_UART_RX_PIN) || !defined(BF_CONF_UART_AF)
+#error \
+    "stm32f4/usart.c needs board.conf UART_BASE, UART_BAUD, UART_CLOCK_HZ, UART_RCC_APB, UART_RCC_BIT, UART_TX_PIN, UART_RX_PIN, UART_AF"
 #endif
 
 #define BF_USART_SR (BF_CONF_UART_BASE + 0x00u)
@@ -49,15 +50,20 @@ static void BfPinAlternate(uint32_t pin, uint32_t af) {
   BF_BSP_REG32(BF_RCC_AHB1ENR) |= 1u << port;
   BF_BSP_DSB();
   BF_BSP_REG32(base + 0x20u + 4u * (n >> 3)) =
-      (BF_BSP_REG32(base + 0x20u + 4u * (n >> 3)) & ~(0xFu << (4u * (n & 7u)))) | (af << (4u * (n & 7u)));
-  BF_BSP_REG32(base + 0x04u) &= ~(1u << n);                                           /* OTYPER */
-  BF_BSP_REG32(base + 0x08u) = (BF_BSP_REG32(base + 0x08u) & ~(3u << (2u * n))) | (2u << (2u * n)); /* OSPEEDR high */
-  BF_BSP_REG32(base + 0x0Cu) = (BF_BSP_REG32(base + 0x0Cu) & ~(3u << (2u * n))) | (1u << (2u * n)); /* PUPDR up */
-  BF_BSP_REG32(base + 0x00u) = (BF_BSP_REG32(base + 0x00u) & ~(3u << (2u * n))) | (2u << (2u * n)); /* MODER AF */
+      (BF_BSP_REG32(base + 0x20u + 4u * (n >> 3)) & ~(0xFu << (4u * (n & 7u)))) |
+      (af << (4u * (n & 7u)));
+  BF_BSP_REG32(base + 0x04u) &= ~(1u << n); /* OTYPER */
+  BF_BSP_REG32(base + 0x08u) =
+      (BF_BSP_REG32(base + 0x08u) & ~(3u << (2u * n))) | (2u << (2u * n)); /* OSPEEDR high */
+  BF_BSP_REG32(base + 0x0Cu) =
+      (BF_BSP_REG32(base + 0x0Cu) & ~(3u << (2u * n))) | (1u << (2u * n)); /* PUPDR up */
+  BF_BSP_REG32(base + 0x00u) =
+      (BF_BSP_REG32(base + 0x00u) & ~(3u << (2u * n))) | (2u << (2u * n)); /* MODER AF */
 }
 
 void bf_bsp_uart_init(void) {
-  BF_BSP_REG32(BF_CONF_UART_RCC_APB == 1 ? BF_RCC_APB1ENR : BF_RCC_APB2ENR) |= 1u << BF_CONF_UART_RCC_BIT;
+  BF_BSP_REG32(BF_CONF_UART_RCC_APB == 1 ? BF_RCC_APB1ENR : BF_RCC_APB2ENR) |=
+      1u << BF_CONF_UART_RCC_BIT;
   BF_BSP_DSB();
   BfPinAlternate((uint32_t)BF_CONF_UART_TX_PIN, (uint32_t)BF_CONF_UART_AF);
   BfPinAlternate((uint32_t)BF_CONF_UART_RX_PIN, (uint32_t)BF_CONF_UART_AF);
@@ -66,8 +72,10 @@ void bf_bsp_uart_init(void) {
   BF_BSP_REG32(BF_USART_CR3) = 0u; /* no flow control, no DMA */
   /* Oversampling by 16: BRR = f / baud, rounded (mantissa and 4-bit fraction in one). */
   BF_BSP_REG32(BF_USART_BRR) =
-      (uint32_t)(((uint32_t)BF_CONF_UART_CLOCK_HZ + (uint32_t)BF_CONF_UART_BAUD / 2u) / (uint32_t)BF_CONF_UART_BAUD);
-  BF_BSP_REG32(BF_USART_CR1) = BF_USART_CR1_UE | BF_USART_CR1_TE | BF_USART_CR1_RE | BF_USART_CR1_RXNEIE;
+      (uint32_t)(((uint32_t)BF_CONF_UART_CLOCK_HZ + (uint32_t)BF_CONF_UART_BAUD / 2u) /
+                 (uint32_t)BF_CONF_UART_BAUD);
+  BF_BSP_REG32(BF_USART_CR1) =
+      BF_USART_CR1_UE | BF_USART_CR1_TE | BF_USART_CR1_RE | BF_USART_CR1_RXNEIE;
   bf_bsp_nvic_enable(BF_CONF_UART_IRQ, 0x80u);
 }
 

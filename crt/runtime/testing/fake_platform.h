@@ -39,7 +39,7 @@ int crt_fake_platform_bad_frees(void);
 void crt_fake_platform_set_elapsed_seconds(double seconds);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* CRT_RUNTIME_TESTING_FAKE_PLATFORM_H_ */

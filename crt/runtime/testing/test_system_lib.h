@@ -30,7 +30,7 @@ int crt_test_system_lib_entry_calls(void);
 void crt_test_system_lib_reset(int missing);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* CRT_RUNTIME_TESTING_TEST_SYSTEM_LIB_H_ */

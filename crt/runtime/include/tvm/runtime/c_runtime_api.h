@@ -35,10 +35,7 @@ extern "C" {
 typedef int64_t tvm_index_t;
 
 /* Device types TVM adds to DLPack's. kDLMicroDev is a TVM extension. */
-typedef enum {
-  kDLMicroDev = 35,
-  TVMDeviceExtType_End = 36
-} TVMDeviceExtType;
+typedef enum { kDLMicroDev = 35, TVMDeviceExtType_End = 36 } TVMDeviceExtType;
 
 /*
  * The type code of a packed-function argument or return value (reference 3.3).
@@ -203,7 +200,7 @@ TVM_DLL int TVMObjectFree(TVMObjectHandle obj);
 TVM_DLL int TVMByteArrayFree(TVMByteArray* arr);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* TVM_RUNTIME_C_RUNTIME_API_H_ */

@@ -119,11 +119,11 @@ typedef struct crt_board_info {
 
 /* What the server did since init (cumulative, wrapping). */
 typedef struct crt_rpc_server_counters {
-  uint32_t requests;        /* MinRPC requests acted on (answered or Shutdown) */
-  uint32_t exceptions;      /* of which answered with an Exception */
-  uint32_t discarded;       /* Normal messages dropped before completion (bad CRC, abort) */
-  uint32_t sessions;        /* sessions established */
-  uint32_t receive_errors;  /* errors crt_session_receive reported (framing, oversized) */
+  uint32_t requests;       /* MinRPC requests acted on (answered or Shutdown) */
+  uint32_t exceptions;     /* of which answered with an Exception */
+  uint32_t discarded;      /* Normal messages dropped before completion (bad CRC, abort) */
+  uint32_t sessions;       /* sessions established */
+  uint32_t receive_errors; /* errors crt_session_receive reported (framing, oversized) */
 } crt_rpc_server_counters_t;
 
 /* One live allocation handed out by DevAllocData*. */

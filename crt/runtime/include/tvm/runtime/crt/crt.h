@@ -69,7 +69,7 @@ void TVMCrtSetTimeEvaluatorCall(TVMCrtTimeEvaluatorCall call);
 TVMFunctionHandle TVMCrtEncodeTimeEvaluatorHandle(uint16_t index);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* TVM_RUNTIME_CRT_CRT_H_ */

@@ -119,7 +119,7 @@ tvm_crt_error_t TVMMutableFuncRegistry_Set(TVMMutableFuncRegistry* reg, const ch
                                            TVMBackendPackedCFunc func, bool override);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* TVM_RUNTIME_CRT_FUNC_REGISTRY_H_ */

@@ -45,7 +45,7 @@ const TVMModule* TVMSystemLibEntryPoint(void);
 tvm_crt_error_t TVMCrtModuleRegister(const TVMModule* mod, TVMModuleHandle* out_handle);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* TVM_RUNTIME_CRT_MODULE_H_ */
