@@ -216,57 +216,11 @@ absl::StatusOr<JobQueue::Accepted> JobQueue::SubmitAsync(const std::string& clie
         absl::StrCat("trials: need 1..", options_.max_trials_per_submission, " per submission"));
   }
   absl::MutexLock lock(&mu_);
-  // An earlier submission with this request id: not yet stored (submitted_), or in the store —
-  // read without the lock (the store may be busy committing), unless it was forgotten from
-  // submitted_ meanwhile (then it is in the store: look again).
-  std::optional<std::vector<std::string>> earlier;
-  GroupCommit::Ticket earlier_ticket = 0;  // 0: stored
-  for (;;) {
-    if (auto it = submitted_.find({client_id, request_id}); it != submitted_.end()) {
-      earlier = it->second.job_ids;
-      earlier_ticket = it->second.ticket;
-      break;
-    }
-    const int64_t forgotten = forgotten_submissions_;
-    mu_.Unlock();
-    absl::StatusOr<std::optional<std::vector<std::string>>> found =
-        store_->FindSubmission(client_id, request_id);
-    mu_.Lock();
-    if (!found.ok()) return found.status();
-    earlier = *std::move(found);
-    if (earlier.has_value()) break;
-    if (forgotten != forgotten_submissions_) continue;
-    // Not stored; perhaps accepted meanwhile by a concurrent call with the same id.
-    if (auto it = submitted_.find({client_id, request_id}); it != submitted_.end()) {
-      earlier = it->second.job_ids;
-      earlier_ticket = it->second.ticket;
-    }
-    break;
-  }
+  std::optional<Accepted> earlier;
+  RETURN_IF_ERROR(FindSubmission(client_id, request_id, &earlier));
   if (earlier.has_value()) {
-    // A retry must be the same submission: otherwise the client reused the id by mistake.
-    auto conflict = [&](const std::string& what) {
-      return absl::AlreadyExistsError(absl::StrCat("request_id \"", request_id, "\" of client ",
-                                                   client_id,
-                                                   " was already used for different trials (", what,
-                                                   "); use a new request_id for a new submission"));
-    };
-    if (earlier->size() != trials.size()) {
-      return conflict(
-          absl::StrCat("it had ", earlier->size(), " trials, this one ", trials.size()));
-    }
-    for (size_t i = 0; i < trials.size(); ++i) {
-      ASSIGN_OR_RETURN(std::optional<v1::Job> stored, FindJobLocked((*earlier)[i]));
-      if (!stored.has_value()) continue;
-      v1::Trial was = stored->trial();
-      if (trials[i].op().template_op().version().empty()) {
-        was.mutable_op()->mutable_template_op()->clear_version();
-      }
-      if (!google::protobuf::util::MessageDifferencer::Equals(was, trials[i])) {
-        return conflict(absl::StrCat("trials[", i, "] differs"));
-      }
-    }
-    return Accepted{*std::move(earlier), earlier_ticket};
+    RETURN_IF_ERROR(CheckRetry(client_id, request_id, earlier->job_ids, trials));
+    return *std::move(earlier);
   }
   if (commit_.failing()) {
     return absl::UnavailableError(absl::StrCat("the tracker's database is failing (",
@@ -277,16 +231,79 @@ absl::StatusOr<JobQueue::Accepted> JobQueue::SubmitAsync(const std::string& clie
   for (size_t i = 0; i < checked.size(); ++i) {
     RETURN_IF_ERROR(ValidateTrial(&checked[i], static_cast<int>(i)));
   }
-  // The client's caps: unfinished jobs, and bytes of their trials.
   std::vector<int64_t> sizes;
+  RETURN_IF_ERROR(CheckClientLoad(client_id, checked, &sizes));
+  return Accept(client_id, request_id, std::move(checked), sizes);
+}
+
+absl::Status JobQueue::FindSubmission(const std::string& client_id, const std::string& request_id,
+                                      std::optional<Accepted>* earlier) {
+  // Not yet stored (submitted_), or in the store — read without the lock (the store may be busy
+  // committing), unless it was forgotten from submitted_ meanwhile (then it is in the store: look
+  // again).
+  auto pending = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = submitted_.find({client_id, request_id});
+    if (it == submitted_.end()) return false;
+    *earlier = Accepted{it->second.job_ids, it->second.ticket};
+    return true;
+  };
+  for (;;) {
+    if (pending()) return absl::OkStatus();
+    const int64_t forgotten = forgotten_submissions_;
+    mu_.Unlock();
+    absl::StatusOr<std::optional<std::vector<std::string>>> found =
+        store_->FindSubmission(client_id, request_id);
+    mu_.Lock();
+    if (!found.ok()) return found.status();
+    if (found->has_value()) {
+      *earlier = Accepted{**std::move(found), 0};  // stored
+      return absl::OkStatus();
+    }
+    if (forgotten != forgotten_submissions_) continue;
+    // Not stored; perhaps accepted meanwhile by a concurrent call with the same id.
+    pending();
+    return absl::OkStatus();
+  }
+}
+
+absl::Status JobQueue::CheckRetry(const std::string& client_id, const std::string& request_id,
+                                  const std::vector<std::string>& earlier,
+                                  const std::vector<v1::Trial>& trials) {
+  // A retry must be the same submission: otherwise the client reused the id by mistake.
+  auto conflict = [&](const std::string& what) {
+    return absl::AlreadyExistsError(absl::StrCat("request_id \"", request_id, "\" of client ",
+                                                 client_id,
+                                                 " was already used for different trials (", what,
+                                                 "); use a new request_id for a new submission"));
+  };
+  if (earlier.size() != trials.size()) {
+    return conflict(absl::StrCat("it had ", earlier.size(), " trials, this one ", trials.size()));
+  }
+  for (size_t i = 0; i < trials.size(); ++i) {
+    ASSIGN_OR_RETURN(std::optional<v1::Job> stored, FindJobLocked(earlier[i]));
+    if (!stored.has_value()) continue;
+    v1::Trial was = stored->trial();
+    if (trials[i].op().template_op().version().empty()) {
+      was.mutable_op()->mutable_template_op()->clear_version();
+    }
+    if (!google::protobuf::util::MessageDifferencer::Equals(was, trials[i])) {
+      return conflict(absl::StrCat("trials[", i, "] differs"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobQueue::CheckClientLoad(const std::string& client_id,
+                                       const std::vector<v1::Trial>& trials,
+                                       std::vector<int64_t>* sizes) const {
   int64_t bytes = 0;
-  for (const v1::Trial& t : checked) {
-    sizes.push_back(static_cast<int64_t>(t.ByteSizeLong()));
-    bytes += sizes.back();
+  for (const v1::Trial& t : trials) {
+    sizes->push_back(static_cast<int64_t>(t.ByteSizeLong()));
+    bytes += sizes->back();
   }
   ClientLoad load;
   if (auto it = load_by_client_.find(client_id); it != load_by_client_.end()) load = it->second;
-  const int64_t n = static_cast<int64_t>(checked.size());
+  const int64_t n = static_cast<int64_t>(trials.size());
   if (load.jobs + n > options_.max_queued_per_client) {
     return absl::ResourceExhaustedError(
         absl::StrCat("client ", client_id, " has ", load.jobs, " unfinished jobs; ", n,
@@ -299,13 +316,19 @@ absl::StatusOr<JobQueue::Accepted> JobQueue::SubmitAsync(const std::string& clie
         " trials (", bytes, " bytes) would exceed max_queued_bytes_per_client (",
         options_.max_queued_bytes_per_client, " bytes): wait for some to finish, or cancel some"));
   }
-  std::vector<v1::Job> jobs(trials.size());
+  return absl::OkStatus();
+}
+
+JobQueue::Accepted JobQueue::Accept(const std::string& client_id, const std::string& request_id,
+                                    std::vector<v1::Trial> checked,
+                                    const std::vector<int64_t>& sizes) {
+  std::vector<v1::Job> jobs(checked.size());
   std::vector<std::string> ids;
   // The submission and its jobs go to the store together (one transaction).
   std::vector<WriteBatch::JobWrite> writes;
   writes.reserve(jobs.size());
   google::protobuf::Timestamp now = ToProto(clock_->Now());
-  for (size_t i = 0; i < trials.size(); ++i) {
+  for (size_t i = 0; i < checked.size(); ++i) {
     const int64_t seq = last_seq_ + 1 + static_cast<int64_t>(i);  // given below, in this order
     jobs[i].set_job_id(NewJobId(seq));
     jobs[i].set_client_id(client_id);
@@ -327,7 +350,7 @@ absl::StatusOr<JobQueue::Accepted> JobQueue::SubmitAsync(const std::string& clie
     Enqueue(&live);
     Notify(live.job);
   }
-  counters_.trials_by_client[client_id] += static_cast<int64_t>(trials.size());
+  counters_.trials_by_client[client_id] += static_cast<int64_t>(jobs.size());
   submitted_[{client_id, request_id}] = {accepted.ticket, ids};
   accepted.job_ids = std::move(ids);
   return accepted;

@@ -238,6 +238,29 @@ class JobQueue {
   // Why the queued jobs of a kind wait ("2 jobs pinned to board b7 (OFFLINE)").
   std::vector<std::string> WaitingReasons(const std::string& kind) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // ---- TakeOffers' steps ----
+  // The board's due health check, started and offered.
+  Offer OfferHealthCheck(BoardRecord* record, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job, RUNNING on the board (a new attempt, leased), offered with its operator's files
+  // (user operators').
+  Offer OfferJob(LiveJob* job, BoardRecord* record, const std::string& agent_id,
+                 const v1::Operator* op_files, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ---- SubmitAsync's steps ----
+  // The client's submission with this request id, if any (accepted: pending or stored).
+  absl::Status FindSubmission(const std::string& client_id, const std::string& request_id,
+                              std::optional<Accepted>* earlier) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A retry must be the same submission: AlreadyExists naming how it differs.
+  absl::Status CheckRetry(const std::string& client_id, const std::string& request_id,
+                          const std::vector<std::string>& earlier,
+                          const std::vector<v1::Trial>& trials) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The client's caps (max_queued_per_client, max_queued_bytes_per_client): ResourceExhausted;
+  // each trial's serialized size in `sizes`.
+  absl::Status CheckClientLoad(const std::string& client_id, const std::vector<v1::Trial>& trials,
+                               std::vector<int64_t>* sizes) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Takes the checked trials: new jobs, queued, handed to the store with their submission.
+  Accepted Accept(const std::string& client_id, const std::string& request_id,
+                  std::vector<v1::Trial> checked, const std::vector<int64_t>& sizes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // QUEUED, off any board, filed in queues_.
   void Enqueue(LiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the current attempt of a running job that produced no result: re-queue or fail.

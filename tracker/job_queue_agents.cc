@@ -241,21 +241,7 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
     v1::Board& board = record.board;
     if (board.agent_id() != agent_id) continue;
     if (BoardRegistry::HealthCheckDue(record, now)) {
-      Offer offer;
-      offer.agent_id = agent_id;
-      offer.offer.set_job_id(boards_.StartHealthCheck(&record, now + options_.lease));
-      offer.offer.set_board_id(board_id);
-      *offer.offer.mutable_trial() =
-          options_.health_check_trial.op().source_case() == v1::OperatorSpec::SOURCE_NOT_SET
-              ? BuiltinHealthCheck()
-              : options_.health_check_trial;
-      offer.offer.mutable_trial()->set_board_kind(board.kind());
-      offer.offer.mutable_trial()->set_board_id(board_id);
-      offer.offer.set_attempt(1);
-      offer.offer.set_health_check(true);
-      *offer.offer.mutable_lease_deadline() = ToProto(record.health_deadline);
-      offers.push_back(std::move(offer));
-      (void)SaveBoard(record);
+      offers.push_back(OfferHealthCheck(&record, now));
       continue;
     }
     if (board.state() == v1::IDLE || board.state() == v1::BUSY) candidates.push_back(&record);
@@ -286,35 +272,59 @@ std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
         if (!(*entry)->builtin()) op_files = *std::move(entry);
       }
       progress = true;
-      const std::string& board_id = board.board_id();
-      queues_.Remove(*job);
-      job->job.set_state(v1::RUNNING);
-      job->job.set_board_id(board_id);
-      NoteRunning(*job);
-      job->agent_id = agent_id;
-      job->lease_deadline = now + options_.lease;
-      v1::Attempt* attempt = job->job.add_attempts();
-      attempt->set_board_id(board_id);
-      attempt->set_agent_id(agent_id);
-      *attempt->mutable_started_at() = ToProto(now);
-      boards_.Occupy(record, job->job.job_id());
-      // Deferred, not waited for: usually its result replaces it before it is written. Lost in a
-      // crash, the offer is as if not made (the job re-queues; the agent's measurement of it is
-      // acknowledged as superseded).
-      commit_.PutJobDeferred(job->seq, job->job);
-      Notify(job->job);
-      Offer offer;
-      offer.agent_id = agent_id;
-      offer.offer.set_job_id(job->job.job_id());
-      offer.offer.set_board_id(board_id);
-      *offer.offer.mutable_trial() = job->job.trial();
-      if (op_files != nullptr) *offer.offer.mutable_operator_() = *op_files;
-      offer.offer.set_attempt(job->job.attempts_size());
-      *offer.offer.mutable_lease_deadline() = ToProto(job->lease_deadline);
-      offers.push_back(std::move(offer));
+      offers.push_back(OfferJob(job, record, agent_id, op_files.get(), now));
     }
   }
   return offers;
+}
+
+Offer JobQueue::OfferHealthCheck(BoardRecord* record, absl::Time now) {
+  const v1::Board& board = record->board;
+  Offer offer;
+  offer.agent_id = board.agent_id();
+  offer.offer.set_job_id(boards_.StartHealthCheck(record, now + options_.lease));
+  offer.offer.set_board_id(board.board_id());
+  *offer.offer.mutable_trial() =
+      options_.health_check_trial.op().source_case() == v1::OperatorSpec::SOURCE_NOT_SET
+          ? BuiltinHealthCheck()
+          : options_.health_check_trial;
+  offer.offer.mutable_trial()->set_board_kind(board.kind());
+  offer.offer.mutable_trial()->set_board_id(board.board_id());
+  offer.offer.set_attempt(1);
+  offer.offer.set_health_check(true);
+  *offer.offer.mutable_lease_deadline() = ToProto(record->health_deadline);
+  (void)SaveBoard(*record);
+  return offer;
+}
+
+Offer JobQueue::OfferJob(LiveJob* job, BoardRecord* record, const std::string& agent_id,
+                         const v1::Operator* op_files, absl::Time now) {
+  const std::string& board_id = record->board.board_id();
+  queues_.Remove(*job);
+  job->job.set_state(v1::RUNNING);
+  job->job.set_board_id(board_id);
+  NoteRunning(*job);
+  job->agent_id = agent_id;
+  job->lease_deadline = now + options_.lease;
+  v1::Attempt* attempt = job->job.add_attempts();
+  attempt->set_board_id(board_id);
+  attempt->set_agent_id(agent_id);
+  *attempt->mutable_started_at() = ToProto(now);
+  boards_.Occupy(record, job->job.job_id());
+  // Deferred, not waited for: usually its result replaces it before it is written. Lost in a
+  // crash, the offer is as if not made (the job re-queues; the agent's measurement of it is
+  // acknowledged as superseded).
+  commit_.PutJobDeferred(job->seq, job->job);
+  Notify(job->job);
+  Offer offer;
+  offer.agent_id = agent_id;
+  offer.offer.set_job_id(job->job.job_id());
+  offer.offer.set_board_id(board_id);
+  *offer.offer.mutable_trial() = job->job.trial();
+  if (op_files != nullptr) *offer.offer.mutable_operator_() = *op_files;
+  offer.offer.set_attempt(job->job.attempts_size());
+  *offer.offer.mutable_lease_deadline() = ToProto(job->lease_deadline);
+  return offer;
 }
 
 absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobResult& report,
