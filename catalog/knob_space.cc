@@ -7,8 +7,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/json.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -61,18 +61,7 @@ std::string ValueText(const google::protobuf::Value& value) {
 std::string KnobValueJson(absl::string_view text) {
   int64_t n;
   if (absl::SimpleAtoi(text, &n) && absl::StrCat(n) == text) return std::string(text);
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += absl::StrFormat("\\u%04x", static_cast<unsigned char>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
+  return base::JsonQuote(text);
 }
 
 bool IsNumeric(const v1::Knob& knob) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/json.h"
 #include "catalog/knob_space.h"
 #include "catalog/trial.h"
 
@@ -33,7 +34,7 @@ double Timestamp(const v1::Job& job) {
 }
 
 std::string KnobEntry(absl::string_view name, absl::string_view value) {
-  return absl::StrCat("[", JsonQuote(name), ", \"ot\", ", catalog::KnobValueJson(value), "]");
+  return absl::StrCat("[", base::JsonQuote(name), ", \"ot\", ", catalog::KnobValueJson(value), "]");
 }
 
 std::string Entity(const v1::OperatorSpec& op, const catalog::KnobSpace& knobs, int64_t* index) {
@@ -64,7 +65,8 @@ std::string Args(const v1::Trial& trial, const catalog::KnobSpace& knobs) {
   std::vector<std::string> args;
   for (const v1::ArgSpec& arg : trial.args()) {
     args.push_back(absl::StrCat("[\"TENSOR\", [", absl::StrJoin(arg.shape(), ", "), "], ",
-                                JsonQuote(arg.dtype().empty() ? "float32" : arg.dtype()), "]"));
+                                base::JsonQuote(arg.dtype().empty() ? "float32" : arg.dtype()),
+                                "]"));
   }
   // A template trial without args ran on its op's default shapes: name them, so records of
   // different shapes never share a key.
@@ -79,7 +81,7 @@ std::string Args(const v1::Trial& trial, const catalog::KnobSpace& knobs) {
                 ? spec.args(i).dtype()
                 : "float32";
         args.push_back(absl::StrCat("[\"TENSOR\", [", absl::StrJoin((*shapes)[i], ", "), "], ",
-                                    JsonQuote(dtype), "]"));
+                                    base::JsonQuote(dtype), "]"));
       }
     }
   }
@@ -96,36 +98,6 @@ std::string JsonDouble(double value) {
     if (std::strtod(buffer, nullptr) == value) break;
   }
   return buffer;
-}
-
-std::string JsonQuote(absl::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += absl::StrFormat("\\u%04x", static_cast<unsigned char>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
 }
 
 std::string AutoTvmTarget(absl::string_view board_kind) {
@@ -158,13 +130,13 @@ std::string FormatAutoTvmRecord(const v1::Job& job, const catalog::KnobSpace& kn
   const v1::StageTimes& s = result.stages();
   double all_cost = s.build_s() + s.flash_s() + s.handshake_s() + s.measure_s();
 
-  return absl::StrCat("{\"input\": [", JsonQuote(AutoTvmTarget(trial.board_kind())), ", ",
-                      JsonQuote(AutoTvmTaskName(trial.op())), ", ", Args(trial, knobs), ", {}], ",
-                      "\"config\": {\"index\": ", index,
-                      ", \"code_hash\": null, \"entity\": ", entity, "}, ", "\"result\": [[",
-                      absl::StrJoin(costs, ", "), "], ", error_no, ", ", JsonDouble(all_cost), ", ",
-                      JsonDouble(Timestamp(job)), "], ",
-                      "\"version\": 0.2, \"tvm_version\": ", JsonQuote(kAutoTvmTvmVersion), "}");
+  return absl::StrCat(
+      "{\"input\": [", base::JsonQuote(AutoTvmTarget(trial.board_kind())), ", ",
+      base::JsonQuote(AutoTvmTaskName(trial.op())), ", ", Args(trial, knobs), ", {}], ",
+      "\"config\": {\"index\": ", index, ", \"code_hash\": null, \"entity\": ", entity, "}, ",
+      "\"result\": [[", absl::StrJoin(costs, ", "), "], ", error_no, ", ", JsonDouble(all_cost),
+      ", ", JsonDouble(Timestamp(job)), "], ",
+      "\"version\": 0.2, \"tvm_version\": ", base::JsonQuote(kAutoTvmTvmVersion), "}");
 }
 
 }  // namespace benchfarm::farmctl

@@ -60,8 +60,6 @@ std::string FormatAutoTvmRecord(const v1::Job& job, const catalog::KnobSpace& kn
 // A double as the shortest JSON number that reads back to the same value ("0.0001", "1e+09");
 // non-finite values, which JSON cannot carry, as 1e9.
 std::string JsonDouble(double value);
-// A JSON string literal with quotes and escapes.
-std::string JsonQuote(absl::string_view text);
 
 }  // namespace benchfarm::farmctl
 

@@ -215,7 +215,5 @@ TEST(JsonDouble, ShortestRoundTrip) {
   EXPECT_EQ(JsonDouble(std::numeric_limits<double>::infinity()), "1e+09");
 }
 
-TEST(JsonQuote, Escapes) { EXPECT_EQ(JsonQuote("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\""); }
-
 }  // namespace
 }  // namespace benchfarm::farmctl

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/json.h"
 #include "base/status_macros.h"
 #include "device/measure.h"
 #include "stats/cost_stats.h"
@@ -18,33 +19,6 @@ namespace benchfarm::farmctl {
 namespace {
 
 using device::Arg;
-
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += absl::StrFormat("\\u%04x", static_cast<unsigned char>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string JsonNumber(double v) { return std::isfinite(v) ? absl::StrFormat("%.9g", v) : "null"; }
 
@@ -169,9 +143,9 @@ std::string UnitsText(double seconds, double hz, absl::string_view emulation) {
 std::string FormatInfo(const device::DeviceInfo& info, absl::string_view board, bool json) {
   if (json) {
     std::vector<std::string> fields;
-    fields.push_back(absl::StrCat("\"board\": ", JsonString(board)));
+    fields.push_back(absl::StrCat("\"board\": ", base::JsonQuote(board)));
     for (const auto& [key, value] : info.fields) {
-      fields.push_back(absl::StrCat(JsonString(key), ": ", JsonString(value)));
+      fields.push_back(absl::StrCat(base::JsonQuote(key), ": ", base::JsonQuote(value)));
     }
     return absl::StrCat("{", absl::StrJoin(fields, ", "), "}\n");
   }
@@ -188,11 +162,14 @@ std::string FormatTime(const TimeResult& r, absl::string_view board, bool json) 
   if (json) {
     std::vector<std::string> costs;
     for (double c : r.costs) costs.push_back(JsonNumber(c));
-    std::string out = absl::StrCat(
-        "{\"board\": ", JsonString(board), ", \"board_kind\": ", JsonString(r.info.board_kind),
-        ", \"firmware_hash\": ", JsonString(r.info.firmware_hash), ", \"op\": ", JsonString(r.op),
-        ", \"shapes\": ", JsonString(FormatShapes(r.shapes)), ", \"number\": ", r.measure.number,
-        ", \"repeat\": ", r.measure.repeat, ", \"min_repeat_ms\": ", r.measure.min_repeat_ms);
+    std::string out =
+        absl::StrCat("{\"board\": ", base::JsonQuote(board),
+                     ", \"board_kind\": ", base::JsonQuote(r.info.board_kind),
+                     ", \"firmware_hash\": ", base::JsonQuote(r.info.firmware_hash),
+                     ", \"op\": ", base::JsonQuote(r.op),
+                     ", \"shapes\": ", base::JsonQuote(FormatShapes(r.shapes)),
+                     ", \"number\": ", r.measure.number, ", \"repeat\": ", r.measure.repeat,
+                     ", \"min_repeat_ms\": ", r.measure.min_repeat_ms);
     absl::StrAppend(&out, ", \"target_rel_ci\": ", JsonNumber(r.target_rel_ci),
                     ", \"budget_ms\": ", adaptive ? absl::ToInt64Milliseconds(r.budget) : 0,
                     ", \"max_repeat\": ", adaptive ? r.max_repeat : 0);
@@ -208,16 +185,16 @@ std::string FormatTime(const TimeResult& r, absl::string_view board, bool json) 
     std::vector<std::string> cycles, instructions;
     for (double c : r.cycles) cycles.push_back(JsonNumber(c));
     for (double i : r.instructions) instructions.push_back(JsonNumber(i));
-    absl::StrAppend(&out, ", \"timer\": ", JsonString(r.timer),
-                    ", \"emulation\": ", JsonString(r.emulation),
+    absl::StrAppend(&out, ", \"timer\": ", base::JsonQuote(r.timer),
+                    ", \"emulation\": ", base::JsonQuote(r.emulation),
                     ", \"units_hz\": ", JsonNumber(r.units_hz), ", \"model_cycles\": [",
                     absl::StrJoin(cycles, ", "), "], \"model_instructions\": [",
                     absl::StrJoin(instructions, ", "), "]");
     absl::StrAppend(&out, ", \"measured\": {\"number\": ", r.number,
                     ", \"repeats\": ", r.costs.size(), ", \"rounds\": ", r.rounds,
-                    ", \"stop\": ", JsonString(r.stop),
+                    ", \"stop\": ", base::JsonQuote(r.stop),
                     "}, \"wall_over_cpu\": ", JsonNumber(r.wall_over_cpu));
-    absl::StrAppend(&out, ", \"check\": ", JsonString(r.check),
+    absl::StrAppend(&out, ", \"check\": ", base::JsonQuote(r.check),
                     ", \"max_abs_error\": ", JsonNumber(r.max_abs_error), "}\n");
     return out;
   }
@@ -318,7 +295,8 @@ std::string FormatCallResult(const Arg& value, bool json) {
       text = absl::StrFormat("0x%x", value.handle());
   }
   if (json) {
-    return absl::StrCat("{\"type\": ", JsonString(type), ", \"value\": ", JsonString(text), "}\n");
+    return absl::StrCat("{\"type\": ", base::JsonQuote(type),
+                        ", \"value\": ", base::JsonQuote(text), "}\n");
   }
   if (value.type_code() == TypeCode::kNull) return "(void)\n";
   return absl::StrCat(text, text.empty() || text.back() != '\n' ? "\n" : "");
