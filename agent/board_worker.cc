@@ -43,7 +43,7 @@ device::MeasureRequest MeasureRequestFor(const v1::Trial& t,
   device::MeasureRequest q;
   q.seed = t.seed() != 0 ? t.seed() : 1;
   q.check = t.check_outputs();
-  q.shapes = std::move(shapes);
+  q.args = device::Float32Args(shapes);
   const catalog::EffectiveMeasureOptions m = catalog::EffectiveMeasure(t.measure());
   q.options.number = m.number;
   q.options.repeat = m.repeat;

@@ -132,7 +132,7 @@ device::MeasureRequest Request(const std::string& function, const std::string& o
   device::MeasureRequest q;
   q.function = function;
   q.reference = op + "_reference";
-  q.shapes = Shapes(op);
+  q.args = device::Float32Args(Shapes(op));
   q.check = false;
   q.options.number = number;
   q.options.repeat = 1;

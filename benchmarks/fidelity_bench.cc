@@ -275,7 +275,7 @@ device::MeasureRequest Request(const agent::Candidate& c, int n, int repeats, bo
   device::MeasureRequest q;
   q.function = c.function;
   q.reference = "matmul_reference";
-  q.shapes = {{n, n}, {n, n}, {n, n}};
+  q.args = device::Float32Args({{n, n}, {n, n}, {n, n}});
   q.check = check;
   q.options.min_repeat_ms = kMinRepeatMs;
   // Adaptive mode for its calibration of number only: a target no measurement reaches (but a
@@ -428,7 +428,7 @@ class BoardRun {
       absl::Status st = device::MeasureRound(*board_->rpc(), q, chunk, &out,
                                              absl::Now() + kCallTime, nullptr, &board_->timer());
       if (!st.ok()) {
-        Fail(absl::StrCat("measure ", q.function, " n=", q.shapes[0][0]), st);
+        Fail(absl::StrCat("measure ", q.function, " n=", q.args[0].shape[0]), st);
         return std::nullopt;
       }
     }

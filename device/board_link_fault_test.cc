@@ -84,7 +84,7 @@ MeasureRequest Add() {
   MeasureRequest q;
   q.function = "add";
   q.reference = "add_reference";
-  q.shapes = {{4096}, {4096}, {4096}};
+  q.args = Float32Args({{4096}, {4096}, {4096}});
   q.check = true;
   q.options.number = 1;
   q.options.repeat = 1;

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -13,60 +11,34 @@
 namespace benchfarm::device {
 namespace {
 
-std::vector<float> ToFloats(const std::string& bytes) {
-  std::vector<float> out(bytes.size() / sizeof(float));
-  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
-  return out;
+ArgsSpec SpecOf(const MeasureRequest& request) {
+  ArgsSpec spec;
+  spec.args = request.args;
+  spec.seed = request.seed;
+  spec.check = request.check;
+  if (request.check) {
+    spec.reference = request.reference;
+    spec.atol = request.atol;
+    spec.rtol = request.rtol;
+  }
+  spec.data_on_host = request.data_on_host;
+  return spec;
+}
+
+void Record(const MeasureRequest& request, const CheckReport& report, MeasureOutcome* outcome) {
+  outcome->checked = true;
+  outcome->max_abs_error = report.max_abs_error;
+  if (report.mismatches == 0) return;
+  const DlDataType dtype = request.args.back().dtype;
+  outcome->matches = false;
+  outcome->mismatch = absl::StrCat(
+      "output element ", report.first_index, " is ", FormatValue(report.got, dtype),
+      ", the reference ", request.reference, " gives ", FormatValue(report.want, dtype), " (",
+      report.mismatches, " of ", request.args.back().Elements(), " elements differ, max error ",
+      FormatValue(report.max_abs_error, DlDataType{}), ")");
 }
 
 }  // namespace
-
-absl::StatusOr<bool> BoardArgs::Prepare(RpcClient& rpc, const MeasureRequest& request,
-                                        absl::Time deadline) {
-  if (!tensors_.empty() && shapes_ == request.shapes && seed_ == request.seed) return false;
-  Release(rpc, deadline);
-  shapes_ = request.shapes;
-  seed_ = request.seed;
-  std::mt19937_64 rng(request.seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (size_t i = 0; i < request.shapes.size(); ++i) {
-    absl::StatusOr<RemoteTensor> t = rpc.AllocTensor(request.shapes[i], DlDataType{}, deadline);
-    if (!t.ok()) {
-      Release(rpc, deadline);
-      return t.status();
-    }
-    tensors_.push_back(*t);
-    std::vector<float> values(t->NumBytes() / sizeof(float));
-    // Inputs from the seed; the output poisoned, so a kernel that writes nothing is caught.
-    for (float& v : values) v = i + 1 < request.shapes.size() ? dist(rng) : NAN;
-    absl::Status s = rpc.CopyToRemote(
-        *t, absl::string_view(reinterpret_cast<const char*>(values.data()), t->NumBytes()),
-        deadline);
-    if (!s.ok()) {
-      Release(rpc, deadline);
-      return s;
-    }
-  }
-  return true;
-}
-
-absl::Status BoardArgs::PoisonOutput(RpcClient& rpc, absl::Time deadline) {
-  if (tensors_.empty()) return absl::FailedPreconditionError("no arguments on the board");
-  const RemoteTensor& out = tensors_.back();
-  std::vector<float> nan(out.NumBytes() / sizeof(float), NAN);
-  return rpc.CopyToRemote(
-      out, absl::string_view(reinterpret_cast<const char*>(nan.data()), out.NumBytes()), deadline);
-}
-
-void BoardArgs::Release(RpcClient& rpc, absl::Time deadline) {
-  for (const RemoteTensor& t : tensors_) (void)rpc.FreeTensor(t, deadline);
-  Forget();
-}
-
-void BoardArgs::Forget() {
-  tensors_.clear();
-  shapes_.clear();
-}
 
 absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chunk,
                           MeasureOutcome* outcome, absl::Time deadline, BoardArgs* shared,
@@ -74,9 +46,6 @@ absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chu
   if (outcome->done) return absl::OkStatus();
   BoardTimer own_timer;
   BoardTimer& clock = timer != nullptr ? *timer : own_timer;
-  if (request.shapes.size() < 2) {
-    return absl::InvalidArgumentError("an operator takes at least one input and an output");
-  }
   const bool adaptive = request.target_rel_ci > 0;
   const bool first = outcome->number == 0;
   ASSIGN_OR_RETURN(uint64_t fn, rpc.GetFunction(request.function, deadline));
@@ -94,41 +63,13 @@ absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chu
     }
     return s;
   };
-  absl::StatusOr<bool> fresh = board_args.Prepare(rpc, request, deadline);
-  if (!fresh.ok()) return fail(fresh.status());
-  std::vector<Arg> args;
-  for (const RemoteTensor& t : board_args.tensors()) args.push_back(Arg::Tensor(t));
-  const std::vector<RemoteTensor>& tensors = board_args.tensors();
+  if (absl::Status p = board_args.Prepare(rpc, SpecOf(request), deadline); !p.ok()) return fail(p);
+  const std::vector<Arg> args = board_args.CallArgs();
 
   if (first && request.check) {
-    // A set shared with an earlier candidate holds its output: poison it again.
-    if (!*fresh) {
-      if (absl::Status p = board_args.PoisonOutput(rpc, deadline); !p.ok()) return fail(p);
-    }
-    absl::Status s = rpc.CallFunc(fn, args, deadline).status();
-    if (!s.ok()) return fail(s);
-    absl::StatusOr<std::string> got =
-        rpc.CopyFromRemote(tensors.back(), tensors.back().NumBytes(), deadline);
-    if (!got.ok()) return fail(got.status());
-    absl::StatusOr<uint64_t> ref = rpc.GetFunction(request.reference, deadline);
-    if (!ref.ok()) return fail(ref.status());
-    s = rpc.CallFunc(*ref, args, deadline).status();
-    if (!s.ok()) return fail(s);
-    absl::StatusOr<std::string> want =
-        rpc.CopyFromRemote(tensors.back(), tensors.back().NumBytes(), deadline);
-    if (!want.ok()) return fail(want.status());
-    std::vector<float> g = ToFloats(*got), w = ToFloats(*want);
-    outcome->checked = true;
-    for (size_t i = 0; i < g.size() && i < w.size(); ++i) {
-      double err = std::fabs(static_cast<double>(g[i]) - w[i]);
-      if (std::isnan(err)) err = INFINITY;
-      outcome->max_abs_error = std::max(outcome->max_abs_error, err);
-      if (!(err <= 1e-4 * (1.0 + std::fabs(w[i]))) && outcome->matches) {
-        outcome->matches = false;
-        outcome->mismatch = absl::StrCat("output element ", i, " is ", g[i], ", the reference ",
-                                         request.reference, " gives ", w[i]);
-      }
-    }
+    absl::StatusOr<CheckReport> report = board_args.Check(rpc, fn, deadline);
+    if (!report.ok()) return fail(report.status());
+    Record(request, *report, outcome);
     if (!outcome->matches && !request.time_on_mismatch) {
       done_with_args();
       outcome->done = true;

@@ -1,7 +1,8 @@
-// Measure: one operator function on a connected board — allocate its arguments, fill the inputs
-// from a seed (the output is poisoned with NaN), run it once and compare its output with a
-// reference kernel's (when asked), then time it with the board's own time evaluator
-// (runtime.RPCTimeEvaluator). The agent measures trials with it; `farmctl board time` too.
+// Measure: one operator function on a connected board — its arguments allocated by dtype and the
+// inputs filled from a seed (device/board_args.h: on the board where the firmware can), its output
+// checked against a reference kernel's (when asked), then timed with the board's own time
+// evaluator (runtime.RPCTimeEvaluator). The agent measures trials with it; `farmctl board time`
+// too.
 //
 // Thread-safety: none (an RpcClient is driven by one thread).
 
@@ -14,17 +15,23 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "device/board_args.h"
 #include "device/board_timer.h"
 #include "device/rpc_client.h"
 
 namespace benchfarm::device {
 
 struct MeasureRequest {
-  std::string function;                      // in the system library
-  std::string reference;                     // compared with when check is set
-  std::vector<std::vector<int64_t>> shapes;  // inputs..., output (float32)
-  uint64_t seed = 1;                         // inputs uniform in [-1, 1)
+  std::string function;         // in the system library
+  std::string reference;        // compared with when check is set
+  std::vector<TensorArg> args;  // inputs..., output
+  uint64_t seed = 1;            // inputs drawn from it (crt/data), each in its range
   bool check = false;
+  // The check of a float output: |got - want| <= atol + rtol * |want|; integers must be equal.
+  double atol = 1e-4, rtol = 1e-4;
+  // Make and check the data on the host even where the board could (BoardArgs: the benchmark's
+  // baseline).
+  bool data_on_host = false;
   // Time the function even when its output differs from the reference (farmctl shows both);
   // otherwise a mismatch returns without costs (AutoTVM reports none for a wrong answer).
   bool time_on_mismatch = false;
@@ -50,9 +57,11 @@ struct MeasureOutcome {
   bool checked = false;
   bool matches = true;
   double max_abs_error = 0;
-  std::string mismatch;  // where the first mismatch is, for the message
-  int64_t number = 0;    // calls per repeat (adaptive: as calibrated)
-  int rounds = 0;        // MeasureRound calls that timed
+  // Where the first mismatch is, for the message: "output element 3 is 12, the reference
+  // dwconv_reference gives 11 (2 of 64 elements differ, max error 1)".
+  std::string mismatch;
+  int64_t number = 0;  // calls per repeat (adaptive: as calibrated)
+  int rounds = 0;      // MeasureRound calls that timed
   // "fixed", or why adaptive mode stopped: "target", "budget", "max_repeat".
   std::string stop;
   // The board timer's CPU and wall seconds over the timed calls, for boards that time with a CPU
@@ -63,34 +72,6 @@ struct MeasureOutcome {
 
   // Wall time / CPU time over the timed calls; 0 when the board does not say.
   double WallOverCpu() const { return timer_cpu_s > 0 ? timer_wall_s / timer_cpu_s : 0; }
-};
-
-// The arguments of measurements on the board. Candidates of a tuning batch take the same shapes
-// and seed: they share one set, its inputs uploaded once (over a microcontroller's UART that is
-// most of a small trial's time), its output poisoned with NaN again before each check. Other
-// shapes or seed replace the set (one set on the board at a time).
-class BoardArgs {
- public:
-  BoardArgs() = default;
-  BoardArgs(const BoardArgs&) = delete;
-  BoardArgs& operator=(const BoardArgs&) = delete;
-
-  // Allocated and the inputs filled for the request's shapes and seed, unless they already are.
-  // True when it filled them now (the output is then freshly poisoned). On an error nothing is
-  // left half made.
-  absl::StatusOr<bool> Prepare(RpcClient& rpc, const MeasureRequest& request, absl::Time deadline);
-  // The output filled with NaN, so a kernel that writes nothing is caught.
-  absl::Status PoisonOutput(RpcClient& rpc, absl::Time deadline);
-  // Frees them on the board.
-  void Release(RpcClient& rpc, absl::Time deadline);
-  // The board lost them (a reset, a new link): nothing to free.
-  void Forget();
-  const std::vector<RemoteTensor>& tensors() const { return tensors_; }
-
- private:
-  std::vector<std::vector<int64_t>> shapes_;
-  uint64_t seed_ = 0;
-  std::vector<RemoteTensor> tensors_;
 };
 
 // Errors: the RpcClient's (DeadlineExceeded when the board does not answer in time, Aborted for

@@ -159,8 +159,8 @@ TEST_F(RpcClientTest, DeviceInfoNamesTheThreadCpuClockAndTheCalibrationKernel) {
     return h.ok() ? *h : 0;
   };
   EXPECT_EQ(handle("benchfarm.DeviceInfo"), 0x80028005u);
-  EXPECT_EQ(handle("benchfarm.Calibrate"), 0x80028006u);
-  EXPECT_EQ(handle("benchfarm.TimerTotals"), 0x80028007u);
+  EXPECT_EQ(handle("benchfarm.Calibrate"), 0x8002800au);
+  EXPECT_EQ(handle("benchfarm.TimerTotals"), 0x8002800bu);
 }
 
 TEST_F(RpcClientTest, CalibrationTimeGrowsWithIterations) {

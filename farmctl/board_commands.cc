@@ -96,7 +96,7 @@ absl::StatusOr<TimeResult> TimeOperator(device::RpcClient& rpc, device::BoardTim
   device::MeasureRequest m;
   m.function = request.op;
   m.reference = absl::StrCat(request.op, "_reference");
-  m.shapes = request.shapes;
+  m.args = device::Float32Args(request.shapes);
   m.seed = request.seed;
   m.check = request.check;
   m.time_on_mismatch = true;

@@ -28,9 +28,11 @@ Summary Summarize(absl::Span<const double> values, double level) {
   s.min = x.front();
   s.max = x.back();
   s.median = n % 2 == 1 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
-  double sum = 0;
-  for (double v : x) sum += v;
-  s.mean = sum / n;
+  // Summed as offsets from the least value, so equal costs have exactly their value as the mean
+  // and a spread of exactly 0.
+  double offsets = 0;
+  for (double v : x) offsets += v - s.min;
+  s.mean = s.min + offsets / n;
   if (n >= 2) {
     double sq = 0;
     for (double v : x) sq += (v - s.mean) * (v - s.mean);

@@ -293,7 +293,7 @@ TEST_P(BoardProcessTest, WholeProtocol) {
 #endif
   // benchfarm.Calibrate: a float64 of seconds, as AutoTVM's RPC would decode it.
   uint64_t calibrate = board.Handle(codec::EncodeGetGlobalFunc("benchfarm.Calibrate"));
-  EXPECT_EQ(calibrate, 0x80028006u);
+  EXPECT_EQ(calibrate, 0x8002800au);
   Arg seconds = board.CallFunc(calibrate, {Arg::Int(1000000)});
   ASSERT_EQ(seconds.type_code(), TypeCode::kFloat);
   EXPECT_GT(seconds.float_value(), 0.0);

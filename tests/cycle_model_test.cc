@@ -244,7 +244,7 @@ device::MeasureOutcome MeasureMatmul(device::Board& board) {
   device::MeasureRequest r;
   r.function = "matmul";
   r.reference = "matmul_reference";
-  r.shapes = {{16, 24}, {24, 8}, {16, 8}};
+  r.args = device::Float32Args({{16, 24}, {24, 8}, {16, 8}});
   r.seed = 7;
   r.check = true;
   r.options.number = 3;
@@ -369,7 +369,7 @@ TEST(CycleModel, AStreamOutOfStepWithTheBoardsRepeatsIsAnErrorNeverACost) {
     ASSERT_EQ(s.failure, "") << mode;
     device::MeasureRequest r;
     r.function = "add";
-    r.shapes = {{64}, {64}, {64}};
+    r.args = device::Float32Args({{64}, {64}, {64}});
     r.options.number = 1;
     r.options.repeat = 4;
     absl::StatusOr<device::MeasureOutcome> o =

@@ -87,9 +87,9 @@ device::MeasureRequest SampleOp(const std::string& op, int number, int repeat) {
   r.check = true;
   r.options.number = number;
   r.options.repeat = repeat;
-  if (op == "add") r.shapes = {{256}, {256}, {256}};
-  if (op == "matmul") r.shapes = {{16, 24}, {24, 8}, {16, 8}};
-  if (op == "conv2d") r.shapes = {{1, 2, 8, 8}, {4, 2, 3, 3}, {1, 4, 6, 6}};
+  if (op == "add") r.args = device::Float32Args({{256}, {256}, {256}});
+  if (op == "matmul") r.args = device::Float32Args({{16, 24}, {24, 8}, {16, 8}});
+  if (op == "conv2d") r.args = device::Float32Args({{1, 2, 8, 8}, {4, 2, 3, 3}, {1, 4, 6, 6}});
   return r;
 }
 
@@ -146,7 +146,7 @@ TEST_P(QemuBoardTest, BootsHandshakesAndDescribesItself) {
   // the board's InvalidArg, and it keeps serving. No TimerTotals on a microcontroller.
   absl::StatusOr<uint64_t> calibrate = rpc->GetGlobalFunc("benchfarm.Calibrate", deadline);
   ASSERT_TRUE(calibrate.ok()) << calibrate.status();
-  EXPECT_EQ(*calibrate, 0x80028006u);
+  EXPECT_EQ(*calibrate, 0x8002800au);
   absl::StatusOr<double> s = rpc->Calibrate(100000, deadline);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_GT(*s, 0);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <tvm/runtime/c_backend_api.h>
 #include <tvm/runtime/c_runtime_api.h>
+#include <tvm/runtime/crt/board_data.h>
 #include <tvm/runtime/crt/crt.h>
 #include <tvm/runtime/crt/platform.h>
 #include <tvm/runtime/crt/random_fill.h>
@@ -275,6 +276,7 @@ static void FreeAllAllocations(crt_rpc_server_t* s) {
   size_t i;
   for (i = 0; i < TVM_CRT_MAX_RPC_ALLOCATIONS; i++) {
     if (s->allocations[i].data != NULL) {
+      crt_board_data_forget(s->allocations[i].data, (size_t)s->allocations[i].nbytes);
       (void)TVMDeviceFreeDataSpace(kCpu, s->allocations[i].data);
       s->allocations[i].data = NULL;
       s->allocations[i].nbytes = 0;
@@ -699,6 +701,7 @@ static tvm_crt_error_t HandleDevFreeData(crt_rpc_server_t* s, crt_wire_reader_t*
   if (a == NULL || s->values[1].v_handle == NULL) {
     return SendException(s, "DevFreeData: not memory allocated by this server (or freed)");
   }
+  crt_board_data_forget(a->data, (size_t)a->nbytes);
   (void)TVMDeviceFreeDataSpace(kCpu, a->data);
   a->data = NULL;
   a->nbytes = 0;
@@ -917,6 +920,7 @@ static tvm_crt_error_t OnMessage(void* ctx, crt_session_message_type_t type, con
   if (type == kCrtSessionStartSessionReply) {
     /* A new session: whatever the previous host left behind is freed. */
     s->counters.sessions++;
+    crt_board_data_clear();
     FreeAllAllocations(s);
     crt_time_evaluator_free_all();
   }
@@ -1013,6 +1017,8 @@ tvm_crt_error_t crt_rpc_server_init(crt_rpc_server_t* server, crt_framer_write_f
   if (rc == 0) rc = TVMCrtFuncRegisterGlobal(TVM_CRT_RANDOM_FILL_NAME, TVMCrtRandomFill, 1);
   if (rc == 0) rc = TVMCrtFuncRegisterGlobal("benchfarm.DeviceInfo", DeviceInfo, 1);
   if (rc != 0) return (tvm_crt_error_t)rc;
+  err = crt_board_data_register();
+  if (err != kTvmErrorNoError) return err;
 
   crt_session_init(&server->session, write, write_ctx, server->log_buffer,
                    sizeof(server->log_buffer), OnMessage, server);

@@ -10,10 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "benchfarm/data.h"
 #include "device/minrpc_codec.h"
 #include "tvm/runtime/crt/link/framing.h"
 #include "tvm/runtime/crt/link/session.h"
@@ -137,9 +139,12 @@ class Link {
     return reply.kind == Reply::Kind::kException ? reply.message : "";
   }
 
-  RemoteTensor Alloc(std::vector<int64_t> shape) {
+  RemoteTensor Alloc(std::vector<int64_t> shape, DlDataType dtype = DlDataType{}) {
     RemoteTensor t;
     t.shape = std::move(shape);
+    t.dtype_code = dtype.code;
+    t.dtype_bits = dtype.bits;
+    t.dtype_lanes = dtype.lanes;
     t.data = Handle(codec::EncodeDevAllocDataWithScope(t));
     return t;
   }
@@ -464,6 +469,111 @@ TEST_F(RpcServerTest, RandomFillFillsATensorAsAutoTvmCallsIt) {
     ExpectStillServing();
   }
   EXPECT_EQ(link_.Get(t).size(), 100u);
+}
+
+// ---- data on the board (board_data.h) ---------------------------------------------------------
+
+uint64_t Function(Link& link, uint64_t get, uint64_t lib, const std::string& name) {
+  return link.CallFunc(get, {Arg::ModuleHandle(lib), Arg::Str(name), Arg::Int(0)}).handle();
+}
+
+bf_data_report_t DecodeReport(const Arg& bytes) {
+  bf_data_report_t r{};
+  EXPECT_EQ(bytes.type_code(), TypeCode::kBytes);
+  EXPECT_EQ(bytes.bytes().size(), size_t{BF_DATA_REPORT_BYTES});
+  if (bytes.bytes().size() != BF_DATA_REPORT_BYTES) return r;
+  std::memcpy(&r.mismatches, bytes.bytes().data(), 8);
+  std::memcpy(&r.first_index, bytes.bytes().data() + 8, 8);
+  std::memcpy(&r.got, bytes.bytes().data() + 16, 8);
+  std::memcpy(&r.want, bytes.bytes().data() + 24, 8);
+  std::memcpy(&r.max_abs_error, bytes.bytes().data() + 32, 8);
+  return r;
+}
+
+TEST_F(RpcServerTest, FillTensorGivesTheGeneratorsBytesForItsDtype) {
+  RemoteTensor t = link_.Alloc({3, 7}, DlDataType{kDLInt, 8, 1});
+  EXPECT_EQ(
+      link_
+          .CallFunc(Global("benchfarm.FillTensor"),
+                    {Arg::Tensor(t), Arg::Int(42), Arg::Int(1), Arg::Float(-5), Arg::Float(5)})
+          .type_code(),
+      TypeCode::kNull);
+  Reply r = link_.Call(codec::EncodeCopyFromRemote(t, t.NumBytes()));
+  std::string want(21, '\0');
+  ASSERT_EQ(bf_data_fill(want.data(), 21, DLDataType{kDLInt, 8, 1}, 42, 1, -5, 5), 0);
+  EXPECT_EQ(r.data, want);
+  std::string error = link_.ExceptionOf(codec::EncodeCallFunc(
+      Global("benchfarm.FillTensor"),
+      {Arg::Tensor(t), Arg::Int(1), Arg::Int(0), Arg::Float(-200), Arg::Float(0)}));
+  EXPECT_NE(error.find("not a range of the tensor's dtype"), std::string::npos) << error;
+  ExpectStillServing();
+}
+
+TEST_F(RpcServerTest, CheckCallPoisonsCallsAndComparesOnTheBoard) {
+  const uint64_t get = Global("tvm.rpc.server.ModuleGetFunction"), lib = SystemLib();
+  const uint64_t fill = Global("benchfarm.FillTensor"), setup = Global("benchfarm.CheckSetup"),
+                 check = Global("benchfarm.CheckCall");
+  RemoteTensor a = link_.Alloc({16}), b = link_.Alloc({16}), c = link_.Alloc({16}),
+               r = link_.Alloc({16});
+  for (const RemoteTensor* t : {&a, &b}) {
+    link_.CallFunc(fill, {Arg::Tensor(*t), Arg::Int(7), Arg::Int(t == &a ? 0 : 1), Arg::Float(-1),
+                          Arg::Float(1)});
+  }
+  link_.CallFunc(Function(link_, get, lib, "add_reference"),
+                 {Arg::Tensor(a), Arg::Tensor(b), Arg::Tensor(r)});
+  link_.CallFunc(setup, {Arg::Float(1e-4), Arg::Float(1e-4), Arg::Tensor(a), Arg::Tensor(b),
+                         Arg::Tensor(c), Arg::Tensor(r)});
+  for (float v : link_.Get(c)) EXPECT_TRUE(std::isnan(v));  // poisoned
+  const uint64_t add = Function(link_, get, lib, "add");
+  bf_data_report_t report = DecodeReport(link_.CallFunc(check, {Arg::PackedFuncHandle(add)}));
+  EXPECT_EQ(report.mismatches, 0u);
+  EXPECT_EQ(report.first_index, -1);
+  // A wrong reference output: every element differs, the first is named with both values.
+  std::vector<float> wrong = link_.Get(r);
+  wrong[0] += 1.0f;
+  link_.Put(r, wrong);
+  report = DecodeReport(link_.CallFunc(check, {Arg::PackedFuncHandle(add)}));
+  EXPECT_EQ(report.mismatches, 1u);
+  EXPECT_EQ(report.first_index, 0);
+  EXPECT_EQ(report.want, wrong[0]);
+  EXPECT_NEAR(report.max_abs_error, 1.0, 1e-6);
+  // A candidate that fails returns its error.
+  const uint64_t matmul = Function(link_, get, lib, "matmul");
+  std::string error =
+      link_.ExceptionOf(codec::EncodeCallFunc(check, {Arg::PackedFuncHandle(matmul)}));
+  EXPECT_NE(error.find("bf_ops_matmul"), std::string::npos) << error;
+  // Freeing a kept tensor drops the check: CheckCall never touches freed memory.
+  ASSERT_EQ(link_.Call(codec::EncodeDevFreeData(DlDevice{}, c.data)).kind, Reply::Kind::kReturn);
+  error = link_.ExceptionOf(codec::EncodeCallFunc(check, {Arg::PackedFuncHandle(add)}));
+  EXPECT_NE(error.find("no benchfarm.CheckSetup"), std::string::npos) << error;
+  ExpectStillServing();
+}
+
+TEST_F(RpcServerTest, CheckSetupRefusesBadArgumentsAndANewSessionDropsIt) {
+  const uint64_t setup = Global("benchfarm.CheckSetup"), check = Global("benchfarm.CheckCall");
+  RemoteTensor a = link_.Alloc({4}), c = link_.Alloc({4}), r = link_.Alloc({5});
+  std::vector<std::pair<std::vector<Arg>, std::string>> bad = {
+      {{Arg::Float(0), Arg::Float(0), Arg::Tensor(c)}, "expects (atol, rtol, inputs..., out, ref)"},
+      {{Arg::Int(0), Arg::Float(0), Arg::Tensor(a), Arg::Tensor(c), Arg::Tensor(c)},
+       "atol and rtol must be Float"},
+      {{Arg::Float(-1), Arg::Float(0), Arg::Tensor(a), Arg::Tensor(c), Arg::Tensor(c)},
+       "must be >= 0"},
+      {{Arg::Float(0), Arg::Float(0), Arg::Tensor(a), Arg::Tensor(c), Arg::Tensor(r)}, "one shape"},
+      {{Arg::Float(0), Arg::Float(0), Arg::Int(3), Arg::Tensor(c), Arg::Tensor(c)},
+       "compact tensors"},
+  };
+  for (const auto& [args, expected] : bad) {
+    std::string error = link_.ExceptionOf(codec::EncodeCallFunc(setup, args));
+    EXPECT_NE(error.find(expected), std::string::npos) << error;
+  }
+  std::string error = link_.ExceptionOf(codec::EncodeCallFunc(check, {Arg::Int(1)}));
+  EXPECT_NE(error.find("expects (function)"), std::string::npos) << error;
+  link_.CallFunc(setup,
+                 {Arg::Float(0), Arg::Float(0), Arg::Tensor(a), Arg::Tensor(c), Arg::Tensor(c)});
+  link_.Connect();  // a new session frees the tensors and the check with them
+  error = link_.ExceptionOf(codec::EncodeCallFunc(check, {Arg::PackedFuncHandle(0x80008000u)}));
+  EXPECT_NE(error.find("no benchfarm.CheckSetup"), std::string::npos) << error;
+  ExpectStillServing();
 }
 
 // ---- robustness ------------------------------------------------------------------------------

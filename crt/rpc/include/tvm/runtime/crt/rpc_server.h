@@ -30,6 +30,7 @@
  *   3 tvm.rpc.server.GetCRTMaxPacketSize  () -> int: TVM_CRT_MAX_PACKET_SIZE_BYTES - 11
  *   4 tvm.contrib.random.random_fill    (tensor) -> none: random_fill.h
  *   5 benchfarm.DeviceInfo              () -> str: "key=value\n" lines, see below
+ *   6-9 benchfarm.FillTensor, CheckSetup, CheckCall, CheckClear: board_data.h
  * (TVM's CRT has tvm.aot_executor.create at 5; benchfarm serves no AOT executor.)
  *
  * Fixed relative to TVM (docs/wire-protocol.md, "Fixed, not imitated"): every
@@ -42,7 +43,7 @@
  * tensor a request names (CallFunc arguments, copies) must lie inside memory
  * this server allocated (DevAllocData*) and has not freed, and freeing
  * anything else is an Exception. A new session (host reconnect) frees every
- * allocation and time evaluator left by the previous one.
+ * allocation, time evaluator and kept check left by the previous one.
  *
  * At most one server per process (the globals find it through a static
  * pointer). Thread-safety: none.

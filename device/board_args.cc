@@ -1,0 +1,242 @@
+#include "device/board_args.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "benchfarm/data.h"
+
+namespace benchfarm::device {
+namespace {
+
+DLDataType Dl(DlDataType t) { return DLDataType{t.code, t.bits, t.lanes}; }
+
+// The session is gone (a timeout, a reset, a lost link): the board freed the tensors with it.
+bool SessionLost(const absl::Status& s) {
+  return absl::IsDeadlineExceeded(s) || absl::IsAborted(s) || absl::IsUnavailable(s) ||
+         absl::IsFailedPrecondition(s);
+}
+
+std::string Generated(const TensorArg& a, uint64_t seed, uint64_t stream) {
+  std::string bytes(static_cast<size_t>(a.Bytes()), '\0');
+  (void)bf_data_fill(bytes.data(), static_cast<size_t>(a.Elements()), Dl(a.dtype), seed, stream,
+                     a.lo, a.hi);
+  return bytes;
+}
+
+CheckReport FromC(const bf_data_report_t& r) {
+  CheckReport out;
+  out.mismatches = r.mismatches;
+  out.first_index = r.first_index;
+  out.got = r.got;
+  out.want = r.want;
+  out.max_abs_error = r.max_abs_error;
+  return out;
+}
+
+absl::StatusOr<CheckReport> DecodeReport(const Arg& value) {
+  if (value.type_code() != TypeCode::kBytes || value.bytes().size() != BF_DATA_REPORT_BYTES) {
+    return absl::DataLossError(absl::StrCat("benchfarm.CheckCall returned ", value.DebugString(),
+                                            ", not its ", BF_DATA_REPORT_BYTES, "-byte report"));
+  }
+  const char* p = value.bytes().data();
+  bf_data_report_t r;
+  std::memcpy(&r.mismatches, p, 8);
+  std::memcpy(&r.first_index, p + 8, 8);
+  std::memcpy(&r.got, p + 16, 8);
+  std::memcpy(&r.want, p + 24, 8);
+  std::memcpy(&r.max_abs_error, p + 32, 8);
+  return FromC(r);
+}
+
+}  // namespace
+
+TensorArg TensorArg::Float32(std::vector<int64_t> shape) {
+  TensorArg a;
+  a.shape = std::move(shape);
+  return a;
+}
+
+std::vector<TensorArg> Float32Args(const std::vector<std::vector<int64_t>>& shapes) {
+  std::vector<TensorArg> args;
+  for (const std::vector<int64_t>& shape : shapes) args.push_back(TensorArg::Float32(shape));
+  return args;
+}
+
+int64_t TensorArg::Elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d > 0 ? d : 0;
+  return n;
+}
+
+int64_t TensorArg::Bytes() const { return Elements() * ((dtype.bits * dtype.lanes + 7) / 8); }
+
+bool operator==(const TensorArg& a, const TensorArg& b) {
+  return a.shape == b.shape && a.dtype == b.dtype && a.lo == b.lo && a.hi == b.hi;
+}
+
+bool operator==(const ArgsSpec& a, const ArgsSpec& b) {
+  return a.args == b.args && a.seed == b.seed && a.check == b.check && a.reference == b.reference &&
+         a.atol == b.atol && a.rtol == b.rtol && a.data_on_host == b.data_on_host;
+}
+
+absl::Status BoardArgs::Prepare(RpcClient& rpc, const ArgsSpec& spec, absl::Time deadline) {
+  if (!tensors_.empty() && spec_ == spec) return absl::OkStatus();
+  Release(rpc, deadline);
+  if (spec.args.size() < 2) {
+    return absl::InvalidArgumentError("an operator takes at least one input and an output");
+  }
+  for (size_t i = 0; i < spec.args.size(); ++i) {
+    if (bf_data_element_bytes(Dl(spec.args[i].dtype)) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("argument ", i, ": a dtype benchfarm cannot fill or check"));
+    }
+    if (i + 1 < spec.args.size() &&
+        bf_data_check_range(Dl(spec.args[i].dtype), spec.args[i].lo, spec.args[i].hi) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("argument ", i, ": [", spec.args[i].lo, ", ",
+                                                     spec.args[i].hi, "] is not a range of ",
+                                                     bf_data_dtype_name(Dl(spec.args[i].dtype))));
+    }
+  }
+  spec_ = spec;
+  on_board_ = false;
+  if (!spec.data_on_host) {
+    absl::StatusOr<uint64_t> fill = rpc.GetGlobalFunc("benchfarm.FillTensor", deadline);
+    if (fill.ok()) {
+      on_board_ = true;
+    } else if (!absl::IsNotFound(fill.status())) {
+      spec_ = ArgsSpec{};
+      return fill.status();
+    }
+  }
+  absl::Status s = Fill(rpc, deadline);
+  if (!s.ok()) {
+    if (SessionLost(s)) {
+      Forget();
+    } else {
+      Release(rpc, deadline);
+    }
+  }
+  return s;
+}
+
+absl::Status BoardArgs::Fill(RpcClient& rpc, absl::Time deadline) {
+  const std::vector<TensorArg>& args = spec_.args;
+  const size_t inputs = args.size() - 1;
+  for (const TensorArg& a : args) {
+    ASSIGN_OR_RETURN(RemoteTensor t, rpc.AllocTensor(a.shape, a.dtype, deadline));
+    tensors_.push_back(std::move(t));
+  }
+  if (on_board_) {
+    ASSIGN_OR_RETURN(uint64_t fill, rpc.GetGlobalFunc("benchfarm.FillTensor", deadline));
+    for (size_t i = 0; i < inputs; ++i) {
+      RETURN_IF_ERROR(
+          rpc.CallFunc(fill,
+                       {Arg::Tensor(tensors_[i]), Arg::Int(static_cast<int64_t>(spec_.seed)),
+                        Arg::Int(static_cast<int64_t>(i)), Arg::Float(args[i].lo),
+                        Arg::Float(args[i].hi)},
+                       deadline)
+              .status());
+    }
+  } else {
+    for (size_t i = 0; i < inputs; ++i) {
+      RETURN_IF_ERROR(rpc.CopyToRemote(tensors_[i], Generated(args[i], spec_.seed, i), deadline));
+    }
+    poison_.assign(static_cast<size_t>(args.back().Bytes()), '\0');
+    (void)bf_data_poison(poison_.data(), static_cast<size_t>(args.back().Elements()),
+                         Dl(args.back().dtype), 0);
+  }
+  if (!spec_.check || !on_board_) return absl::OkStatus();
+  // The reference's output, once for every candidate of the set.
+  ASSIGN_OR_RETURN(RemoteTensor ref,
+                   rpc.AllocTensor(args.back().shape, args.back().dtype, deadline));
+  tensors_.push_back(ref);
+  std::vector<Arg> call;
+  for (size_t i = 0; i < inputs; ++i) call.push_back(Arg::Tensor(tensors_[i]));
+  call.push_back(Arg::Tensor(ref));
+  ASSIGN_OR_RETURN(uint64_t reference, rpc.GetFunction(spec_.reference, deadline));
+  absl::Status s = rpc.CallFunc(reference, call, deadline).status();
+  if (!s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat("the reference ", spec_.reference, ": ", s.message()));
+  }
+  std::vector<Arg> setup = {Arg::Float(spec_.atol), Arg::Float(spec_.rtol)};
+  for (size_t i = 0; i <= inputs; ++i) setup.push_back(Arg::Tensor(tensors_[i]));
+  setup.push_back(Arg::Tensor(ref));
+  ASSIGN_OR_RETURN(uint64_t check_setup, rpc.GetGlobalFunc("benchfarm.CheckSetup", deadline));
+  return rpc.CallFunc(check_setup, setup, deadline).status();
+}
+
+absl::StatusOr<CheckReport> BoardArgs::Check(RpcClient& rpc, uint64_t function,
+                                             absl::Time deadline) {
+  if (tensors_.empty() || !spec_.check) {
+    return absl::FailedPreconditionError("no arguments prepared for a check");
+  }
+  if (!on_board_) return CheckOnHost(rpc, function, deadline);
+  ASSIGN_OR_RETURN(uint64_t check, rpc.GetGlobalFunc("benchfarm.CheckCall", deadline));
+  ASSIGN_OR_RETURN(Arg report, rpc.CallFunc(check, {Arg::PackedFuncHandle(function)}, deadline));
+  return DecodeReport(report);
+}
+
+absl::StatusOr<CheckReport> BoardArgs::CheckOnHost(RpcClient& rpc, uint64_t function,
+                                                   absl::Time deadline) {
+  const std::vector<Arg> call = CallArgs();
+  const RemoteTensor& out = tensors_[spec_.args.size() - 1];
+  RETURN_IF_ERROR(rpc.CopyToRemote(out, poison_, deadline));
+  RETURN_IF_ERROR(rpc.CallFunc(function, call, deadline).status());
+  ASSIGN_OR_RETURN(std::string got, rpc.CopyFromRemote(out, out.NumBytes(), deadline));
+  ASSIGN_OR_RETURN(uint64_t reference, rpc.GetFunction(spec_.reference, deadline));
+  absl::Status s = rpc.CallFunc(reference, call, deadline).status();
+  if (!s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat("the reference ", spec_.reference, ": ", s.message()));
+  }
+  ASSIGN_OR_RETURN(std::string want, rpc.CopyFromRemote(out, out.NumBytes(), deadline));
+  bf_data_report_t r;
+  if (got.size() != want.size() ||
+      bf_data_compare(got.data(), want.data(), static_cast<size_t>(spec_.args.back().Elements()),
+                      Dl(spec_.args.back().dtype), spec_.atol, spec_.rtol, &r) != 0) {
+    return absl::InvalidArgumentError("the output cannot be compared (its dtype or tolerance)");
+  }
+  return FromC(r);
+}
+
+std::vector<Arg> BoardArgs::CallArgs() const {
+  std::vector<Arg> args;
+  for (size_t i = 0; i < spec_.args.size() && i < tensors_.size(); ++i) {
+    args.push_back(Arg::Tensor(tensors_[i]));
+  }
+  return args;
+}
+
+void BoardArgs::Release(RpcClient& rpc, absl::Time deadline) {
+  for (const RemoteTensor& t : tensors_) (void)rpc.FreeTensor(t, deadline);
+  Forget();
+}
+
+void BoardArgs::Forget() {
+  tensors_.clear();
+  spec_ = ArgsSpec{};
+  poison_.clear();
+  on_board_ = false;
+}
+
+std::string FormatValue(double value, DlDataType dtype) {
+  if (dtype.code != 2) return absl::StrCat(static_cast<int64_t>(value));
+  // The shortest %g that reads back as the same value of the dtype.
+  const int most = dtype.bits == 64 ? 17 : dtype.bits == 32 ? 9 : 6;
+  char text[64];
+  for (int digits = 6; digits <= most; ++digits) {
+    std::snprintf(text, sizeof(text), "%.*g", digits, value);
+    const double back = std::strtod(text, nullptr);
+    if (dtype.bits == 64 ? back == value : static_cast<float>(back) == static_cast<float>(value)) {
+      break;
+    }
+  }
+  return text;
+}
+
+}  // namespace benchfarm::device
