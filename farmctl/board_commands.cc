@@ -12,6 +12,8 @@
 #include "absl/strings/str_split.h"
 #include "base/json.h"
 #include "base/status_macros.h"
+#include "catalog/operator.h"
+#include "catalog/trial.h"
 #include "device/measure.h"
 #include "stats/cost_stats.h"
 
@@ -54,12 +56,15 @@ std::string FormatShapes(const std::vector<Shape>& shapes) {
 }
 
 absl::StatusOr<std::vector<Shape>> DefaultShapes(absl::string_view op) {
-  if (op == "add") return std::vector<Shape>{{1024}, {1024}, {1024}};
-  if (op == "matmul") return std::vector<Shape>{{32, 32}, {32, 32}, {32, 32}};
-  if (op == "conv2d") return std::vector<Shape>{{1, 4, 16, 16}, {8, 4, 3, 3}, {1, 8, 14, 14}};
-  return absl::NotFoundError(absl::StrCat("no default shapes for \"", op,
-                                          "\" (sample operators: add, matmul, conv2d); "
-                                          "give --shape"));
+  const v1::Operator* builtin = catalog::BuiltinKnobSpace().Find(op);
+  if (builtin == nullptr) {
+    std::vector<std::string> names;
+    for (const v1::Operator& o : catalog::BuiltinOperators()) names.push_back(o.name());
+    return absl::NotFoundError(absl::StrCat("no default shapes for \"", op,
+                                            "\" (sample operators: ", absl::StrJoin(names, ", "),
+                                            "); give --shape"));
+  }
+  return catalog::DefaultShapes(builtin->spec());
 }
 
 absl::StatusOr<Arg> ParseCallArg(absl::string_view text) {
