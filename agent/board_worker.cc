@@ -228,49 +228,19 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
   std::optional<catalog::KnobSpace> user_space;
   for (v1::JobOffer& offer : batch) {
     const absl::Time started = absl::Now();
-    const v1::Trial& t = offer.trial();
-    const v1::OperatorSpec& op = t.op();
-    auto invalid = [&](const std::string& why) {
-      v1::Result r;
-      r.set_error_code(v1::INSTANTIATION_ERROR);
-      r.set_message(why);
-      Report(offer, r, started);
-    };
     // A user operator's definition travels with its offer; built-ins are in every firmware.
     if (offer.has_operator_() && !user_space.has_value()) {
       user_op = offer.operator_();
       user_space = catalog::KnobSpace({*user_op});
     }
     const catalog::KnobSpace& space = offer.has_operator_() ? *user_space : *space_;
-    // The tracker checked the trial at submission; the agent holds it to the same contract.
-    absl::StatusOr<Candidate> candidate;
-    auto find_spec = [&](const v1::TemplateOperator& tpl) -> absl::StatusOr<const v1::OpTemplate*> {
-      candidate = ResolveCandidate(space, tpl);
-      if (!candidate.ok()) return candidate.status();
-      return candidate->op;
-    };
-    absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = catalog::CheckTrial(t, find_spec);
-    if (!shapes.ok()) {
-      invalid(std::string(shapes.status().message()));
-      continue;
-    }
     Item item;
-    item.request = MeasureRequestFor(t, *std::move(shapes));
-    item.timeout = catalog::EffectiveMeasure(t.measure()).timeout;
-    if (op.source_case() == v1::OperatorSpec::kTemplateOp) {
-      item.request.function = candidate->function;
-      item.request.reference = op.reference_function().empty() ? candidate->op->reference_entry()
-                                                               : op.reference_function();
-      candidates.push_back(*std::move(candidate));
-    } else {
-      absl::StatusOr<BuildUnit> u = CSourceUnit(*space_, op);
-      if (!u.ok()) {
-        invalid(std::string(u.status().message()));
-        continue;
-      }
-      item.request.function = op.entry_function();
-      item.request.reference = op.reference_function();
-      unit = *std::move(u);
+    if (absl::Status s = MakeItem(offer.trial(), space, &item, &candidates, &unit); !s.ok()) {
+      v1::Result r;
+      r.set_error_code(v1::INSTANTIATION_ERROR);
+      r.set_message(std::string(s.message()));
+      Report(offer, r, started);
+      continue;
     }
     item.offer = std::move(offer);
     prepared->items.push_back(std::move(item));
@@ -282,14 +252,47 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
     unit = user_op.has_value() ? UserOperatorUnit(*user_op, candidates)
                                : CandidatesUnit(*space_, candidates);
   }
-  prepared->build_started = absl::Now();
+  StartBuild(*prepared, std::move(unit));
+  return prepared;
+}
+
+absl::Status BoardWorker::MakeItem(const v1::Trial& t, const catalog::KnobSpace& space, Item* item,
+                                   std::vector<Candidate>* candidates, BuildUnit* unit) const {
+  const v1::OperatorSpec& op = t.op();
+  // The tracker checked the trial at submission; the agent holds it to the same contract.
+  absl::StatusOr<Candidate> candidate;
+  auto find_spec = [&](const v1::TemplateOperator& tpl) -> absl::StatusOr<const v1::OpTemplate*> {
+    candidate = ResolveCandidate(space, tpl);
+    if (!candidate.ok()) return candidate.status();
+    return candidate->op;
+  };
+  absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = catalog::CheckTrial(t, find_spec);
+  if (!shapes.ok()) return shapes.status();
+  item->request = MeasureRequestFor(t, *std::move(shapes));
+  item->timeout = catalog::EffectiveMeasure(t.measure()).timeout;
+  if (op.source_case() == v1::OperatorSpec::kTemplateOp) {
+    item->request.function = candidate->function;
+    item->request.reference = op.reference_function().empty() ? candidate->op->reference_entry()
+                                                              : op.reference_function();
+    candidates->push_back(*std::move(candidate));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<BuildUnit> u = CSourceUnit(*space_, op);
+  if (!u.ok()) return u.status();
+  item->request.function = op.entry_function();
+  item->request.reference = op.reference_function();
+  *unit = *std::move(u);
+  return absl::OkStatus();
+}
+
+void BoardWorker::StartBuild(Prepared& prepared, BuildUnit unit) {
+  prepared.build_started = absl::Now();
   int64_t limit_s = options_.config.build_time_limit_seconds() > 0
                         ? options_.config.build_time_limit_seconds()
                         : 120;
-  prepared->image = std::async(std::launch::async, [this, unit, limit_s]() {
+  prepared.image = std::async(std::launch::async, [this, unit = std::move(unit), limit_s]() {
     return builder_->Build(options_.template_dir, unit, absl::Now() + absl::Seconds(limit_s));
   });
-  return prepared;
 }
 
 void BoardWorker::AddImagePool(const catalog::KnobSpace& space, const v1::TemplateOperator& first,

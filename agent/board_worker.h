@@ -103,7 +103,17 @@ class BoardWorker {
   void Run();
   // The next batch: waits for a job, lingers for more of the same operator. Empty when stopping.
   std::vector<v1::JobOffer> TakeBatch(bool wait) ABSL_LOCKS_EXCLUDED(mu_);
+  // The batch's trials checked and made items (a trial that fails is reported
+  // INSTANTIATION_ERROR), and the build of their image started.
   std::unique_ptr<Prepared> Prepare(std::vector<v1::JobOffer> batch);
+  // One trial held to the trial contract (as the tracker checked it at submission) and made an
+  // item (its offer left to the caller); what it builds joins the batch's: a template trial's
+  // candidate, a C source trial's unit. The trial's error otherwise.
+  absl::Status MakeItem(const v1::Trial& t, const catalog::KnobSpace& space, Item* item,
+                        std::vector<Candidate>* candidates, BuildUnit* unit) const;
+  // The image build of the prepared batch started (in the background, within the board's build
+  // time limit).
+  void StartBuild(Prepared& prepared, BuildUnit unit);
   void RunBatch(Prepared& batch);
   // One round of a trial's measurement, the image put on the board first; the trial is reported
   // when it ends (finished). True when it takes another round.

@@ -12,6 +12,8 @@
 #include "absl/strings/str_split.h"
 #include "base/json.h"
 #include "base/status_macros.h"
+#include "catalog/operator.h"
+#include "catalog/trial.h"
 #include "device/measure.h"
 #include "stats/cost_stats.h"
 
@@ -54,12 +56,15 @@ std::string FormatShapes(const std::vector<Shape>& shapes) {
 }
 
 absl::StatusOr<std::vector<Shape>> DefaultShapes(absl::string_view op) {
-  if (op == "add") return std::vector<Shape>{{1024}, {1024}, {1024}};
-  if (op == "matmul") return std::vector<Shape>{{32, 32}, {32, 32}, {32, 32}};
-  if (op == "conv2d") return std::vector<Shape>{{1, 4, 16, 16}, {8, 4, 3, 3}, {1, 8, 14, 14}};
-  return absl::NotFoundError(absl::StrCat("no default shapes for \"", op,
-                                          "\" (sample operators: add, matmul, conv2d); "
-                                          "give --shape"));
+  const v1::Operator* builtin = catalog::BuiltinKnobSpace().Find(op);
+  if (builtin == nullptr) {
+    std::vector<std::string> names;
+    for (const v1::Operator& o : catalog::BuiltinOperators()) names.push_back(o.name());
+    return absl::NotFoundError(absl::StrCat("no default shapes for \"", op,
+                                            "\" (sample operators: ", absl::StrJoin(names, ", "),
+                                            "); give --shape"));
+  }
+  return catalog::DefaultShapes(builtin->spec());
 }
 
 absl::StatusOr<Arg> ParseCallArg(absl::string_view text) {
@@ -156,48 +161,54 @@ std::string FormatInfo(const device::DeviceInfo& info, absl::string_view board, 
   return out;
 }
 
-std::string FormatTime(const TimeResult& r, absl::string_view board, bool json) {
+namespace {
+
+// FormatTime's JSON object, on one line.
+std::string TimeJson(const TimeResult& r, absl::string_view board) {
   const v1::CostStats& s = r.stats;
   const bool adaptive = r.target_rel_ci > 0;
-  if (json) {
-    std::vector<std::string> costs;
-    for (double c : r.costs) costs.push_back(JsonNumber(c));
-    std::string out =
-        absl::StrCat("{\"board\": ", base::JsonQuote(board),
-                     ", \"board_kind\": ", base::JsonQuote(r.info.board_kind),
-                     ", \"firmware_hash\": ", base::JsonQuote(r.info.firmware_hash),
-                     ", \"op\": ", base::JsonQuote(r.op),
-                     ", \"shapes\": ", base::JsonQuote(FormatShapes(r.shapes)),
-                     ", \"number\": ", r.measure.number, ", \"repeat\": ", r.measure.repeat,
-                     ", \"min_repeat_ms\": ", r.measure.min_repeat_ms);
-    absl::StrAppend(&out, ", \"target_rel_ci\": ", JsonNumber(r.target_rel_ci),
-                    ", \"budget_ms\": ", adaptive ? absl::ToInt64Milliseconds(r.budget) : 0,
-                    ", \"max_repeat\": ", adaptive ? r.max_repeat : 0);
-    absl::StrAppend(
-        &out, ", \"costs\": [", absl::StrJoin(costs, ", "), "], \"count\": ", s.count(),
-        ", \"mean\": ", JsonNumber(s.mean_s()), ", \"median\": ", JsonNumber(s.median_s()),
-        ", \"min\": ", JsonNumber(s.min_s()), ", \"max\": ", JsonNumber(s.max_s()),
-        ", \"stddev\": ", JsonNumber(s.stddev_s()), ", \"cv\": ", JsonNumber(s.cv()),
-        ", \"ci_low\": ", JsonNumber(s.ci_low_s()), ", \"ci_high\": ", JsonNumber(s.ci_high_s()),
-        ", \"ci_level\": ", JsonNumber(s.ci_level()),
-        ", \"rel_half_width\": ", JsonNumber(s.rel_half_width()),
-        ", \"unstable\": ", s.unstable() ? "true" : "false");
-    std::vector<std::string> cycles, instructions;
-    for (double c : r.cycles) cycles.push_back(JsonNumber(c));
-    for (double i : r.instructions) instructions.push_back(JsonNumber(i));
-    absl::StrAppend(&out, ", \"timer\": ", base::JsonQuote(r.timer),
-                    ", \"emulation\": ", base::JsonQuote(r.emulation),
-                    ", \"units_hz\": ", JsonNumber(r.units_hz), ", \"model_cycles\": [",
-                    absl::StrJoin(cycles, ", "), "], \"model_instructions\": [",
-                    absl::StrJoin(instructions, ", "), "]");
-    absl::StrAppend(&out, ", \"measured\": {\"number\": ", r.number,
-                    ", \"repeats\": ", r.costs.size(), ", \"rounds\": ", r.rounds,
-                    ", \"stop\": ", base::JsonQuote(r.stop),
-                    "}, \"wall_over_cpu\": ", JsonNumber(r.wall_over_cpu));
-    absl::StrAppend(&out, ", \"check\": ", base::JsonQuote(r.check),
-                    ", \"max_abs_error\": ", JsonNumber(r.max_abs_error), "}\n");
-    return out;
-  }
+  std::vector<std::string> costs;
+  for (double c : r.costs) costs.push_back(JsonNumber(c));
+  std::string out = absl::StrCat(
+      "{\"board\": ", base::JsonQuote(board),
+      ", \"board_kind\": ", base::JsonQuote(r.info.board_kind),
+      ", \"firmware_hash\": ", base::JsonQuote(r.info.firmware_hash),
+      ", \"op\": ", base::JsonQuote(r.op),
+      ", \"shapes\": ", base::JsonQuote(FormatShapes(r.shapes)), ", \"number\": ", r.measure.number,
+      ", \"repeat\": ", r.measure.repeat, ", \"min_repeat_ms\": ", r.measure.min_repeat_ms);
+  absl::StrAppend(&out, ", \"target_rel_ci\": ", JsonNumber(r.target_rel_ci),
+                  ", \"budget_ms\": ", adaptive ? absl::ToInt64Milliseconds(r.budget) : 0,
+                  ", \"max_repeat\": ", adaptive ? r.max_repeat : 0);
+  absl::StrAppend(&out, ", \"costs\": [", absl::StrJoin(costs, ", "), "], \"count\": ", s.count(),
+                  ", \"mean\": ", JsonNumber(s.mean_s()),
+                  ", \"median\": ", JsonNumber(s.median_s()), ", \"min\": ", JsonNumber(s.min_s()),
+                  ", \"max\": ", JsonNumber(s.max_s()), ", \"stddev\": ", JsonNumber(s.stddev_s()),
+                  ", \"cv\": ", JsonNumber(s.cv()), ", \"ci_low\": ", JsonNumber(s.ci_low_s()),
+                  ", \"ci_high\": ", JsonNumber(s.ci_high_s()),
+                  ", \"ci_level\": ", JsonNumber(s.ci_level()),
+                  ", \"rel_half_width\": ", JsonNumber(s.rel_half_width()),
+                  ", \"unstable\": ", s.unstable() ? "true" : "false");
+  std::vector<std::string> cycles, instructions;
+  for (double c : r.cycles) cycles.push_back(JsonNumber(c));
+  for (double i : r.instructions) instructions.push_back(JsonNumber(i));
+  absl::StrAppend(&out, ", \"timer\": ", base::JsonQuote(r.timer),
+                  ", \"emulation\": ", base::JsonQuote(r.emulation),
+                  ", \"units_hz\": ", JsonNumber(r.units_hz), ", \"model_cycles\": [",
+                  absl::StrJoin(cycles, ", "), "], \"model_instructions\": [",
+                  absl::StrJoin(instructions, ", "), "]");
+  absl::StrAppend(&out, ", \"measured\": {\"number\": ", r.number,
+                  ", \"repeats\": ", r.costs.size(), ", \"rounds\": ", r.rounds,
+                  ", \"stop\": ", base::JsonQuote(r.stop),
+                  "}, \"wall_over_cpu\": ", JsonNumber(r.wall_over_cpu));
+  absl::StrAppend(&out, ", \"check\": ", base::JsonQuote(r.check),
+                  ", \"max_abs_error\": ", JsonNumber(r.max_abs_error), "}\n");
+  return out;
+}
+
+// FormatTime's table.
+std::string TimeTable(const TimeResult& r, absl::string_view board) {
+  const v1::CostStats& s = r.stats;
+  const bool adaptive = r.target_rel_ci > 0;
   std::string out;
   absl::StrAppendFormat(&out, "board    %s (%s, firmware %s)\n", board, r.info.board_kind,
                         r.info.firmware_hash);
@@ -270,6 +281,12 @@ std::string FormatTime(const TimeResult& r, absl::string_view board, bool json) 
   }
   out += "\n";
   return out;
+}
+
+}  // namespace
+
+std::string FormatTime(const TimeResult& r, absl::string_view board, bool json) {
+  return json ? TimeJson(r, board) : TimeTable(r, board);
 }
 
 std::string FormatCallResult(const Arg& value, bool json) {

@@ -26,8 +26,9 @@ using Shape = std::vector<int64_t>;
 absl::StatusOr<std::vector<Shape>> ParseShapes(absl::string_view text);
 std::string FormatShapes(const std::vector<Shape>& shapes);
 
-// The sample operators' default argument shapes (crt/ops/knobs.json's default dims).
-// NotFound for an operator that is not a sample operator.
+// A sample operator's default argument shapes: the catalog's (catalog::DefaultShapes of the
+// built-in's spec, from crt/ops/knobs.json's default dims). NotFound for an operator that is not
+// a sample operator (a board's firmware holds only those).
 absl::StatusOr<std::vector<Shape>> DefaultShapes(absl::string_view op);
 
 // One `board call` argument: "int:3", "float:1.5", "str:text", or a bare integer / decimal.

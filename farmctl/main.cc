@@ -302,6 +302,52 @@ int CheckModelCommand(BoardLinkOptions model, bool json, absl::Time deadline) {
   return 0;
 }
 
+// `board time`'s flags: the operator, its shapes (--shape, else the sample operator's default
+// shapes) and how to measure. 0, or the exit code after saying what is wrong.
+int TimeRequestFromFlags(TimeRequest* time) {
+  time->op = absl::GetFlag(FLAGS_op);
+  if (time->op.empty()) {
+    std::fprintf(stderr, "farmctl: board time needs --op NAME\n");
+    return 2;
+  }
+  absl::StatusOr<std::vector<Shape>> shapes = absl::GetFlag(FLAGS_shape).empty()
+                                                  ? DefaultShapes(time->op)
+                                                  : ParseShapes(absl::GetFlag(FLAGS_shape));
+  if (!shapes.ok()) return Fail(shapes.status());
+  time->shapes = *shapes;
+  time->measure.number = absl::GetFlag(FLAGS_number);
+  time->measure.repeat = absl::GetFlag(FLAGS_repeat);
+  time->measure.min_repeat_ms = absl::GetFlag(FLAGS_min_repeat_ms);
+  v1::MeasureOptions adaptive;
+  if (absl::Status s = SetAdaptive(absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_budget_ms),
+                                   absl::GetFlag(FLAGS_max_repeat), &adaptive);
+      !s.ok()) {
+    return Fail(s);
+  }
+  time->target_rel_ci = adaptive.target_rel_ci();
+  time->budget = absl::Milliseconds(adaptive.budget_ms());
+  time->max_repeat = adaptive.max_repeat();
+  time->check = absl::GetFlag(FLAGS_check);
+  time->seed = absl::GetFlag(FLAGS_seed);
+  return 0;
+}
+
+// `board time` on the opened board (`board`: its description): prints the result; 1 when the
+// outputs do not match.
+int TimeCommand(device::Board& opened, const std::string& board, const TimeRequest& time, bool json,
+                absl::Time deadline) {
+  absl::StatusOr<TimeResult> result = TimeOperator(*opened.rpc(), opened.timer(), time, deadline);
+  if (!result.ok()) return Fail(result.status());
+  result->emulation = opened.emulation();
+  result->timer = opened.timer().name();
+  result->units_hz = static_cast<double>(result->info.cpu_hz);
+  if (result->emulation == "qemu-icount") {
+    result->units_hz = 1e9 / std::ldexp(1.0, opened.config().qemu().icount_shift());
+  }
+  std::fputs(FormatTime(*result, board, json).c_str(), stdout);
+  return result->check == "mismatch" ? 1 : 0;
+}
+
 int BoardCommand(const std::vector<std::string>& args, const char* argv0) {
   if (args.empty()) {
     std::fputs(kUsage, stderr);
@@ -341,30 +387,7 @@ int BoardCommand(const std::vector<std::string>& args, const char* argv0) {
   // Validate the command's own flags before touching the board.
   TimeRequest time;
   if (command == "time") {
-    time.op = absl::GetFlag(FLAGS_op);
-    if (time.op.empty()) {
-      std::fprintf(stderr, "farmctl: board time needs --op NAME\n");
-      return 2;
-    }
-    absl::StatusOr<std::vector<Shape>> shapes = absl::GetFlag(FLAGS_shape).empty()
-                                                    ? DefaultShapes(time.op)
-                                                    : ParseShapes(absl::GetFlag(FLAGS_shape));
-    if (!shapes.ok()) return Fail(shapes.status());
-    time.shapes = *shapes;
-    time.measure.number = absl::GetFlag(FLAGS_number);
-    time.measure.repeat = absl::GetFlag(FLAGS_repeat);
-    time.measure.min_repeat_ms = absl::GetFlag(FLAGS_min_repeat_ms);
-    v1::MeasureOptions adaptive;
-    if (absl::Status s = SetAdaptive(absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_budget_ms),
-                                     absl::GetFlag(FLAGS_max_repeat), &adaptive);
-        !s.ok()) {
-      return Fail(s);
-    }
-    time.target_rel_ci = adaptive.target_rel_ci();
-    time.budget = absl::Milliseconds(adaptive.budget_ms());
-    time.max_repeat = adaptive.max_repeat();
-    time.check = absl::GetFlag(FLAGS_check);
-    time.seed = absl::GetFlag(FLAGS_seed);
+    if (int code = TimeRequestFromFlags(&time); code != 0) return code;
   }
   std::vector<device::Arg> call_args;
   if (command == "call") {
@@ -391,16 +414,7 @@ int BoardCommand(const std::vector<std::string>& args, const char* argv0) {
     if (!info.ok()) return Fail(info.status());
     std::fputs(FormatInfo(*info, board, json).c_str(), stdout);
   } else if (command == "time") {
-    absl::StatusOr<TimeResult> result = TimeOperator(rpc, (*opened)->timer(), time, deadline);
-    if (!result.ok()) return Fail(result.status());
-    result->emulation = (*opened)->emulation();
-    result->timer = (*opened)->timer().name();
-    result->units_hz = static_cast<double>(result->info.cpu_hz);
-    if (result->emulation == "qemu-icount") {
-      result->units_hz = 1e9 / std::ldexp(1.0, (*opened)->config().qemu().icount_shift());
-    }
-    std::fputs(FormatTime(*result, board, json).c_str(), stdout);
-    if (result->check == "mismatch") return 1;
+    return TimeCommand(**opened, board, time, json, deadline);
   } else {
     absl::StatusOr<uint64_t> fn = rpc.GetGlobalFunc(args[1], deadline);
     if (absl::IsNotFound(fn.status())) fn = rpc.GetFunction(args[1], deadline);
@@ -443,6 +457,37 @@ std::string DefaultClient(bool insecure) {
   return user != nullptr && user[0] != '\0' ? user : "farmctl";
 }
 
+// `submit`'s trial flags, as TrialFromFlags takes them (--knob given often, or --knobs a,b).
+TrialFlags TrialFlagsFromFlags(const RepeatedFlags& repeated) {
+  TrialFlags flags;
+  flags.kind = absl::GetFlag(FLAGS_kind);
+  flags.op = absl::GetFlag(FLAGS_op);
+  flags.knobs = repeated.knobs;
+  if (!absl::GetFlag(FLAGS_knobs).empty()) {
+    for (absl::string_view k : absl::StrSplit(absl::GetFlag(FLAGS_knobs), ',', absl::SkipEmpty())) {
+      flags.knobs.emplace_back(k);
+    }
+  }
+  flags.shapes = absl::GetFlag(FLAGS_shape);
+  flags.number = absl::GetFlag(FLAGS_number);
+  flags.repeat = absl::GetFlag(FLAGS_repeat);
+  flags.min_repeat_ms = absl::GetFlag(FLAGS_min_repeat_ms);
+  flags.cooldown_ms = absl::GetFlag(FLAGS_cooldown_ms);
+  flags.timeout_ms = absl::GetFlag(FLAGS_timeout_ms);
+  flags.target_pct = absl::GetFlag(FLAGS_target);
+  flags.budget_ms = absl::GetFlag(FLAGS_budget_ms);
+  flags.max_repeat = absl::GetFlag(FLAGS_max_repeat);
+  flags.check = absl::GetFlag(FLAGS_check);
+  flags.seed = absl::GetFlag(FLAGS_seed);
+  flags.priority = absl::GetFlag(FLAGS_priority);
+  flags.board = absl::GetFlag(FLAGS_board);
+  flags.labels = repeated.labels;
+  flags.c_source_path = absl::GetFlag(FLAGS_c_source);
+  flags.entry = absl::GetFlag(FLAGS_entry);
+  flags.reference = absl::GetFlag(FLAGS_reference);
+  return flags;
+}
+
 int SubmitCommand(const TrackerClient& tracker, const RepeatedFlags& repeated, bool insecure) {
   v1::SubmitTrialsRequest request;
   const std::string file = absl::GetFlag(FLAGS_file);
@@ -459,33 +504,7 @@ int SubmitCommand(const TrackerClient& tracker, const RepeatedFlags& repeated, b
     request = std::move(*parsed);
     if (request.trials_size() == 0) return Fail(absl::InvalidArgumentError(file + ": no trials"));
   } else {
-    TrialFlags flags;
-    flags.kind = absl::GetFlag(FLAGS_kind);
-    flags.op = absl::GetFlag(FLAGS_op);
-    flags.knobs = repeated.knobs;
-    if (!absl::GetFlag(FLAGS_knobs).empty()) {
-      for (absl::string_view k :
-           absl::StrSplit(absl::GetFlag(FLAGS_knobs), ',', absl::SkipEmpty())) {
-        flags.knobs.emplace_back(k);
-      }
-    }
-    flags.shapes = absl::GetFlag(FLAGS_shape);
-    flags.number = absl::GetFlag(FLAGS_number);
-    flags.repeat = absl::GetFlag(FLAGS_repeat);
-    flags.min_repeat_ms = absl::GetFlag(FLAGS_min_repeat_ms);
-    flags.cooldown_ms = absl::GetFlag(FLAGS_cooldown_ms);
-    flags.timeout_ms = absl::GetFlag(FLAGS_timeout_ms);
-    flags.target_pct = absl::GetFlag(FLAGS_target);
-    flags.budget_ms = absl::GetFlag(FLAGS_budget_ms);
-    flags.max_repeat = absl::GetFlag(FLAGS_max_repeat);
-    flags.check = absl::GetFlag(FLAGS_check);
-    flags.seed = absl::GetFlag(FLAGS_seed);
-    flags.priority = absl::GetFlag(FLAGS_priority);
-    flags.board = absl::GetFlag(FLAGS_board);
-    flags.labels = repeated.labels;
-    flags.c_source_path = absl::GetFlag(FLAGS_c_source);
-    flags.entry = absl::GetFlag(FLAGS_entry);
-    flags.reference = absl::GetFlag(FLAGS_reference);
+    TrialFlags flags = TrialFlagsFromFlags(repeated);
     if (flags.kind.empty() || (flags.op.empty() && flags.c_source_path.empty())) {
       return Usage("submit needs --kind and --op (or --c-source FILE, or --file)");
     }
@@ -571,6 +590,71 @@ absl::StatusOr<TuneOptions> TuneOptionsFromFlags() {
   return options;
 }
 
+// A tracker command's exit code: 0, or 1 after saying why (its output flushed first).
+int Done(const absl::Status& status) {
+  std::cout.flush();
+  return status.ok() ? 0 : Fail(status);
+}
+
+// `op add DIR|op.json`, `op show NAME`, `op chown NAME CLIENT`.
+int OpCommand(const TrackerClient& tracker, const std::vector<std::string>& operands, bool json) {
+  absl::Status status;
+  if (operands.size() == 2 && operands[0] == "add") {
+    status = AddOperator(tracker, operands[1], json, std::cout);
+  } else if (operands.size() == 2 && operands[0] == "show") {
+    status = ShowOperator(tracker, operands[1], absl::GetFlag(FLAGS_version), json, std::cout);
+  } else if (operands.size() == 3 && operands[0] == "chown") {
+    status = SetOperatorOwner(tracker, operands[1], operands[2], std::cout);
+  } else {
+    return Usage("op add DIR|op.json, op show NAME, or op chown NAME CLIENT");
+  }
+  return Done(status);
+}
+
+// `results`: the finished jobs as a table, JSON or AutoTVM records.
+int ResultsCommand(const TrackerClient& tracker, bool json) {
+  if (json && absl::GetFlag(FLAGS_autotvm)) return Usage("results: --json or --autotvm, not both");
+  ResultsOptions options;
+  // AutoTVM records list every knob of the op (catalog entries, built-in and user).
+  absl::StatusOr<catalog::KnobSpace> table = catalog::KnobSpace();
+  if (absl::GetFlag(FLAGS_autotvm)) {
+    table = FetchKnobSpace(tracker);
+    if (!table.ok()) return Fail(table.status());
+    options.knobs = &*table;
+  }
+  options.client_id = absl::GetFlag(FLAGS_client);
+  options.board_kind = absl::GetFlag(FLAGS_kind);
+  options.op = absl::GetFlag(FLAGS_op);
+  options.limit = absl::GetFlag(FLAGS_limit);
+  if (options.limit < 0) return Usage("results: --limit must be 0 or more");
+  options.format = json                           ? ResultsFormat::kJson
+                   : absl::GetFlag(FLAGS_autotvm) ? ResultsFormat::kAutoTvm
+                                                  : ResultsFormat::kTable;
+  return Done(PrintResults(tracker, options, std::cout));
+}
+
+// `tune`, or `import-log FILE` (operands: the file): a search of the operator's knob space.
+int TuneCommand(const TrackerClient& tracker, const std::string& command,
+                const std::vector<std::string>& operands, bool insecure) {
+  if (command == "import-log" && operands.size() != 1) {
+    return Usage("import-log needs one AutoTVM log file");
+  }
+  absl::StatusOr<TuneOptions> options = TuneOptionsFromFlags();
+  if (!options.ok()) return Fail(options.status());
+  absl::StatusOr<v1::Operator> op =
+      FetchOperator(tracker, options->op, absl::GetFlag(FLAGS_version));
+  if (!op.ok()) return Fail(op.status());
+  absl::Status status;
+  if (command == "import-log") {
+    status = ImportLog(*op, *options, operands[0], std::cout);
+  } else {
+    const catalog::KnobSpace table({*std::move(op)});
+    options->derive_client = !insecure;
+    status = Tune(tracker, table, *options, std::cout, std::cerr);
+  }
+  return Done(status);
+}
+
 int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& repeated) {
   const std::string& command = args[0];
   const std::vector<std::string> operands(args.begin() + 1, args.end());
@@ -632,57 +716,16 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
     status = PrintOperators(tracker, absl::GetFlag(FLAGS_op), absl::GetFlag(FLAGS_all_versions),
                             json, std::cout);
   } else if (command == "op") {
-    if (operands.size() == 2 && operands[0] == "add") {
-      status = AddOperator(tracker, operands[1], json, std::cout);
-    } else if (operands.size() == 2 && operands[0] == "show") {
-      status = ShowOperator(tracker, operands[1], absl::GetFlag(FLAGS_version), json, std::cout);
-    } else if (operands.size() == 3 && operands[0] == "chown") {
-      status = SetOperatorOwner(tracker, operands[1], operands[2], std::cout);
-    } else {
-      return Usage("op add DIR|op.json, op show NAME, or op chown NAME CLIENT");
-    }
+    return OpCommand(tracker, operands, json);
   } else if (command == "results") {
-    if (json && absl::GetFlag(FLAGS_autotvm))
-      return Usage("results: --json or --autotvm, not both");
-    ResultsOptions options;
-    // AutoTVM records list every knob of the op (catalog entries, built-in and user).
-    absl::StatusOr<catalog::KnobSpace> table = catalog::KnobSpace();
-    if (absl::GetFlag(FLAGS_autotvm)) {
-      table = FetchKnobSpace(tracker);
-      if (!table.ok()) return Fail(table.status());
-      options.knobs = &*table;
-    }
-    options.client_id = absl::GetFlag(FLAGS_client);
-    options.board_kind = absl::GetFlag(FLAGS_kind);
-    options.op = absl::GetFlag(FLAGS_op);
-    options.limit = absl::GetFlag(FLAGS_limit);
-    if (options.limit < 0) return Usage("results: --limit must be 0 or more");
-    options.format = json                           ? ResultsFormat::kJson
-                     : absl::GetFlag(FLAGS_autotvm) ? ResultsFormat::kAutoTvm
-                                                    : ResultsFormat::kTable;
-    status = PrintResults(tracker, options, std::cout);
+    return ResultsCommand(tracker, json);
   } else if (command == "tune" || command == "import-log") {
-    if (command == "import-log" && operands.size() != 1) {
-      return Usage("import-log needs one AutoTVM log file");
-    }
-    absl::StatusOr<TuneOptions> options = TuneOptionsFromFlags();
-    if (!options.ok()) return Fail(options.status());
-    absl::StatusOr<v1::Operator> op =
-        FetchOperator(tracker, options->op, absl::GetFlag(FLAGS_version));
-    if (!op.ok()) return Fail(op.status());
-    if (command == "import-log") {
-      status = ImportLog(*op, *options, operands[0], std::cout);
-    } else {
-      const catalog::KnobSpace table({*std::move(op)});
-      options->derive_client = !credentials.insecure();
-      status = Tune(tracker, table, *options, std::cout, std::cerr);
-    }
+    return TuneCommand(tracker, command, operands, credentials.insecure());
   } else {  // cancel
     if (operands.empty()) return Usage("cancel needs at least one job id");
     status = Cancel(tracker, operands, std::cout);
   }
-  std::cout.flush();
-  return status.ok() ? 0 : Fail(status);
+  return Done(status);
 }
 
 // Rewrites --foo-bar as --foo_bar (so --min-repeat-ms works too) and takes out the repeatable

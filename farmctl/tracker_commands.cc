@@ -344,40 +344,33 @@ absl::Status SetAdaptive(double target_pct, int64_t budget_ms, int64_t max_repea
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const catalog::KnobSpace& knobs) {
-  if (flags.kind.empty()) return absl::InvalidArgumentError("--kind: required (a board kind)");
-  const bool c_source = !flags.c_source_path.empty();
-  if (c_source && !flags.op.empty()) {
-    return absl::InvalidArgumentError("--c-source: a one-off C source trial takes no --op");
-  }
-  if (!c_source && flags.op.empty()) {
-    return absl::InvalidArgumentError("--op: required (e.g. matmul; farmctl ops lists them)");
-  }
-  v1::Trial trial;
-  trial.set_board_kind(flags.kind);
-  if (c_source) {
-    if (flags.entry.empty()) return absl::InvalidArgumentError("--entry: required with --c-source");
-    if (flags.shapes.empty()) {
-      return absl::InvalidArgumentError(
-          "--shape: required with --c-source (inputs, then the output)");
-    }
-    if (!flags.knobs.empty()) return absl::InvalidArgumentError("--knob: not with --c-source");
-    if (flags.check && flags.reference.empty()) {
-      return absl::InvalidArgumentError(
-          "--reference: required with --c-source to check the outputs (or --no-check)");
-    }
-    trial.mutable_op()->set_c_source(flags.c_source);
-    trial.mutable_op()->set_entry_function(flags.entry);
-    trial.mutable_op()->set_reference_function(flags.reference);
-  }
-  v1::TemplateOperator* op = c_source ? nullptr : trial.mutable_op()->mutable_template_op();
-  if (op != nullptr) op->set_op(flags.op);
+namespace {
 
-  const v1::Operator* known = knobs.Find(flags.op);
-  for (const std::string& text : op == nullptr ? std::vector<std::string>() : flags.knobs) {
-    absl::StatusOr<std::pair<std::string, std::string>> kv = KeyValue("knob", text);
-    if (!kv.ok()) return kv.status();
-    const auto& [name, value] = *kv;
+// A one-off C source trial's flags (--c-source, --entry, --reference) into its op.
+absl::Status SetCSource(const TrialFlags& flags, v1::Trial* trial) {
+  if (flags.entry.empty()) return absl::InvalidArgumentError("--entry: required with --c-source");
+  if (flags.shapes.empty()) {
+    return absl::InvalidArgumentError(
+        "--shape: required with --c-source (inputs, then the output)");
+  }
+  if (!flags.knobs.empty()) return absl::InvalidArgumentError("--knob: not with --c-source");
+  if (flags.check && flags.reference.empty()) {
+    return absl::InvalidArgumentError(
+        "--reference: required with --c-source to check the outputs (or --no-check)");
+  }
+  trial->mutable_op()->set_c_source(flags.c_source);
+  trial->mutable_op()->set_entry_function(flags.entry);
+  trial->mutable_op()->set_reference_function(flags.reference);
+  return absl::OkStatus();
+}
+
+// The --knob NAME=VALUE flags into a template trial's op: each named once, and when the catalog
+// knows the op (`known`), a knob of it with a value it allows.
+absl::Status SetKnobs(const TrialFlags& flags, const v1::Operator* known,
+                      v1::TemplateOperator* op) {
+  for (const std::string& text : flags.knobs) {
+    ASSIGN_OR_RETURN(auto kv, KeyValue("knob", text));
+    const auto& [name, value] = kv;
     if (op->knobs().count(name) != 0) {
       return absl::InvalidArgumentError(absl::StrCat("--knob: ", name, " given twice"));
     }
@@ -399,18 +392,11 @@ absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const catalog:
     }
     (*op->mutable_knobs())[name] = value;
   }
+  return absl::OkStatus();
+}
 
-  // No --shape: the op's default shapes (the tracker fills them in from its catalog).
-  absl::StatusOr<std::vector<Shape>> shapes =
-      flags.shapes.empty() ? std::vector<Shape>() : ParseShapes(flags.shapes);
-  if (!shapes.ok()) return shapes.status();
-  for (const Shape& shape : *shapes) {
-    v1::ArgSpec* arg = trial.add_args();
-    for (int64_t d : shape) arg->add_shape(d);
-    arg->set_dtype("float32");
-  }
-
-  v1::MeasureOptions* m = trial.mutable_measure();
+// The measure flags (fixed: --number, --repeat, ...; adaptive: --target, ...), each in its range.
+absl::Status SetMeasure(const TrialFlags& flags, v1::MeasureOptions* m) {
   struct IntFlag {
     const char* name;
     int64_t value;
@@ -430,7 +416,41 @@ absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const catalog:
     if (!v.ok()) return v.status();
     (m->*f.set)(*v);
   }
-  RETURN_IF_ERROR(SetAdaptive(flags.target_pct, flags.budget_ms, flags.max_repeat, m));
+  return SetAdaptive(flags.target_pct, flags.budget_ms, flags.max_repeat, m);
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const catalog::KnobSpace& knobs) {
+  if (flags.kind.empty()) return absl::InvalidArgumentError("--kind: required (a board kind)");
+  const bool c_source = !flags.c_source_path.empty();
+  if (c_source && !flags.op.empty()) {
+    return absl::InvalidArgumentError("--c-source: a one-off C source trial takes no --op");
+  }
+  if (!c_source && flags.op.empty()) {
+    return absl::InvalidArgumentError("--op: required (e.g. matmul; farmctl ops lists them)");
+  }
+  v1::Trial trial;
+  trial.set_board_kind(flags.kind);
+  if (c_source) {
+    RETURN_IF_ERROR(SetCSource(flags, &trial));
+  } else {
+    v1::TemplateOperator* op = trial.mutable_op()->mutable_template_op();
+    op->set_op(flags.op);
+    RETURN_IF_ERROR(SetKnobs(flags, knobs.Find(flags.op), op));
+  }
+
+  // No --shape: the op's default shapes (the tracker fills them in from its catalog).
+  absl::StatusOr<std::vector<Shape>> shapes =
+      flags.shapes.empty() ? std::vector<Shape>() : ParseShapes(flags.shapes);
+  if (!shapes.ok()) return shapes.status();
+  for (const Shape& shape : *shapes) {
+    v1::ArgSpec* arg = trial.add_args();
+    for (int64_t d : shape) arg->add_shape(d);
+    arg->set_dtype("float32");
+  }
+
+  RETURN_IF_ERROR(SetMeasure(flags, trial.mutable_measure()));
   absl::StatusOr<int32_t> priority = Int32Flag("priority", flags.priority, catalog::kMaxPriority);
   if (!priority.ok()) return priority.status();
   trial.set_priority(*priority);
@@ -624,32 +644,14 @@ std::string MeasureOptionsText(const v1::MeasureOptions& m) {
 
 std::string Percent(double fraction) { return absl::StrFormat("%.1f %%", fraction * 100); }
 
-}  // namespace
+// One "key       value" line of FormatJob.
+void JobLine(std::string* out, absl::string_view key, absl::string_view value) {
+  absl::StrAppendFormat(out, "%-10s %s\n", key, value);
+}
 
-std::string FormatJob(const v1::Job& job, const catalog::KnobSpace& knobs) {
-  std::string out;
-  auto line = [&](absl::string_view key, absl::string_view value) {
-    absl::StrAppendFormat(&out, "%-10s %s\n", key, value);
-  };
-  const v1::Trial& t = job.trial();
-  line("job", job.job_id());
-  line("client", OrDash(job.client_id()));
-  line("state", v1::JobState_Name(job.state()));
-  std::string op = absl::StrCat(t.board_kind(), "/", OpName(t.op()));
-  if (t.op().has_template_op() && !t.op().template_op().version().empty()) {
-    absl::StrAppend(&op, "@", t.op().template_op().version());
-  }
-  line("trial", op);
-  line("knobs", FormatKnobs(t.op(), knobs));
-  if (t.args_size() > 0) {
-    std::vector<std::string> shapes;
-    for (const v1::ArgSpec& a : t.args()) shapes.push_back(absl::StrJoin(a.shape(), "x"));
-    line("shapes", absl::StrJoin(shapes, ","));
-  }
-  line("measure", MeasureOptionsText(t.measure()));
-  const std::string board = job.state() == v1::DONE ? job.result().board_id() : job.board_id();
-  line("board", absl::StrCat(OrDash(board), " (attempts ", job.attempts_size(), ")"));
-  if (job.state() != v1::DONE) return out;
+// FormatJob's lines of a finished job's outcome and costs: their statistics, how they were taken.
+void AppendCosts(const v1::Job& job, std::string* out) {
+  auto line = [&](absl::string_view key, absl::string_view value) { JobLine(out, key, value); };
   const v1::Result& r = job.result();
   line("result", Outcome(job, /*with_message=*/true));
   const v1::CostStats s = stats::StatsOf(r);
@@ -679,6 +681,12 @@ std::string FormatJob(const v1::Job& job, const catalog::KnobSpace& knobs) {
     if (m.interleaved()) absl::StrAppend(&how, ", interleaved with its batch");
     line("measured", how);
   }
+}
+
+// FormatJob's lines of a result's board: its clock and timer, the cycle model's counts, stages.
+void AppendBoard(const v1::Result& r, std::string* out) {
+  auto line = [&](absl::string_view key, absl::string_view value) { JobLine(out, key, value); };
+  const v1::CostStats s = stats::StatsOf(r);
   if (r.cpu_hz() > 0 || r.wall_over_cpu() > 0) {
     std::vector<std::string> clock;
     if (r.cpu_hz() > 0) {
@@ -717,6 +725,34 @@ std::string FormatJob(const v1::Job& job, const catalog::KnobSpace& knobs) {
                               stats::SecondsText(st.flash_s()), ", handshake ",
                               stats::SecondsText(st.handshake_s()), ", measure ",
                               stats::SecondsText(st.measure_s())));
+}
+
+}  // namespace
+
+std::string FormatJob(const v1::Job& job, const catalog::KnobSpace& knobs) {
+  std::string out;
+  auto line = [&](absl::string_view key, absl::string_view value) { JobLine(&out, key, value); };
+  const v1::Trial& t = job.trial();
+  line("job", job.job_id());
+  line("client", OrDash(job.client_id()));
+  line("state", v1::JobState_Name(job.state()));
+  std::string op = absl::StrCat(t.board_kind(), "/", OpName(t.op()));
+  if (t.op().has_template_op() && !t.op().template_op().version().empty()) {
+    absl::StrAppend(&op, "@", t.op().template_op().version());
+  }
+  line("trial", op);
+  line("knobs", FormatKnobs(t.op(), knobs));
+  if (t.args_size() > 0) {
+    std::vector<std::string> shapes;
+    for (const v1::ArgSpec& a : t.args()) shapes.push_back(absl::StrJoin(a.shape(), "x"));
+    line("shapes", absl::StrJoin(shapes, ","));
+  }
+  line("measure", MeasureOptionsText(t.measure()));
+  const std::string board = job.state() == v1::DONE ? job.result().board_id() : job.board_id();
+  line("board", absl::StrCat(OrDash(board), " (attempts ", job.attempts_size(), ")"));
+  if (job.state() != v1::DONE) return out;
+  AppendCosts(job, &out);
+  AppendBoard(job.result(), &out);
   return out;
 }
 

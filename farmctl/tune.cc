@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <limits>
+#include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -537,15 +540,13 @@ void PrintRecheck(const v1::Operator& op, const std::vector<TunePoint>& first,
   }
 }
 
-}  // namespace
-
-absl::Status Tune(const TrackerClient& tracker, const catalog::KnobSpace& knobs,
-                  const TuneOptions& options, std::ostream& out, std::ostream& progress) {
-  const v1::Operator* found = knobs.Find(options.op);
-  if (found == nullptr) {
+// The options checked (in this order, naming the flag) and out_dir made: the operator to tune.
+absl::StatusOr<const v1::Operator*> CheckOptions(const catalog::KnobSpace& knobs,
+                                                 const TuneOptions& options) {
+  const v1::Operator* op = knobs.Find(options.op);
+  if (op == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("--op: unknown operator \"", options.op, "\""));
   }
-  const v1::Operator& op = *found;
   if (options.strategy != "grid" && options.strategy != "random" && options.strategy != "model") {
     return absl::InvalidArgumentError("--strategy: one of grid, random, model");
   }
@@ -558,272 +559,459 @@ absl::Status Tune(const TrackerClient& tracker, const catalog::KnobSpace& knobs,
   if (stat(options.out_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return absl::InternalError(absl::StrCat("--out: cannot create ", options.out_dir));
   }
-  // A secure tracker knows the caller: its client id is the credential's name (derive_client).
-  const std::string run_name = absl::StrCat("tune-", options.op, "-", options.kind);
-  const std::string client = !options.client_id.empty() ? options.client_id
-                             : options.derive_client    ? ""
-                                                        : run_name;
-  const int64_t space = catalog::SpaceSize(op.spec());
   if (options.pool < 0) return absl::InvalidArgumentError("--pool: must be 0 or more");
   if (options.recheck < 0 || options.recheck > 1000) {
     return absl::InvalidArgumentError("--recheck: 0..1000 (configs to measure again)");
   }
-  const int64_t searchable = options.pool > 0 ? std::min<int64_t>(options.pool, space) : space;
-  const int budget = static_cast<int>(std::min<int64_t>(options.trials, searchable));
+  return op;
+}
 
-  TuneState state(options.out_dir, RunKey(op, options));
-  state.set_log_path(absl::StrCat(options.out_dir, "/", options.op, ".autotvm.log"));
-  ASSIGN_OR_RETURN(std::string set_aside, state.Load());
-  if (!set_aside.empty()) {
-    progress << "tune: " << state.StatePath() << " was of another run (other shapes, options or "
-             << "operator version); kept as " << set_aside << ", measuring afresh\n";
-  }
-  if (!state.points().empty() || !state.pending().empty()) {
-    progress << "tune: resuming from " << state.StatePath() << " (" << state.points().size()
-             << " measured, " << state.pending().size() << " pending)\n";
-  }
-  // Knobs left out take their defaults: the default config's index.
-  const int64_t default_index =
-      catalog::ConfigIndex(op.spec(), google::protobuf::Map<std::string, std::string>());
-  const std::vector<int64_t> pool =
-      options.pool > 0 ? ImagePool(space, default_index, options.pool, options.seed)
-                       : std::vector<int64_t>();
-  std::vector<std::string> pool_configs;
+// The image pool's configs as trials name them (TemplateOperator.image_pool): "k=v,k=v".
+std::vector<std::string> PoolConfigs(const v1::OpTemplate& spec, const std::vector<int64_t>& pool) {
+  std::vector<std::string> configs;
   for (int64_t index : pool) {
     std::vector<std::string> pairs;
-    for (const auto& [k, v] : catalog::KnobsOfIndex(op.spec(), index))
+    for (const auto& [k, v] : catalog::KnobsOfIndex(spec, index))
       pairs.push_back(absl::StrCat(k, "=", v));
-    pool_configs.push_back(absl::StrJoin(pairs, ","));
+    configs.push_back(absl::StrJoin(pairs, ","));
   }
-  Searcher searcher(op, options.strategy, options.seed, pool);
-  int flashed = 0, finished_now = 0;  // trials of this run whose board was flashed for them
+  return configs;
+}
 
-  auto draw = [&](bool final) {
-    double best = kInf;
-    for (const TunePoint& p : state.points()) best = std::min(best, p.cost);
-    const int done = static_cast<int>(state.points().size());
-    const int width = 30;
-    const int filled = budget > 0 ? width * std::min(done, budget) / budget : width;
-    std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
-    const TunePoint* best_point = nullptr;
-    for (const TunePoint& p : state.points()) {
-      if (std::isfinite(p.cost) && p.cost == best) best_point = &p;
-    }
-    std::string line = absl::StrFormat("[%s] %d/%d trials, best %s", bar, done, budget,
-                                       best_point != nullptr ? PointCostText(*best_point) : "-");
-    if (options.tty) {
-      progress << "\r" << line << (final ? "\n" : "") << std::flush;
-    } else if (!final) {
-      progress << line << "\n" << std::flush;
-    }
-  };
+// A hash of `head` and the request's trials: a request id's part derived from what it submits.
+std::string TrialsHash(const std::string& head, const v1::SubmitTrialsRequest& req) {
+  std::string material = head;
+  for (const v1::Trial& t : req.trials()) absl::StrAppend(&material, "\n", Deterministic(t));
+  return base::HashBytes(material);
+}
 
-  // Waits for the pending jobs, recording each as it finishes.
-  auto wait_pending = [&]() -> absl::Status {
-    const absl::Time deadline = absl::Now() + options.batch_timeout;
-    while (!state.pending().empty()) {
-      std::map<int64_t, std::string> pending = state.pending();
-      bool any = false;
-      for (const auto& [index, job_id] : pending) {
-        ASSIGN_OR_RETURN(std::optional<v1::Job> finished, FinishedJob(tracker, job_id));
-        if (!finished) continue;
-        const v1::Job& job = *finished;
-        const TunePoint p = PointOf(index, job);
-        if (absl::Status w = state.AddDone(p, FormatAutoTvmRecord(job, knobs)); !w.ok()) return w;
-        finished_now++;
-        flashed += job.result().stages().flash_s() > 0;
-        any = true;
-      }
-      if (any) draw(false);
-      if (state.pending().empty()) break;
-      if (absl::Now() > deadline) {
-        return absl::DeadlineExceededError(
-            absl::StrCat(state.pending().size(), " trials not finished after ",
-                         absl::FormatDuration(options.batch_timeout), " (is an agent serving kind ",
-                         options.kind, "?)"));
-      }
-      absl::SleepFor(options.poll);
-    }
-    return absl::OkStatus();
-  };
+// One run of Tune in its steps: the state loaded, the search (batches submitted and collected),
+// the table of the best configs, the recheck, the plot and the closing lines.
+class TuneRun {
+ public:
+  TuneRun(const TrackerClient& tracker, const catalog::KnobSpace& knobs, const v1::Operator& op,
+          const TuneOptions& options, std::ostream& out, std::ostream& progress)
+      : tracker_(tracker),
+        knobs_(knobs),
+        op_(op),
+        options_(options),
+        out_(out),
+        progress_(progress),
+        run_name_(absl::StrCat("tune-", options.op, "-", options.kind)),
+        // A secure tracker knows the caller: its client id is the credential's name
+        // (derive_client).
+        client_(!options.client_id.empty() ? options.client_id
+                : options.derive_client    ? ""
+                                           : run_name_),
+        run_key_(RunKey(op, options)),
+        budget_(Budget(op, options)),
+        // Knobs left out take their defaults: the default config's index.
+        default_index_(
+            catalog::ConfigIndex(op.spec(), google::protobuf::Map<std::string, std::string>())),
+        pool_(options.pool > 0 ? ImagePool(catalog::SpaceSize(op.spec()), default_index_,
+                                           options.pool, options.seed)
+                               : std::vector<int64_t>()),
+        pool_configs_(PoolConfigs(op.spec(), pool_)),
+        state_(options.out_dir, run_key_),
+        searcher_(op, options.strategy, options.seed, pool_) {}
 
-  if (absl::Status s = wait_pending(); !s.ok()) return s;
-  while (static_cast<int>(state.points().size()) < budget) {
-    const int n = std::min<int>(options.batch, budget - static_cast<int>(state.points().size()));
-    std::vector<int64_t> batch;
-    if (default_index >= 0 && !state.Known(default_index)) {
-      batch.push_back(default_index);
-      state.Reserve(default_index);  // e.g. grid order would pick it again when it is index 0
+  absl::Status LoadState();
+  absl::Status Search();
+  void PrintBest();
+  absl::Status Recheck();
+  absl::Status Finish();
+
+ private:
+  // The trials to measure: the budget, at most the searchable configs (the pool's or the space's).
+  static int Budget(const v1::Operator& op, const TuneOptions& options) {
+    const int64_t space = catalog::SpaceSize(op.spec());
+    const int64_t searchable = options.pool > 0 ? std::min<int64_t>(options.pool, space) : space;
+    return static_cast<int>(std::min<int64_t>(options.trials, searchable));
+  }
+
+  void Draw(bool final);
+  std::vector<int64_t> NextBatch();
+  v1::SubmitTrialsRequest Request(const v1::Trial& trial_template,
+                                  const std::vector<int64_t>& indexes) const;
+  absl::Status Submit(const v1::SubmitTrialsRequest& req, absl::string_view what,
+                      v1::SubmitTrialsResponse* resp) const;
+  absl::Status WaitFor(const std::function<const std::map<int64_t, std::string>&()>& pending,
+                       const std::function<absl::Status(int64_t, const v1::Job&)>& record,
+                       absl::string_view late_prefix, absl::string_view late_suffix,
+                       const std::function<void()>& recorded);
+  absl::Status WaitPending();
+  absl::Status RunRecheck(const std::vector<TunePoint>& first);
+  std::string RequestIdPrefix() const { return client_.empty() ? run_name_ : client_; }
+
+  const TrackerClient& tracker_;
+  const catalog::KnobSpace& knobs_;
+  const v1::Operator& op_;
+  const TuneOptions& options_;
+  std::ostream& out_;
+  std::ostream& progress_;
+  const std::string run_name_;
+  const std::string client_;
+  const std::string run_key_;
+  const int budget_;
+  const int64_t default_index_;
+  const std::vector<int64_t> pool_;
+  const std::vector<std::string> pool_configs_;
+  TuneState state_;
+  Searcher searcher_;
+  int flashed_ = 0, finished_now_ = 0;  // trials of this run whose board was flashed for them
+  std::vector<TunePoint> ranked_;       // the measured configs by cost (PrintBest)
+};
+
+absl::Status TuneRun::LoadState() {
+  state_.set_log_path(absl::StrCat(options_.out_dir, "/", options_.op, ".autotvm.log"));
+  ASSIGN_OR_RETURN(std::string set_aside, state_.Load());
+  if (!set_aside.empty()) {
+    progress_ << "tune: " << state_.StatePath() << " was of another run (other shapes, options or "
+              << "operator version); kept as " << set_aside << ", measuring afresh\n";
+  }
+  if (!state_.points().empty() || !state_.pending().empty()) {
+    progress_ << "tune: resuming from " << state_.StatePath() << " (" << state_.points().size()
+              << " measured, " << state_.pending().size() << " pending)\n";
+  }
+  return absl::OkStatus();
+}
+
+// The progress line: a bar of the trials done and the best cost so far.
+void TuneRun::Draw(bool final) {
+  double best = kInf;
+  for (const TunePoint& p : state_.points()) best = std::min(best, p.cost);
+  const int done = static_cast<int>(state_.points().size());
+  const int width = 30;
+  const int filled = budget_ > 0 ? width * std::min(done, budget_) / budget_ : width;
+  std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
+  const TunePoint* best_point = nullptr;
+  for (const TunePoint& p : state_.points()) {
+    if (std::isfinite(p.cost) && p.cost == best) best_point = &p;
+  }
+  std::string line = absl::StrFormat("[%s] %d/%d trials, best %s", bar, done, budget_,
+                                     best_point != nullptr ? PointCostText(*best_point) : "-");
+  if (options_.tty) {
+    progress_ << "\r" << line << (final ? "\n" : "") << std::flush;
+  } else if (!final) {
+    progress_ << line << "\n" << std::flush;
+  }
+}
+
+// The trials of the request: the template with each config's knobs, naming the image pool.
+v1::SubmitTrialsRequest TuneRun::Request(const v1::Trial& trial_template,
+                                         const std::vector<int64_t>& indexes) const {
+  v1::SubmitTrialsRequest req;
+  req.set_client_id(client_);
+  for (int64_t index : indexes) {
+    v1::Trial* t = req.add_trials();
+    *t = trial_template;
+    for (const auto& [k, v] : catalog::KnobsOfIndex(op_.spec(), index)) {
+      (*t->mutable_op()->mutable_template_op()->mutable_knobs())[k] = v;
     }
-    for (int64_t i : searcher.Next(n - static_cast<int>(batch.size()), state)) batch.push_back(i);
-    state.ClearReserved();
+    for (const std::string& config : pool_configs_) {
+      t->mutable_op()->mutable_template_op()->add_image_pool(config);
+    }
+  }
+  return req;
+}
+
+absl::Status TuneRun::Submit(const v1::SubmitTrialsRequest& req, absl::string_view what,
+                             v1::SubmitTrialsResponse* resp) const {
+  grpc::Status s = CallTracker(tracker_, [&](grpc::ClientContext* context) {
+    return tracker_.stub->SubmitTrials(context, req, resp);
+  });
+  if (!s.ok()) return FromGrpc(s, tracker_, what);
+  return absl::OkStatus();
+}
+
+// Polls the jobs `pending()` lists until none is left, handing each finished one to `record`
+// (which takes it off the list) and calling `recorded` after a poll that recorded any.
+// DeadlineExceeded "<late_prefix>N trials not finished after <batch_timeout><late_suffix>".
+absl::Status TuneRun::WaitFor(const std::function<const std::map<int64_t, std::string>&()>& pending,
+                              const std::function<absl::Status(int64_t, const v1::Job&)>& record,
+                              absl::string_view late_prefix, absl::string_view late_suffix,
+                              const std::function<void()>& recorded) {
+  const absl::Time deadline = absl::Now() + options_.batch_timeout;
+  while (!pending().empty()) {
+    const std::map<int64_t, std::string> polled = pending();
+    bool any = false;
+    for (const auto& [index, job_id] : polled) {
+      ASSIGN_OR_RETURN(std::optional<v1::Job> finished, FinishedJob(tracker_, job_id));
+      if (!finished) continue;
+      RETURN_IF_ERROR(record(index, *finished));
+      any = true;
+    }
+    if (any && recorded) recorded();
+    if (pending().empty()) break;
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(late_prefix, pending().size(), " trials not finished after ",
+                       absl::FormatDuration(options_.batch_timeout), late_suffix));
+    }
+    absl::SleepFor(options_.poll);
+  }
+  return absl::OkStatus();
+}
+
+// Waits for the pending jobs, recording each as it finishes.
+absl::Status TuneRun::WaitPending() {
+  return WaitFor(
+      [&]() -> const std::map<int64_t, std::string>& { return state_.pending(); },
+      [&](int64_t index, const v1::Job& job) {
+        RETURN_IF_ERROR(state_.AddDone(PointOf(index, job), FormatAutoTvmRecord(job, knobs_)));
+        finished_now_++;
+        flashed_ += job.result().stages().flash_s() > 0;
+        return absl::OkStatus();
+      },
+      "", absl::StrCat(" (is an agent serving kind ", options_.kind, "?)"), [&] { Draw(false); });
+}
+
+// The next batch: the default config first while it is unmeasured, then the searcher's picks.
+std::vector<int64_t> TuneRun::NextBatch() {
+  const int n = std::min<int>(options_.batch, budget_ - static_cast<int>(state_.points().size()));
+  std::vector<int64_t> batch;
+  if (default_index_ >= 0 && !state_.Known(default_index_)) {
+    batch.push_back(default_index_);
+    state_.Reserve(default_index_);  // e.g. grid order would pick it again when it is index 0
+  }
+  for (int64_t i : searcher_.Next(n - static_cast<int>(batch.size()), state_)) batch.push_back(i);
+  state_.ClearReserved();
+  return batch;
+}
+
+// Batches submitted and collected until the budget is measured or the space exhausted.
+absl::Status TuneRun::Search() {
+  RETURN_IF_ERROR(WaitPending());
+  while (static_cast<int>(state_.points().size()) < budget_) {
+    const std::vector<int64_t> batch = NextBatch();
     if (batch.empty()) break;  // the space is exhausted
-    v1::SubmitTrialsRequest req;
-    req.set_client_id(client);
-    const v1::Trial trial_template = TrialTemplate(op, options);
-    for (int64_t index : batch) {
-      v1::Trial* t = req.add_trials();
-      *t = trial_template;
-      for (const auto& [k, v] : catalog::KnobsOfIndex(op.spec(), index)) {
-        (*t->mutable_op()->mutable_template_op()->mutable_knobs())[k] = v;
-      }
-      for (const std::string& config : pool_configs) {
-        t->mutable_op()->mutable_template_op()->add_image_pool(config);
-      }
-    }
+    v1::SubmitTrialsRequest req = Request(TrialTemplate(op_, options_), batch);
     // Derived from the trials themselves and the output directory (the run key): a resumed run
     // resubmits nothing new, another run with other shapes or options never gets stale jobs.
-    std::string material = RunKey(op, options);
-    for (const v1::Trial& t : req.trials()) absl::StrAppend(&material, "\n", Deterministic(t));
-    req.set_request_id(
-        absl::StrCat(client.empty() ? run_name : client, "-", base::HashBytes(material)));
+    req.set_request_id(absl::StrCat(RequestIdPrefix(), "-", TrialsHash(run_key_, req)));
     v1::SubmitTrialsResponse resp;
-    grpc::Status s = CallTracker(tracker, [&](grpc::ClientContext* context) {
-      return tracker.stub->SubmitTrials(context, req, &resp);
-    });
-    if (!s.ok()) return FromGrpc(s, tracker, "SubmitTrials");
+    RETURN_IF_ERROR(Submit(req, "SubmitTrials", &resp));
     for (int i = 0; i < resp.job_ids_size() && i < static_cast<int>(batch.size()); ++i) {
-      if (absl::Status w = state.AddPending(batch[i], resp.job_ids(i)); !w.ok()) return w;
+      RETURN_IF_ERROR(state_.AddPending(batch[i], resp.job_ids(i)));
     }
-    if (absl::Status w = wait_pending(); !w.ok()) return w;
+    RETURN_IF_ERROR(WaitPending());
   }
-  draw(true);
+  Draw(true);
+  return absl::OkStatus();
+}
 
-  // The best configs and their speed-up over the default.
-  std::vector<TunePoint> ranked = state.points();
-  std::stable_sort(ranked.begin(), ranked.end(),
+// The best configs and their speed-up over the default.
+void TuneRun::PrintBest() {
+  ranked_ = state_.points();
+  std::stable_sort(ranked_.begin(), ranked_.end(),
                    [](const TunePoint& a, const TunePoint& b) { return a.cost < b.cost; });
   double default_cost = kInf;
   int failed = 0;
-  for (const TunePoint& p : state.points()) {
-    if (p.index == default_index) default_cost = p.cost;
+  for (const TunePoint& p : state_.points()) {
+    if (p.index == default_index_) default_cost = p.cost;
     failed += !std::isfinite(p.cost);
   }
-  out << "best configurations of " << options.op << " on " << options.kind << " ("
-      << state.points().size() << " trials, " << failed << " failed, strategy " << options.strategy
-      << "):\n";
+  out_ << "best configurations of " << options_.op << " on " << options_.kind << " ("
+       << state_.points().size() << " trials, " << failed << " failed, strategy "
+       << options_.strategy << "):\n";
   // The cost column: the median and its interval (stats::CostText), UNSTABLE, cycles.
   size_t cost_width = std::string("median +- 95% interval").size();
-  for (const TunePoint& p : ranked) cost_width = std::max(cost_width, PointCostText(p).size());
+  for (const TunePoint& p : ranked_) cost_width = std::max(cost_width, PointCostText(p).size());
   std::string header =
       absl::StrFormat("%7s  %-*s %9s", "rank", cost_width, "median +- 95% interval", "speedup");
-  for (const v1::Knob& k : op.spec().knobs()) absl::StrAppendFormat(&header, " %8s", k.name());
-  out << header << "\n";
+  for (const v1::Knob& k : op_.spec().knobs()) absl::StrAppendFormat(&header, " %8s", k.name());
+  out_ << header << "\n";
   auto row = [&](const std::string& label, const TunePoint& p) {
     std::string speedup = std::isfinite(p.cost) && std::isfinite(default_cost)
                               ? absl::StrFormat("%.2fx", default_cost / p.cost)
                               : "-";
     std::string line =
         absl::StrFormat("%7s  %-*s %9s", label, cost_width, PointCostText(p), speedup);
-    std::map<std::string, std::string> values = catalog::KnobsOfIndex(op.spec(), p.index);
-    for (const v1::Knob& k : op.spec().knobs())
+    std::map<std::string, std::string> values = catalog::KnobsOfIndex(op_.spec(), p.index);
+    for (const v1::Knob& k : op_.spec().knobs())
       absl::StrAppendFormat(&line, " %8s", values[k.name()]);
-    out << line << "\n";
+    out_ << line << "\n";
   };
-  for (size_t i = 0; i < ranked.size() && i < 5; ++i) {
-    if (!std::isfinite(ranked[i].cost)) break;
-    row(absl::StrCat(i + 1), ranked[i]);
+  for (size_t i = 0; i < ranked_.size() && i < 5; ++i) {
+    if (!std::isfinite(ranked_[i].cost)) break;
+    row(absl::StrCat(i + 1), ranked_[i]);
   }
-  for (const TunePoint& p : state.points()) {
-    if (p.index == default_index) row("default", p);
+  for (const TunePoint& p : state_.points()) {
+    if (p.index == default_index_) row("default", p);
   }
   int unstable = 0;
-  for (size_t i = 0; i < ranked.size() && i < 5; ++i) unstable += ranked[i].stats.unstable();
+  for (size_t i = 0; i < ranked_.size() && i < 5; ++i) unstable += ranked_[i].stats.unstable();
   if (unstable > 0) {
-    out << unstable << " of the best " << std::min<size_t>(ranked.size(), 5)
-        << " are UNSTABLE: their interval is wider than the tracker's threshold; measure again "
-           "(--target, --recheck) before trusting their order\n";
+    out_ << unstable << " of the best " << std::min<size_t>(ranked_.size(), 5)
+         << " are UNSTABLE: their interval is wider than the tracker's threshold; measure again "
+            "(--target, --recheck) before trusting their order\n";
   }
-  if (options.recheck > 0) {
-    // The top K (by median) measured again in one submission, adaptive.
-    std::vector<TunePoint> first;
-    for (const TunePoint& p : ranked) {
-      if (std::isfinite(p.cost) && static_cast<int>(first.size()) < options.recheck)
-        first.push_back(p);
-    }
-    if (first.size() < 2) {
-      out << "recheck: needs at least 2 measured configs, the run has " << first.size() << "\n";
-    } else {
-      v1::SubmitTrialsRequest req;
-      req.set_client_id(client);
-      v1::Trial trial_template = TrialTemplate(op, options);
-      *trial_template.mutable_measure() = RecheckMeasure(options);
-      for (const TunePoint& p : first) {
-        v1::Trial* t = req.add_trials();
-        *t = trial_template;
-        for (const auto& [k, v] : catalog::KnobsOfIndex(op.spec(), p.index)) {
-          (*t->mutable_op()->mutable_template_op()->mutable_knobs())[k] = v;
-        }
-        for (const std::string& config : pool_configs) {
-          t->mutable_op()->mutable_template_op()->add_image_pool(config);
-        }
-      }
-      // Its own request id ("recheck" in the material): never the first measurement's jobs,
-      // even when the trials are the same (an adaptive run); the same recheck resumes.
-      std::string material = absl::StrCat("recheck\n", RunKey(op, options));
-      for (const v1::Trial& t : req.trials()) absl::StrAppend(&material, "\n", Deterministic(t));
-      const std::string key = base::HashBytes(material);
-      req.set_request_id(absl::StrCat(client.empty() ? run_name : client, "-recheck-", key));
-      if (state.recheck(key).done.size() + state.recheck(key).pending.size() < first.size()) {
-        v1::SubmitTrialsResponse resp;
-        grpc::Status s = CallTracker(tracker, [&](grpc::ClientContext* context) {
-          return tracker.stub->SubmitTrials(context, req, &resp);
-        });
-        if (!s.ok()) return FromGrpc(s, tracker, "SubmitTrials (recheck)");
-        for (int i = 0; i < resp.job_ids_size() && i < static_cast<int>(first.size()); ++i) {
-          if (state.recheck(key).done.count(first[i].index) > 0) continue;
-          RETURN_IF_ERROR(state.AddRecheckPending(key, first[i].index, resp.job_ids(i)));
-        }
-      }
-      progress << "tune: recheck of the top " << first.size() << " ("
-               << MeasureText(trial_template.measure()) << ")\n"
-               << std::flush;
-      const absl::Time deadline = absl::Now() + options.batch_timeout;
-      while (!state.recheck(key).pending.empty()) {
-        const std::map<int64_t, std::string> pending = state.recheck(key).pending;
-        for (const auto& [index, job_id] : pending) {
-          ASSIGN_OR_RETURN(std::optional<v1::Job> finished, FinishedJob(tracker, job_id));
-          if (!finished) continue;
-          const v1::Job& job = *finished;
-          RETURN_IF_ERROR(
-              state.AddRecheckDone(key, PointOf(index, job), FormatAutoTvmRecord(job, knobs)));
-        }
-        if (state.recheck(key).pending.empty()) break;
-        if (absl::Now() > deadline) {
-          return absl::DeadlineExceededError(absl::StrCat(
-              "recheck: ", state.recheck(key).pending.size(), " trials not finished after ",
-              absl::FormatDuration(options.batch_timeout)));
-        }
-        absl::SleepFor(options.poll);
-      }
-      std::vector<TunePoint> second;
-      for (const TunePoint& p : first) {
-        auto it = state.recheck(key).done.find(p.index);
-        TunePoint missing;
-        missing.index = p.index;
-        missing.cost = kInf;
-        missing.error = v1::CANCELLED;
-        second.push_back(it != state.recheck(key).done.end() ? it->second : missing);
-      }
-      PrintRecheck(op, first, second, trial_template.measure(), out);
-    }
-  }
+}
 
-  const std::string plot = options.out_dir + "/tune-plot.svg";
-  {
-    std::ofstream svg(plot, std::ios::trunc);
-    svg << PlotSvg(absl::StrCat(options.op, " on ", options.kind, ": best cost so far"),
-                   state.points());
-    if (!svg.flush()) return absl::InternalError(absl::StrCat("cannot write ", plot));
+// The top K (by median) measured again in one submission, adaptive (--recheck K).
+absl::Status TuneRun::Recheck() {
+  if (options_.recheck <= 0) return absl::OkStatus();
+  std::vector<TunePoint> first;
+  for (const TunePoint& p : ranked_) {
+    if (std::isfinite(p.cost) && static_cast<int>(first.size()) < options_.recheck)
+      first.push_back(p);
   }
-  if (finished_now > 0) {
-    out << absl::StrFormat("flashes: %d for the %d trials of this run (%.2f per trial)\n", flashed,
-                           finished_now, static_cast<double>(flashed) / finished_now);
+  if (first.size() < 2) {
+    out_ << "recheck: needs at least 2 measured configs, the run has " << first.size() << "\n";
+    return absl::OkStatus();
   }
-  out << NewerVersionNote(tracker, op);
-  out << "AutoTVM log: " << state.LogPath() << "\nplot: " << plot << "\n";
+  return RunRecheck(first);
+}
+
+absl::Status TuneRun::RunRecheck(const std::vector<TunePoint>& first) {
+  v1::Trial trial_template = TrialTemplate(op_, options_);
+  *trial_template.mutable_measure() = RecheckMeasure(options_);
+  std::vector<int64_t> indexes;
+  for (const TunePoint& p : first) indexes.push_back(p.index);
+  v1::SubmitTrialsRequest req = Request(trial_template, indexes);
+  // Its own request id ("recheck" in the material): never the first measurement's jobs,
+  // even when the trials are the same (an adaptive run); the same recheck resumes.
+  const std::string key = TrialsHash(absl::StrCat("recheck\n", run_key_), req);
+  req.set_request_id(absl::StrCat(RequestIdPrefix(), "-recheck-", key));
+  if (state_.recheck(key).done.size() + state_.recheck(key).pending.size() < first.size()) {
+    v1::SubmitTrialsResponse resp;
+    RETURN_IF_ERROR(Submit(req, "SubmitTrials (recheck)", &resp));
+    for (int i = 0; i < resp.job_ids_size() && i < static_cast<int>(first.size()); ++i) {
+      if (state_.recheck(key).done.count(first[i].index) > 0) continue;
+      RETURN_IF_ERROR(state_.AddRecheckPending(key, first[i].index, resp.job_ids(i)));
+    }
+  }
+  progress_ << "tune: recheck of the top " << first.size() << " ("
+            << MeasureText(trial_template.measure()) << ")\n"
+            << std::flush;
+  RETURN_IF_ERROR(WaitFor(
+      [&]() -> const std::map<int64_t, std::string>& { return state_.recheck(key).pending; },
+      [&](int64_t index, const v1::Job& job) {
+        return state_.AddRecheckDone(key, PointOf(index, job), FormatAutoTvmRecord(job, knobs_));
+      },
+      "recheck: ", "", nullptr));
+  std::vector<TunePoint> second;
+  for (const TunePoint& p : first) {
+    auto it = state_.recheck(key).done.find(p.index);
+    TunePoint missing;
+    missing.index = p.index;
+    missing.cost = kInf;
+    missing.error = v1::CANCELLED;
+    second.push_back(it != state_.recheck(key).done.end() ? it->second : missing);
+  }
+  PrintRecheck(op_, first, second, trial_template.measure(), out_);
   return absl::OkStatus();
 }
+
+// The plot, the flashes of this run, a newer version's note and where the files are.
+absl::Status TuneRun::Finish() {
+  const std::string plot = options_.out_dir + "/tune-plot.svg";
+  {
+    std::ofstream svg(plot, std::ios::trunc);
+    svg << PlotSvg(absl::StrCat(options_.op, " on ", options_.kind, ": best cost so far"),
+                   state_.points());
+    if (!svg.flush()) return absl::InternalError(absl::StrCat("cannot write ", plot));
+  }
+  if (finished_now_ > 0) {
+    out_ << absl::StrFormat("flashes: %d for the %d trials of this run (%.2f per trial)\n",
+                            flashed_, finished_now_, static_cast<double>(flashed_) / finished_now_);
+  }
+  out_ << NewerVersionNote(tracker_, op_);
+  out_ << "AutoTVM log: " << state_.LogPath() << "\nplot: " << plot << "\n";
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Tune(const TrackerClient& tracker, const catalog::KnobSpace& knobs,
+                  const TuneOptions& options, std::ostream& out, std::ostream& progress) {
+  ASSIGN_OR_RETURN(const v1::Operator* op, CheckOptions(knobs, options));
+  TuneRun run(tracker, knobs, *op, options, out, progress);
+  RETURN_IF_ERROR(run.LoadState());
+  RETURN_IF_ERROR(run.Search());
+  run.PrintBest();
+  RETURN_IF_ERROR(run.Recheck());
+  return run.Finish();
+}
+
+namespace {
+
+// The "input" every AutoTVM record of the run has: the one a trial of it would get.
+absl::StatusOr<google::protobuf::Value> RunInput(const v1::Operator& op,
+                                                 const TuneOptions& options) {
+  v1::Job probe;
+  *probe.mutable_trial() = TrialTemplate(op, options);
+  const catalog::KnobSpace table({op});
+  google::protobuf::Struct want;
+  if (!google::protobuf::util::JsonStringToMessage(FormatAutoTvmRecord(probe, table), &want).ok()) {
+    return absl::InternalError("cannot parse this run's own AutoTVM record");
+  }
+  return want.fields().at("input");
+}
+
+// The config index of a record's "config" (its "entity": [name, type, value] each knob); -1 when
+// it has none or names no config of the space.
+int64_t RecordIndex(const v1::OpTemplate& spec, const google::protobuf::Struct& record) {
+  google::protobuf::Map<std::string, std::string> knobs;
+  const auto& config = record.fields().at("config").struct_value().fields();
+  auto entity = config.find("entity");
+  if (entity == config.end()) return -1;
+  for (const google::protobuf::Value& e : entity->second.list_value().values()) {
+    const auto& parts = e.list_value().values();
+    if (parts.size() != 3) return -1;
+    knobs[parts[0].string_value()] = parts[2].kind_case() == google::protobuf::Value::kNumberValue
+                                         ? catalog::ValueText(parts[2])
+                                         : parts[2].string_value();
+  }
+  return catalog::ConfigIndex(spec, knobs);
+}
+
+// The point of config `index` from a record's "result" ([costs], error_no, ...).
+TunePoint RecordPoint(int64_t index,
+                      const google::protobuf::RepeatedPtrField<google::protobuf::Value>& result) {
+  TunePoint p;
+  p.index = index;
+  const int error_no = static_cast<int>(result[1].number_value());
+  p.error = error_no == 0 ? v1::NO_ERROR
+                          : (v1::ErrorCode_IsValid(error_no) ? static_cast<v1::ErrorCode>(error_no)
+                                                             : v1::UNKNOWN_ERROR);
+  std::vector<double> costs;
+  for (const google::protobuf::Value& c : result[0].list_value().values()) {
+    costs.push_back(c.number_value());
+  }
+  p.cost = kInf;
+  if (p.error == v1::NO_ERROR && !costs.empty()) {
+    p.stats = stats::CostStatsOf(costs, 0);
+    p.cost = p.stats.median_s();
+  }
+  return p;
+}
+
+// What a line of an AutoTVM log is to a run: one of its points, a record of another run, or
+// unreadable.
+enum class LogLine { kPoint, kOtherRun, kMalformed };
+
+// The line's point (into *p) if it is a record of the run whose records have `want_input`.
+LogLine ParseLogLine(const std::string& line, const v1::OpTemplate& spec,
+                     const google::protobuf::Value& want_input, TunePoint* p) {
+  google::protobuf::Struct record;
+  if (!google::protobuf::util::JsonStringToMessage(line, &record).ok() ||
+      record.fields().count("input") == 0 || record.fields().count("config") == 0 ||
+      record.fields().count("result") == 0) {
+    return LogLine::kMalformed;
+  }
+  if (!google::protobuf::util::MessageDifferencer::Equals(record.fields().at("input"),
+                                                          want_input)) {
+    return LogLine::kOtherRun;  // another operator, version, board kind or shapes
+  }
+  const auto& result = record.fields().at("result").list_value().values();
+  const int64_t index = RecordIndex(spec, record);
+  if (index < 0 || result.size() < 2) return LogLine::kMalformed;
+  *p = RecordPoint(index, result);
+  return LogLine::kPoint;
+}
+
+}  // namespace
 
 absl::Status ImportLog(const v1::Operator& op, const TuneOptions& options,
                        const std::string& log_path, std::ostream& out) {
@@ -838,73 +1026,18 @@ absl::Status ImportLog(const v1::Operator& op, const TuneOptions& options,
     out << "import-log: " << state.StatePath() << " was of another run; kept as " << set_aside
         << "\n";
   }
-  // The input every record of this run has: the one a trial of it would get.
-  v1::Job probe;
-  *probe.mutable_trial() = TrialTemplate(op, options);
-  const catalog::KnobSpace table({op});
-  google::protobuf::Struct want;
-  if (!google::protobuf::util::JsonStringToMessage(FormatAutoTvmRecord(probe, table), &want).ok()) {
-    return absl::InternalError("cannot parse this run's own AutoTVM record");
-  }
-  const google::protobuf::Value& want_input = want.fields().at("input");
-  int imported = 0, known = 0, other_run = 0, malformed = 0, line_no = 0;
+  ASSIGN_OR_RETURN(const google::protobuf::Value want_input, RunInput(op, options));
+  int imported = 0, known = 0, other_run = 0, malformed = 0;
   for (std::string line; std::getline(in, line);) {
-    ++line_no;
     if (line.empty()) continue;
-    google::protobuf::Struct record;
-    if (!google::protobuf::util::JsonStringToMessage(line, &record).ok() ||
-        record.fields().count("input") == 0 || record.fields().count("config") == 0 ||
-        record.fields().count("result") == 0) {
-      ++malformed;
-      continue;
-    }
-    if (!google::protobuf::util::MessageDifferencer::Equals(record.fields().at("input"),
-                                                            want_input)) {
-      ++other_run;  // another operator, version, board kind or shapes
-      continue;
-    }
-    google::protobuf::Map<std::string, std::string> knobs;
-    const auto& config = record.fields().at("config").struct_value().fields();
-    auto entity = config.find("entity");
-    bool ok = entity != config.end();
-    if (ok) {
-      for (const google::protobuf::Value& e : entity->second.list_value().values()) {
-        const auto& parts = e.list_value().values();
-        if (parts.size() != 3) {
-          ok = false;
-          break;
-        }
-        knobs[parts[0].string_value()] =
-            parts[2].kind_case() == google::protobuf::Value::kNumberValue
-                ? catalog::ValueText(parts[2])
-                : parts[2].string_value();
-      }
-    }
-    const auto& result = record.fields().at("result").list_value().values();
-    const int64_t index = ok ? catalog::ConfigIndex(op.spec(), knobs) : -1;
-    if (index < 0 || result.size() < 2) {
-      ++malformed;
-      continue;
-    }
-    if (state.Known(index)) {
+    TunePoint p;
+    const LogLine kind = ParseLogLine(line, op.spec(), want_input, &p);
+    malformed += kind == LogLine::kMalformed;
+    other_run += kind == LogLine::kOtherRun;
+    if (kind != LogLine::kPoint) continue;
+    if (state.Known(p.index)) {
       ++known;
       continue;
-    }
-    TunePoint p;
-    p.index = index;
-    const int error_no = static_cast<int>(result[1].number_value());
-    p.error = error_no == 0
-                  ? v1::NO_ERROR
-                  : (v1::ErrorCode_IsValid(error_no) ? static_cast<v1::ErrorCode>(error_no)
-                                                     : v1::UNKNOWN_ERROR);
-    std::vector<double> costs;
-    for (const google::protobuf::Value& c : result[0].list_value().values()) {
-      costs.push_back(c.number_value());
-    }
-    p.cost = kInf;
-    if (p.error == v1::NO_ERROR && !costs.empty()) {
-      p.stats = stats::CostStatsOf(costs, 0);
-      p.cost = p.stats.median_s();
     }
     RETURN_IF_ERROR(state.AddDone(p, line));
     ++imported;
