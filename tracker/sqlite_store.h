@@ -68,6 +68,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -195,8 +196,8 @@ class SqliteStore final : public Store {
 
   // Runs `body` between BEGIN IMMEDIATE and COMMIT; rolls back if body or COMMIT fails. After a
   // commit, truncates the WAL if it has grown to wal_truncate_pages.
-  template <typename Body>
-  absl::Status InTransaction(Body body) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status InTransaction(absl::FunctionRef<absl::Status()> body)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // SQLite's WAL hook (sqlite3_wal_hook), called by each commit with the pages in the WAL: notes
   // them (and a WAL that started over) and, from 1,000 on, checkpoints as SQLite's own hook would
   // (PASSIVE).

@@ -1,0 +1,376 @@
+// The tracker's gRPC surface (tracker/service.h), submissions and results: malformed requests,
+// offers and acknowledgements (batched ones too, and offers that wait for the store), watch
+// streams, the agent stream's first message, the operator catalog, result pages, refused results
+// and per-client caps.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "tracker/service_test_fixture.h"
+
+namespace benchfarm::tracker {
+namespace {
+
+TEST_F(ServiceTest, MalformedRequestsAreInvalidArgumentAndStoreNothing) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  v1::SubmitTrialsRequest request;
+  request.set_client_id("c1");
+  request.set_request_id("r1");
+  v1::Trial bad = MakeTrial();
+  bad.mutable_args(2)->set_shape(0, 0);
+  *request.add_trials() = MakeTrial();
+  *request.add_trials() = bad;
+  v1::SubmitTrialsResponse response;
+  grpc::ClientContext context;
+  grpc::Status s = client_->SubmitTrials(&context, request, &response);
+  EXPECT_EQ(s.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("trials[1].args[2].shape[0]"), std::string::npos)
+      << s.error_message();
+
+  request.clear_trials();
+  *request.add_trials() = MakeTrial("no-such-kind");
+  grpc::ClientContext context2;
+  s = client_->SubmitTrials(&context2, request, &response);
+  EXPECT_EQ(s.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("board_kind"), std::string::npos);
+
+  v1::ListResultsRequest list;
+  v1::ListResultsResponse listed;
+  grpc::ClientContext context3;
+  ASSERT_TRUE(client_->ListResults(&context3, list, &listed).ok());
+  EXPECT_EQ(listed.jobs_size(), 0);
+
+  v1::GetJobRequest get;
+  v1::Job job;
+  grpc::ClientContext context4;
+  EXPECT_EQ(client_->GetJob(&context4, get, &job).error_code(), grpc::INVALID_ARGUMENT);
+  get.set_job_id("j-nope");
+  grpc::ClientContext context5;
+  EXPECT_EQ(client_->GetJob(&context5, get, &job).error_code(), grpc::NOT_FOUND);
+}
+
+TEST_F(ServiceTest, AgentGetsOffersAndResultsAreAcknowledged) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  std::vector<std::string> ids = Submit(2, "r1");
+  ASSERT_EQ(ids.size(), 2u);
+  auto agent = Agent(Registration("agent-1", {Board("b1")}));
+  EXPECT_GT(agent->registered().lease_ms(), 0);
+  for (int i = 0; i < 2; ++i) {
+    std::optional<v1::JobOffer> offer = agent->NextOffer();
+    ASSERT_TRUE(offer.has_value());
+    EXPECT_EQ(offer->board_id(), "b1");
+    EXPECT_EQ(offer->job_id(), ids[i]);  // FIFO
+    ASSERT_TRUE(agent->SendResult(offer->job_id(), offer->attempt(), v1::NO_ERROR, 1e-4 * (i + 1)));
+    ASSERT_TRUE(agent->AwaitAck(ids[i]));
+  }
+  v1::Job job = Get(ids[1]);
+  EXPECT_EQ(job.state(), v1::DONE);
+  ASSERT_EQ(job.result().costs_s_size(), 1);
+  EXPECT_EQ(job.result().costs_s(0), 2e-4);
+  EXPECT_EQ(job.result().attempts(), 1);
+
+  v1::KindSummary summary = Summary("host");
+  EXPECT_EQ(summary.boards_total(), 1);
+  EXPECT_EQ(summary.boards_free(), 1);
+
+  EXPECT_TRUE(agent->Close().ok());
+  // The stream ended: the board goes offline once the server has run OnDone.
+  EXPECT_TRUE(WaitFor([&] { return ListedBoard("b1").state() == v1::OFFLINE; }));
+}
+
+// An agent that registers with batched_acks gets a result's acknowledgement with the offer of
+// the board's next job, in one message; with nothing to offer, the acknowledgement comes alone.
+// (The agents of the other tests do not ask: they get ResultAck messages.)
+TEST_F(ServiceTest, BatchedAcksRideOnTheNextOffer) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  std::vector<std::string> ids = Submit(3, "r1");
+  ASSERT_EQ(ids.size(), 3u);
+  v1::Register registration = Registration("agent-1", {Board("b1")});
+  registration.set_batched_acks(true);
+  auto agent = Agent(registration);
+  std::optional<v1::TrackerMessage> m = agent->NextMessage();
+  ASSERT_TRUE(m.has_value());
+  ASSERT_TRUE(m->has_offer()) << m->DebugString();
+  EXPECT_EQ(m->offer().job_id(), ids[0]);
+  EXPECT_EQ(m->acks_size(), 0);
+  for (int i = 1; i < 3; ++i) {
+    ASSERT_TRUE(agent->SendResult(m->offer().job_id(), m->offer().attempt(), v1::NO_ERROR));
+    m = agent->NextMessage();
+    ASSERT_TRUE(m.has_value());
+    ASSERT_TRUE(m->has_offer()) << m->DebugString();
+    EXPECT_EQ(m->offer().job_id(), ids[i]);
+    ASSERT_EQ(m->acks_size(), 1) << m->DebugString();
+    EXPECT_EQ(m->acks(0).job_id(), ids[i - 1]);
+    EXPECT_EQ(m->acks(0).attempt(), 1);
+    EXPECT_FALSE(m->acks(0).superseded());
+    EXPECT_EQ(Get(ids[i - 1]).state(), v1::DONE);  // acknowledged once stored
+  }
+  ASSERT_TRUE(agent->SendResult(ids[2], 1, v1::NO_ERROR));
+  m = agent->NextMessage();
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->msg_case(), v1::TrackerMessage::MSG_NOT_SET) << m->DebugString();
+  ASSERT_EQ(m->acks_size(), 1) << m->DebugString();
+  EXPECT_EQ(m->acks(0).job_id(), ids[2]);
+  EXPECT_EQ(Get(ids[2]).state(), v1::DONE);
+  EXPECT_TRUE(agent->Close().ok());
+}
+
+// Only an agent that asked for batched acks has its offers wait for a result to be stored: while
+// the database is locked by another connection (the tracker's commit waits), an agent that did
+// not ask gets its board's next job at once, and one that did gets it with the acknowledgement
+// once the lock is gone.
+TEST_F(ServiceTest, OnlyBatchingAgentsOffersWaitForTheStore) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  std::vector<std::string> ids = Submit(4, "r1");
+  ASSERT_EQ(ids.size(), 4u);
+  auto plain = Agent(Registration("plain", {Board("p1")}));
+  std::optional<v1::JobOffer> first = plain->NextOffer();
+  ASSERT_TRUE(first.has_value());
+  v1::Register registration = Registration("batching", {Board("b1")});
+  registration.set_batched_acks(true);
+  auto batching = Agent(registration);
+  std::optional<v1::TrackerMessage> m = batching->NextMessage();
+  ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
+  const v1::JobOffer batched_first = m->offer();
+
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
+  sqlite3* lock = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &lock), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(lock, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  absl::Notification released;
+  std::thread unlocker([&] {  // well within the store's 5 s busy timeout
+    absl::SleepFor(absl::Seconds(3));
+    sqlite3_exec(lock, "COMMIT", nullptr, nullptr, nullptr);
+    sqlite3_close(lock);
+    released.Notify();
+  });
+  ASSERT_TRUE(plain->SendResult(first->job_id(), first->attempt(), v1::NO_ERROR));
+  std::optional<v1::JobOffer> second = plain->NextOffer();
+  EXPECT_TRUE(second.has_value());
+  EXPECT_FALSE(released.HasBeenNotified()) << "the plain agent's offer waited for the store";
+  ASSERT_TRUE(batching->SendResult(batched_first.job_id(), batched_first.attempt(), v1::NO_ERROR));
+  m = batching->NextMessage();
+  EXPECT_TRUE(released.HasBeenNotified());  // not before the result was stored
+  ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
+  ASSERT_EQ(m->acks_size(), 1);
+  EXPECT_EQ(m->acks(0).job_id(), batched_first.job_id());
+  unlocker.join();
+  EXPECT_TRUE(plain->AwaitAck(first->job_id()));
+}
+
+TEST_F(ServiceTest, WatchFollowsJobsToTheEnd) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  std::vector<std::string> ids = Submit(1, "r1");
+  v1::WatchJobsRequest watch;
+  watch.add_job_ids(ids[0]);
+  grpc::ClientContext watch_context;
+  watch_context.set_deadline(Soon());
+  auto watcher = client_->WatchJobs(&watch_context, watch);
+  v1::JobEvent event;
+  ASSERT_TRUE(watcher->Read(&event));
+  EXPECT_EQ(event.job().state(), v1::QUEUED);
+
+  auto agent = Agent(Registration("agent-1", {Board("b1")}));
+  std::optional<v1::JobOffer> offer = agent->NextOffer();
+  ASSERT_TRUE(offer.has_value());
+  ASSERT_TRUE(agent->SendResult(offer->job_id(), offer->attempt(), v1::WRONG_ANSWER));
+
+  std::vector<v1::JobState> states;
+  while (watcher->Read(&event)) states.push_back(event.job().state());
+  EXPECT_TRUE(watcher->Finish().ok());  // ends by itself once the job is done
+  ASSERT_FALSE(states.empty());
+  EXPECT_EQ(states.back(), v1::DONE);
+  // A wrong answer is not an infrastructure error: no retry.
+  v1::Job job = Get(ids[0]);
+  EXPECT_EQ(job.result().autotvm_error_no(), 5);
+  EXPECT_EQ(job.result().attempts(), 1);
+}
+
+TEST_F(ServiceTest, AMessageBeforeRegisterEndsTheStream) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  grpc::ClientContext context;
+  context.set_deadline(Soon());
+  auto stream = agents_->Connect(&context);
+  v1::AgentMessage m;
+  m.mutable_heartbeat();
+  ASSERT_TRUE(stream->Write(m));
+  v1::TrackerMessage reply;
+  EXPECT_FALSE(stream->Read(&reply));
+  EXPECT_EQ(stream->Finish().error_code(), grpc::FAILED_PRECONDITION);
+}
+
+TEST_F(ServiceTest, OperatorsAreAddedListedAndFetched) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  v1::AddOperatorRequest add;
+  v1::Operator* op = add.mutable_op();
+  op->set_name("scale");
+  op->mutable_spec()->set_entry("scale");
+  op->mutable_spec()->add_sources("scale.c");
+  (*op->mutable_spec()->mutable_dims())["N"] = 64;
+  for (const char* name : {"X", "Y"}) {
+    v1::OpArg* arg = op->mutable_spec()->add_args();
+    arg->set_name(name);
+    arg->add_shape("N");
+  }
+  v1::Knob* knob = op->mutable_spec()->add_knobs();
+  knob->set_name("unroll");
+  knob->add_values()->set_number_value(1);
+  knob->add_values()->set_number_value(4);
+  // A file the spec names is missing: refused, naming the field.
+  {
+    v1::AddOperatorResponse response;
+    grpc::ClientContext context;
+    grpc::Status s = client_->AddOperator(&context, add, &response);
+    EXPECT_EQ(s.error_code(), grpc::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("op.files"), std::string::npos) << s.error_message();
+  }
+  (*op->mutable_files())["scale.c"] = "/* kernel */";
+  v1::AddOperatorResponse added;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(client_->AddOperator(&context, add, &added).ok());
+  }
+  EXPECT_TRUE(added.created());
+  EXPECT_EQ(added.op().version().size(), 16u);
+  EXPECT_TRUE(added.op().latest());
+  EXPECT_EQ(added.op().files_size(), 0);
+  v1::ListOperatorsResponse list;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(client_->ListOperators(&context, v1::ListOperatorsRequest(), &list).ok());
+  }
+  std::vector<std::string> names;
+  for (const v1::Operator& o : list.ops()) names.push_back(o.name() + (o.builtin() ? "*" : ""));
+  EXPECT_EQ(names, (std::vector<std::string>{"add*", "conv2d*", "matmul*", "scale"}));
+  v1::GetOperatorRequest get;
+  get.set_name("scale");
+  v1::Operator got;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(client_->GetOperator(&context, get, &got).ok());
+  }
+  EXPECT_EQ(got.files().at("scale.c"), "/* kernel */");
+  EXPECT_EQ(got.version(), added.op().version());
+  get.set_version("ffffffffffffffff");
+  {
+    grpc::ClientContext context;
+    EXPECT_EQ(client_->GetOperator(&context, get, &got).error_code(), grpc::NOT_FOUND);
+  }
+}
+
+TEST_F(ServiceTest, ListResultsPagesFitTheirBytes) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  // 50 jobs of about 200 KB each (10 MB in all), submitted 10 at a time (2 MB per request, under
+  // the server's default 4 MiB receive limit).
+  std::vector<std::string> ids;
+  for (int batch = 0; batch < 5; ++batch) {
+    std::vector<v1::Trial> trials;
+    for (int k = 0; k < 10; ++k) {
+      v1::Trial t = MakeTrial();
+      t.mutable_op()->set_c_source(
+          absl::StrCat("/* ", batch, ".", k, " */", std::string(200 * 1000, ' ')));
+      t.mutable_op()->set_entry_function("f");
+      trials.push_back(t);
+    }
+    for (const std::string& id : Submit("big", absl::StrCat("r", batch), trials)) ids.push_back(id);
+  }
+  ASSERT_EQ(ids.size(), 50u);
+  // Reads every page; checks each fits `budget` (when it holds more than one job) and the default
+  // 4 MiB limit; returns the page sizes in jobs.
+  auto list_all = [&](int32_t limit, int64_t max_bytes, int64_t budget) {
+    std::vector<int> pages;
+    std::vector<std::string> listed;
+    v1::ListResultsRequest request;
+    request.set_client_id("big");
+    request.set_limit(limit);
+    request.set_max_bytes(max_bytes);
+    for (int n = 0; n < 200; ++n) {
+      v1::ListResultsResponse page;
+      grpc::ClientContext context;
+      context.set_deadline(Soon());
+      grpc::Status s = client_->ListResults(&context, request, &page);
+      EXPECT_TRUE(s.ok()) << s.error_message();
+      if (!s.ok()) break;
+      EXPECT_GE(page.jobs_size(), 1);
+      if (page.jobs_size() > 1) {
+        EXPECT_LE(static_cast<int64_t>(page.ByteSizeLong()), budget);
+      }
+      EXPECT_LT(page.ByteSizeLong(), size_t{4} << 20);
+      pages.push_back(page.jobs_size());
+      for (const v1::Job& j : page.jobs()) listed.push_back(j.job_id());
+      if (page.next_page_token().empty()) break;
+      request.set_page_token(page.next_page_token());
+    }
+    EXPECT_EQ(listed, ids);  // every job once, in submission order
+    return pages;
+  };
+  // The default: 3 MiB pages (15 jobs of ~200 KB), however many jobs the limit allows.
+  std::vector<int> pages = list_all(0, 0, int64_t{3} << 20);
+  EXPECT_EQ(pages, (std::vector<int>{15, 15, 15, 5}));
+  EXPECT_EQ(list_all(10000, int64_t{1} << 30, int64_t{3} << 20), pages);  // never more than 3 MiB
+  // The client's own budget.
+  pages = list_all(0, 500 * 1000, 500 * 1000);
+  EXPECT_EQ(pages, std::vector<int>(25, 2));
+  // A budget smaller than one job still makes progress: one job a page.
+  pages = list_all(0, 1000, 1000);
+  EXPECT_EQ(pages, std::vector<int>(50, 1));
+  // The count limit still applies (the last page by count says more may follow).
+  pages = list_all(7, 0, int64_t{3} << 20);
+  EXPECT_EQ(pages, (std::vector<int>{7, 7, 7, 7, 7, 7, 7, 1}));
+
+  v1::ListResultsRequest bad;
+  bad.set_max_bytes(-1);
+  v1::ListResultsResponse response;
+  grpc::ClientContext context;
+  EXPECT_EQ(client_->ListResults(&context, bad, &response).error_code(), grpc::INVALID_ARGUMENT);
+}
+
+TEST_F(ServiceTest, ARefusedResultEndsTheAttemptAndTheJobRunsAgain) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  std::vector<std::string> ids = Submit(1, "r1");
+  auto agent = Agent(Registration("agent-1", {Board("b1")}));
+  std::optional<v1::JobOffer> offer = agent->NextOffer();
+  ASSERT_TRUE(offer.has_value());
+  ASSERT_TRUE(agent->SendResult(offer->job_id(), offer->attempt(), v1::NO_ERROR, -1.0));
+  // Not stored as a result: the attempt ended as an infrastructure failure naming the field.
+  ASSERT_TRUE(WaitFor(
+      [&] { return Get(ids[0]).attempts_size() >= 1 && Get(ids[0]).attempts(0).has_ended_at(); }));
+  v1::Job job = Get(ids[0]);
+  EXPECT_NE(job.state(), v1::DONE);
+  EXPECT_FALSE(job.has_result());
+  EXPECT_EQ(job.attempts(0).error_code(), v1::SESSION_ERROR);
+  EXPECT_NE(job.attempts(0).message().find("result refused: result.costs_s[0]: -1"),
+            std::string::npos)
+      << job.attempts(0).message();
+}
+
+TEST_F(ServiceTest, SubmissionsOverAClientsCapAreResourceExhausted) {
+  JobQueueOptions options = HostOptions();
+  options.max_queued_per_client = 3;
+  ASSERT_NO_FATAL_FAILURE(StartServer(options));
+  Submit(3, "r1");
+  v1::SubmitTrialsRequest request;
+  request.set_client_id("c1");
+  request.set_request_id("r2");
+  *request.add_trials() = MakeTrial();
+  v1::SubmitTrialsResponse response;
+  grpc::ClientContext context;
+  grpc::Status s = client_->SubmitTrials(&context, request, &response);
+  EXPECT_EQ(s.error_code(), grpc::RESOURCE_EXHAUSTED);
+  EXPECT_NE(s.error_message().find("client c1 has 3 unfinished jobs"), std::string::npos)
+      << s.error_message();
+  EXPECT_NE(s.error_message().find("max_queued_per_client (3)"), std::string::npos);
+  EXPECT_EQ(response.job_ids_size(), 0);
+}
+
+}  // namespace
+}  // namespace benchfarm::tracker
