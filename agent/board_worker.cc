@@ -36,14 +36,22 @@ std::string BatchKey(const v1::JobOffer& offer) {
   return absl::StrCat("job:", offer.job_id());
 }
 
-// How to measure a trial of these argument shapes (all but its function and reference), by the
-// trial contract's effective options.
-device::MeasureRequest MeasureRequestFor(const v1::Trial& t,
-                                         std::vector<std::vector<int64_t>> shapes) {
+// How to measure a trial of these arguments (all but its function and reference), by the trial
+// contract's effective options.
+device::MeasureRequest MeasureRequestFor(const v1::Trial& t, const catalog::TrialArgs& args) {
   device::MeasureRequest q;
   q.seed = t.seed() != 0 ? t.seed() : 1;
   q.check = t.check_outputs();
-  q.args = device::Float32Args(shapes);
+  for (const catalog::ArgData& a : args.args) {
+    device::TensorArg arg;
+    arg.shape = a.shape;
+    arg.dtype = device::DlDataType{a.dtype.code, a.dtype.bits, a.dtype.lanes};
+    arg.lo = a.lo;
+    arg.hi = a.hi;
+    q.args.push_back(std::move(arg));
+  }
+  q.atol = args.atol;
+  q.rtol = args.rtol;
   const catalog::EffectiveMeasureOptions m = catalog::EffectiveMeasure(t.measure());
   q.options.number = m.number;
   q.options.repeat = m.repeat;
@@ -266,9 +274,9 @@ absl::Status BoardWorker::MakeItem(const v1::Trial& t, const catalog::KnobSpace&
     if (!candidate.ok()) return candidate.status();
     return candidate->op;
   };
-  absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = catalog::CheckTrial(t, find_spec);
-  if (!shapes.ok()) return shapes.status();
-  item->request = MeasureRequestFor(t, *std::move(shapes));
+  absl::StatusOr<catalog::TrialArgs> args = catalog::CheckTrial(t, find_spec);
+  if (!args.ok()) return args.status();
+  item->request = MeasureRequestFor(t, *args);
   item->timeout = catalog::EffectiveMeasure(t.measure()).timeout;
   if (op.source_case() == v1::OperatorSpec::kTemplateOp) {
     item->request.function = candidate->function;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/content_hash.h"
 #include "base/status_macros.h"
@@ -179,7 +180,7 @@ absl::Status ValidateUserOperator(v1::Operator* op) {
     v1::OpArg* arg = spec->mutable_args(a);
     const std::string field = absl::StrCat("op.spec.args[", a, "]");
     if (arg->dtype().empty()) arg->set_dtype("float32");
-    if (arg->dtype() != "float32") return Invalid(field + ".dtype", "only float32 is supported");
+    RETURN_IF_ERROR(ParseDtype(field + ".dtype", arg->dtype()).status());
     const bool last = a == spec->args_size() - 1;
     if (arg->role().empty()) arg->set_role(last ? "output" : "input");
     if (arg->role() != (last ? "output" : "input")) {
@@ -191,8 +192,19 @@ absl::Status ValidateUserOperator(v1::Operator* op) {
   }
   absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = DefaultShapes(*spec);
   if (!shapes.ok()) return Invalid("op.spec", std::string(shapes.status().message()));
-  if (ArgumentBytes(*shapes) > kMaxElements * 4) {
-    return Invalid("op.spec.dims", "the default shapes hold more than 2^28 elements");
+  for (const std::vector<int64_t>& shape : *shapes) {
+    int64_t elements = 1;
+    for (int64_t d : shape) elements *= d;
+    if (elements > kMaxElements) {
+      return Invalid("op.spec.dims", "a default shape holds more than 2^28 elements");
+    }
+  }
+  // Each argument's dtype and range, and the tolerance (the errors name the spec's fields).
+  absl::StatusOr<TrialArgs> args = TemplateArgs(*spec, *std::move(shapes));
+  if (!args.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(absl::StartsWith(args.status().message(), "op.") ? "" : "op.spec.",
+                     args.status().message()));
   }
   return absl::OkStatus();
 }

@@ -70,8 +70,20 @@ TEST(Catalog, BadManifestsNameTheField) {
        "op.spec.knobs[1].default"},
       {replace(kManifest, "[1, 2, 4]", "[1, 1]"), Files(), "op.spec.knobs[0].values[1]"},
       {replace(kManifest, "[1, 2, 4]", "[\"a b\"]"), Files(), "op.spec.knobs[0].values[0]"},
-      {replace(kManifest, "\"float32\", \"shape\": [\"K\"]", "\"int8\", \"shape\": [\"K\"]"),
-       Files(), "op.spec.args[1].dtype"},
+      {replace(kManifest, "\"float32\", \"shape\": [\"K\"]", "\"int64\", \"shape\": [\"K\"]"),
+       Files(), "op.spec.args[1].dtype: \"int64\" is not a dtype benchfarm takes"},
+      {replace(kManifest, "\"float32\", \"shape\": [\"K\"]",
+               "\"int8\", \"range\": [-128, 128], \"shape\": [\"K\"]"),
+       Files(), "op.spec.args[1].range: [-128, 128] is not a range of int8"},
+      {replace(kManifest, "\"float32\", \"shape\": [\"M\"]",
+               "\"float32\", \"range\": [0, 1], \"shape\": [\"M\"]"),
+       Files(), "op.spec.args[2].range: the output is not filled"},
+      {replace(kManifest, "\"sources\"", "\"atol\": -0.5, \"sources\""), Files(),
+       "op.spec.atol: -0.5: must be finite and >= 0"},
+      {replace(
+           replace(kManifest, "\"float32\", \"shape\": [\"M\"]", "\"int32\", \"shape\": [\"M\"]"),
+           "\"sources\"", "\"rtol\": 0.1, \"sources\""),
+       Files(), "op.spec.rtol: the output is int32: integer outputs must equal the reference's"},
       {replace(kManifest, "[\"M\", \"K\"]", "[\"M\", \"Q\"]"), Files(), "op.spec: args.A"},
       {replace(kManifest, "\"op\": \"gemv\"", "\"op\": \"matmul\""), Files(), "op.name"},
       {replace(kManifest, "\"dims\"", "\"dimz\""), Files(), "op.json"},
@@ -84,6 +96,25 @@ TEST(Catalog, BadManifestsNameTheField) {
     EXPECT_EQ(op.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(op.status().message(), HasSubstr(c.field)) << op.status();
   }
+}
+
+TEST(Catalog, ManifestsTakeEveryDtypeWithRangesAndTolerances) {
+  std::string manifest = kManifest;
+  auto replace = [&manifest](const std::string& from, const std::string& to) {
+    manifest.replace(manifest.find(from), from.size(), to);
+  };
+  replace("\"dtype\": \"float32\", \"shape\": [\"M\", \"K\"]",
+          "\"dtype\": \"int8\", \"range\": [-128, 127], \"shape\": [\"M\", \"K\"]");
+  replace("\"dtype\": \"float32\", \"shape\": [\"K\"]",
+          "\"dtype\": \"uint16\", \"shape\": [\"K\"]");
+  replace("\"sources\"", "\"atol\": 0.001, \"sources\"");
+  absl::StatusOr<v1::Operator> op = OperatorFromManifest(manifest, Files());
+  ASSERT_TRUE(op.ok()) << op.status();
+  EXPECT_EQ(op->spec().args(0).dtype(), "int8");
+  ASSERT_EQ(op->spec().args(0).range_size(), 2);
+  EXPECT_EQ(op->spec().args(0).range(1), 127);
+  EXPECT_EQ(op->spec().atol(), 0.001);
+  EXPECT_FALSE(op->spec().has_rtol());
 }
 
 TEST(Catalog, BuiltinKnobSpaceIsTheBuiltins) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -75,9 +76,20 @@ std::string SizeProblem(const v1::Trial& t) {
   return "";
 }
 
+std::optional<double> Optional(bool has, double value) {
+  return has ? std::optional<double>(value) : std::nullopt;
+}
+
+// An argument's range; the output is not filled, so it takes none.
+absl::Status ResolveArgRange(const std::string& field, DLDataType dtype,
+                             const google::protobuf::RepeatedField<double>& range, bool output,
+                             ArgData* arg) {
+  if (output && !range.empty()) return Invalid(field + ".range", "the output is not filled");
+  return ResolveRange(field + ".range", dtype, range, arg);
+}
+
 // A template trial's operator: its knobs and shapes against the spec find_spec gives.
-absl::StatusOr<std::vector<std::vector<int64_t>>> CheckTemplateOp(const v1::Trial& t,
-                                                                  FindSpec find_spec) {
+absl::StatusOr<TrialArgs> CheckTemplateOp(const v1::Trial& t, FindSpec find_spec) {
   const v1::OperatorSpec& op = t.op();
   const v1::TemplateOperator& tpl = op.template_op();
   if (tpl.op().empty()) return Invalid("op.template_op.op", "required");
@@ -88,11 +100,15 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> CheckTemplateOp(const v1::Tria
   if (!op.reference_function().empty() && !IsCIdentifier(op.reference_function())) {
     return Invalid("op.reference_function", "not a C identifier");
   }
-  return shapes;
+  if (op.has_atol() || op.has_rtol()) {
+    return Invalid(op.has_atol() ? "op.atol" : "op.rtol",
+                   absl::StrCat("a template operator's tolerance is its own (", spec->op(), "'s)"));
+  }
+  return TemplateArgs(*spec, std::move(shapes), &t);
 }
 
 // A one-off C source trial: its functions, and arguments it names itself.
-absl::StatusOr<std::vector<std::vector<int64_t>>> CheckCSource(const v1::Trial& t) {
+absl::StatusOr<TrialArgs> CheckCSource(const v1::Trial& t) {
   const v1::OperatorSpec& op = t.op();
   if (op.entry_function().empty()) return Invalid("op.entry_function", "required with c_source");
   if (!IsCIdentifier(op.entry_function()))
@@ -106,13 +122,11 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> CheckCSource(const v1::Trial& 
   if (t.args_size() < 2) {
     return Invalid("args", "a C source trial names its arguments: inputs, then the output");
   }
-  std::vector<std::vector<int64_t>> shapes;
+  TrialArgs args;
   for (int a = 0; a < t.args_size(); ++a) {
     const v1::ArgSpec& arg = t.args(a);
     const std::string field = absl::StrCat("args[", a, "]");
-    if (!arg.dtype().empty() && arg.dtype() != "float32") {
-      return Invalid(field + ".dtype", "only float32 is supported");
-    }
+    ASSIGN_OR_RETURN(DLDataType dtype, ParseDtype(field + ".dtype", arg.dtype()));
     if (arg.shape_size() < 1 || arg.shape_size() > kMaxNdim) {
       return Invalid(field + ".shape", absl::StrCat("need 1..", kMaxNdim, " dimensions"));
     }
@@ -124,9 +138,14 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> CheckCSource(const v1::Trial& 
       elements *= arg.shape(d);
       if (elements > kMaxElements) return Invalid(field + ".shape", "more than 2^28 elements");
     }
-    shapes.emplace_back(arg.shape().begin(), arg.shape().end());
+    ArgData data;
+    data.shape.assign(arg.shape().begin(), arg.shape().end());
+    RETURN_IF_ERROR(ResolveArgRange(field, dtype, arg.range(), a + 1 == t.args_size(), &data));
+    args.args.push_back(std::move(data));
   }
-  return shapes;
+  RETURN_IF_ERROR(ResolveTolerance("op.", Optional(op.has_atol(), op.atol()),
+                                   Optional(op.has_rtol(), op.rtol()), &args));
+  return args;
 }
 
 absl::Status CheckMeasure(const v1::MeasureOptions& m) {
@@ -206,19 +225,18 @@ EffectiveMeasureOptions EffectiveMeasure(const v1::MeasureOptions& m) {
   return e;
 }
 
-absl::StatusOr<std::vector<std::vector<int64_t>>> CheckTrial(const v1::Trial& t,
-                                                             FindSpec find_spec) {
+absl::StatusOr<TrialArgs> CheckTrial(const v1::Trial& t, FindSpec find_spec) {
   if (std::string p = SizeProblem(t); !p.empty()) return absl::InvalidArgumentError(p);
   if (t.board_kind().empty()) return Invalid("board_kind", "required");
   if (t.args_size() > kMaxArgs) return Invalid("args", absl::StrCat("more than ", kMaxArgs));
-  std::vector<std::vector<int64_t>> shapes;
+  TrialArgs args;
   switch (t.op().source_case()) {
     case v1::OperatorSpec::kTemplateOp: {
-      ASSIGN_OR_RETURN(shapes, CheckTemplateOp(t, find_spec));
+      ASSIGN_OR_RETURN(args, CheckTemplateOp(t, find_spec));
       break;
     }
     case v1::OperatorSpec::kCSource: {
-      ASSIGN_OR_RETURN(shapes, CheckCSource(t));
+      ASSIGN_OR_RETURN(args, CheckCSource(t));
       break;
     }
     default:
@@ -228,7 +246,28 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> CheckTrial(const v1::Trial& t,
   if (t.priority() < 0 || t.priority() > kMaxPriority) {
     return Invalid("priority", absl::StrCat("must be in 0..", kMaxPriority));
   }
-  return shapes;
+  return args;
+}
+
+absl::StatusOr<TrialArgs> TemplateArgs(const v1::OpTemplate& spec,
+                                       std::vector<std::vector<int64_t>> shapes,
+                                       const v1::Trial* trial) {
+  TrialArgs args;
+  for (int a = 0; a < spec.args_size() && a < static_cast<int>(shapes.size()); ++a) {
+    const std::string field = absl::StrCat("args[", a, "]");
+    ASSIGN_OR_RETURN(DLDataType dtype, ParseDtype(field + ".dtype", spec.args(a).dtype()));
+    const bool given =
+        trial != nullptr && a < trial->args_size() && !trial->args(a).range().empty();
+    ArgData data;
+    data.shape = std::move(shapes[a]);
+    RETURN_IF_ERROR(ResolveArgRange(field, dtype,
+                                    given ? trial->args(a).range() : spec.args(a).range(),
+                                    a + 1 == spec.args_size(), &data));
+    args.args.push_back(std::move(data));
+  }
+  RETURN_IF_ERROR(ResolveTolerance("op.spec.", Optional(spec.has_atol(), spec.atol()),
+                                   Optional(spec.has_rtol(), spec.rtol()), &args));
+  return args;
 }
 
 std::string Oversized(absl::string_view field, absl::string_view value, size_t max) {
@@ -364,16 +403,6 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> TrialShapes(const v1::OpTempla
     }
   }
   return shapes;
-}
-
-int64_t ArgumentBytes(const std::vector<std::vector<int64_t>>& shapes) {
-  int64_t total = 0;
-  for (const auto& shape : shapes) {
-    int64_t n = 4;
-    for (int64_t d : shape) n *= d;
-    total += n;
-  }
-  return total;
 }
 
 std::string ShapesText(const std::vector<std::vector<int64_t>>& shapes) {

@@ -36,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "catalog/tensor_args.h"
 #include "google/protobuf/map.h"
 #include "proto/benchfarm.pb.h"
 #include "proto/knobs.pb.h"
@@ -109,12 +110,18 @@ EffectiveMeasureOptions EffectiveMeasure(const v1::MeasureOptions& m);
 using FindSpec =
     absl::FunctionRef<absl::StatusOr<const v1::OpTemplate*>(const v1::TemplateOperator&)>;
 
-// Checks the trial (see the file comment) and returns its argument shapes: its args, or a
-// template operator's default shapes when it gives none. `find_spec` is called for a template
-// trial once its own fields have passed. InvalidArgument "FIELD: PROBLEM" otherwise; a string over
-// its cap is named before anything else is checked, so no message quotes an oversized string.
-absl::StatusOr<std::vector<std::vector<int64_t>>> CheckTrial(const v1::Trial& trial,
-                                                             FindSpec find_spec);
+// Checks the trial (see the file comment) and returns its arguments (tensor_args.h): its args, or
+// a template operator's default shapes when it gives none, each with its dtype and range, and the
+// output's tolerance. `find_spec` is called for a template trial once its own fields have passed.
+// InvalidArgument "FIELD: PROBLEM" otherwise; a string over its cap is named before anything else
+// is checked, so no message quotes an oversized string.
+absl::StatusOr<TrialArgs> CheckTrial(const v1::Trial& trial, FindSpec find_spec);
+
+// A template operator's arguments for these shapes (its args' dtypes and ranges, a trial's ranges
+// where it gives them, its tolerance).
+absl::StatusOr<TrialArgs> TemplateArgs(const v1::OpTemplate& spec,
+                                       std::vector<std::vector<int64_t>> shapes,
+                                       const v1::Trial* trial = nullptr);
 
 // "FIELD: N bytes, at most MAX" if value is longer than max bytes; "" if it fits.
 std::string Oversized(absl::string_view field, absl::string_view value, size_t max);
@@ -132,9 +139,6 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> DefaultShapes(const v1::OpTemp
 // InvalidArgument naming the trial's field ("args[1].shape[0]: K is 32 in args[0], 16 here").
 absl::StatusOr<std::vector<std::vector<int64_t>>> TrialShapes(const v1::OpTemplate& spec,
                                                               const v1::Trial& trial);
-
-// Bytes the trial's arguments take on the board (float32).
-int64_t ArgumentBytes(const std::vector<std::vector<int64_t>>& shapes);
 
 // "A x B" shapes as AutoTVM records and farmctl print them: "32x32,32x32,32x32".
 std::string ShapesText(const std::vector<std::vector<int64_t>>& shapes);

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 
 #include "absl/strings/str_cat.h"
@@ -28,7 +29,11 @@ absl::StatusOr<const v1::OpTemplate*> FindBuiltin(const v1::TemplateOperator& tp
   return &op->spec();
 }
 
-absl::StatusOr<Shapes> Check(const v1::Trial& t) { return CheckTrial(t, FindBuiltin); }
+absl::StatusOr<Shapes> Check(const v1::Trial& t) {
+  absl::StatusOr<TrialArgs> args = CheckTrial(t, FindBuiltin);
+  if (!args.ok()) return args.status();
+  return args->Shapes();
+}
 
 v1::Trial Parse(const char* text) {
   v1::Trial t;
@@ -292,8 +297,34 @@ TEST(CheckTrial, LimitsAtUnderAndOverTheirCaps) {
       {"C source of one argument",
        c_source_with([](v1::Trial* t) { t->mutable_args()->RemoveLast(); }),
        "args: a C source trial names its arguments: inputs, then the output"},
-      {"C source dtype", c_source_with([](v1::Trial* t) { t->mutable_args(1)->set_dtype("int8"); }),
-       "args[1].dtype: only float32 is supported"},
+      {"C source dtype",
+       c_source_with([](v1::Trial* t) { t->mutable_args(1)->set_dtype("int64"); }),
+       "args[1].dtype: \"int64\" is not a dtype benchfarm takes (int8, uint8, int16, uint16, "
+       "int32, uint32, float16, float32, float64)"},
+      {"C source range of the output", c_source_with([](v1::Trial* t) {
+         t->mutable_args(1)->add_range(0);
+         t->mutable_args(1)->add_range(1);
+       }),
+       "args[1].range: the output is not filled"},
+      {"C source range outside int8", c_source_with([](v1::Trial* t) {
+         t->mutable_args(0)->set_dtype("int8");
+         t->mutable_args(0)->add_range(-200);
+         t->mutable_args(0)->add_range(0);
+       }),
+       "args[0].range: [-200, 0] is not a range of int8 (whole numbers in -128..127, lo <= hi)"},
+      {"C source negative tolerance",
+       c_source_with([](v1::Trial* t) { t->mutable_op()->set_atol(-1); }),
+       "op.atol: -1: must be finite and >= 0"},
+      {"C source NaN tolerance",
+       c_source_with([](v1::Trial* t) { t->mutable_op()->set_rtol(std::nan("")); }),
+       "op.rtol: nan: must be finite and >= 0"},
+      {"C source tolerance of an integer output", c_source_with([](v1::Trial* t) {
+         t->mutable_args(1)->set_dtype("int16");
+         t->mutable_op()->set_atol(1);
+       }),
+       "op.atol: the output is int16: integer outputs must equal the reference's"},
+      {"template tolerance", template_with([](v1::Trial* t) { t->mutable_op()->set_atol(1); }),
+       "op.atol: a template operator's tolerance is its own (matmul's)"},
   };
   // 64 knobs pass the count (then none of them is matmul's: which one is named first varies).
   EXPECT_THAT(Check(template_with(knobs(64))()).status().message(),
@@ -372,8 +403,52 @@ TEST(TrialShapes, AreCheckedAgainstTheOp) {
   EXPECT_TRUE(TrialShapes(add, with_shapes({{4, 4}, {4, 4}, {4, 4}})).ok());
   EXPECT_THAT(TrialShapes(add, with_shapes({{4, 4}, {4, 4}, {16}})).status().message(),
               HasSubstr("args[2].shape: add takes arguments of one shape"));
-  EXPECT_EQ(ArgumentBytes({{32, 32}, {32, 32}, {32, 32}}), 3 * 32 * 32 * 4);
+  absl::StatusOr<TrialArgs> args = TemplateArgs(add, {{4, 4}, {4, 4}, {4, 4}});
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_EQ(args->Bytes(false), 3 * 16 * 4);
+  EXPECT_EQ(args->Bytes(true), 4 * 16 * 4);  // and the reference's output
   EXPECT_EQ(ShapesText({{8, 4}, {4}}), "8x4,4");
+}
+
+TEST(CheckTrial, ArgumentsCarryTheirDtypeRangeAndTheOutputsTolerance) {
+  v1::Trial t = CSource();
+  t.mutable_args(0)->set_dtype("int8");
+  t.mutable_args(1)->set_dtype("int32");
+  absl::StatusOr<TrialArgs> args = CheckTrial(t, FindBuiltin);
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_EQ(DtypeName(args->args[0].dtype), "int8");
+  EXPECT_EQ(args->args[0].lo, -128);  // the whole dtype by default
+  EXPECT_EQ(args->args[0].hi, 127);
+  EXPECT_EQ(args->atol, 0);  // integers: equal
+  EXPECT_EQ(args->Bytes(true), 4 + 4 * 4 + 4 * 4);
+  t.mutable_args(0)->add_range(-3);
+  t.mutable_args(0)->add_range(3);
+  args = CheckTrial(t, FindBuiltin);
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_EQ(args->args[0].lo, -3);
+  EXPECT_EQ(args->args[0].hi, 3);
+  // Floats: the defaults by dtype, or the trial's.
+  for (const auto& [dtype, tol] :
+       {std::pair<const char*, double>{"float16", 1e-2}, {"float32", 1e-4}, {"float64", 1e-9}}) {
+    v1::Trial f = CSource();
+    f.mutable_args(1)->set_dtype(dtype);
+    args = CheckTrial(f, FindBuiltin);
+    ASSERT_TRUE(args.ok()) << args.status();
+    EXPECT_EQ(args->atol, tol) << dtype;
+    EXPECT_EQ(args->rtol, tol) << dtype;
+    EXPECT_EQ(args->args[0].lo, -1);
+  }
+  v1::Trial f = CSource();
+  f.mutable_op()->set_atol(0.5);
+  args = CheckTrial(f, FindBuiltin);
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_EQ(args->atol, 0.5);
+  EXPECT_EQ(args->rtol, 1e-4);
+  // A template operator: its manifest's dtypes (the built-ins are float32).
+  args = CheckTrial(Template(), FindBuiltin);
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_EQ(DtypeName(args->args[2].dtype), "float32");
+  EXPECT_EQ(args->atol, 1e-4);
 }
 
 TEST(EffectiveMeasure, DefaultsAreTheProtosDocumentedOnes) {

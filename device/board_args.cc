@@ -167,6 +167,7 @@ absl::Status BoardArgs::Fill(RpcClient& rpc, absl::Time deadline) {
   for (size_t i = 0; i <= inputs; ++i) setup.push_back(Arg::Tensor(tensors_[i]));
   setup.push_back(Arg::Tensor(ref));
   ASSIGN_OR_RETURN(uint64_t check_setup, rpc.GetGlobalFunc("benchfarm.CheckSetup", deadline));
+  ASSIGN_OR_RETURN(check_call_, rpc.GetGlobalFunc("benchfarm.CheckCall", deadline));
   return rpc.CallFunc(check_setup, setup, deadline).status();
 }
 
@@ -176,8 +177,8 @@ absl::StatusOr<CheckReport> BoardArgs::Check(RpcClient& rpc, uint64_t function,
     return absl::FailedPreconditionError("no arguments prepared for a check");
   }
   if (!on_board_) return CheckOnHost(rpc, function, deadline);
-  ASSIGN_OR_RETURN(uint64_t check, rpc.GetGlobalFunc("benchfarm.CheckCall", deadline));
-  ASSIGN_OR_RETURN(Arg report, rpc.CallFunc(check, {Arg::PackedFuncHandle(function)}, deadline));
+  ASSIGN_OR_RETURN(Arg report,
+                   rpc.CallFunc(check_call_, {Arg::PackedFuncHandle(function)}, deadline));
   return DecodeReport(report);
 }
 
@@ -222,6 +223,7 @@ void BoardArgs::Forget() {
   spec_ = ArgsSpec{};
   poison_.clear();
   on_board_ = false;
+  check_call_ = 0;
 }
 
 std::string FormatValue(double value, DlDataType dtype) {

@@ -91,7 +91,8 @@ class BoardArgs {
   ArgsSpec spec_;
   std::vector<RemoteTensor> tensors_;  // inputs..., output, then the reference's on the board
   bool on_board_ = false;
-  std::string poison_;  // host path: the output's poison
+  uint64_t check_call_ = 0;  // benchfarm.CheckCall's handle, once a check is set up
+  std::string poison_;       // host path: the output's poison
 };
 
 // A value of the dtype as its type prints it: whole numbers for integers, %g for floats.

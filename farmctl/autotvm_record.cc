@@ -61,27 +61,33 @@ std::string Entity(const v1::OperatorSpec& op, const catalog::KnobSpace& knobs, 
   return absl::StrCat("[", absl::StrJoin(entries, ", "), "]");
 }
 
+std::string Tensor(const std::vector<int64_t>& shape, const std::string& dtype) {
+  return absl::StrCat("[\"TENSOR\", [", absl::StrJoin(shape, ", "), "], ",
+                      base::JsonQuote(dtype.empty() ? "float32" : dtype), "]");
+}
+
+// Each argument as AutoTVM's TENSOR: its shape and dtype (the trial's, else the operator's).
 std::string Args(const v1::Trial& trial, const catalog::KnobSpace& knobs) {
+  const v1::Operator* known =
+      trial.op().has_template_op() ? knobs.Find(trial.op().template_op().op()) : nullptr;
+  auto op_dtype = [known](int i) {
+    return known != nullptr && i < known->spec().args_size() ? known->spec().args(i).dtype()
+                                                             : std::string();
+  };
   std::vector<std::string> args;
-  for (const v1::ArgSpec& arg : trial.args()) {
-    args.push_back(absl::StrCat("[\"TENSOR\", [", absl::StrJoin(arg.shape(), ", "), "], ",
-                                base::JsonQuote(arg.dtype().empty() ? "float32" : arg.dtype()),
-                                "]"));
+  for (int i = 0; i < trial.args_size(); ++i) {
+    const v1::ArgSpec& arg = trial.args(i);
+    args.push_back(Tensor({arg.shape().begin(), arg.shape().end()},
+                          arg.dtype().empty() ? op_dtype(i) : arg.dtype()));
   }
   // A template trial without args ran on its op's default shapes: name them, so records of
   // different shapes never share a key.
-  const v1::Operator* known = knobs.Find(trial.op().template_op().op());
-  if (trial.args().empty() && trial.op().has_template_op() && known != nullptr) {
-    const v1::OpTemplate& spec = known->spec();
-    absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = catalog::DefaultShapes(spec);
+  if (trial.args().empty() && known != nullptr) {
+    absl::StatusOr<std::vector<std::vector<int64_t>>> shapes =
+        catalog::DefaultShapes(known->spec());
     if (shapes.ok()) {
       for (size_t i = 0; i < shapes->size(); ++i) {
-        const std::string dtype =
-            static_cast<int>(i) < spec.args_size() && !spec.args(i).dtype().empty()
-                ? spec.args(i).dtype()
-                : "float32";
-        args.push_back(absl::StrCat("[\"TENSOR\", [", absl::StrJoin((*shapes)[i], ", "), "], ",
-                                    base::JsonQuote(dtype), "]"));
+        args.push_back(Tensor((*shapes)[i], op_dtype(static_cast<int>(i))));
       }
     }
   }

@@ -49,6 +49,32 @@ absl::StatusOr<std::vector<Shape>> ParseShapes(absl::string_view text) {
   return shapes;
 }
 
+absl::StatusOr<std::vector<v1::ArgSpec>> ArgSpecs(absl::string_view shapes,
+                                                  absl::string_view dtypes) {
+  if (shapes.empty()) {
+    if (!dtypes.empty()) return absl::InvalidArgumentError("--dtype: give --shape too");
+    return std::vector<v1::ArgSpec>();
+  }
+  ASSIGN_OR_RETURN(std::vector<Shape> parsed, ParseShapes(shapes));
+  std::vector<std::string> names;
+  if (!dtypes.empty()) names = absl::StrSplit(dtypes, ',');
+  if (names.size() > 1 && names.size() != parsed.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("--dtype: ", names.size(), " dtypes for ",
+                                                   parsed.size(),
+                                                   " shapes (give one, or one each)"));
+  }
+  std::vector<v1::ArgSpec> args;
+  for (size_t i = 0; i < parsed.size(); ++i) {
+    v1::ArgSpec& arg = args.emplace_back();
+    for (int64_t d : parsed[i]) arg.add_shape(d);
+    if (names.empty()) continue;
+    const std::string& name = names.size() == 1 ? names[0] : names[i];
+    RETURN_IF_ERROR(catalog::ParseDtype("--dtype", name).status());
+    arg.set_dtype(name);
+  }
+  return args;
+}
+
 std::string FormatShapes(const std::vector<Shape>& shapes) {
   return absl::StrJoin(shapes, ",", [](std::string* out, const Shape& s) {
     absl::StrAppend(out, absl::StrJoin(s, "x"));

@@ -26,6 +26,12 @@ using Shape = std::vector<int64_t>;
 absl::StatusOr<std::vector<Shape>> ParseShapes(absl::string_view text);
 std::string FormatShapes(const std::vector<Shape>& shapes);
 
+// A trial's arguments from --shape and --dtype: one per shape; --dtype is one dtype for every
+// argument or one per argument ("int8,int8,int32"), empty: the operator's (float32 for a C source).
+// InvalidArgument naming the flag.
+absl::StatusOr<std::vector<v1::ArgSpec>> ArgSpecs(absl::string_view shapes,
+                                                  absl::string_view dtypes);
+
 // A sample operator's default argument shapes: the catalog's (catalog::DefaultShapes of the
 // built-in's spec, from crt/ops/knobs.json's default dims). NotFound for an operator that is not
 // a sample operator (a board's firmware holds only those).

@@ -96,6 +96,13 @@ ABSL_FLAG(double, timeout_s, 60, "deadline of the whole command, seconds");
 ABSL_FLAG(std::string, op, "", "board time: the operator to time (add, matmul, conv2d, ...)");
 ABSL_FLAG(std::string, shape, "",
           "board time: argument shapes, e.g. 32x32,32x32,32x32 (default: the sample operator's)");
+ABSL_FLAG(std::string, dtype, "",
+          "submit/tune: the arguments' dtypes with --shape, one for all or one each (int8, uint8, "
+          "int16, uint16, int32, uint32, float16, float32, float64; default: the operator's)");
+ABSL_FLAG(std::string, atol, "",
+          "submit --c-source: a float output matches within atol + rtol * |reference| (default by "
+          "dtype: float16 1e-2, float32 1e-4, float64 1e-9); integer outputs must be equal");
+ABSL_FLAG(std::string, rtol, "", "submit --c-source: see --atol");
 ABSL_FLAG(int64_t, number, 10, "board time: calls per repeat");
 ABSL_FLAG(int64_t, repeat, 3, "board time: repeats (one cost each)");
 ABSL_FLAG(int64_t, min_repeat_ms, 0, "board time: grow number until a repeat lasts this long");
@@ -198,7 +205,9 @@ constexpr char kUsage[] =
     "                                   finished and pending jobs; --autotvm: AutoTVM log records\n"
     "  cancel JOB...                    cancel queued or running jobs\n"
     "  submit --kind K --c-source FILE --entry F --reference G --shape S [...]\n"
-    "                                   a one-off C source trial (no knobs)\n"
+    "         [--dtype D[,D...]] [--atol A] [--rtol R]\n"
+    "                                   a one-off C source trial (no knobs); dtypes int8, uint8,\n"
+    "                                   int16, uint16, int32, uint32, float16, float32, float64\n"
     "  op add DIR|op.json               register a user operator (its op.json, C files and\n"
     "                                   headers); a changed source makes a new version\n"
     "  ops [--op NAME] [--all-versions] [--json]\n"
@@ -469,6 +478,9 @@ TrialFlags TrialFlagsFromFlags(const RepeatedFlags& repeated) {
     }
   }
   flags.shapes = absl::GetFlag(FLAGS_shape);
+  flags.dtypes = absl::GetFlag(FLAGS_dtype);
+  flags.atol = absl::GetFlag(FLAGS_atol);
+  flags.rtol = absl::GetFlag(FLAGS_rtol);
   flags.number = absl::GetFlag(FLAGS_number);
   flags.repeat = absl::GetFlag(FLAGS_repeat);
   flags.min_repeat_ms = absl::GetFlag(FLAGS_min_repeat_ms);
@@ -577,15 +589,10 @@ absl::StatusOr<TuneOptions> TuneOptionsFromFlags() {
   }
   options.check = absl::GetFlag(FLAGS_check);
   options.priority = static_cast<int>(absl::GetFlag(FLAGS_priority));
-  if (!absl::GetFlag(FLAGS_shape).empty()) {
-    absl::StatusOr<std::vector<Shape>> shapes = ParseShapes(absl::GetFlag(FLAGS_shape));
-    if (!shapes.ok()) return shapes.status();
-    for (const Shape& shape : *shapes) {
-      v1::ArgSpec* a = &options.args.emplace_back();
-      for (int64_t d : shape) a->add_shape(d);
-      a->set_dtype("float32");
-    }
-  }
+  absl::StatusOr<std::vector<v1::ArgSpec>> args =
+      ArgSpecs(absl::GetFlag(FLAGS_shape), absl::GetFlag(FLAGS_dtype));
+  if (!args.ok()) return args.status();
+  options.args = *std::move(args);
   options.tty = isatty(STDERR_FILENO);
   return options;
 }

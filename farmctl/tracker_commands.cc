@@ -361,6 +361,20 @@ absl::Status SetCSource(const TrialFlags& flags, v1::Trial* trial) {
   trial->mutable_op()->set_c_source(flags.c_source);
   trial->mutable_op()->set_entry_function(flags.entry);
   trial->mutable_op()->set_reference_function(flags.reference);
+  for (const auto& [name, text] :
+       {std::pair<const char*, const std::string&>{"atol", flags.atol}, {"rtol", flags.rtol}}) {
+    if (text.empty()) continue;
+    double value;
+    if (!absl::SimpleAtod(text, &value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, ": \"", text, "\" is not a number"));
+    }
+    if (name[0] == 'a') {
+      trial->mutable_op()->set_atol(value);
+    } else {
+      trial->mutable_op()->set_rtol(value);
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -441,14 +455,8 @@ absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const catalog:
   }
 
   // No --shape: the op's default shapes (the tracker fills them in from its catalog).
-  absl::StatusOr<std::vector<Shape>> shapes =
-      flags.shapes.empty() ? std::vector<Shape>() : ParseShapes(flags.shapes);
-  if (!shapes.ok()) return shapes.status();
-  for (const Shape& shape : *shapes) {
-    v1::ArgSpec* arg = trial.add_args();
-    for (int64_t d : shape) arg->add_shape(d);
-    arg->set_dtype("float32");
-  }
+  ASSIGN_OR_RETURN(std::vector<v1::ArgSpec> args, ArgSpecs(flags.shapes, flags.dtypes));
+  for (v1::ArgSpec& arg : args) *trial.add_args() = std::move(arg);
 
   RETURN_IF_ERROR(SetMeasure(flags, trial.mutable_measure()));
   absl::StatusOr<int32_t> priority = Int32Flag("priority", flags.priority, catalog::kMaxPriority);
@@ -956,7 +964,14 @@ absl::Status ShowOperator(const TrackerClient& tracker, const std::string& name,
   for (const v1::OpArg& arg : spec.args()) {
     out << "arg:       " << arg.name() << " " << (arg.role().empty() ? "input" : arg.role()) << " "
         << (arg.dtype().empty() ? "float32" : arg.dtype()) << " ["
-        << absl::StrJoin(arg.shape(), ", ") << "]\n";
+        << absl::StrJoin(arg.shape(), ", ") << "]";
+    if (arg.range_size() == 2) out << " in [" << arg.range(0) << ", " << arg.range(1) << "]";
+    out << "\n";
+  }
+  if (spec.has_atol() || spec.has_rtol()) {
+    out << "tolerance: " << (spec.has_atol() ? absl::StrCat("atol ", spec.atol()) : "")
+        << (spec.has_atol() && spec.has_rtol() ? ", " : "")
+        << (spec.has_rtol() ? absl::StrCat("rtol ", spec.rtol()) : "") << "\n";
   }
   out << "shapes:    " << ShapesOf(spec) << " (default)\n"
       << "knobs:     " << KnobsText(spec) << "\n";

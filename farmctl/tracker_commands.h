@@ -90,9 +90,11 @@ struct TrialFlags {
   std::string c_source;
   std::string entry;
   std::string reference;
+  std::string atol, rtol;  // --atol/--rtol: a C source trial's output check; empty: the dtype's
   std::vector<std::string> knobs;  // --knob name=value (repeated) and --knobs a=1,b=2 split up
   std::string shapes;              // --shape 32x32,32x32,32x32; empty: the op's default shapes
                                    // (required with --c-source)
+  std::string dtypes;              // --dtype int8 or int8,int8,int32; empty: the op's
   int64_t number = 10;
   int64_t repeat = 3;
   int64_t min_repeat_ms = 0;

@@ -746,7 +746,16 @@ class ClientLocalTest(unittest.TestCase):
         self.assertEqual(t.op.template_op.op, "conv2d")
         self.assertEqual(dict(t.op.template_op.knobs), {"tile_oc": "8", "order": "reduction_outer"})
         self.assertEqual([list(a.shape) for a in t.args], [[1, 4, 16, 16], [8, 4, 3, 3], [1, 8, 14, 14]])
-        self.assertEqual({a.dtype for a in t.args}, {"float32"})
+        self.assertEqual({a.dtype for a in t.args}, {""}, "the op's dtypes")
+        q = benchfarm.trial("dwconv_s8", "host-process", shapes=["8x8x4", "3x3x4", "6x6x4"],
+                            dtypes=["int8", "int8", "int32"])
+        self.assertEqual([a.dtype for a in q.args], ["int8", "int8", "int32"])
+        self.assertEqual({a.dtype for a in benchfarm.trial("x", "k", shapes=[[4], [4]],
+                                                           dtypes="int16").args}, {"int16"})
+        with self.assertRaisesRegex(ValueError, "dtypes: 2 for 3 shapes"):
+            benchfarm.trial("x", "k", shapes=[[4], [4], [4]], dtypes=["int8", "int8"])
+        with self.assertRaisesRegex(ValueError, "dtypes: give shapes too"):
+            benchfarm.trial("x", "k", dtypes="int8")
         self.assertEqual((t.measure.number, t.measure.repeat, t.measure.min_repeat_ms,
                           t.measure.timeout_ms), (5, 4, 20, 5000))
         self.assertEqual((t.check_outputs, t.seed, t.priority, t.board_id), (False, 7, 3, "m3-0"))

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "benchfarm/data.h"
 #include "device/board.h"
 #include "device/flasher.h"
 #include "device/measure.h"
@@ -216,6 +217,93 @@ TEST_P(QemuBoardTest, EverySampleOpMatchesItsReferenceAndIsTimedOnTheChip) {
       EXPECT_GT(cost, 0) << op;
       EXPECT_LT(cost, 1.0) << op;
     }
+  }
+}
+
+// benchfarm.FillTensor on the chip gives the bytes crt/data gives on the host (and so on the
+// host-process board) for every dtype: results are comparable across board kinds. (The M4F and the
+// M55 convert with their FPUs, the M3 in software.)
+TEST_P(QemuBoardTest, TheChipFillsEveryDtypeWithTheHostsBytes) {
+  device::FirmwareImage image;
+  std::unique_ptr<device::Board> board = StartBoard(GetParam(), false, &image);
+  ASSERT_NE(board, nullptr);
+  device::RpcClient* rpc = board->rpc();
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  absl::StatusOr<uint64_t> fill = rpc->GetGlobalFunc("benchfarm.FillTensor", deadline);
+  ASSERT_TRUE(fill.ok()) << fill.status();
+  for (const char* name :
+       {"int8", "uint8", "int16", "uint16", "int32", "uint32", "float16", "float32", "float64"}) {
+    DLDataType dt;
+    ASSERT_EQ(bf_data_parse_dtype(name, &dt), 0);
+    double lo, hi;
+    bf_data_default_range(dt, &lo, &hi);
+    if (dt.code == kDLFloat) lo = -3.5, hi = 1000.25;  // not a power-of-two span: rounding shows
+    absl::StatusOr<device::RemoteTensor> t =
+        rpc->AllocTensor({333}, device::DlDataType{dt.code, dt.bits, dt.lanes}, deadline);
+    ASSERT_TRUE(t.ok()) << t.status();
+    ASSERT_TRUE(rpc->CallFunc(*fill,
+                              {device::Arg::Tensor(*t), device::Arg::Int(11), device::Arg::Int(2),
+                               device::Arg::Float(lo), device::Arg::Float(hi)},
+                              deadline)
+                    .ok())
+        << name;
+    absl::StatusOr<std::string> got = rpc->CopyFromRemote(*t, t->NumBytes(), deadline);
+    ASSERT_TRUE(got.ok()) << got.status();
+    std::string want(t->NumBytes(), '\0');
+    ASSERT_EQ(bf_data_fill(want.data(), 333, dt, 11, 2, lo, hi), 0);
+    EXPECT_EQ(*got, want) << name;
+    ASSERT_TRUE(rpc->FreeTensor(*t, deadline).ok());
+  }
+}
+
+// What a candidate's output check costs on the link: on the board (benchfarm.CheckCall) a few dozen
+// bytes; on the host path every check uploads a poisoned output and downloads two.
+TEST_P(QemuBoardTest, ACandidatesCheckMovesAFewBytesOnTheLink) {
+  device::FirmwareImage image;
+  std::unique_ptr<device::Board> board = StartBoard(GetParam(), false, &image);
+  ASSERT_NE(board, nullptr);
+  device::RpcClient* rpc = board->rpc();
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  absl::StatusOr<uint64_t> fn = rpc->GetFunction("matmul", deadline);
+  ASSERT_TRUE(fn.ok()) << fn.status();
+  for (bool on_host : {false, true}) {
+    device::ArgsSpec spec;
+    spec.args = device::Float32Args({{32, 32}, {32, 32}, {32, 32}});
+    spec.seed = 3;
+    spec.check = true;
+    spec.reference = "matmul_reference";
+    spec.atol = spec.rtol = 1e-4;
+    spec.data_on_host = on_host;
+    device::BoardArgs args;
+    ASSERT_TRUE(args.Prepare(*rpc, spec, deadline).ok());
+    EXPECT_EQ(args.on_board(), !on_host);
+    auto link_bytes = [&] {
+      const device::LinkCounters c = board->session()->counters();
+      return c.bytes_sent + c.bytes_received;
+    };
+    for (int candidate = 0; candidate < 2; ++candidate) {
+      uint64_t before = link_bytes();
+      ASSERT_TRUE(rpc->CallFunc(*fn, args.CallArgs(), deadline).ok());
+      const uint64_t call = link_bytes() - before;  // the candidate's call itself
+      before = link_bytes();
+      absl::StatusOr<device::CheckReport> report = args.Check(*rpc, *fn, deadline);
+      const uint64_t check = link_bytes() - before;
+      ASSERT_TRUE(report.ok()) << report.status();
+      EXPECT_EQ(report->mismatches, 0u);
+      std::printf(
+          "%s: matmul 32x32x32, data %s: a candidate's check %llu bytes on the link, "
+          "a plain call of it %llu\n",
+          GetParam().kind, on_host ? "on the host" : "on the board",
+          static_cast<unsigned long long>(check), static_cast<unsigned long long>(call));
+      if (on_host) {
+        EXPECT_GT(check, 3u * 32 * 32 * 4) << "a poisoned output up, two outputs down";
+      } else {
+        // The check is one call (the candidate's handle out, a 40-byte report back).
+        EXPECT_LE(check, call + 128) << "at most 128 bytes beyond the call itself";
+        EXPECT_LE(check, 160u);
+      }
+    }
+    args.Release(*rpc, deadline);
   }
 }
 

@@ -128,9 +128,9 @@ absl::Status JobQueue::ValidateTrial(v1::Trial* trial, int i) const {
                                                    " has no version \"",
                                                    tpl.version().substr(0, 64), "\""));
   };
-  absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = catalog::CheckTrial(t, find_spec);
-  if (!shapes.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("trials[", i, "].", shapes.status().message()));
+  absl::StatusOr<catalog::TrialArgs> args = catalog::CheckTrial(t, find_spec);
+  if (!args.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("trials[", i, "].", args.status().message()));
   }
   if (entry != nullptr) trial->mutable_op()->mutable_template_op()->set_version(entry->version());
   // What depends on boards: a kind that exists, arguments that fit some board of the kind (when
@@ -138,7 +138,7 @@ absl::Status JobQueue::ValidateTrial(v1::Trial* trial, int i) const {
   if (kinds_.count(t.board_kind()) == 0) {
     return Invalid(i, "board_kind", absl::StrCat("unknown board kind \"", t.board_kind(), "\""));
   }
-  const int64_t bytes = catalog::ArgumentBytes(*shapes);
+  const int64_t bytes = args->Bytes(t.check_outputs());
   if (std::optional<int64_t> largest = boards_.LargestMemory(t.board_kind());
       largest && bytes > *largest) {
     return Invalid(i, "args",

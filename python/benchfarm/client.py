@@ -112,14 +112,16 @@ def _shape(shape, index):
     return [int(d) for d in shape]
 
 
-def trial(op, kind, knobs=None, shapes=None, *, number=10, repeat=3, min_repeat_ms=0,
+def trial(op, kind, knobs=None, shapes=None, *, dtypes=None, number=10, repeat=3, min_repeat_ms=0,
           cooldown_ms=0, timeout_ms=0, check=True, seed=1, priority=0, board=None, labels=None,
           version=None, image_pool=None, target_rel_ci=0.0, budget_ms=0, max_repeat=0):
     """A Trial of template operator `op` (built-in: add, matmul, conv2d; or one added with
     add_op) on board kind `kind`.
 
     knobs: {name: value}; a knob left out takes its default. shapes: one per argument, inputs then
-    output, as [32, 32] or "32x32"; None: the op's default shapes. number/repeat/min_repeat_ms/
+    output, as [32, 32] or "32x32"; None: the op's default shapes. dtypes: with shapes, one dtype
+    for every argument or a list of one each ("int8", "uint8", "int16", "uint16", "int32",
+    "uint32", "float16", "float32", "float64"); None: the op's. number/repeat/min_repeat_ms/
     cooldown_ms/timeout_ms: the on-board time evaluator (0: the agent's default).
     target_rel_ci: adaptive mode when > 0 (0.01: repeat until the median's 95 % interval is
     within +-1 %; number is calibrated, number/repeat are ignored), bounded by budget_ms of timing
@@ -139,8 +141,16 @@ def trial(op, kind, knobs=None, shapes=None, *, number=10, repeat=3, min_repeat_
         if not isinstance(candidate, str):
             candidate = ",".join("%s=%s" % (k, knob_text(v)) for k, v in candidate.items())
         template.image_pool.append(candidate)
-    for i, shape in enumerate(shapes or ()):
-        t.args.add(shape=_shape(shape, i), dtype="float32")
+    shapes = list(shapes or ())
+    if dtypes is not None and not shapes:
+        raise ValueError("dtypes: give shapes too")
+    if isinstance(dtypes, str):
+        dtypes = [dtypes] * len(shapes)
+    if dtypes is not None and len(dtypes) != len(shapes):
+        raise ValueError("dtypes: %d for %d shapes (give one, or one each)"
+                         % (len(dtypes), len(shapes)))
+    for i, shape in enumerate(shapes):
+        t.args.add(shape=_shape(shape, i), dtype=dtypes[i] if dtypes else "")
     t.measure.number = number
     t.measure.repeat = repeat
     t.measure.min_repeat_ms = min_repeat_ms
