@@ -1,5 +1,6 @@
 #include "device/board_args.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -50,6 +51,28 @@ absl::StatusOr<CheckReport> DecodeReport(const Arg& value) {
   std::memcpy(&r.want, p + 24, 8);
   std::memcpy(&r.max_abs_error, p + 32, 8);
   return FromC(r);
+}
+
+// The host path uploads in pieces of this size, so a link too slow for the trial's data shows after
+// the first.
+constexpr size_t kUploadChunk = 8 << 10;
+
+// ResourceExhausted when `sent` of `total` bytes took long enough since `start` that the rest
+// cannot cross the link by the deadline.
+absl::Status CheckLinkTime(int64_t total, int64_t sent, absl::Time start, absl::Time deadline) {
+  const double rate = sent / std::max(1e-6, absl::ToDoubleSeconds(absl::Now() - start));
+  if (absl::Now() + absl::Seconds((total - sent) / rate) <= deadline) return absl::OkStatus();
+  auto tenths = [](absl::Duration d) {
+    return absl::FormatDuration(absl::Trunc(d, absl::Milliseconds(100)));
+  };
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the trial's data does not cross this board's link in its timeout: ", total,
+      " bytes (the inputs, and for the check a poisoned output up and two outputs down: the "
+      "firmware has no benchfarm.FillTensor to make and check them on the board) at the ",
+      static_cast<int64_t>(rate / 1000), " KB/s measured take about ",
+      tenths(absl::Seconds(total / rate)), ", and ", tenths(deadline - start),
+      " were left: raise the trial's timeout (measure.timeout_ms, farmctl --timeout-ms) or use "
+      "benchfarm firmware"));
 }
 
 }  // namespace
@@ -104,7 +127,7 @@ absl::Status BoardArgs::Prepare(RpcClient& rpc, const ArgsSpec& spec, absl::Time
   spec_ = spec;
   on_board_ = false;
   if (!spec.data_on_host) {
-    absl::StatusOr<uint64_t> fill = rpc.GetGlobalFunc("benchfarm.FillTensor", deadline);
+    absl::StatusOr<uint64_t> fill = rpc.CachedGlobal("benchfarm.FillTensor", deadline);
     if (fill.ok()) {
       on_board_ = true;
     } else if (!absl::IsNotFound(fill.status())) {
@@ -131,7 +154,7 @@ absl::Status BoardArgs::Fill(RpcClient& rpc, absl::Time deadline) {
     tensors_.push_back(std::move(t));
   }
   if (on_board_) {
-    ASSIGN_OR_RETURN(uint64_t fill, rpc.GetGlobalFunc("benchfarm.FillTensor", deadline));
+    ASSIGN_OR_RETURN(uint64_t fill, rpc.CachedGlobal("benchfarm.FillTensor", deadline));
     for (size_t i = 0; i < inputs; ++i) {
       RETURN_IF_ERROR(
           rpc.CallFunc(fill,
@@ -142,8 +165,20 @@ absl::Status BoardArgs::Fill(RpcClient& rpc, absl::Time deadline) {
               .status());
     }
   } else {
+    // The data crosses the link: refuse as soon as the link's speed shows it cannot in time.
+    int64_t total = args.back().Bytes() * (spec_.check ? 3 : 0), sent = 0;
+    for (size_t i = 0; i < inputs; ++i) total += args[i].Bytes();
+    const absl::Time start = absl::Now();
     for (size_t i = 0; i < inputs; ++i) {
-      RETURN_IF_ERROR(rpc.CopyToRemote(tensors_[i], Generated(args[i], spec_.seed, i), deadline));
+      const std::string data = Generated(args[i], spec_.seed, i);
+      for (size_t at = 0; at < data.size(); at += kUploadChunk) {
+        RemoteTensor part = tensors_[i];
+        part.byte_offset += at;
+        const size_t n = std::min(kUploadChunk, data.size() - at);
+        RETURN_IF_ERROR(rpc.CopyToRemote(part, absl::string_view(data).substr(at, n), deadline));
+        sent += static_cast<int64_t>(n);
+        RETURN_IF_ERROR(CheckLinkTime(total, sent, start, deadline));
+      }
     }
     poison_.assign(static_cast<size_t>(args.back().Bytes()), '\0');
     (void)bf_data_poison(poison_.data(), static_cast<size_t>(args.back().Elements()),
@@ -166,8 +201,8 @@ absl::Status BoardArgs::Fill(RpcClient& rpc, absl::Time deadline) {
   std::vector<Arg> setup = {Arg::Float(spec_.atol), Arg::Float(spec_.rtol)};
   for (size_t i = 0; i <= inputs; ++i) setup.push_back(Arg::Tensor(tensors_[i]));
   setup.push_back(Arg::Tensor(ref));
-  ASSIGN_OR_RETURN(uint64_t check_setup, rpc.GetGlobalFunc("benchfarm.CheckSetup", deadline));
-  ASSIGN_OR_RETURN(check_call_, rpc.GetGlobalFunc("benchfarm.CheckCall", deadline));
+  ASSIGN_OR_RETURN(uint64_t check_setup, rpc.CachedGlobal("benchfarm.CheckSetup", deadline));
+  ASSIGN_OR_RETURN(check_call_, rpc.CachedGlobal("benchfarm.CheckCall", deadline));
   return rpc.CallFunc(check_setup, setup, deadline).status();
 }
 

@@ -94,6 +94,8 @@ class RpcClient {
   absl::StatusOr<Reply> Request(const std::string& packet, absl::Time deadline);
 
   absl::StatusOr<uint64_t> GetGlobalFunc(absl::string_view name, absl::Time deadline);
+  // GetGlobalFunc, remembered (also "not found") until Reconnect: for globals called often.
+  absl::StatusOr<uint64_t> CachedGlobal(const std::string& name, absl::Time deadline);
   absl::StatusOr<Arg> CallFunc(uint64_t function, absl::Span<const Arg> args, absl::Time deadline);
   // The system library's module handle (runtime.SystemLib), fetched once.
   absl::StatusOr<uint64_t> SystemLib(absl::Time deadline);
@@ -145,9 +147,6 @@ class RpcClient {
   // Whether the board streams large copies (benchfarm firmware); decided once.
   absl::StatusOr<bool> Streams(absl::Time deadline);
   absl::StatusOr<uint64_t> ChunkBytes(int ndim, absl::Time deadline);
-  // GetGlobalFunc, remembered (also "not found") until Reconnect: for globals called often.
-  absl::StatusOr<uint64_t> CachedGlobal(const std::string& name, absl::Time deadline);
-
   HostSession* session_;
   bool out_of_step_ = false;
   std::optional<uint64_t> system_lib_;

@@ -307,6 +307,34 @@ TEST_P(QemuBoardTest, ACandidatesCheckMovesAFewBytesOnTheLink) {
   }
 }
 
+// Data that must cross the link (the host path: firmware without benchfarm.FillTensor) and cannot
+// within the trial's timeout is refused as soon as the link's speed shows it, saying so — not a
+// lost call.
+TEST_P(QemuBoardTest, DataThatCannotCrossTheLinkInTimeIsRefusedSayingSo) {
+  device::FirmwareImage image;
+  std::unique_ptr<device::Board> board = StartBoard(GetParam(), false, &image);
+  ASSERT_NE(board, nullptr);
+  device::MeasureRequest r = SampleOp("add", 1, 1);
+  r.args = device::Float32Args({{3072}, {3072}, {3072}});  // 12 KiB each
+  r.data_on_host = true;
+  // The first input crosses, then the rest (an input, and an output up and two down) cannot.
+  const absl::Time start = absl::Now();
+  absl::StatusOr<device::MeasureOutcome> m =
+      device::Measure(*board->rpc(), r, absl::Now() + absl::Milliseconds(400));
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(m.status())) << m.status();
+  EXPECT_NE(m.status().message().find("does not cross this board's link in its timeout: 61440 "
+                                      "bytes"),
+            std::string::npos)
+      << m.status();
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(400));
+  // The board is fine: the same trial with its data on the board runs.
+  r.data_on_host = false;
+  m = device::Measure(*board->rpc(), r, absl::Now() + absl::Seconds(10));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->matches) << m->mismatch;
+}
+
 TEST_P(QemuBoardTest, GarbageAndAWrongSessionOnTheUartDoNotWedgeIt) {
   device::FirmwareImage image;
   std::unique_ptr<device::Board> board = StartBoard(GetParam(), false, &image);
