@@ -272,7 +272,7 @@ absl::StatusOr<std::vector<double>> RpcClient::TimeFunction(absl::string_view na
                                                             const TimeEvaluatorOptions& o,
                                                             absl::Time deadline) {
   ASSIGN_OR_RETURN(uint64_t lib, SystemLib(deadline));
-  ASSIGN_OR_RETURN(uint64_t create, GetGlobalFunc("runtime.RPCTimeEvaluator", deadline));
+  ASSIGN_OR_RETURN(uint64_t create, CachedGlobal("runtime.RPCTimeEvaluator", deadline));
   ASSIGN_OR_RETURN(
       Arg evaluator,
       CallFunc(create,

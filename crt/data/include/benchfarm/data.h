@@ -58,7 +58,9 @@ int bf_data_fill(void* data, size_t count, DLDataType dtype, uint64_t seed, uint
 
 /*
  * Fills count elements with values a kernel that writes nothing is caught by:
- * NaN for floats; draws of stream `salt` for integers. -1 on a bad dtype.
+ * NaN for floats; for integers a 32-bit LCG's bytes seeded by `salt` (not the
+ * generator above: cheaper on a core without a 64-bit multiplier). -1 on a bad
+ * dtype.
  */
 int bf_data_poison(void* data, size_t count, DLDataType dtype, uint64_t salt);
 
