@@ -317,20 +317,30 @@ TEST_P(QemuBoardTest, DataThatCannotCrossTheLinkInTimeIsRefusedSayingSo) {
   device::MeasureRequest r = SampleOp("add", 1, 1);
   r.args = device::Float32Args({{3072}, {3072}, {3072}});  // 12 KiB each
   r.data_on_host = true;
-  // The first input crosses, then the rest (an input, and an output up and two down) cannot.
+  // The link's speed now (this VM's load moves it): 12 KiB up.
+  device::RpcClient* rpc = board->rpc();
+  absl::StatusOr<device::RemoteTensor> probe =
+      rpc->AllocTensor({3072}, device::DlDataType{}, absl::Now() + absl::Seconds(10));
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  absl::Time t0 = absl::Now();
+  ASSERT_TRUE(
+      rpc->CopyToRemote(*probe, std::string(12288, '\0'), absl::Now() + absl::Seconds(10)).ok());
+  const absl::Duration per_input = absl::Now() - t0;
+  ASSERT_TRUE(rpc->FreeTensor(*probe, absl::Now() + absl::Seconds(10)).ok());
+  // The trial's data is 5 inputs' worth (two inputs, an output up and two down); give it time for
+  // two and a half: the first 8 KiB show it cannot make it.
   const absl::Time start = absl::Now();
-  absl::StatusOr<device::MeasureOutcome> m =
-      device::Measure(*board->rpc(), r, absl::Now() + absl::Milliseconds(400));
+  absl::StatusOr<device::MeasureOutcome> m = device::Measure(*rpc, r, start + per_input * 2.5);
   ASSERT_FALSE(m.ok());
   EXPECT_TRUE(absl::IsResourceExhausted(m.status())) << m.status();
   EXPECT_NE(m.status().message().find("does not cross this board's link in its timeout: 61440 "
                                       "bytes"),
             std::string::npos)
       << m.status();
-  EXPECT_LT(absl::Now() - start, absl::Milliseconds(400));
+  EXPECT_LT(absl::Now() - start, per_input * 2.5);
   // The board is fine: the same trial with its data on the board runs.
   r.data_on_host = false;
-  m = device::Measure(*board->rpc(), r, absl::Now() + absl::Seconds(10));
+  m = device::Measure(*rpc, r, absl::Now() + absl::Seconds(10));
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_TRUE(m->matches) << m->mismatch;
 }
