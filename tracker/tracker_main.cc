@@ -35,6 +35,7 @@
 #include "base/clock.h"
 #include "base/logging.h"
 #include "base/memory.h"
+#include "base/status_macros.h"
 #include "google/protobuf/text_format.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -82,18 +83,8 @@ std::string Absolute(const std::string& path) {
   return absl::StrCat(cwd, "/", path);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
-  // Debian's Abseil is built with deadlock detection on: a lock-order graph update on every
-  // Mutex acquisition, a few % of the tracker's CPU. The tests keep it (they run the same code in
-  // process); the daemon does not pay for it.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  if (absl::Status s = benchfarm::base::InitLogging("tracker", absl::GetFlag(FLAGS_log_level));
-      !s.ok()) {
-    return Fail(std::string(s.message()));
-  }
+// The config: defaults, the --config file, then the flags; checked.
+absl::StatusOr<benchfarm::v1::TrackerConfig> LoadConfig() {
   benchfarm::v1::TrackerConfig config;
   config.set_listen_address("127.0.0.1:7070");
   config.set_database_path("benchfarm-tracker.db");
@@ -104,13 +95,16 @@ int main(int argc, char** argv) {
   config.set_quarantine_threshold(3);
   if (!absl::GetFlag(FLAGS_config).empty()) {
     std::ifstream in(absl::GetFlag(FLAGS_config));
-    if (!in) return Fail(absl::StrCat("cannot read config ", absl::GetFlag(FLAGS_config)));
+    if (!in) {
+      return absl::NotFoundError(absl::StrCat("cannot read config ", absl::GetFlag(FLAGS_config)));
+    }
     std::stringstream text;
     text << in.rdbuf();
     benchfarm::v1::TrackerConfig file;
     if (!google::protobuf::TextFormat::ParseFromString(text.str(), &file)) {
-      return Fail(absl::StrCat("config ", absl::GetFlag(FLAGS_config),
-                               " is not a valid TrackerConfig (the parser's message is above)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("config ", absl::GetFlag(FLAGS_config),
+                       " is not a valid TrackerConfig (the parser's message is above)"));
     }
     config.MergeFrom(file);
   }
@@ -121,74 +115,73 @@ int main(int argc, char** argv) {
     config.set_metrics_address(
         absl::GetFlag(FLAGS_metrics) == "off" ? "" : absl::GetFlag(FLAGS_metrics));
   }
-  if (config.lease_seconds() < 1) return Fail("config: lease_seconds must be at least 1");
+  auto invalid = [](const char* problem) {
+    return absl::InvalidArgumentError(absl::StrCat("config: ", problem));
+  };
+  if (config.lease_seconds() < 1) return invalid("lease_seconds must be at least 1");
   if (config.heartbeat_seconds() < 1 || config.heartbeat_seconds() >= config.lease_seconds()) {
-    return Fail("config: heartbeat_seconds must be at least 1 and less than lease_seconds");
+    return invalid("heartbeat_seconds must be at least 1 and less than lease_seconds");
   }
-  if (config.retry_budget() < 1) return Fail("config: retry_budget must be at least 1");
-  if (config.quarantine_threshold() < 1)
-    return Fail("config: quarantine_threshold must be at least 1");
-  if (config.listen_address().empty()) return Fail("config: listen_address is required");
+  if (config.retry_budget() < 1) return invalid("retry_budget must be at least 1");
+  if (config.quarantine_threshold() < 1) return invalid("quarantine_threshold must be at least 1");
+  if (config.listen_address().empty()) return invalid("listen_address is required");
   if (absl::GetFlag(FLAGS_insecure)) config.mutable_security()->set_insecure(true);
   if (!absl::GetFlag(FLAGS_state_dir).empty()) {
     config.mutable_security()->set_state_dir(absl::GetFlag(FLAGS_state_dir));
   }
-  // SIGTERM stops a standby as cleanly as a leader (and one right after "listening").
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGINT, OnSignal);
+  return config;
+}
 
-  // /metrics from the start: a standby says it is one (benchfarm_tracker_leader 0).
-  benchfarm::tracker::Metrics metrics;
-  if (!config.metrics_address().empty()) {
-    absl::Status s = metrics.Serve(config.metrics_address());
-    if (!s.ok()) return Fail(std::string(s.message()));
+// The database: a SQLite file, or a PostgreSQL database (postgresql://...) that trackers on
+// several machines share. `name` is what logs say: without credentials.
+struct Database {
+  std::string path;
+  bool postgres = false;
+  std::string name;
+};
+
+absl::StatusOr<Database> DatabaseOf(const benchfarm::v1::TrackerConfig& config) {
+  Database db;
+  db.path = config.database_path();
+  db.postgres = benchfarm::tracker::PgStore::IsUri(db.path);
+  db.name = Absolute(db.path);
+  if (db.postgres) {
+    absl::StatusOr<std::string> name = benchfarm::tracker::PgStore::NameOf(db.path);
+    if (!name.ok())
+      return absl::InvalidArgumentError(absl::StrCat("database_path: ", name.status().message()));
+    db.name = absl::StrCat("postgres ", *name);
   }
-  metrics.SetLeader(false);
+  return db;
+}
 
-  // The database: a SQLite file, or a PostgreSQL database (postgresql://...) that trackers on
-  // several machines share. Logs name it without credentials.
-  const std::string& database = config.database_path();
-  const bool postgres = benchfarm::tracker::PgStore::IsUri(database);
-  std::string database_name = Absolute(database);
-  if (postgres) {
-    absl::StatusOr<std::string> name = benchfarm::tracker::PgStore::NameOf(database);
-    if (!name.ok()) return Fail(absl::StrCat("database_path: ", name.status().message()));
-    database_name = absl::StrCat("postgres ", *name);
-  }
-
-  // Of several trackers on this database, one serves; the others wait here (active/standby).
+// Of several trackers on this database, one serves; the others wait here (active/standby). True
+// once this one leads, false when it was stopped while waiting. A leader whose leadership may have
+// passed on (its connection to the database is gone) stops at once: another tracker may serve
+// already, and two must never write. The watchdog is never joined (a check may wait on a stopped
+// database server) and the leadership never freed: it is held until the process ends.
+absl::StatusOr<bool> Lead(const Database& db) {
   std::unique_ptr<benchfarm::tracker::Leadership> leadership;
-  if (postgres) {
+  if (db.postgres) {
     leadership = std::make_unique<benchfarm::tracker::PgLeadership>(
-        database, database_name.substr(sizeof("postgres ") - 1));
+        db.path, db.name.substr(sizeof("postgres ") - 1));
   } else {
-    leadership = std::make_unique<benchfarm::tracker::FileLeadership>(database_name + ".leader");
+    leadership = std::make_unique<benchfarm::tracker::FileLeadership>(db.name + ".leader");
   }
   absl::StatusOr<bool> leading = leadership->TryAcquire();
-  if (!leading.ok() && !absl::IsUnavailable(leading.status())) {
-    return Fail(std::string(leading.status().message()));
-  }
+  if (!leading.ok() && !absl::IsUnavailable(leading.status())) return leading.status();
   if (!leading.ok() || !*leading) {
     if (leading.ok()) {
       const std::string leader = leadership->Leader();
       spdlog::info("standby: {} serves {} (it holds {}); taking over when it stops",
-                   leader.empty() ? "another tracker" : leader, database_name, leadership->Lock());
+                   leader.empty() ? "another tracker" : leader, db.name, leadership->Lock());
     } else {
       spdlog::warn("standby: {}; trying again", std::string(leading.status().message()));
     }
     leading = leadership->Acquire([] { return g_stop != 0; }, absl::Milliseconds(100));
-    if (!leading.ok()) return Fail(std::string(leading.status().message()));
-    if (!*leading) {
-      spdlog::info("stopping (standby)");
-      return 0;
-    }
-    spdlog::info("leading: the tracker that served {} stopped; taking over", database_name);
+    if (!leading.ok()) return leading.status();
+    if (!*leading) return false;
+    spdlog::info("leading: the tracker that served {} stopped; taking over", db.name);
   }
-  metrics.SetLeader(true);
-  // A leader whose leadership may have passed on (its connection to the database is gone) stops
-  // at once: another tracker may serve already, and two must never write. The watchdog is never
-  // joined (a check may wait on a stopped database server) and the leadership never freed: it is
-  // held until the process ends, however main ends.
   benchfarm::tracker::Leadership* const held = leadership.release();
   std::thread([held] {
     while (!g_stop) {
@@ -202,32 +195,23 @@ int main(int argc, char** argv) {
       absl::SleepFor(absl::Seconds(1));
     }
   }).detach();
+  return true;
+}
 
-  absl::StatusOr<benchfarm::tracker::ServerSecurity> security =
-      benchfarm::tracker::SetUpServerSecurity(config, argv[0]);
-  if (!security.ok()) return Fail(std::string(security.status().message()));
-
-  // Every acknowledged submission and result is on stable storage (fsync'd: survives power
-  // loss); group commit shares each fsync among the changes of a batch.
-  std::unique_ptr<benchfarm::tracker::Store> store;
-  if (postgres) {
-    auto opened = benchfarm::tracker::PgStore::Open(database);
-    if (!opened.ok()) return Fail(std::string(opened.status().message()));
-    store = *std::move(opened);
-  } else {
-    benchfarm::tracker::SqliteStoreOptions store_options;
-    store_options.synchronous_full = true;
-    auto opened = benchfarm::tracker::SqliteStore::Open(database, store_options);
-    if (!opened.ok()) return Fail(std::string(opened.status().message()));
-    store = *std::move(opened);
+// Every acknowledged submission and result is on stable storage (fsync'd: survives power loss);
+// group commit shares each fsync among the changes of a batch.
+absl::StatusOr<std::unique_ptr<benchfarm::tracker::Store>> OpenStore(const Database& db) {
+  if (db.postgres) {
+    ASSIGN_OR_RETURN(auto opened, benchfarm::tracker::PgStore::Open(db.path));
+    return std::unique_ptr<benchfarm::tracker::Store>(std::move(opened));
   }
+  benchfarm::tracker::SqliteStoreOptions store_options;
+  store_options.synchronous_full = true;
+  ASSIGN_OR_RETURN(auto opened, benchfarm::tracker::SqliteStore::Open(db.path, store_options));
+  return std::unique_ptr<benchfarm::tracker::Store>(std::move(opened));
+}
 
-  spdlog::info(
-      "database {}; lease {} s, heartbeat {} s, retry budget {}, quarantine after {}; malloc: {}",
-      database_name, config.lease_seconds(), config.heartbeat_seconds(), config.retry_budget(),
-      config.quarantine_threshold(), benchfarm::base::HeapAllocator());
-
-  benchfarm::base::RealClock clock;
+benchfarm::tracker::JobQueueOptions QueueOptions(const benchfarm::v1::TrackerConfig& config) {
   benchfarm::tracker::JobQueueOptions options;
   options.lease = absl::Seconds(config.lease_seconds());
   options.retry_budget = config.retry_budget();
@@ -248,7 +232,111 @@ int main(int argc, char** argv) {
   if (config.operator_cache_bytes() > 0)
     options.catalog.cache_bytes = config.operator_cache_bytes();
   if (config.max_slots_per_board() > 0) options.max_slots_per_board = config.max_slots_per_board();
-  benchfarm::tracker::JobQueue queue(store.get(), &clock, options);
+  return options;
+}
+
+// How to reach the tracker, the way Jupyter prints its token: the CA to trust and a credential.
+void LogHowToReach(const benchfarm::tracker::ServerSecurity& security, const std::string& host,
+                   int port) {
+  if (security.auth == nullptr) {
+    spdlog::warn(
+        "insecure: plain text, no authentication (--insecure); every caller may do everything");
+    return;
+  }
+  spdlog::info("secure: TLS; clients need the CA {} and a token or certificate of it",
+               security.ca_cert);
+  if (security.initialized_now) {
+    spdlog::info("first start: made a CA, this tracker's certificate and an admin token in {}",
+                 security.state_dir);
+  }
+  if (!security.admin_token_file.empty()) {
+    spdlog::info(
+        "farmctl as admin: export BENCHFARM_TRACKER={}:{} BENCHFARM_CA={} "
+        "BENCHFARM_TOKEN_FILE={}",
+        host, port, security.ca_cert, security.admin_token_file);
+  }
+  spdlog::info(
+      "an agent: deploy/pki.sh agent {} AGENT_ID BOARD_GLOB=KIND[:SLOTS]...; a user token: "
+      "deploy/pki.sh token {} NAME (README \"Security\")",
+      security.state_dir, security.state_dir);
+}
+
+// Stops serving once what the last calls changed is stored and their answers (run by the commit
+// thread) are given, before the server and the service they use go away; a failing store is tried
+// again for a while before giving up on what it holds. Then exits without freeing the queue one
+// object at a time (a million queued jobs took ~6 s, which systemd waits out). The database needs
+// no closing: every commit is already durable (an unclosed SQLite WAL is replayed on the next
+// open, as after a crash; keep the -wal file with the database when copying it); locks and
+// connections end with the process.
+[[noreturn]] void StopServing(benchfarm::tracker::TrackerService& service, grpc::Server& server,
+                              benchfarm::tracker::JobQueue& queue) {
+  spdlog::info("stopping");
+  service.Stop();
+  server.Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  const absl::Time flush_deadline = absl::Now() + absl::Seconds(10);
+  absl::Status flushed;
+  while (!(flushed = queue.Flush()).ok() && absl::Now() < flush_deadline) {
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  int code = 0;
+  if (!flushed.ok()) {
+    spdlog::error("stopping with changes not stored: {}", std::string(flushed.message()));
+    code = 1;
+  }
+  spdlog::info("stopped");
+  spdlog::default_logger()->flush();
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  // Debian's Abseil is built with deadlock detection on: a lock-order graph update on every
+  // Mutex acquisition, a few % of the tracker's CPU. The tests keep it (they run the same code in
+  // process); the daemon does not pay for it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  if (absl::Status s = benchfarm::base::InitLogging("tracker", absl::GetFlag(FLAGS_log_level));
+      !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  absl::StatusOr<benchfarm::v1::TrackerConfig> loaded = LoadConfig();
+  if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
+  const benchfarm::v1::TrackerConfig& config = *loaded;
+  // SIGTERM stops a standby as cleanly as a leader (and one right after "listening").
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+
+  // /metrics from the start: a standby says it is one (benchfarm_tracker_leader 0).
+  benchfarm::tracker::Metrics metrics;
+  if (!config.metrics_address().empty()) {
+    absl::Status s = metrics.Serve(config.metrics_address());
+    if (!s.ok()) return Fail(std::string(s.message()));
+  }
+  metrics.SetLeader(false);
+  absl::StatusOr<Database> db = DatabaseOf(config);
+  if (!db.ok()) return Fail(std::string(db.status().message()));
+  absl::StatusOr<bool> leading = Lead(*db);
+  if (!leading.ok()) return Fail(std::string(leading.status().message()));
+  if (!*leading) {
+    spdlog::info("stopping (standby)");
+    return 0;
+  }
+  metrics.SetLeader(true);
+
+  absl::StatusOr<benchfarm::tracker::ServerSecurity> security =
+      benchfarm::tracker::SetUpServerSecurity(config, argv[0]);
+  if (!security.ok()) return Fail(std::string(security.status().message()));
+  absl::StatusOr<std::unique_ptr<benchfarm::tracker::Store>> store = OpenStore(*db);
+  if (!store.ok()) return Fail(std::string(store.status().message()));
+  spdlog::info(
+      "database {}; lease {} s, heartbeat {} s, retry budget {}, quarantine after {}; malloc: {}",
+      db->name, config.lease_seconds(), config.heartbeat_seconds(), config.retry_budget(),
+      config.quarantine_threshold(), benchfarm::base::HeapAllocator());
+
+  benchfarm::base::RealClock clock;
+  benchfarm::tracker::JobQueue queue(store->get(), &clock, QueueOptions(config));
   absl::Status recovered = queue.Recover();
   if (!recovered.ok()) return Fail(absl::StrCat("recovery failed: ", recovered.message()));
 
@@ -268,59 +356,13 @@ int main(int argc, char** argv) {
   if (server == nullptr || port == 0) {
     return Fail(absl::StrCat("cannot listen on ", config.listen_address()));
   }
-  std::string host = config.listen_address().substr(0, config.listen_address().rfind(':'));
-  if (security->auth == nullptr) {
-    spdlog::warn(
-        "insecure: plain text, no authentication (--insecure); every caller may do everything");
-  } else {
-    // How to reach it, the way Jupyter prints its token: the CA to trust and a credential.
-    spdlog::info("secure: TLS; clients need the CA {} and a token or certificate of it",
-                 security->ca_cert);
-    if (security->initialized_now) {
-      spdlog::info("first start: made a CA, this tracker's certificate and an admin token in {}",
-                   security->state_dir);
-    }
-    if (!security->admin_token_file.empty()) {
-      spdlog::info(
-          "farmctl as admin: export BENCHFARM_TRACKER={}:{} BENCHFARM_CA={} "
-          "BENCHFARM_TOKEN_FILE={}",
-          host, port, security->ca_cert, security->admin_token_file);
-    }
-    spdlog::info(
-        "an agent: deploy/pki.sh agent {} AGENT_ID BOARD_GLOB=KIND[:SLOTS]...; a user token: "
-        "deploy/pki.sh token {} NAME (README \"Security\")",
-        security->state_dir, security->state_dir);
-  }
+  const std::string host = config.listen_address().substr(0, config.listen_address().rfind(':'));
+  LogHowToReach(*security, host, port);
   std::printf("tracker: listening on %s:%d", host.c_str(), port);
   if (metrics.port() != 0) std::printf(" (metrics on port %d)", metrics.port());
   std::printf("\n");
   std::fflush(stdout);
 
   while (!g_stop) absl::SleepFor(absl::Milliseconds(100));
-  spdlog::info("stopping");
-  service.Stop();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  // What the last calls changed is stored, and their answers (run by the commit thread) are
-  // given, before the server and the service they use go away.
-  // A failing store is tried again (every store_probe) for a while before giving up on what it
-  // holds.
-  const absl::Time flush_deadline = absl::Now() + absl::Seconds(10);
-  absl::Status flushed;
-  while (!(flushed = queue.Flush()).ok() && absl::Now() < flush_deadline) {
-    absl::SleepFor(absl::Milliseconds(200));
-  }
-  int code = 0;
-  if (!flushed.ok()) {
-    spdlog::error("stopping with changes not stored: {}", std::string(flushed.message()));
-    code = 1;
-  }
-  // Everything is stored and answered (or cannot be), and nothing runs that could change it:
-  // exit without freeing the queue one object at a time (a million queued jobs took ~6 s, which
-  // systemd waits out). The database needs no closing: every commit is already durable (an
-  // unclosed SQLite WAL is replayed on the next open, as after a crash; keep the -wal file with
-  // the database when copying it); locks and connections end with the process.
-  spdlog::info("stopped");
-  spdlog::default_logger()->flush();
-  std::fflush(nullptr);
-  std::_Exit(code);
+  StopServing(service, *server, queue);
 }
