@@ -253,6 +253,12 @@ TEST_F(AgentTest, EachFailureGetsItsOwnCodeAndTheBoardServesTheNextJob) {
   EXPECT_EQ(code(1), v1::NO_ERROR) << message(1);
   EXPECT_EQ(code(2), v1::RUNTIME_DEVICE) << message(2);
   EXPECT_TRUE(absl::StrContains(message(2), "signal 11")) << message(2);
+  // The board's fault line, its addresses named from the image's debug information: the store of
+  // line 6 of the trial's source.
+  EXPECT_TRUE(
+      absl::StrContains(message(2), "its last log: fault: SIGSEGV (address not mapped) pc=0x"))
+      << message(2);
+  EXPECT_TRUE(absl::StrContains(message(2), " in crasher (trial.c:6)")) << message(2);
   EXPECT_EQ(code(3), v1::NO_ERROR) << message(3);
   EXPECT_EQ(code(4), v1::RUN_TIMEOUT) << message(4);
   EXPECT_EQ(code(5), v1::NO_ERROR) << message(5);

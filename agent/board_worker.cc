@@ -8,7 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "agent/fault_names.h"
 #include "base/time_proto.h"
+#include "catalog/cflags.h"
 #include "catalog/trial.h"
 #include "google/protobuf/util/time_util.h"
 #include "proto/error_codes.h"
@@ -279,6 +281,8 @@ absl::Status BoardWorker::MakeItem(const v1::Trial& t, const catalog::KnobSpace&
   item->request = MeasureRequestFor(t, *args);
   item->timeout = catalog::EffectiveMeasure(t.measure()).timeout;
   if (op.source_case() == v1::OperatorSpec::kTemplateOp) {
+    // Its operator's compile options, as the tracker checked them when the operator was added.
+    if (absl::Status s = catalog::CheckOperatorCflags(*candidate->op); !s.ok()) return s;
     item->request.function = candidate->function;
     item->request.reference = op.reference_function().empty() ? candidate->op->reference_entry()
                                                               : op.reference_function();
@@ -447,7 +451,13 @@ bool BoardWorker::Round(const Image& image, bool interleave, Live& l) {
   }
   if (metrics_ != nullptr) metrics_->Stage("measure", r.stages().measure_s());
   if (call.failure) {
-    const TrialError e = ErrorFor(*call.failure, q.function, item.timeout);
+    device::BoardFailure failure = *call.failure;
+    if (failure.kind == device::BoardFailure::kRebooted ||
+        failure.kind == device::BoardFailure::kCrashed) {
+      // A fault line's addresses, named from the image's debug information.
+      failure.message = NameFaultAddresses(failure.message, image.debug_path);
+    }
+    const TrialError e = ErrorFor(failure, q.function, item.timeout);
     r.set_error_code(e.code);
     r.set_message(e.message);
   } else if (const device::MeasureOutcome& o = l.outcome; o.matches) {

@@ -19,26 +19,28 @@
 // resolve inside the sandbox. See agent/templates/host-process/build.
 //
 // Images: the agent alone writes the image cache, outside any sandbox. After a build it copies
-// IMAGE_OUT (and IMAGE_OUT.hash, .bin, .hex beside it: regular files only, never through a
-// symbolic link) into cache_dir/images/<key>/ with a MANIFEST of their SHA-256 digests, and
-// renames the directory into place. The key is a hash of the template, the crt tree and the
-// generated sources, so an identical image is never built twice. On a hit every file is hashed
+// IMAGE_OUT (and IMAGE_OUT.debug, .hash, .bin, .hex, .timing beside it: regular files only, never
+// through a symbolic link) into cache_dir/images/<key>/ with a MANIFEST of their SHA-256 digests,
+// and renames the directory into place. IMAGE_OUT.debug is the image with its debug information
+// (the templates build with -g and may strip IMAGE_OUT): a fault's addresses are named with it.
+// The key is a hash of the template, the crt tree and the generated sources (compile options
+// included: BuildUnit), so an identical image is never built twice. On a hit every file is hashed
 // again and compared with the MANIFEST (and with what this process stored, for images it built);
 // a mismatch — a tampered or damaged entry — is counted (cache_mismatches()), the entry removed,
 // and the image built afresh.
 //
-// Limits: an image's files together may have at most max_image_bytes (16 MiB by default): their
-// sizes are checked before anything is read, and a build over it fails like a compile error
-// (COMPILE_DEVICE: the trial's fault) with nothing cached. The image entries together may have at
-// most image_cache_max_bytes (2 GiB by default): after storing an entry (and at construction, for
-// a lowered limit) the builder evicts the least recently used entries — stored or hit the longest
-// ago: each hit touches its directory's mtime, so the order survives a restart — until the rest
-// fit (cache_evictions()). An entry whose Image (any copy of it) is still held, e.g. by a board
-// worker flashing or measuring with it, or that is being built or checked, is never evicted;
-// while such entries alone exceed the limit the cache stays over it until the next store. The
-// crt/template snapshots and runtime/ (one per crt tree and template version, small and trusted)
-// are not counted and never evicted. A cache_dir belongs to one agent (its builder alone writes
-// and evicts it).
+// Limits: an image's files together (its debug information too) may have at most max_image_bytes
+// (16 MiB by default): their sizes are checked before anything is read, and a build over it fails
+// like a compile error (COMPILE_DEVICE: the trial's fault) with nothing cached. The image entries
+// together may have at most image_cache_max_bytes (2 GiB by default): after storing an entry (and
+// at construction, for a lowered limit) the builder evicts the least recently used entries — stored
+// or hit the longest ago: each hit touches its directory's mtime, so the order survives a restart —
+// until the rest fit (cache_evictions()). An entry whose Image (any copy of it) is still held, e.g.
+// by a board worker flashing or measuring with it, or that is being built or checked, is never
+// evicted; while such entries alone exceed the limit the cache stays over it until the next store.
+// The crt/template snapshots and runtime/ (one per crt tree and template version, small and
+// trusted) are not counted and never evicted. A cache_dir belongs to one agent (its builder alone
+// writes and evicts it).
 //
 // Interrupted work leaves nothing: a staged or set-aside directory (.staging-*, .removed-*, and
 // any other hidden directory in images/, crt/ and templates/) is removed on every failure path
@@ -81,6 +83,9 @@ struct Candidate {
   // The op's instantiate line with every placeholder replaced (empty for a user operator:
   // UserOperatorUnit compiles its sources once per candidate).
   std::string instantiate;
+  // Its compile options (catalog::CandidateCflags: the op's cflags, then its cflag knobs'); part of
+  // its identity through its function name and the image's sources.
+  std::vector<std::string> cflags;
 };
 
 // The trial's template operator as a candidate of the space's op of that name (the space must
@@ -89,9 +94,12 @@ struct Candidate {
 absl::StatusOr<Candidate> ResolveCandidate(const catalog::KnobSpace& space,
                                            const v1::TemplateOperator& op);
 
-// The sources of one image.
+// The sources of one image. A source NAME.c compiled with options of its own has them in
+// NAME.c.cflags beside it, one per line (catalog/cflags.h's allow-list, checked by the tracker and
+// again before a trial becomes an item); the project template adds them to that file's compile
+// after its own flags.
 struct BuildUnit {
-  std::map<std::string, std::string> files;  // file name -> C source
+  std::map<std::string, std::string> files;  // file name -> C source (or its .cflags)
   std::vector<std::string> functions;        // registered in the system library, by these names
 };
 
@@ -100,19 +108,24 @@ struct BuildUnit {
 BuildUnit CandidatesUnit(const catalog::KnobSpace& space, const std::vector<Candidate>& candidates);
 
 // One image holding candidates of a user operator from the catalog: its files under user/, one
-// translation unit per candidate that defines the candidate's knobs (BF_KNOB_<name>) and renames
-// the entry function to candidate.function (and the reference to a private name) before including
-// each source, and one with the default knobs registering the entry and the reference under
-// their own names (spec.entry, spec.reference_entry).
+// translation unit per candidate that defines the candidate's knobs (BF_KNOB_<name>; not its cflag
+// knobs, which are its compile options) and renames the entry function to candidate.function (and
+// the reference to a private name) before including each source, compiled with candidate.cflags,
+// and one with the default knobs registering the entry and the reference under their own names
+// (spec.entry, spec.reference_entry).
 BuildUnit UserOperatorUnit(const v1::Operator& op, const std::vector<Candidate>& candidates);
 
 // One image for a trial with its own C source defining op.entry_function() — and
-// op.reference_function() too, unless that names a built-in reference kernel — plus the built-in
-// reference kernels. InvalidArgument for a function name that is not a C identifier.
+// op.reference_function() too, unless that names a built-in reference kernel — compiled with
+// op.cflags(), plus the built-in reference kernels. InvalidArgument for a function name that is not
+// a C identifier.
 absl::StatusOr<BuildUnit> CSourceUnit(const catalog::KnobSpace& space, const v1::OperatorSpec& op);
 
 struct Image {
   std::string path;  // the image file in the cache
+  // The image with its debug information (image.debug beside it, else the image itself): what a
+  // fault's addresses are named with (agent/fault_names.h).
+  std::string debug_path;
   std::string hash;  // HashFile(path), as the board reports it
   std::string key;   // cache key
   bool cached = false;

@@ -188,6 +188,100 @@ TEST(ImageBuilder, BuildsInTheSandboxAndKeepsTheImageWithItsDigests) {
   EXPECT_EQ(builder.cache_mismatches(), 0);
 }
 
+// A user operator whose knob `opt` chooses its compile options; its source leaves a marker of
+// what it was compiled for in the image.
+v1::Operator OptionsOperator() {
+  v1::Operator op;
+  op.set_name("k");
+  op.set_version("0123456789abcdef");
+  v1::OpTemplate* spec = op.mutable_spec();
+  spec->set_op("k");
+  spec->set_entry("k");
+  spec->add_sources("k.c");
+  spec->add_cflags("-fno-strict-aliasing");
+  v1::Knob* knob = spec->add_knobs();
+  knob->set_name("opt");
+  knob->set_cflag(true);
+  for (const char* value : {"-O2", "-O3", "-Os"}) knob->add_values()->set_string_value(value);
+  knob->mutable_default_()->set_string_value("-O2");
+  (*op.mutable_files())["k.c"] =
+      "#include <benchfarm/ops/common.h>\n"
+      "#if defined(__OPTIMIZE_SIZE__)\n"
+      "__attribute__((used)) static const char kMarker[] = \"bf-built-for-size\";\n"
+      "#else\n"
+      "__attribute__((used)) static const char kMarker[] = \"bf-built-for-speed\";\n"
+      "#endif\n"
+      "BF_OPS_DECLARE_PACKED(k);\n"
+      "BF_OPS_DECLARE_PACKED(k) { (void)args; return 0; }\n";
+  return op;
+}
+
+TEST(ImageBuilder, CompileOptionsOfAKnobMakeTwoImages) {
+  const std::string dir = TestDir();
+  ImageBuilder builder(Options(dir));
+  const v1::Operator op = OptionsOperator();
+  const catalog::KnobSpace space({op});
+  auto image_of = [&](const std::string& opt) -> absl::StatusOr<Image> {
+    v1::TemplateOperator trial;
+    trial.set_op("k");
+    (*trial.mutable_knobs())["opt"] = opt;
+    absl::StatusOr<Candidate> c = ResolveCandidate(space, trial);
+    if (!c.ok()) return c.status();
+    EXPECT_EQ(c->cflags, (std::vector<std::string>{"-fno-strict-aliasing", opt}));
+    const BuildUnit unit = UserOperatorUnit(op, {*c});
+    // The candidate's own translation unit, its options beside it; no macro for the knob.
+    EXPECT_EQ(unit.files.at(c->function + ".c.cflags"),
+              absl::StrCat("-fno-strict-aliasing\n", opt, "\n"));
+    EXPECT_FALSE(absl::StrContains(unit.files.at(c->function + ".c"), "BF_KNOB_opt"));
+    EXPECT_EQ(unit.files.at("bf_default.c.cflags"), "-fno-strict-aliasing\n-O2\n");
+    return builder.Build(Runfiles("agent/templates/host-process"), unit, Soon());
+  };
+  absl::StatusOr<Image> fast = image_of("-O3");
+  ASSERT_TRUE(fast.ok()) << fast.status();
+  absl::StatusOr<Image> small = image_of("-Os");
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_NE(fast->key, small->key);
+  EXPECT_NE(fast->hash, small->hash);
+  EXPECT_EQ(fast->functions[0], "bf_cand_k_O3");
+  EXPECT_EQ(small->functions[0], "bf_cand_k_Os");
+  // The options reached the compiler: only the -Os candidate was compiled for size.
+  EXPECT_FALSE(absl::StrContains(Read(fast->path), "bf-built-for-size"));
+  EXPECT_TRUE(absl::StrContains(Read(small->path), "bf-built-for-size"));
+  EXPECT_TRUE(absl::StrContains(Read(small->path), "bf-built-for-speed"));  // the default
+  EXPECT_EQ(builder.builds(), 2);
+  // The same options again: the cached image.
+  absl::StatusOr<Image> again = image_of("-Os");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->cached);
+  EXPECT_EQ(again->key, small->key);
+}
+
+TEST(ImageBuilder, ACSourceTrialsOptionsAreItsOwnAndTheTemplateChecksThemAgain) {
+  const std::string dir = TestDir();
+  ImageBuilder builder(Options(dir));
+  const std::string tmpl = Runfiles("agent/templates/host-process");
+  absl::StatusOr<BuildUnit> plain = Trial(kAdd);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  // No options: no options file, the sources as before.
+  EXPECT_EQ(plain->files.count("trial.c.cflags"), 0u);
+  BuildUnit tuned = *plain;
+  tuned.files["trial.c.cflags"] = "-O3\n-funroll-loops\n";
+  absl::StatusOr<Image> a = builder.Build(tmpl, *plain, Soon());
+  absl::StatusOr<Image> b = builder.Build(tmpl, tuned, Soon());
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_NE(a->key, b->key);
+  // The image's debug information beside it, the image itself stripped of it.
+  EXPECT_EQ(a->debug_path, absl::StrCat(dir, "/cache/images/", a->key, "/image.debug"));
+  EXPECT_TRUE(absl::StrContains(Read(a->debug_path), ".debug_line"));
+  EXPECT_FALSE(absl::StrContains(Read(a->path), ".debug_line"));
+  // An option the allow-list refuses never reaches the compiler, even past the agent's checks.
+  BuildUnit bad = *plain;
+  bad.files["trial.c.cflags"] = "-B/tmp/evil\n";
+  EXPECT_TRUE(absl::StrContains(CompileDeviceError(builder, bad),
+                                "trial.c.cflags: '-B/tmp/evil' is not a compile option"));
+}
+
 TEST(ImageBuilder, ATamperedCachedImageIsDetectedCountedAndRebuilt) {
   const std::string dir = TestDir();
   const std::string tmpl = Runfiles("agent/templates/host-process");
@@ -268,8 +362,7 @@ TEST(ImageBuilder, AnImageOverMaxImageBytesFailsLikeACompileErrorAndIsNotCached)
   ASSERT_TRUE(unit.ok());
   const std::string message = CompileDeviceError(builder, *unit);
   EXPECT_TRUE(absl::StartsWith(message, "the image is 2")) << message;
-  EXPECT_TRUE(absl::StrContains(message, " bytes, over the agent's max_image_bytes of 1048576"))
-      << message;
+  EXPECT_TRUE(absl::StrContains(message, "over the agent's max_image_bytes of 1048576")) << message;
   EXPECT_EQ(builder.failed_builds(), 1);
   EXPECT_EQ(builder.builds(), 0);
   // Nothing of it is kept: no entry, nothing staged, no work directory.

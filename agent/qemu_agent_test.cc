@@ -4,12 +4,13 @@
 // instructions, the cycle model — beside a host-process board, against an in-process tracker.
 //
 // A candidate that faults on the chip (a NULL write caught by the MPU, TVMPlatformAbort) gets
-// DEVICE_RESET with the fault named in the message, and the next trial on the board succeeds; a
-// hang gets RUN_TIMEOUT and a reset; an image too big for the part's flash is COMPILE_DEVICE with
-// the linker's numbers; a tuning batch of 16 candidates is one build and one flash, and its costs
-// say they are emulated. The host-process board keeps serving its own jobs meanwhile; a board
-// whose QEMU is missing (FLASH_ERROR) or that never answers (SESSION_ERROR) gets an error naming
-// the cause and is quarantined.
+// DEVICE_RESET with the fault named in the message (the faulting function, file and line from the
+// image's debug information), and the next trial on the board succeeds; a hang gets RUN_TIMEOUT
+// and a reset; an image too big for the part's flash is COMPILE_DEVICE with the linker's numbers;
+// a C source trial's own compile options build; a tuning batch of 16 candidates is one build and
+// one flash, and its costs say they are emulated. The host-process board keeps serving its own jobs
+// meanwhile; a board whose QEMU is missing (FLASH_ERROR) or that never answers (SESSION_ERROR) gets
+// an error naming the cause and is quarantined.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -49,7 +50,7 @@ v1::Trial Matmul(const std::string& kind, std::map<std::string, std::string> kno
 
 // A C source trial on the QEMU board: `body` is the packed function's body.
 v1::Trial CSource(const std::string& entry, const std::string& body, int timeout_ms = 0,
-                  const std::string& extra = "") {
+                  const std::string& extra = "", const std::vector<std::string>& cflags = {}) {
   v1::Trial t;
   t.set_board_kind(kQemuKind);
   t.mutable_op()->set_c_source(
@@ -58,6 +59,7 @@ v1::Trial CSource(const std::string& entry, const std::string& body, int timeout
                    extra, "BF_OPS_DECLARE_PACKED(", entry, ");\nBF_OPS_DECLARE_PACKED(", entry,
                    ") {\n", body, "\n}\n"));
   t.mutable_op()->set_entry_function(entry);
+  for (const std::string& flag : cflags) t.mutable_op()->add_cflags(flag);
   for (int i = 0; i < 3; ++i) t.add_args()->add_shape(64);
   t.mutable_measure()->set_number(2);
   if (timeout_ms > 0) t.mutable_measure()->set_timeout_ms(timeout_ms);
@@ -182,7 +184,7 @@ TEST_F(QemuAgentTest, FaultsAreNamedHangsAreResetAndTheBoardServesTheNextTrial) 
       // 8 MiB of constants: more than the part's flash.
       CSource("too_big", "  (void)args;\n  return (int)bf_too_big[5];", 0,
               "static const volatile unsigned char bf_too_big[8u << 20] = {1};\n"),
-      CSource("nothing", kNothing),
+      CSource("nothing", kNothing, 0, "", {"-O3", "-funroll-loops"}),  // its own options
       Matmul(kHostKind),  // the host-process board beside it
   };
   std::vector<v1::Job> jobs = Run(trials);
@@ -192,6 +194,12 @@ TEST_F(QemuAgentTest, FaultsAreNamedHangsAreResetAndTheBoardServesTheNextTrial) 
   EXPECT_EQ(code(0), v1::DEVICE_RESET) << message(0);
   EXPECT_TRUE(absl::StrContains(message(0), "fault")) << message(0);
   EXPECT_TRUE(absl::StrContains(message(0), "pc=0x")) << message(0);
+  // The faulting store named from the image's debug information (line 7 of the trial's source),
+  // and the call it returns to.
+  EXPECT_TRUE(absl::StrContains(message(0), " in null_write (trial.c:7) lr=0x")) << message(0);
+  EXPECT_TRUE(absl::StrContains(message(0), "lr=0x") &&
+              absl::StrContains(message(0).substr(message(0).find("lr=0x")), " in "))
+      << message(0);
   EXPECT_EQ(code(1), v1::NO_ERROR) << message(1);
   EXPECT_EQ(code(2), v1::DEVICE_RESET) << message(2);
   EXPECT_TRUE(absl::StrContains(message(2), "TVMPlatformAbort")) << message(2);

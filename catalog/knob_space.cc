@@ -1,6 +1,7 @@
 // Knob spaces: see knob_space.h.
 #include "catalog/knob_space.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -8,6 +9,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
 #include "base/json.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
@@ -80,6 +83,20 @@ std::string ValuesText(const v1::Knob& knob) {
   std::vector<std::string> values;
   for (const google::protobuf::Value& v : knob.values()) values.push_back(ValueText(v));
   return absl::StrJoin(values, ", ");
+}
+
+std::string FunctionPiece(const v1::Knob& knob, absl::string_view value) {
+  if (!knob.cflag()) return absl::StrReplaceAll(value, {{"-", "m"}});
+  absl::string_view rest = value;
+  if (absl::ConsumePrefix(&rest, "-") && !rest.empty() && rest.size() <= 8 &&
+      std::all_of(rest.begin(), rest.end(),
+                  [](char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c)); })) {
+    return std::string(rest);
+  }
+  for (int v = 0; v < knob.values_size(); ++v) {
+    if (ValueIs(knob.values(v), value)) return absl::StrCat("o", v);
+  }
+  return "o";  // not a value of the knob: ResolveKnobs refuses it first
 }
 
 const v1::Knob* FindKnob(const v1::OpTemplate& spec, absl::string_view name) {

@@ -51,6 +51,12 @@ bool Allows(const v1::Knob& knob, absl::string_view text);
 // The knob's values as text, in order: "1, 2, 4, 8".
 std::string ValuesText(const v1::Knob& knob);
 
+// What stands for the knob's value in a candidate's function name (a C identifier piece): the
+// value with '-' written 'm' (an integer's sign: -1 -> "m1"); for a cflag knob the option without
+// its dash when that is at most 8 letters and digits ("-O3" -> "O3", "-Os" -> "Os"), else "o" and
+// the value's index ("-funroll-loops" -> "o2"), which never collides with the short form.
+std::string FunctionPiece(const v1::Knob& knob, absl::string_view value);
+
 // The op's knob of that name, or nullptr.
 const v1::Knob* FindKnob(const v1::OpTemplate& spec, absl::string_view name);
 // The number of configs: the product of the knobs' value counts (1 for an op without knobs).

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/content_hash.h"
 #include "base/status_macros.h"
+#include "catalog/cflags.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/json_util.h"
@@ -143,19 +144,19 @@ absl::Status ValidateUserOperator(v1::Operator* op) {
     std::set<std::string> seen;
     for (int v = 0; v < knob->values_size(); ++v) {
       const google::protobuf::Value& value = knob->values(v);
+      const std::string value_field = absl::StrCat(field, ".values[", v, "]");
       const std::string text = ValueText(value);
       int64_t n = 0;
       const bool ok =
-          value.kind_case() == google::protobuf::Value::kNumberValue
-              ? absl::SimpleAtoi(text, &n)
-              : value.kind_case() == google::protobuf::Value::kStringValue && IsCIdentifier(text);
+          knob->cflag() ||  // CheckOperatorCflags, below
+          (value.kind_case() == google::protobuf::Value::kNumberValue
+               ? absl::SimpleAtoi(text, &n)
+               : value.kind_case() == google::protobuf::Value::kStringValue && IsCIdentifier(text));
       if (!ok) {
-        return Invalid(absl::StrCat(field, ".values[", v, "]"),
-                       "an integer or a C identifier (it becomes a macro value)");
+        return Invalid(value_field, "an integer or a C identifier (it becomes a macro value)");
       }
       if (!seen.insert(text).second) {
-        return Invalid(absl::StrCat(field, ".values[", v, "]"),
-                       absl::StrCat(text, " appears twice"));
+        return Invalid(value_field, absl::StrCat(text, " appears twice"));
       }
     }
     if (knob->default_().kind_case() == google::protobuf::Value::KIND_NOT_SET) {
@@ -165,6 +166,8 @@ absl::Status ValidateUserOperator(v1::Operator* op) {
                                                       " is not one of ", ValuesText(*knob)));
     }
   }
+  // Compile options: the operator's and its cflag knobs' values.
+  RETURN_IF_ERROR(CheckOperatorCflags(*spec));
   // Arguments.
   if (spec->args_size() < 1 || spec->args_size() > kMaxArgs) {
     return Invalid("op.spec.args", absl::StrCat("need 1..", kMaxArgs, " arguments"));

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "catalog/cflags.h"
+
 namespace benchfarm::catalog {
 namespace {
 
@@ -89,6 +91,29 @@ TEST(Catalog, BadManifestsNameTheField) {
       {replace(kManifest, "\"dims\"", "\"dimz\""), Files(), "op.json"},
       {kManifest, {{"gemv.c", "x"}, {"../etc", "y"}}, "op.files"},
       {replace(kManifest, "\"K\": 8", "\"K\": 0"), Files(), "op.spec.dims.K"},
+      // Compile options: the manifest's and a cflag knob's, refused at the door with the cause.
+      {replace(kManifest, "\"sources\"",
+               "\"cflags\": [\"-O3\", \"-fplugin=evil.so\"], \"sources\""),
+       Files(),
+       "op.spec.cflags[1]: \"-fplugin=evil.so\" is refused: it loads a compiler plugin (code run "
+       "at build time)"},
+      {replace(kManifest, "\"sources\"", "\"cflags\": [\"@/etc/passwd\"], \"sources\""), Files(),
+       "op.spec.cflags[0]: \"@/etc/passwd\" is refused: it reads options from a file"},
+      {replace(kManifest, "\"sources\"", "\"cflags\": [\"-O3 -funroll-loops\"], \"sources\""),
+       Files(), "op.spec.cflags[0]: \"-O3 -funroll-loops\" is refused: one option"},
+      {replace(kManifest, "[\"a\", \"b\"], \"default\": \"b\"",
+               "[\"-O2\", \"-specs=x.specs\"], \"cflag\": true"),
+       Files(),
+       "op.spec.knobs[1].values[1]: \"-specs=x.specs\" is refused: it reads a specs file, which "
+       "can run programs"},
+      {replace(kManifest, "[\"a\", \"b\"], \"default\": \"b\"",
+               "[\"-O2\", \"-O3  -funroll-loops\"], \"cflag\": true"),
+       Files(), "op.spec.knobs[1].values[1]: \"-O3  -funroll-loops\": compile options separated"},
+      {replace(kManifest, "[1, 2, 4]}", "[1, 2, 4], \"cflag\": true}"), Files(),
+       "op.spec.knobs[0].values[0]: a cflag knob's values are compile options (strings)"},
+      {replace(kManifest, "[\"a\", \"b\"], \"default\": \"b\"",
+               "[\"-O2\", \"-fprofile-use=/tmp/p\"], \"cflag\": true"),
+       Files(), "op.spec.knobs[1].values[1]: \"-fprofile-use=/tmp/p\" is refused"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<v1::Operator> op = OperatorFromManifest(c.manifest, c.files);
@@ -115,6 +140,39 @@ TEST(Catalog, ManifestsTakeEveryDtypeWithRangesAndTolerances) {
   EXPECT_EQ(op->spec().args(0).range(1), 127);
   EXPECT_EQ(op->spec().atol(), 0.001);
   EXPECT_FALSE(op->spec().has_rtol());
+}
+
+TEST(Catalog, CompileOptionsInTheManifestAndAKnobArePartOfTheOperator) {
+  std::string manifest = kManifest;
+  manifest.replace(manifest.find("\"sources\""), 9,
+                   "\"cflags\": [\"-fno-strict-aliasing\"], \"sources\"");
+  const std::string mode = "[\"a\", \"b\"], \"default\": \"b\"";
+  manifest.replace(
+      manifest.find(mode), mode.size(),
+      "[\"-O2\", \"-O3 -funroll-loops\", \"-Os\"], \"default\": \"-Os\", \"cflag\": true");
+  absl::StatusOr<v1::Operator> op = OperatorFromManifest(manifest, Files());
+  ASSERT_TRUE(op.ok()) << op.status();
+  ASSERT_EQ(op->spec().cflags_size(), 1);
+  EXPECT_TRUE(op->spec().knobs(1).cflag());
+  EXPECT_EQ(ValueText(op->spec().knobs(1).default_()), "-Os");
+  // The options are part of its identity.
+  EXPECT_NE(op->version(), OperatorFromManifest(kManifest, Files())->version());
+  // A candidate's options: the manifest's, then each cflag knob's value's.
+  google::protobuf::Map<std::string, std::string> knobs;
+  knobs["mode"] = "-O3 -funroll-loops";
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> resolved =
+      ResolveKnobs(op->spec(), knobs);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(CandidateCflags(op->spec(), *resolved),
+            (std::vector<std::string>{"-fno-strict-aliasing", "-O3", "-funroll-loops"}));
+  // Each value stands for itself in a candidate's function name: short options by their letters,
+  // others by their index.
+  EXPECT_EQ(FunctionPiece(op->spec().knobs(1), "-O2"), "O2");
+  EXPECT_EQ(FunctionPiece(op->spec().knobs(1), "-Os"), "Os");
+  EXPECT_EQ(FunctionPiece(op->spec().knobs(1), "-O3 -funroll-loops"), "o1");
+  EXPECT_EQ(FunctionPiece(op->spec().knobs(0), "4"), "4");
+  knobs["mode"] = "-O1";
+  EXPECT_THAT(CheckKnobs(op->spec(), knobs).message(), HasSubstr("is not one of -O2"));
 }
 
 TEST(Catalog, BuiltinKnobSpaceIsTheBuiltins) {

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "catalog/cflags.h"
 #include "catalog/knob_space.h"
 
 namespace benchfarm::catalog {
@@ -68,6 +69,14 @@ std::string SizeProblem(const v1::Trial& t) {
     return absl::StrCat("op.template_op.image_pool: ", pool_bytes, " bytes in all, at most ",
                         kMaxImagePoolBytes);
   }
+  if (op.cflags_size() > kMaxCflags) {
+    return absl::StrCat("op.cflags: ", op.cflags_size(), " options, at most ", kMaxCflags);
+  }
+  for (int k = 0; k < op.cflags_size(); ++k) {
+    if (op.cflags(k).size() > kMaxCflagBytes) {
+      return Oversized(absl::StrCat("op.cflags[", k, "]"), op.cflags(k), kMaxCflagBytes);
+    }
+  }
   for (int a = 0; a < t.args_size(); ++a) {
     if (t.args(a).dtype().size() > kMaxDtypeBytes) {
       return Oversized(absl::StrCat("args[", a, "].dtype"), t.args(a).dtype(), kMaxDtypeBytes);
@@ -104,6 +113,10 @@ absl::StatusOr<TrialArgs> CheckTemplateOp(const v1::Trial& t, FindSpec find_spec
     return Invalid(op.has_atol() ? "op.atol" : "op.rtol",
                    absl::StrCat("a template operator's tolerance is its own (", spec->op(), "'s)"));
   }
+  if (op.cflags_size() > 0) {
+    return Invalid("op.cflags", absl::StrCat("a template operator's compile options are its own (",
+                                             spec->op(), "'s cflags and cflag knobs)"));
+  }
   return TemplateArgs(*spec, std::move(shapes), &t);
 }
 
@@ -122,6 +135,7 @@ absl::StatusOr<TrialArgs> CheckCSource(const v1::Trial& t) {
   if (t.args_size() < 2) {
     return Invalid("args", "a C source trial names its arguments: inputs, then the output");
   }
+  RETURN_IF_ERROR(CheckCflags("op.cflags", op.cflags()));
   TrialArgs args;
   for (int a = 0; a < t.args_size(); ++a) {
     const v1::ArgSpec& arg = t.args(a);

@@ -15,9 +15,10 @@
 //
 // Checks: CheckTrial checks everything about a trial that does not depend on boards — sizes, a
 // board kind given, the operator (a template operator's knobs and shapes against its spec, which
-// the caller looks up; a one-off C source's functions and arguments), the measure options and the
-// priority — and returns its argument shapes. Whether the board kind exists, a pin (board id,
-// labels) some board satisfies and arguments that fit a board of the kind are the tracker's.
+// the caller looks up; a one-off C source's functions, arguments and compile options, cflags.h),
+// the measure options and the priority — and returns its argument shapes. Whether the board kind
+// exists, a pin (board id, labels) some board satisfies and arguments that fit a board of the kind
+// are the tracker's.
 // Errors are InvalidArgument "FIELD: PROBLEM" naming the trial's field ("measure.repeat: must be
 // in 0..1024"); the tracker prefixes the trial's index ("trials[2].").
 //

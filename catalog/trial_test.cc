@@ -294,6 +294,30 @@ TEST(CheckTrial, LimitsAtUnderAndOverTheirCaps) {
       {"C source checked without reference",
        c_source_with([](v1::Trial* t) { t->set_check_outputs(true); }),
        "op.reference_function: required to check the outputs"},
+      {"C source cflags", c_source_with([](v1::Trial* t) {
+         t->mutable_op()->add_cflags("-O3");
+         t->mutable_op()->add_cflags("-mthumb");
+       }),
+       ""},
+      {"C source cflags refused",
+       c_source_with([](v1::Trial* t) { t->mutable_op()->add_cflags("-B/tmp/evil"); }),
+       "op.cflags[0]: \"-B/tmp/evil\" is refused: it names where the compiler finds its programs "
+       "(code run at build time); only -O (optimisation), -f (code generation) and -m (target) "
+       "options are taken"},
+      {"C source cflags at", c_source_with([](v1::Trial* t) {
+         for (int k = 0; k < 16; ++k) t->mutable_op()->add_cflags("-O2");
+       }),
+       ""},
+      {"C source cflags over", c_source_with([](v1::Trial* t) {
+         for (int k = 0; k < 17; ++k) t->mutable_op()->add_cflags("-O2");
+       }),
+       "op.cflags: 17 options, at most 16"},
+      {"C source cflag over",
+       c_source_with([](v1::Trial* t) { t->mutable_op()->add_cflags("-f" + Repeat('x', 63)); }),
+       "op.cflags[0]: 65 bytes, at most 64"},
+      {"template cflags", template_with([](v1::Trial* t) { t->mutable_op()->add_cflags("-O3"); }),
+       "op.cflags: a template operator's compile options are its own (matmul's cflags and cflag "
+       "knobs)"},
       {"C source of one argument",
        c_source_with([](v1::Trial* t) { t->mutable_args()->RemoveLast(); }),
        "args: a C source trial names its arguments: inputs, then the output"},

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -477,10 +478,15 @@ void Board::Diagnose(const absl::Status& s, const LinkCounters& link_before, Cal
   };
   const bool timed_out = absl::IsDeadlineExceeded(s);
   if (std::optional<BoardCrash> crash = timed_out ? std::nullopt : CrashReport(kCrashWait)) {
-    // The OOM killer or an operator is not the code under test.
+    // The OOM killer or an operator is not the code under test. A host-process board names a
+    // fault of its own in a Log line before it dies of it (crt/host/board.c).
+    std::string description = crash->description;
+    if (session_ != nullptr && absl::StartsWith(session_->last_log(), "fault: ")) {
+      absl::StrAppend(&description, "; its last log: ", session_->last_log());
+    }
     out->failure = BoardFailure{
         crash->KilledFromOutside() ? BoardFailure::kKilledFromOutside : BoardFailure::kCrashed,
-        crash->description};
+        description};
     reset(ResetReason::kHung);
     return;
   }

@@ -103,7 +103,8 @@ struct BoardFailure {
     kSession,           // no port, no handshake, no DeviceInfo
     kFirmwareMismatch,  // the board reports another image than the one needed
     // The trial's code crashed the board: a host process killed by a signal the code raises
-    // itself (SIGSEGV, SIGFPE, SIGABRT, ...), QEMU that exited. message: how it died.
+    // itself (SIGSEGV, SIGFPE, SIGABRT, ...), QEMU that exited. message: how it died, and the
+    // board's fault line when it sent one ("; its last log: fault: SIGSEGV ... pc=0x...").
     kCrashed,
     // A host process killed from outside while it ran the call (BoardCrash::KilledFromOutside:
     // the OOM killer, an operator). message: how it died.

@@ -94,6 +94,9 @@ class HostSession {
   size_t DiscardPending();
 
   LinkCounters counters() const;
+  // The board's last Log message since the last Send ("" if none): a board that faults names the
+  // fault there before it resets or dies.
+  const std::string& last_log() const { return last_log_; }
   const SessionOptions& options() const { return options_; }
   Transport* transport() const { return transport_; }
 

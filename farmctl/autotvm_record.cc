@@ -39,7 +39,11 @@ std::string KnobEntry(absl::string_view name, absl::string_view value) {
 
 std::string Entity(const v1::OperatorSpec& op, const catalog::KnobSpace& knobs, int64_t* index) {
   *index = -1;
-  if (!op.has_template_op()) return "[]";
+  if (!op.has_template_op()) {
+    // A C source trial's compile options are part of what was measured.
+    if (op.cflags().empty()) return "[]";
+    return absl::StrCat("[", KnobEntry("cflags", absl::StrJoin(op.cflags(), " ")), "]");
+  }
   const auto& values = op.template_op().knobs();
   std::vector<std::string> entries;
   const v1::Operator* known = knobs.Find(op.template_op().op());

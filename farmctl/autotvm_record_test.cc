@@ -196,6 +196,14 @@ TEST(FormatAutoTvmRecord, OpsOutsideTheTable) {
   EXPECT_NE(line.find("\"benchfarm/c_source/my_kernel\""), std::string::npos) << line;
   EXPECT_NE(line.find("\"entity\": []"), std::string::npos) << line;
   Parse(line);
+  // Its compile options are part of its identity.
+  job.mutable_trial()->mutable_op()->add_cflags("-O3");
+  job.mutable_trial()->mutable_op()->add_cflags("-funroll-loops");
+  line = FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace());
+  EXPECT_NE(line.find("\"entity\": [[\"cflags\", \"ot\", \"-O3 -funroll-loops\"]]"),
+            std::string::npos)
+      << line;
+  Parse(line);
 }
 
 TEST(FormatAutoTvmRecord, TimestampFallsBackToTheLastAttempt) {

@@ -103,6 +103,9 @@ ABSL_FLAG(std::string, atol, "",
           "submit --c-source: a float output matches within atol + rtol * |reference| (default by "
           "dtype: float16 1e-2, float32 1e-4, float64 1e-9); integer outputs must be equal");
 ABSL_FLAG(std::string, rtol, "", "submit --c-source: see --atol");
+ABSL_FLAG(std::string, cflags, "",
+          "submit --c-source: compile options, e.g. \"-O3 -funroll-loops\" (only -O, -f code "
+          "generation and -m target options; an operator's are its op.json's cflags and knobs)");
 ABSL_FLAG(int64_t, number, 10, "board time: calls per repeat");
 ABSL_FLAG(int64_t, repeat, 3, "board time: repeats (one cost each)");
 ABSL_FLAG(int64_t, min_repeat_ms, 0, "board time: grow number until a repeat lasts this long");
@@ -205,7 +208,7 @@ constexpr char kUsage[] =
     "                                   finished and pending jobs; --autotvm: AutoTVM log records\n"
     "  cancel JOB...                    cancel queued or running jobs\n"
     "  submit --kind K --c-source FILE --entry F --reference G --shape S [...]\n"
-    "         [--dtype D[,D...]] [--atol A] [--rtol R]\n"
+    "         [--dtype D[,D...]] [--atol A] [--rtol R] [--cflags \"-O3 ...\"]\n"
     "                                   a one-off C source trial (no knobs); dtypes int8, uint8,\n"
     "                                   int16, uint16, int32, uint32, float16, float32, float64\n"
     "  op add DIR|op.json               register a user operator (its op.json, C files and\n"
@@ -214,7 +217,7 @@ constexpr char kUsage[] =
     "                                   the operator catalog: versions, shapes, knobs\n"
     "  op show NAME [--version V] [--json]\n"
     "                                   one operator: owner, who added it when, entry,\n"
-    "                                   reference, args, knobs, files\n"
+    "                                   reference, args, knobs, cflags, files\n"
     "  op chown NAME CLIENT             (admins) give an operator name to a client: only its\n"
     "                                   owner (and admins) may add versions\n"
     "  board move BOARD AGENT           (admins) let another agent serve a board: on a secure\n"
@@ -481,6 +484,7 @@ TrialFlags TrialFlagsFromFlags(const RepeatedFlags& repeated) {
   flags.dtypes = absl::GetFlag(FLAGS_dtype);
   flags.atol = absl::GetFlag(FLAGS_atol);
   flags.rtol = absl::GetFlag(FLAGS_rtol);
+  flags.cflags = absl::GetFlag(FLAGS_cflags);
   flags.number = absl::GetFlag(FLAGS_number);
   flags.repeat = absl::GetFlag(FLAGS_repeat);
   flags.min_repeat_ms = absl::GetFlag(FLAGS_min_repeat_ms);

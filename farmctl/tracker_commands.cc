@@ -24,6 +24,7 @@
 #include "absl/time/clock.h"
 #include "base/files.h"
 #include "base/status_macros.h"
+#include "catalog/cflags.h"
 #include "catalog/knob_space.h"
 #include "catalog/operator.h"
 #include "catalog/trial.h"
@@ -361,6 +362,10 @@ absl::Status SetCSource(const TrialFlags& flags, v1::Trial* trial) {
   trial->mutable_op()->set_c_source(flags.c_source);
   trial->mutable_op()->set_entry_function(flags.entry);
   trial->mutable_op()->set_reference_function(flags.reference);
+  for (absl::string_view option : absl::StrSplit(flags.cflags, ' ', absl::SkipWhitespace())) {
+    RETURN_IF_ERROR(catalog::CheckCflag("--cflags", option));
+    trial->mutable_op()->add_cflags(std::string(option));
+  }
   for (const auto& [name, text] :
        {std::pair<const char*, const std::string&>{"atol", flags.atol}, {"rtol", flags.rtol}}) {
     if (text.empty()) continue;
@@ -443,6 +448,11 @@ absl::StatusOr<v1::Trial> TrialFromFlags(const TrialFlags& flags, const catalog:
   }
   if (!c_source && flags.op.empty()) {
     return absl::InvalidArgumentError("--op: required (e.g. matmul; farmctl ops lists them)");
+  }
+  if (!c_source && !flags.cflags.empty()) {
+    return absl::InvalidArgumentError(
+        "--cflags: only with --c-source (an operator's compile options are its manifest's cflags "
+        "and cflag knobs)");
   }
   v1::Trial trial;
   trial.set_board_kind(flags.kind);
@@ -750,6 +760,7 @@ std::string FormatJob(const v1::Job& job, const catalog::KnobSpace& knobs) {
   }
   line("trial", op);
   line("knobs", FormatKnobs(t.op(), knobs));
+  if (!t.op().cflags().empty()) line("cflags", absl::StrJoin(t.op().cflags(), " "));
   if (t.args_size() > 0) {
     std::vector<std::string> shapes;
     for (const v1::ArgSpec& a : t.args()) shapes.push_back(absl::StrJoin(a.shape(), "x"));
@@ -811,12 +822,25 @@ std::string KnobsText(const v1::OpTemplate& spec) {
     std::vector<std::string> values;
     const std::string def = catalog::ValueText(k.default_());
     for (const google::protobuf::Value& v : k.values()) {
-      const std::string text = catalog::ValueText(v);
-      values.push_back(text == def ? text + "*" : text);
+      std::string text = catalog::ValueText(v);
+      if (absl::StrContains(text, ' ')) text = absl::StrCat("\"", text, "\"");  // options
+      values.push_back(catalog::ValueText(v) == def ? text + "*" : text);
     }
     knobs.push_back(absl::StrCat(k.name(), "=", absl::StrJoin(values, "|")));
   }
   return knobs.empty() ? "-" : absl::StrJoin(knobs, " ");
+}
+
+// The operator's compile options: its own, and the knobs that add theirs ("-" for none).
+std::string CflagsText(const v1::OpTemplate& spec) {
+  std::vector<std::string> parts;
+  if (!spec.cflags().empty()) {
+    parts.push_back(absl::StrCat(absl::StrJoin(spec.cflags(), " "), " (every candidate)"));
+  }
+  for (const v1::Knob& k : spec.knobs()) {
+    if (k.cflag()) parts.push_back(absl::StrCat("knob ", k.name(), "'s value"));
+  }
+  return parts.empty() ? "-" : absl::StrJoin(parts, ", then ");
 }
 
 std::string ShapesOf(const v1::OpTemplate& spec) {
@@ -974,7 +998,8 @@ absl::Status ShowOperator(const TrackerClient& tracker, const std::string& name,
         << (spec.has_rtol() ? absl::StrCat("rtol ", spec.rtol()) : "") << "\n";
   }
   out << "shapes:    " << ShapesOf(spec) << " (default)\n"
-      << "knobs:     " << KnobsText(spec) << "\n";
+      << "knobs:     " << KnobsText(spec) << "\n"
+      << "cflags:    " << CflagsText(spec) << "\n";
   std::map<std::string, std::string> files(op.files().begin(), op.files().end());
   for (const auto& [file, content] : files)
     out << "file:      " << file << " (" << content.size() << " bytes)\n";

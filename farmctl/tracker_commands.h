@@ -91,6 +91,9 @@ struct TrialFlags {
   std::string entry;
   std::string reference;
   std::string atol, rtol;  // --atol/--rtol: a C source trial's output check; empty: the dtype's
+  // --cflags "-O3 -funroll-loops": a C source trial's compile options, separated by spaces
+  // (catalog/cflags.h's allow-list); an operator's are its manifest's and its cflag knobs'.
+  std::string cflags;
   std::vector<std::string> knobs;  // --knob name=value (repeated) and --knobs a=1,b=2 split up
   std::string shapes;              // --shape 32x32,32x32,32x32; empty: the op's default shapes
                                    // (required with --c-source)

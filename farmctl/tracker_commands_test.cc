@@ -714,6 +714,24 @@ TEST(TrialFromFlags, OneOffCSource) {
   bad.op = "matmul";
   EXPECT_TRUE(absl::StrContains(TrialFromFlags(bad, catalog::BuiltinKnobSpace()).status().message(),
                                 "takes no --op"));
+  // Its compile options: split at spaces, each on the allow-list.
+  TrialFlags tuned = flags;
+  tuned.cflags = " -O3  -funroll-loops ";
+  trial = TrialFromFlags(tuned, catalog::BuiltinKnobSpace());
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  EXPECT_EQ(std::vector<std::string>(trial->op().cflags().begin(), trial->op().cflags().end()),
+            (std::vector<std::string>{"-O3", "-funroll-loops"}));
+  bad = flags;
+  bad.cflags = "-O3 -fplugin=evil.so";
+  EXPECT_EQ(TrialFromFlags(bad, catalog::BuiltinKnobSpace()).status().message(),
+            "--cflags: \"-fplugin=evil.so\" is refused: it loads a compiler plugin (code run at "
+            "build time)");
+  bad = flags;
+  bad.c_source_path.clear();
+  bad.op = "matmul";
+  bad.cflags = "-O3";
+  EXPECT_TRUE(absl::StrContains(TrialFromFlags(bad, catalog::BuiltinKnobSpace()).status().message(),
+                                "--cflags: only with --c-source"));
 }
 
 TEST(TrialFromFlags, RejectsBadFlagsNamingThem) {

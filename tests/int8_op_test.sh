@@ -14,30 +14,15 @@ source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
 
 work="${TEST_TMPDIR:?}/int8_op"
 rm -rf "$work" && mkdir -p "$work"
-tracker_port=$(free_port)
-root=$PWD
-ctl() { "$root/farmctl/farmctl" --tracker "127.0.0.1:$tracker_port" "$@"; }
-
-tracker/tracker --listen "127.0.0.1:$tracker_port" --database "$work/tracker.db" --state_dir "$work/pki" \
-  >"$work/tracker.out" 2>"$work/tracker.err" &
-pids+=($!)
-wait_line "$work/tracker.out" "listening on" >/dev/null
-use_token "$work/pki" dana
+start_tracker dana
 cat >"$work/agent.textproto" <<CONFIG
-agent_id: "int8-agent"
-tracker_address: "127.0.0.1:$tracker_port"
-scratch_dir: "$work/agent/scratch"
-cache_dir: "$work/agent/cache"
-spool_dir: "$work/agent/spool"
-$(agent_credentials "$work/pki" int8-agent 'hp*=host-process' 'm3-*=qemu-mps2-an385')
+$(agent_config int8-agent 'hp*=host-process' 'm3-*=qemu-mps2-an385')
 boards { id: "hp0" kind: "host-process" host_process {} build_template: "agent/templates/host-process" batch_size: 8 }
 boards { id: "m3-0" kind: "qemu-mps2-an385" serial {} qemu { machine: "mps2-an385" timing: CYCLES }
          build_template: "agent/templates/qemu-mps2-an385" image_candidates: 8 batch_size: 8
          build_time_limit_seconds: 300 }
 CONFIG
-agent/agent --config "$work/agent.textproto" >"$work/agent.out" 2>"$work/agent.err" &
-pids+=($!)
-wait_line "$work/agent.out" "serving 2 boards" >/dev/null
+start_agent 2
 
 # ---- register and show it ------------------------------------------------------------------------
 cp -rL deploy/examples/ops/dwconv_s8 "$work/dwconv_s8" && chmod -R u+w "$work/dwconv_s8"

@@ -7,6 +7,15 @@
 #                                   FILE's .err beside a .out) on failure
 #   http_get URL                    the body of a GET
 #   stop_daemons                    TERM to every daemon, and fails unless each exits cleanly
+# A secure farm in the directory $work (set it first; below, "a secure farm"):
+#   start_tracker USER              a tracker on a free port ($tracker_port; /metrics on
+#                                   $tracker_metrics), its database and PKI in $work, and
+#                                   farmctl calling it as USER
+#   ctl ARGS...                     farmctl against that tracker (from any directory)
+#   jobs_stored                     how many jobs the tracker keeps
+#   agent_config ID GRANT...        an agent config's first lines: its id, the tracker, its
+#                                   directories under $work/agent, its credentials for GRANTs
+#   start_agent N                   the agent of $work/agent.textproto, once it serves N boards
 
 fail() { echo "${TEST_NAME:?}: FAIL: $*" >&2; exit 1; }
 say() { echo "${TEST_NAME:?}: $*" >&2; }
@@ -61,4 +70,38 @@ agent_credentials() {
   shift 2
   pki_sh agent "$dir" "$id" "$@" >/dev/null
   echo "credentials { ca_cert: \"$dir/ca.pem\" cert: \"$dir/agents/$id.pem\" key: \"$dir/agents/$id.key\" }"
+}
+
+# ---- a secure farm in $work ----------------------------------------------------------------------
+farm_root=$PWD  # the runfiles root: farmctl, tracker and agent are below it
+start_tracker() {
+  tracker_port=$(free_port)
+  tracker_metrics=$(free_port)  # not the default :9470, which another test may hold
+  "$farm_root/tracker/tracker" --listen "127.0.0.1:$tracker_port" --database "${work:?}/tracker.db" \
+    --state_dir "$work/pki" --metrics "127.0.0.1:$tracker_metrics" >"$work/tracker.out" \
+    2>"$work/tracker.err" &
+  pids+=($!)
+  wait_line "$work/tracker.out" "listening on" >/dev/null
+  use_token "$work/pki" "$1"
+}
+ctl() { "$farm_root/farmctl/farmctl" --tracker "127.0.0.1:${tracker_port:?}" "$@"; }
+jobs_stored() {
+  ctl results --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin).get("jobs", [])))'
+}
+agent_config() {
+  local id=$1
+  shift
+  cat <<CONFIG
+agent_id: "$id"
+tracker_address: "127.0.0.1:$tracker_port"
+scratch_dir: "$work/agent/scratch"
+cache_dir: "$work/agent/cache"
+spool_dir: "$work/agent/spool"
+$(agent_credentials "$work/pki" "$id" "$@")
+CONFIG
+}
+start_agent() {
+  "$farm_root/agent/agent" --config "$work/agent.textproto" >"$work/agent.out" 2>"$work/agent.err" &
+  pids+=($!)
+  wait_line "$work/agent.out" "serving $1 boards" >/dev/null
 }

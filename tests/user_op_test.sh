@@ -19,30 +19,14 @@ metric() {  # the value of one agent series, e.g. metric 'benchfarm_agent_builds
   http_get "http://127.0.0.1:$agent_metrics/metrics" | awk -v name="$1" '$1 == name { print $2 }'
 }
 
-tracker_port=$(free_port)
 agent_metrics=$(free_port)
-root=$PWD
-ctl() { "$root/farmctl/farmctl" --tracker "127.0.0.1:$tracker_port" "$@"; }
-jobs_stored() { ctl results --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin).get("jobs", [])))'; }
-
-tracker/tracker --listen "127.0.0.1:$tracker_port" --database "$work/tracker.db" --state_dir "$work/pki" \
-  >"$work/tracker.out" 2>"$work/tracker.err" &
-pids+=($!)
-wait_line "$work/tracker.out" "listening on" >/dev/null
-use_token "$work/pki" carol
+start_tracker carol
 cat >"$work/agent.textproto" <<CONFIG
-agent_id: "user-op-agent"
-tracker_address: "127.0.0.1:$tracker_port"
-scratch_dir: "$work/agent/scratch"
-cache_dir: "$work/agent/cache"
-spool_dir: "$work/agent/spool"
+$(agent_config user-op-agent 'hp*=host-process')
 metrics_address: "127.0.0.1:$agent_metrics"
-$(agent_credentials "$work/pki" user-op-agent 'hp*=host-process')
 boards { id: "hp0" kind: "host-process" host_process {} build_template: "agent/templates/host-process" batch_size: 8 }
 CONFIG
-agent/agent --config "$work/agent.textproto" >"$work/agent.out" 2>"$work/agent.err" &
-pids+=($!)
-wait_line "$work/agent.out" "serving 1 boards" >/dev/null
+start_agent 1
 
 # ---- register it ---------------------------------------------------------------------------------
 cp -r deploy/examples/ops/gemv "$work/gemv"
@@ -152,7 +136,7 @@ refuse 'trials[0].args: gemv takes 3 arguments, the trial gives 2' --kind host-p
 refuse 'trials[0].board_kind: unknown board kind "stm32f9"' --kind stm32f9 --op gemv
 refuse 'trials[0].board_id: no board "hp9" is registered' --kind host-process --op gemv --board hp9
 refuse 'trials[0].labels: no registered board of kind host-process has rack=A' --kind host-process --op gemv --label rack=A
-refuse 'the arguments take 335544320 bytes; the largest board of kind host-process holds 31457280' \
+refuse 'the arguments take 402653184 bytes; the largest board of kind host-process holds 31457280' \
   --kind host-process --op matmul --shape 4096x8192,8192x4096,4096x4096
 [[ $(jobs_stored) -eq $n ]] || fail "a refused submission stored jobs"
 # A retried request id: the same trials get the same jobs; other trials are refused.

@@ -114,6 +114,39 @@ TEST_F(CatalogTest, ANameBelongsToWhoFirstAddedItAndOnlyTheyAndAdminsAddVersions
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(CatalogTest, CompileOptionsOutsideTheAllowListAreRefusedAndNothingIsStored) {
+  for (const char* option : {"-fplugin=evil.so", "@/etc/passwd", "-B/tmp", "-specs=x.specs",
+                             "-wrapper", "-fprofile-use=/tmp/p"}) {
+    v1::Operator op = Op("gemv", "/* options */");
+    op.mutable_spec()->add_cflags(option);
+    auto added = catalog_->Add(op, Admin("root"), kNow);  // admins too
+    ASSERT_FALSE(added.ok()) << option;
+    EXPECT_EQ(added.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(added.status().message(),
+                HasSubstr(absl::StrCat("op.spec.cflags[0]: \"", option, "\" is refused: ")));
+  }
+  // A knob whose values are options: each value held to the same list.
+  v1::Operator knob = Op("gemv", "/* options */");
+  v1::Knob* opt = knob.mutable_spec()->add_knobs();
+  opt->set_name("opt");
+  opt->set_cflag(true);
+  opt->add_values()->set_string_value("-O3");
+  opt->add_values()->set_string_value("-Os -fplugin=x");
+  auto added = catalog_->Add(knob, User("alice"), kNow);
+  ASSERT_FALSE(added.ok());
+  EXPECT_THAT(added.status().message(),
+              HasSubstr("op.spec.knobs[2].values[1]: \"-fplugin=x\" is refused: it loads a "
+                        "compiler plugin"));
+  EXPECT_EQ(catalog_->Find("gemv", ""), nullptr);
+  EXPECT_TRUE(catalog_->List("gemv", true).empty());
+  // Within the list: stored, the options part of the version.
+  opt->mutable_values(1)->set_string_value("-Os");
+  auto good = catalog_->Add(knob, User("alice"), kNow);
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_TRUE(catalog_->Find("gemv", "")->spec().knobs(2).cflag());
+  EXPECT_NE(good->op.version(), Op("gemv", "/* options */").version());
+}
+
 TEST_F(CatalogTest, ANameFromBeforeOwnersIsAdminsOnlyUntilGivenToSomeone) {
   // What an older tracker stored: a version, no owner.
   v1::Operator old = Op("gemv", "/* old */");

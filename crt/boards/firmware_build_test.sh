@@ -5,7 +5,9 @@
 #     hex digits, equals IMAGE.hash and is embedded in the image;
 #   - the id is reproducible (a second build into another cache: same id, same .bin) and covers
 #     the kind (another --kind: another id);
-#   - the agent's interface: --sources DIR with a system library of its own;
+#   - the agent's interface: --sources DIR with a system library of its own, a source's own
+#     compile options beside it (X.c.cflags: in the id; a plugin refused), the debug information
+#     in IMAGE.debug and not in IMAGE;
 #   - the image boots under the package's QEMU machine and sends
 #     the boot signature FE FF FD 03 00 00 00 00 00 02 66 77 on its UART.
 # And: an image past flash (a referenced 8 MiB constant) and one past RAM fail the link with the
@@ -78,8 +80,24 @@ for pkg in "${packages[@]}"; do
 
   # The agent's interface: its own system library from --sources.
   make_lib "$tmp/$pkg/lib" 'static const volatile unsigned char bf_blob[4] = {1, 2, 3, 4};'
-  "$here/build.sh" --package "$pkg" --sources "$tmp/$pkg/lib" --out "$tmp/$pkg/lib.elf" \
-    --cache "$tmp/cache" >/dev/null || fail "$pkg: --sources build failed"
+  lib_line="$("$here/build.sh" --package "$pkg" --sources "$tmp/$pkg/lib" --out "$tmp/$pkg/lib.elf" \
+    --cache "$tmp/cache")" || fail "$pkg: --sources build failed"
+
+  # Debug information beside the image, not in it; the flashed bytes are those of a build without.
+  arm-none-eabi-readelf -S "$tmp/$pkg/lib.elf.debug" | grep -q '\.debug_line' || fail "$pkg: IMAGE.debug has no line table"
+  if arm-none-eabi-readelf -S "$tmp/$pkg/lib.elf" | grep -q '\.debug_'; then fail "$pkg: the image keeps debug sections"; fi
+  # A source's own options (lib.c.cflags): part of the id, given to its compile; one outside the
+  # allow-list refused.
+  cp -r "$tmp/$pkg/lib" "$tmp/$pkg/opt" && printf -- '-O3\n-funroll-loops\n' > "$tmp/$pkg/opt/lib.c.cflags"
+  opt_line="$("$here/build.sh" --package "$pkg" --sources "$tmp/$pkg/opt" --out "$tmp/$pkg/opt.elf" \
+    --cache "$tmp/cache")" || fail "$pkg: a build with lib.c.cflags failed"
+  [[ "${opt_line##*hash=}" != "${lib_line##*hash=}" ]] || fail "$pkg: lib.c.cflags did not change the id"
+  printf -- '-O2\n-fplugin=evil.so\n' > "$tmp/$pkg/opt/lib.c.cflags"
+  if out="$("$here/build.sh" --package "$pkg" --sources "$tmp/$pkg/opt" --out "$tmp/$pkg/bad.elf" \
+              --cache "$tmp/cache" 2>&1)"; then
+    fail "$pkg: a plugin in lib.c.cflags was taken"
+  fi
+  [[ "$out" == *"lib.c.cflags: '-fplugin=evil.so' is not a compile option benchfarm takes"* ]] || fail "$pkg: $out"
 
   # Too big for flash, too big for RAM: the linker says so, the build fails.
   make_lib "$tmp/$pkg/big" 'static const volatile unsigned char bf_blob[8 * 1024 * 1024] = {1};'

@@ -28,6 +28,16 @@
  * --cpu N pins the process to CPU N (sched_setaffinity) before it serves
  * anything; a CPU it may not run on is an error on stderr and exit 1.
  *
+ * A fault in the code it runs (SIGSEGV, SIGBUS, SIGFPE, SIGILL) sends one
+ * session Log line first, as a Cortex-M board's fault handler does, and the
+ * process then dies of the signal as it would have:
+ *   fault: SIGSEGV (address not mapped) pc=0x11b9 caller=0x1f30 addr=0x0
+ * pc (the faulting instruction) and caller (the return address into the
+ * faulting function's caller, found with the unwinder) are addresses of this
+ * executable as linked — what addr2line takes — or, outside it (a shared
+ * library), the address as run followed by "(outside the image)"; caller is
+ * "-" when the unwinder cannot tell. addr is the fault's address.
+ *
  * Globals the board adds to the core's (crt/rpc/README.md), after them:
  *   6 benchfarm.Calibrate(int64 iterations) -> float64 seconds: a busy loop of
  *     `iterations` iterations of known cost (inline assembly; x86-64
@@ -40,14 +50,18 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <termios.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <tvm/runtime/c_runtime_api.h>
@@ -115,6 +129,126 @@ static tvm_crt_error_t LinkWrite(void* ctx, const uint8_t* data, size_t n) {
   memcpy(out->buf + out->len, data, n);
   out->len += n;
   return kTvmErrorNoError;
+}
+
+/* ---- faults -------------------------------------------------------------------------------- */
+
+/* This executable in memory: its load bias (run address - linked address) and the range its
+ * loadable segments span as run. */
+static uintptr_t g_image_bias;
+static uintptr_t g_image_lo;
+static uintptr_t g_image_hi;
+static char g_fault_stack[64 * 1024]; /* the handler's stack: a stack overflow faults too */
+
+static void FindImage(void) {
+  const ElfW(Phdr)* phdr = (const ElfW(Phdr)*)getauxval(AT_PHDR);
+  size_t n = (size_t)getauxval(AT_PHNUM);
+  size_t i;
+  if (phdr == NULL) return;
+  for (i = 0; i < n; i++) {
+    if (phdr[i].p_type == PT_PHDR) g_image_bias = (uintptr_t)phdr - phdr[i].p_vaddr;
+  }
+  g_image_lo = UINTPTR_MAX;
+  for (i = 0; i < n; i++) {
+    if (phdr[i].p_type != PT_LOAD) continue;
+    if (phdr[i].p_vaddr + g_image_bias < g_image_lo) g_image_lo = phdr[i].p_vaddr + g_image_bias;
+    if (phdr[i].p_vaddr + phdr[i].p_memsz + g_image_bias > g_image_hi) {
+      g_image_hi = phdr[i].p_vaddr + phdr[i].p_memsz + g_image_bias;
+    }
+  }
+}
+
+/* Appends " KEY=ADDRESS" as the file comment says. */
+static size_t AppendAddress(char* line, size_t size, size_t pos, const char* key, uintptr_t a) {
+  int n;
+  if (pos >= size) return pos;
+  if (a >= g_image_lo && a < g_image_hi) {
+    n = snprintf(line + pos, size - pos, " %s=0x%lx", key, (unsigned long)(a - g_image_bias));
+  } else {
+    n = snprintf(line + pos, size - pos, " %s=0x%lx (outside the image)", key, (unsigned long)a);
+  }
+  return n < 0 ? pos : pos + (size_t)n;
+}
+
+static const char* FaultCause(int sig, int code) {
+  switch (sig) {
+    case SIGSEGV:
+      return code == SEGV_MAPERR   ? "address not mapped"
+             : code == SEGV_ACCERR ? "access not permitted"
+                                   : "segmentation fault";
+    case SIGBUS:
+      return code == BUS_ADRALN   ? "misaligned address"
+             : code == BUS_ADRERR ? "nonexistent physical address"
+                                  : "bus error";
+    case SIGFPE:
+      return code == FPE_INTDIV   ? "integer divide by zero"
+             : code == FPE_INTOVF ? "integer overflow"
+                                  : "arithmetic exception";
+    default:
+      return "illegal instruction";
+  }
+}
+
+static void OnFault(int sig, siginfo_t* info, void* context) {
+  char line[256];
+  void* frames[32];
+  uintptr_t pc = 0;
+  size_t pos;
+  int n;
+  int i;
+  const char* name = sig == SIGSEGV  ? "SIGSEGV"
+                     : sig == SIGBUS ? "SIGBUS"
+                     : sig == SIGFPE ? "SIGFPE"
+                                     : "SIGILL";
+#if defined(__x86_64__)
+  pc = (uintptr_t)((ucontext_t*)context)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+  pc = (uintptr_t)((ucontext_t*)context)->uc_mcontext.pc;
+#else
+  (void)context;
+#endif
+  n = snprintf(line, sizeof(line), "%s (%s)", name, FaultCause(sig, info->si_code));
+  pos = n < 0 ? 0u : (size_t)n;
+  if (pc != 0u) {
+    pos = AppendAddress(line, sizeof(line), pos, "pc", pc);
+    /* The frame past the faulting one (the unwinder steps through the signal frame). */
+    n = backtrace(frames, (int)(sizeof(frames) / sizeof(frames[0])));
+    for (i = 0; i + 1 < n && (uintptr_t)frames[i] != pc; i++) {
+    }
+    if (i + 1 < n) {
+      pos = AppendAddress(line, sizeof(line), pos, "caller", (uintptr_t)frames[i + 1]);
+    } else if (pos < sizeof(line)) {
+      n = snprintf(line + pos, sizeof(line) - pos, " caller=-");
+      pos = n < 0 ? pos : pos + (size_t)n;
+    }
+  }
+  if (pos < sizeof(line)) {
+    (void)snprintf(line + pos, sizeof(line) - pos, " addr=0x%lx",
+                   (unsigned long)(uintptr_t)info->si_addr);
+  }
+  (void)crt_rpc_server_logf(&g_server, "fault: %s", line);
+  (void)Flush(&g_out);
+  raise(sig); /* SA_RESETHAND: the default action, once this handler returns */
+}
+
+/* Sends the fault line above before the process dies of a fault. */
+static void CatchFaults(void) {
+  static const int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+  struct sigaction sa;
+  stack_t stack;
+  void* frame;
+  size_t i;
+  FindImage();
+  (void)backtrace(&frame, 1); /* loads the unwinder now, not in the handler */
+  stack.ss_sp = g_fault_stack;
+  stack.ss_size = sizeof(g_fault_stack);
+  stack.ss_flags = 0;
+  (void)sigaltstack(&stack, NULL);
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_sigaction = OnFault;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+  sigemptyset(&sa.sa_mask);
+  for (i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); i++) sigaction(kSignals[i], &sa, NULL);
 }
 
 /* FNV-1a 64 of the file at path into hex[17]; returns 0 or -1. */
@@ -387,6 +521,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "board: RPC server start failed (0x%x)\n", (unsigned)err);
     return 1;
   }
+  CatchFaults();
 
   while (!g_stop) {
     ssize_t n = read(in_fd, input, sizeof(input));
