@@ -289,6 +289,38 @@ std::optional<device::FirmwareImage> BuildPart(const Settings& s, const Target& 
   return device::FirmwareImage{image->path, image->hash};
 }
 
+// Each candidate of `part` measured once (one call) on a fresh board of `t` in `mode` running
+// `fw`, its cost (seconds) appended to `costs`. A failed call is an error; with keep_going its
+// cost is tuner::kFailed and the rest are measured, otherwise it returns false there.
+bool MeasurePart(const Settings& s, const Target& t, const std::string& op,
+                 v1::QemuMachine::Timing mode, const device::FirmwareImage& fw,
+                 const std::vector<agent::Candidate>& part, bool keep_going,
+                 std::vector<double>* costs, std::vector<std::string>* errors) {
+  std::string error;
+  std::unique_ptr<device::Board> b = StartBoard(s, t, mode, fw, &error);
+  if (b == nullptr) {
+    errors->push_back(absl::StrCat(t.key, " ", TimingName(mode), ": ", error));
+    return false;
+  }
+  device::BoardArgs args;
+  for (const agent::Candidate& c : part) {
+    device::MeasureRequest q = Request(c.function, op, 1);
+    device::MeasureOutcome o;
+    absl::Status st =
+        device::MeasureRound(*b->rpc(), q, 1, &o, absl::Now() + kCallTime, &args, &b->timer());
+    if (!st.ok() || o.costs.empty()) {
+      errors->push_back(absl::StrCat(t.key, " ", op, " ", c.function, " (", TimingName(mode),
+                                     "): ", st.message()));
+      if (!keep_going) return false;
+      costs->push_back(tuner::kFailed);  // never the best
+      continue;
+    }
+    costs->push_back(o.costs[0]);
+  }
+  args.Release(*b->rpc(), absl::Now() + kCallTime);
+  return true;
+}
+
 // 3: one space on one target.
 struct SpaceRow {
   std::string target, op;
@@ -317,26 +349,10 @@ bool Space(const Settings& s, const Target& t, const std::string& op,
     if (!image) return false;
     const device::FirmwareImage& fw = *image;
     for (v1::QemuMachine::Timing mode : {v1::QemuMachine::INSTRUCTIONS, v1::QemuMachine::CYCLES}) {
-      std::string error;
-      std::unique_ptr<device::Board> b = StartBoard(s, t, mode, fw, &error);
-      if (b == nullptr) {
-        errors->push_back(absl::StrCat(t.key, " ", TimingName(mode), ": ", error));
+      if (!MeasurePart(s, t, op, mode, fw, part, /*keep_going=*/false,
+                       mode == v1::QemuMachine::CYCLES ? &row->cycles : &row->instr, errors)) {
         return false;
       }
-      device::BoardArgs args;
-      for (const agent::Candidate& c : part) {
-        device::MeasureRequest q = Request(c.function, op, 1);
-        device::MeasureOutcome o;
-        absl::Status st =
-            device::MeasureRound(*b->rpc(), q, 1, &o, absl::Now() + kCallTime, &args, &b->timer());
-        if (!st.ok() || o.costs.empty()) {
-          errors->push_back(absl::StrCat(t.key, " ", op, " ", c.function, " (", TimingName(mode),
-                                         "): ", st.message()));
-          return false;
-        }
-        (mode == v1::QemuMachine::CYCLES ? row->cycles : row->instr).push_back(o.costs[0]);
-      }
-      args.Release(*b->rpc(), absl::Now() + kCallTime);
     }
     for (const agent::Candidate& c : part) row->names.push_back(c.function);
     std::fprintf(stderr, "cycles_bench: %s %s: %zu of %d measured\n", t.key.c_str(), op.c_str(),
@@ -373,25 +389,10 @@ bool Table(const Settings& s, const Target& t, const std::string& op,
       part.push_back(*c);
     }
     std::optional<device::FirmwareImage> fw = BuildPart(s, t, op, space, builder, part, errors);
-    if (!fw) return false;
-    std::string error;
-    std::unique_ptr<device::Board> b = StartBoard(s, t, v1::QemuMachine::CYCLES, *fw, &error);
-    if (b == nullptr) {
-      errors->push_back(absl::StrCat(t.key, " cycles: ", error));
+    if (!fw || !MeasurePart(s, t, op, v1::QemuMachine::CYCLES, *fw, part, /*keep_going=*/true,
+                            &table.cost, errors)) {
       return false;
     }
-    device::BoardArgs args;
-    for (const agent::Candidate& c : part) {
-      device::MeasureRequest q = Request(c.function, op, 1);
-      device::MeasureOutcome o;
-      absl::Status st =
-          device::MeasureRound(*b->rpc(), q, 1, &o, absl::Now() + kCallTime, &args, &b->timer());
-      if (!st.ok() || o.costs.empty()) {  // a failed config: never the best
-        errors->push_back(absl::StrCat(op, " config ", table.cost.size(), ": ", st.message()));
-      }
-      table.cost.push_back(st.ok() && !o.costs.empty() ? o.costs[0] : tuner::kFailed);
-    }
-    args.Release(*b->rpc(), absl::Now() + kCallTime);
     std::fprintf(stderr, "cycles_bench: table %s %s: %zu of %lld measured\n", t.key.c_str(),
                  op.c_str(), table.cost.size(), static_cast<long long>(size));
   }
