@@ -15,8 +15,13 @@
 // Not a test: the figures depend on the machine. `./farm bench cycles` (--quick: a sample of 24
 // configs of matmul on the Cortex-M3 and short rounds, the smoke test's).
 //
+// --table=FILE: instead, a ground-truth table for the tuner's replay benchmark (tuner_bench,
+// benchmarks/data/*.tsv): every config of the first of --ops on the first of --targets measured
+// once by the cycle model (deterministic), written as tuner/table.h's TSV ("# knob" lines, then
+// "index<TAB>cost_s" rows in index order, AutoTVM's numbering). Always the whole space.
+//
 //   cycles_bench [--quick] [--configs N] [--targets m3,f4] [--ops matmul,conv2d]
-//                [--rounds R] [--crt DIR] [--templates DIR]
+//                [--rounds R] [--crt DIR] [--templates DIR] [--table=FILE]
 
 #include <unistd.h>
 
@@ -28,6 +33,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -47,6 +53,8 @@
 #include "device/measure.h"
 #include "proto/config.pb.h"
 #include "stats/summary.h"
+#include "tuner/strategy.h"
+#include "tuner/table.h"
 
 namespace benchfarm {
 namespace {
@@ -77,6 +85,7 @@ struct Settings {
   std::vector<std::string> targets = {"m3", "f4"};
   std::vector<std::string> ops = {"matmul", "conv2d"};
   std::string crt, templates, work, plugin;
+  std::string table;  // --table: write a ground-truth table instead of the three tables
 };
 
 std::string DataRoot(const char* argv0) {
@@ -263,6 +272,55 @@ bool Speed(const Settings& s, const Target& t, const device::FirmwareImage& imag
   return true;
 }
 
+// One image of `part` for `t`, or nullopt with the error in `errors`.
+std::optional<device::FirmwareImage> BuildPart(const Settings& s, const Target& t,
+                                               const std::string& op,
+                                               const catalog::KnobSpace& space,
+                                               agent::ImageBuilder* builder,
+                                               const std::vector<agent::Candidate>& part,
+                                               std::vector<std::string>* errors) {
+  absl::StatusOr<agent::Image> image =
+      builder->Build(absl::StrCat(s.templates, "/", t.tmpl), agent::CandidatesUnit(space, part),
+                     absl::Now() + absl::Minutes(20));
+  if (!image.ok()) {
+    errors->push_back(absl::StrCat(t.key, " ", op, ": build: ", image.status().message()));
+    return std::nullopt;
+  }
+  return device::FirmwareImage{image->path, image->hash};
+}
+
+// Each candidate of `part` measured once (one call) on a fresh board of `t` in `mode` running
+// `fw`, its cost (seconds) appended to `costs`. A failed call is an error; with keep_going its
+// cost is tuner::kFailed and the rest are measured, otherwise it returns false there.
+bool MeasurePart(const Settings& s, const Target& t, const std::string& op,
+                 v1::QemuMachine::Timing mode, const device::FirmwareImage& fw,
+                 const std::vector<agent::Candidate>& part, bool keep_going,
+                 std::vector<double>* costs, std::vector<std::string>* errors) {
+  std::string error;
+  std::unique_ptr<device::Board> b = StartBoard(s, t, mode, fw, &error);
+  if (b == nullptr) {
+    errors->push_back(absl::StrCat(t.key, " ", TimingName(mode), ": ", error));
+    return false;
+  }
+  device::BoardArgs args;
+  for (const agent::Candidate& c : part) {
+    device::MeasureRequest q = Request(c.function, op, 1);
+    device::MeasureOutcome o;
+    absl::Status st =
+        device::MeasureRound(*b->rpc(), q, 1, &o, absl::Now() + kCallTime, &args, &b->timer());
+    if (!st.ok() || o.costs.empty()) {
+      errors->push_back(absl::StrCat(t.key, " ", op, " ", c.function, " (", TimingName(mode),
+                                     "): ", st.message()));
+      if (!keep_going) return false;
+      costs->push_back(tuner::kFailed);  // never the best
+      continue;
+    }
+    costs->push_back(o.costs[0]);
+  }
+  args.Release(*b->rpc(), absl::Now() + kCallTime);
+  return true;
+}
+
 // 3: one space on one target.
 struct SpaceRow {
   std::string target, op;
@@ -287,39 +345,69 @@ bool Space(const Settings& s, const Target& t, const std::string& op,
   for (size_t first = 0; first < all->size(); first += kCandidatesPerImage) {
     std::vector<agent::Candidate> part(
         all->begin() + first, all->begin() + std::min(all->size(), first + kCandidatesPerImage));
-    absl::StatusOr<agent::Image> image =
-        builder->Build(absl::StrCat(s.templates, "/", t.tmpl), agent::CandidatesUnit(space, part),
-                       absl::Now() + absl::Minutes(20));
-    if (!image.ok()) {
-      errors->push_back(absl::StrCat(t.key, " ", op, ": build: ", image.status().message()));
-      return false;
-    }
-    device::FirmwareImage fw{image->path, image->hash};
+    std::optional<device::FirmwareImage> image = BuildPart(s, t, op, space, builder, part, errors);
+    if (!image) return false;
+    const device::FirmwareImage& fw = *image;
     for (v1::QemuMachine::Timing mode : {v1::QemuMachine::INSTRUCTIONS, v1::QemuMachine::CYCLES}) {
-      std::string error;
-      std::unique_ptr<device::Board> b = StartBoard(s, t, mode, fw, &error);
-      if (b == nullptr) {
-        errors->push_back(absl::StrCat(t.key, " ", TimingName(mode), ": ", error));
+      if (!MeasurePart(s, t, op, mode, fw, part, /*keep_going=*/false,
+                       mode == v1::QemuMachine::CYCLES ? &row->cycles : &row->instr, errors)) {
         return false;
       }
-      device::BoardArgs args;
-      for (const agent::Candidate& c : part) {
-        device::MeasureRequest q = Request(c.function, op, 1);
-        device::MeasureOutcome o;
-        absl::Status st =
-            device::MeasureRound(*b->rpc(), q, 1, &o, absl::Now() + kCallTime, &args, &b->timer());
-        if (!st.ok() || o.costs.empty()) {
-          errors->push_back(absl::StrCat(t.key, " ", op, " ", c.function, " (", TimingName(mode),
-                                         "): ", st.message()));
-          return false;
-        }
-        (mode == v1::QemuMachine::CYCLES ? row->cycles : row->instr).push_back(o.costs[0]);
-      }
-      args.Release(*b->rpc(), absl::Now() + kCallTime);
     }
     for (const agent::Candidate& c : part) row->names.push_back(c.function);
     std::fprintf(stderr, "cycles_bench: %s %s: %zu of %d measured\n", t.key.c_str(), op.c_str(),
                  row->names.size(), row->configs);
+  }
+  return true;
+}
+
+// --table: every config of `op` by index, measured once by the cycle model on `t`, written to
+// `path` as a tuner ground-truth table.
+bool Table(const Settings& s, const Target& t, const std::string& op,
+           const catalog::KnobSpace& space, agent::ImageBuilder* builder, const std::string& path,
+           std::vector<std::string>* errors) {
+  const v1::Operator* entry = space.Find(op);
+  if (entry == nullptr) {
+    errors->push_back(absl::StrCat("knobs.json has no ", op));
+    return false;
+  }
+  tuner::Table table;
+  table.spec = entry->spec();
+  const int64_t size = catalog::SpaceSize(table.spec);
+  for (int64_t first = 0; first < size; first += kCandidatesPerImage) {
+    std::vector<agent::Candidate> part;
+    for (int64_t i = first; i < std::min<int64_t>(size, first + kCandidatesPerImage); ++i) {
+      v1::TemplateOperator to;
+      to.set_op(op);
+      for (const auto& [name, value] : catalog::KnobsOfIndex(table.spec, i))
+        (*to.mutable_knobs())[name] = value;
+      absl::StatusOr<agent::Candidate> c = agent::ResolveCandidate(space, to);
+      if (!c.ok()) {
+        errors->push_back(std::string(c.status().message()));
+        return false;
+      }
+      part.push_back(*c);
+    }
+    std::optional<device::FirmwareImage> fw = BuildPart(s, t, op, space, builder, part, errors);
+    if (!fw || !MeasurePart(s, t, op, v1::QemuMachine::CYCLES, *fw, part, /*keep_going=*/true,
+                            &table.cost, errors)) {
+      return false;
+    }
+    std::fprintf(stderr, "cycles_bench: table %s %s: %zu of %lld measured\n", t.key.c_str(),
+                 op.c_str(), table.cost.size(), static_cast<long long>(size));
+  }
+  std::ofstream out(path);
+  tuner::WriteTable(
+      table,
+      {absl::StrCat("benchfarm tuner ground truth: ", op, " on ", t.label,
+                    ", every config measured once by the cycle model (seconds per call)"),
+       absl::StrCat("regenerate: ./farm bench cycles --table=benchmarks/data/", op, "-", t.key,
+                    ".tsv --ops=", op, " --targets=", t.key)},
+      out);
+  out.flush();
+  if (!out) {
+    errors->push_back(absl::StrCat("cannot write ", path));
+    return false;
   }
   return true;
 }
@@ -414,10 +502,13 @@ int main(int argc, char** argv) {
       s.crt = value("--crt");
     } else if (!value("--templates").empty()) {
       s.templates = value("--templates");
+    } else if (!value("--table").empty()) {
+      s.table = value("--table");
     } else {
       std::fprintf(stderr,
                    "usage: cycles_bench [--quick] [--configs=N] [--targets=m3,f4] "
-                   "[--ops=matmul,conv2d] [--rounds=R] [--crt=DIR] [--templates=DIR]\n");
+                   "[--ops=matmul,conv2d] [--rounds=R] [--crt=DIR] [--templates=DIR] "
+                   "[--table=FILE]\n");
       return 2;
     }
   }
@@ -447,6 +538,21 @@ int main(int argc, char** argv) {
   bo.time_limit = absl::Minutes(15);
   agent::ImageBuilder builder(bo);
   std::vector<std::string> errors;
+  if (!s.table.empty()) {
+    const Target* target = nullptr;
+    for (const Target& t : Targets()) {
+      if (t.key == s.targets[0]) target = &t;
+    }
+    if (target == nullptr || s.ops.empty()) {
+      std::fprintf(stderr, "cycles_bench: --table: unknown target %s\n", s.targets[0].c_str());
+      return 2;
+    }
+    Table(s, *target, s.ops[0], *space, &builder, s.table, &errors);
+    for (const std::string& e : errors) std::fprintf(stderr, "cycles_bench: %s\n", e.c_str());
+    const std::string cleanup = absl::StrCat("rm -rf '", s.work, "'");
+    (void)!std::system(cleanup.c_str());
+    return errors.empty() ? 0 : 1;
+  }
   std::vector<SpeedRow> speed;
   std::vector<SpaceRow> spaces;
   for (const Target& t : Targets()) {

@@ -35,6 +35,7 @@
 #include "grpcpp/grpcpp.h"
 #include "stats/cost_stats.h"
 #include "stats/summary.h"
+#include "tuner/additive.h"
 
 namespace benchfarm::farmctl {
 namespace {
@@ -248,7 +249,8 @@ class TuneState {
   std::map<std::string, Recheck> rechecks_;
 };
 
-// Picks the next configs to measure.
+// Picks the next configs to measure (the "model" strategy: tuner::AdditiveScore; the tuner/
+// package holds it and the learned model, replayed by ./farm bench tuner).
 class Searcher {
  public:
   // `allowed`: when not empty, the only configs it picks (a tuning run's image pool), sorted.
@@ -279,8 +281,12 @@ class Searcher {
     int explore = n;
     if (strategy_ == "model" && measured >= 8) {
       explore = std::max(1, n / 4);
+      // Lower is better: tuner/additive.h's per-knob-value score.
+      std::vector<std::pair<int64_t, double>> results;
+      for (const TunePoint& p : state.points()) results.emplace_back(p.index, p.cost);
+      const tuner::AdditiveScore additive(op_.spec(), results);
       std::vector<std::pair<double, int64_t>> scored;
-      for (int64_t index : RandomPool(4000, state)) scored.emplace_back(Score(index, state), index);
+      for (int64_t index : RandomPool(4000, state)) scored.emplace_back(additive(index), index);
       std::sort(scored.begin(), scored.end());
       for (const auto& [score, index] : scored) {
         if (static_cast<int>(out.size()) >= n - explore) break;
@@ -302,40 +308,6 @@ class Searcher {
       if (!state.Known(i)) pool.push_back(i);
     }
     return pool;
-  }
-
-  // Lower is better. Sum over knobs of the value's mean log-cost relative to the overall mean,
-  // minus an optimism bonus that shrinks as the value is measured more (so values seen rarely or
-  // never get tried); failed configs count as a little worse than the worst success.
-  double Score(int64_t index, const TuneState& state) {
-    double worst = -kInf;
-    for (const TunePoint& p : state.points()) {
-      if (std::isfinite(p.cost)) worst = std::max(worst, std::log(p.cost));
-    }
-    if (!std::isfinite(worst)) return 0;
-    std::map<std::pair<std::string, std::string>, std::pair<double, int>> sums;
-    double total = 0, total2 = 0;
-    for (const TunePoint& p : state.points()) {
-      double y = std::isfinite(p.cost) ? std::log(p.cost) : worst + 1.0;
-      total += y;
-      total2 += y * y;
-      for (const auto& [k, v] : catalog::KnobsOfIndex(op_.spec(), p.index)) {
-        auto& s = sums[{k, v}];
-        s.first += y;
-        s.second++;
-      }
-    }
-    const double n = static_cast<double>(state.points().size());
-    const double mean = total / n;
-    const double spread = std::sqrt(std::max(1e-12, total2 / n - mean * mean));
-    double score = 0;
-    for (const auto& [k, v] : catalog::KnobsOfIndex(op_.spec(), index)) {
-      auto it = sums.find({k, v});
-      const int count = it == sums.end() ? 0 : it->second.second;
-      const double value_mean = count > 0 ? it->second.first / count : mean;
-      score += value_mean - mean - 0.5 * spread / std::sqrt(count + 1.0);
-    }
-    return score;
   }
 
   const v1::Operator& op_;
