@@ -36,6 +36,8 @@
 #include "stats/cost_stats.h"
 #include "stats/summary.h"
 #include "tuner/additive.h"
+#include "tuner/space.h"
+#include "tuner/strategy.h"
 
 namespace benchfarm::farmctl {
 namespace {
@@ -249,8 +251,9 @@ class TuneState {
   std::map<std::string, Recheck> rechecks_;
 };
 
-// Picks the next configs to measure (the "model" strategy: tuner::AdditiveScore; the tuner/
-// package holds it and the learned model, replayed by ./farm bench tuner).
+// Picks the next configs to measure: grid, random, "model" (tuner::AdditiveScore) or "gbt" (the
+// learned model, tuner/strategy.h, told every result the run holds before each batch). The tuner/
+// package holds both models; ./farm bench tuner replays them.
 class Searcher {
  public:
   // `allowed`: when not empty, the only configs it picks (a tuning run's image pool), sorted.
@@ -258,6 +261,7 @@ class Searcher {
            std::vector<int64_t> allowed = {})
       : op_(op),
         strategy_(std::move(strategy)),
+        seed_(seed),
         rng_(seed),
         size_(catalog::SpaceSize(op.spec())),
         allowed_(std::move(allowed)) {}
@@ -277,6 +281,7 @@ class Searcher {
       }
       return out;
     }
+    if (strategy_ == "gbt") return NextByModel(n, state);
     const int measured = static_cast<int>(state.points().size());
     int explore = n;
     if (strategy_ == "model" && measured >= 8) {
@@ -298,6 +303,29 @@ class Searcher {
   }
 
  private:
+  std::vector<int64_t> NextByModel(int n, const TuneState& state) {
+    if (learned_ == nullptr) {
+      space_ = std::make_unique<tuner::Space>(op_.spec());
+      tuner::StrategyOptions options;
+      options.seed = seed_;
+      learned_ = *tuner::MakeStrategy("gbt", *space_, options);
+    }
+    for (const TunePoint& p : state.points()) {
+      if (told_.insert(p.index).second) learned_->Observe(p.index, p.cost);
+    }
+    std::vector<int64_t> out;
+    // Configs the run already holds (pending ones) are skipped; the model never proposes them
+    // again.
+    for (int tries = 0; tries < 8 && static_cast<int>(out.size()) < n; ++tries) {
+      const std::vector<int64_t> proposed = learned_->Propose(n - static_cast<int>(out.size()));
+      if (proposed.empty()) break;
+      for (int64_t index : proposed) {
+        if (static_cast<int>(out.size()) < n && !state.Known(index)) out.push_back(index);
+      }
+    }
+    return out;
+  }
+
   std::vector<int64_t> RandomPool(int n, const TuneState& state) {
     std::vector<int64_t> pool;
     const int64_t size = allowed_.empty() ? size_ : static_cast<int64_t>(allowed_.size());
@@ -312,10 +340,14 @@ class Searcher {
 
   const v1::Operator& op_;
   const std::string strategy_;
+  const uint64_t seed_;
   std::mt19937_64 rng_;
   const int64_t size_;
   const std::vector<int64_t> allowed_;
   int64_t cursor_ = 0;
+  std::unique_ptr<tuner::Space> space_;  // gbt
+  std::unique_ptr<tuner::Strategy> learned_;
+  std::set<int64_t> told_;  // the results learned_ has been told
 };
 
 // The image pool of a run: the default config and seeded random distinct ones, `n` in all (at
@@ -519,8 +551,14 @@ absl::StatusOr<const v1::Operator*> CheckOptions(const catalog::KnobSpace& knobs
   if (op == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("--op: unknown operator \"", options.op, "\""));
   }
-  if (options.strategy != "grid" && options.strategy != "random" && options.strategy != "model") {
-    return absl::InvalidArgumentError("--strategy: one of grid, random, model");
+  if (options.strategy != "grid" && options.strategy != "random" && options.strategy != "model" &&
+      options.strategy != "gbt") {
+    return absl::InvalidArgumentError("--strategy: one of grid, random, model, gbt");
+  }
+  if (options.strategy == "gbt" && options.pool > 0) {
+    return absl::InvalidArgumentError(
+        "--strategy gbt picks from the whole space: not with --pool (a fixed pool of random "
+        "configs)");
   }
   if (options.trials < 1) return absl::InvalidArgumentError("--trials: at least 1");
   if (options.batch < 1 || options.batch > 1000)
