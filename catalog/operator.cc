@@ -5,8 +5,8 @@
 #include <set>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/content_hash.h"
 #include "base/status_macros.h"

@@ -34,8 +34,8 @@ static int IsType(const DLTensor* t, uint8_t code, uint8_t bits, int ndim) {
 /* input (H, W, C) int8, weight (KH, KW, C) int8, output (OH, OW, C) int32; -1 otherwise. */
 static int Unpack(const TVMValue* args, const int* type_codes, int num_args, Conv* v) {
   const DLTensor *x, *w, *y;
-  if (num_args != 3 || type_codes[0] != kTVMDLTensorHandle ||
-      type_codes[1] != kTVMDLTensorHandle || type_codes[2] != kTVMDLTensorHandle) {
+  if (num_args != 3 || type_codes[0] != kTVMDLTensorHandle || type_codes[1] != kTVMDLTensorHandle ||
+      type_codes[2] != kTVMDLTensorHandle) {
     return -1;
   }
   x = (const DLTensor*)args[0].v_handle;
