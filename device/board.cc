@@ -349,6 +349,7 @@ std::optional<BoardFailure> Board::Connect(absl::Time deadline) {
   so.board_id = id();
   so.start_timeout = options_.connect_timeout;
   if (options_.log_sink) so.log_sink = options_.log_sink;
+  so.interrupt = &interrupt_;
   session_ = std::make_unique<HostSession>(*transport, so);
   absl::Status s = session_->Connect(deadline);
   if (!s.ok()) {
@@ -475,6 +476,17 @@ void Board::Diagnose(const absl::Status& s, const LinkCounters& link_before, Cal
     Reset(reason);
     out->reset = true;
   };
+  if (absl::IsCancelled(s)) {
+    // Abandoned (the trial was cancelled): whatever the board still runs is stopped now rather
+    // than left busy until the next trial restarts it.
+    out->failure = BoardFailure{BoardFailure::kCancelled, message};
+    reset(ResetReason::kHung);
+    if (host_process_ != nullptr && host_process_->pid() > 0) {
+      (void)host_process_->Stop(absl::Now() + absl::Seconds(5));
+    }
+    if (qemu_ != nullptr) qemu_->Stop();
+    return;
+  }
   const bool timed_out = absl::IsDeadlineExceeded(s);
   if (std::optional<BoardCrash> crash = timed_out ? std::nullopt : CrashReport(kCrashWait)) {
     // The OOM killer or an operator is not the code under test.

@@ -11,7 +11,9 @@
 //                trial's code left running ended;
 //   Reset        after a hang or a crash: the next EnsureImage restarts (re-flashes) the board;
 //                after the board rebooted by itself, it only reconnects;
-//   rpc/info     the RPC client and what the board said about itself.
+//   rpc/info     the RPC client and what the board said about itself;
+//   Interrupt    (from another thread) abandons the call in flight at once: a cancelled trial
+//                frees its board without waiting for the trial's own timeout.
 //
 // How a board is reached is decided by its config alone:
 //   host_process { use_pty }         HostProcessFlasher; its pipes or its pty.
@@ -30,11 +32,13 @@
 // Adding a board kind is a config entry (plus a board-support package in crt/boards for a new
 // MCU), never a code branch elsewhere.
 //
-// Thread-safety: none; one thread (the agent's board worker, or farmctl) drives a Board.
+// Thread-safety: none; one thread (the agent's board worker, or farmctl) drives a Board. Only
+// Interrupt and ClearInterrupt may be called from any thread.
 
 #ifndef BENCHFARM_DEVICE_BOARD_H_
 #define BENCHFARM_DEVICE_BOARD_H_
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -124,6 +128,10 @@ struct BoardFailure {
     // The function failed on the board (an error it returned, a missing function) and the board
     // is fine. message: the call's error.
     kCallFailed,
+    // Interrupt() abandoned the call (the trial was cancelled): the board, maybe still busy with
+    // it, was stopped (host process, QEMU) or is restarted (re-flashed) before its next use.
+    // message: the call's error.
+    kCancelled,
   };
   Kind kind;
   std::string message;
@@ -217,6 +225,9 @@ class Board {
   //                                                                   up (no reset)
   //   timed out otherwise                                             kHung; Reset kHung
   //   Aborted (the board reset itself)                                kRebooted; Reset kRebooted
+  //   Cancelled (Interrupt(): the call abandoned)                     kCancelled; the board
+  //                                                                   stopped now (host
+  //                                                                   process, QEMU), Reset kHung
   //   Unavailable, FailedPrecondition or DataLoss                     kLinkFailed; Reset kHung
   //   any other error                                                 kCallFailed; no reset
   // After every round, failed or not, what the trial's code left running is ended (Leftovers).
@@ -241,6 +252,13 @@ class Board {
   bool link_faults_on() const { return link_fault_ != nullptr; }
   FaultCounters link_fault_counters() const;
   const std::string& link_fault_error() const { return link_fault_error_; }
+
+  // Abandons the call in flight, if any, at once: every wait for the board ends (within
+  // kInterruptPoll) with Cancelled until ClearInterrupt(), so MeasureRound returns kCancelled.
+  // May be called from any thread (the only calls that may): the agent calls it when the tracker
+  // cancels the trial being measured.
+  void Interrupt() { interrupt_.store(true); }
+  void ClearInterrupt() { interrupt_.store(false); }
 
   // Drops the link (the board keeps running).
   void Close();
@@ -304,6 +322,8 @@ class Board {
   BoardArgs args_;
   bool needs_restart_ = false;
   bool port_missing_ = false;
+  // Interrupt(): every session of this board waits on it (SessionOptions::interrupt).
+  std::atomic<bool> interrupt_{false};
 };
 
 }  // namespace benchfarm::device

@@ -518,9 +518,15 @@ absl::StatusOr<std::vector<std::string>> Submit(const TrackerClient& tracker,
 
 // ---- watch --------------------------------------------------------------------------------------
 
+std::string JobStateText(v1::JobState state) {
+  // The enum's name is CANCELLED_STATE only because ErrorCode has a CANCELLED.
+  if (state == v1::CANCELLED_STATE) return "CANCELLED";
+  return v1::JobState_IsValid(state) ? v1::JobState_Name(state) : absl::StrCat(state);
+}
+
 std::string FormatJobEvent(const v1::Job& job) {
   std::string line = absl::StrCat(absl::FormatTime("%H:%M:%S", absl::Now(), absl::LocalTimeZone()),
-                                  " ", job.job_id(), " ", v1::JobState_Name(job.state()), " ",
+                                  " ", job.job_id(), " ", JobStateText(job.state()), " ",
                                   job.trial().board_kind(), "/", OpName(job.trial().op()));
   std::string board = job.state() == v1::DONE ? job.result().board_id() : job.board_id();
   if (board.empty() && job.attempts_size() > 0 && job.state() != v1::QUEUED) {
@@ -610,9 +616,8 @@ absl::Status PrintResults(const TrackerClient& tracker, const ResultsOptions& op
   Table table({"JOB", "CLIENT", "STATE", "KIND", "OP", "KNOBS", "BOARD", "ATTEMPTS", "RESULT"});
   for (const v1::Job& job : all.jobs()) {
     std::string board = job.state() == v1::DONE ? job.result().board_id() : job.board_id();
-    table.Add({job.job_id(), job.client_id(), v1::JobState_Name(job.state()),
-               job.trial().board_kind(), OpName(job.trial().op()),
-               FormatKnobs(job.trial().op(), knobs), OrDash(board),
+    table.Add({job.job_id(), job.client_id(), JobStateText(job.state()), job.trial().board_kind(),
+               OpName(job.trial().op()), FormatKnobs(job.trial().op(), knobs), OrDash(board),
                absl::StrCat(job.attempts_size()), Outcome(job, false)});
   }
   table.Print(out);
@@ -743,7 +748,7 @@ std::string FormatJob(const v1::Job& job, const catalog::KnobSpace& knobs) {
   const v1::Trial& t = job.trial();
   line("job", job.job_id());
   line("client", OrDash(job.client_id()));
-  line("state", v1::JobState_Name(job.state()));
+  line("state", JobStateText(job.state()));
   std::string op = absl::StrCat(t.board_kind(), "/", OpName(t.op()));
   if (t.op().has_template_op() && !t.op().template_op().version().empty()) {
     absl::StrAppend(&op, "@", t.op().template_op().version());
@@ -758,6 +763,9 @@ std::string FormatJob(const v1::Job& job, const catalog::KnobSpace& knobs) {
   line("measure", MeasureOptionsText(t.measure()));
   const std::string board = job.state() == v1::DONE ? job.result().board_id() : job.board_id();
   line("board", absl::StrCat(OrDash(board), " (attempts ", job.attempts_size(), ")"));
+  if (job.state() == v1::CANCELLED_STATE && !job.result().message().empty()) {
+    line("result", job.result().message());
+  }
   if (job.state() != v1::DONE) return out;
   AppendCosts(job, &out);
   AppendBoard(job.result(), &out);
@@ -793,7 +801,7 @@ absl::Status Cancel(const TrackerClient& tracker, const std::vector<std::string>
     absl::Status status = Call(tracker, &v1::Tracker::StubInterface::CancelJob, request, &response,
                                absl::StrCat("CancelJob ", id));
     if (status.ok()) {
-      out << id << " " << v1::JobState_Name(response.job().state()) << "\n";
+      out << id << " " << JobStateText(response.job().state()) << "\n";
     } else if (first.ok()) {
       first = status;
     }

@@ -190,6 +190,9 @@ absl::Status Watch(const TrackerClient& tracker, const WatchOptions& options, st
 
 // One watch line (without the newline), as Watch prints it.
 std::string FormatJobEvent(const v1::Job& job);
+// A job's state as farmctl prints it: QUEUED, RUNNING, DONE, CANCELLED (JSON keeps the proto's
+// enum names: CANCELLED_STATE).
+std::string JobStateText(v1::JobState state);
 
 // ---- results ---------------------------------------------------------------------------------
 

@@ -7,6 +7,9 @@
 #                                   FILE's .err beside a .out) on failure
 #   http_get URL                    the body of a GET
 #   stop_daemons                    TERM to every daemon, and fails unless each exits cleanly
+#   start_host_farm DIR AGENT USER GRANT BOARD...
+#                                   a secure tracker ($tracker_port, state in DIR) and an agent
+#                                   serving the BOARD config lines, farmctl calling as USER
 
 fail() { echo "${TEST_NAME:?}: FAIL: $*" >&2; exit 1; }
 say() { echo "${TEST_NAME:?}: $*" >&2; }
@@ -61,4 +64,31 @@ agent_credentials() {
   shift 2
   pki_sh agent "$dir" "$id" "$@" >/dev/null
   echo "credentials { ca_cert: \"$dir/ca.pem\" cert: \"$dir/agents/$id.pem\" key: \"$dir/agents/$id.key\" }"
+}
+
+# start_host_farm DIR AGENT_ID USER GRANT BOARD...: a tracker on a free port ($tracker_port; its
+# database and CA in DIR) and the agent AGENT_ID (config DIR/agent.textproto, state in DIR/agent,
+# logs DIR/agent.out and .err; its certificate grants GRANT, e.g. 'hp*=host-process') serving the
+# BOARD lines (`boards { ... }`), plus $agent_extra (more config lines: metrics_address, ...);
+# farmctl then calls as USER (use_token). Run from the runfiles root.
+start_host_farm() {
+  local dir=$1 agent_id=$2 user=$3 grant=$4
+  shift 4
+  tracker_port=$(free_port)
+  tracker/tracker --listen "127.0.0.1:$tracker_port" --database "$dir/tracker.db" --state_dir "$dir/pki" \
+    >"$dir/tracker.out" 2>"$dir/tracker.err" &
+  pids+=($!)
+  wait_line "$dir/tracker.out" "listening on" >/dev/null
+  use_token "$dir/pki" "$user"
+  {
+    echo "agent_id: \"$agent_id\""
+    echo "tracker_address: \"127.0.0.1:$tracker_port\""
+    echo "scratch_dir: \"$dir/agent/scratch\" cache_dir: \"$dir/agent/cache\" spool_dir: \"$dir/agent/spool\""
+    agent_credentials "$dir/pki" "$agent_id" "$grant"
+    echo "${agent_extra:-}"
+    printf '%s\n' "$@"
+  } >"$dir/agent.textproto"
+  agent/agent --config "$dir/agent.textproto" >"$dir/agent.out" 2>"$dir/agent.err" &
+  pids+=($!)
+  wait_line "$dir/agent.out" "serving $# boards" >/dev/null
 }
