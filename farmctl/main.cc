@@ -162,7 +162,8 @@ ABSL_FLAG(std::string, entry, "", "submit --c-source: the function to time");
 ABSL_FLAG(std::string, reference, "",
           "submit --c-source: the reference to check against (in the file, or add_reference ...)");
 ABSL_FLAG(std::string, version, "",
-          "op show / submit: a catalog version of the operator (default: the latest)");
+          "submit / tune / op show / op retire: a catalog version of the operator (default: the "
+          "latest)");
 ABSL_FLAG(bool, all_versions, false, "ops: list every version, not only the latest");
 
 namespace benchfarm::farmctl {
@@ -190,13 +191,15 @@ constexpr char kUsage[] =
     "  boards [--kind K] [--json]       the tracker's boards: state, agent, job, slots, flashes\n"
     "  queue [--json]                   per board kind: boards free/quarantined, jobs queued by\n"
     "                                   priority and running\n"
-    "  submit --kind K --op OP [--knob name=value ...] [--knobs a=1,b=2] [--shape S]\n"
-    "         [--number N --repeat R --min-repeat-ms M --cooldown-ms C --timeout-ms T]\n"
-    "         [--target PCT [--budget-ms B] [--max-repeat N]]\n"
+    "  submit --kind K --op OP [--version V] [--knob name=value ...] [--knobs a=1,b=2]\n"
+    "         [--shape S] [--number N --repeat R --min-repeat-ms M --cooldown-ms C\n"
+    "         --timeout-ms T] [--target PCT [--budget-ms B] [--max-repeat N]]\n"
     "         [--no-check] [--seed S] [--priority P] [--board ID] [--label k=v ...]\n"
     "         [--client C] [--request-id R]\n"
     "  submit --file trials.textproto|trials.json [--client C] [--request-id R]\n"
-    "                                   queue trials; prints their job ids\n"
+    "                                   queue trials; prints their job ids; --version V: that\n"
+    "                                   catalog version of OP (default: the latest; a retired\n"
+    "                                   version is refused)\n"
     "  watch [JOB...] [--client C]      one line per job event, until the jobs finish\n"
     "                                   (no JOB: every job, until Ctrl-C)\n"
     "  get JOB... [--json]              one job in full: its result's median +- interval,\n"
@@ -209,7 +212,10 @@ constexpr char kUsage[] =
     "                                   a one-off C source trial (no knobs); dtypes int8, uint8,\n"
     "                                   int16, uint16, int32, uint32, float16, float32, float64\n"
     "  op add DIR|op.json               register a user operator (its op.json, C files and\n"
-    "                                   headers); a changed source makes a new version\n"
+    "                                   headers); a changed source makes a new version, an\n"
+    "                                   earlier source added again is the latest again\n"
+    "  op retire NAME [--version V]     hide a version (default: the latest) from new trials;\n"
+    "                                   its results stay (the owner or an admin)\n"
     "  ops [--op NAME] [--all-versions] [--json]\n"
     "                                   the operator catalog: versions, shapes, knobs\n"
     "  op show NAME [--version V] [--json]\n"
@@ -225,10 +231,12 @@ constexpr char kUsage[] =
     "  import-log LOG --op OP --kind K [--shape S ...] [--out DIR]\n"
     "                                   restore an AutoTVM log's records of that run into a\n"
     "                                   tune directory, so tune resumes without re-measuring\n"
-    "  tune --op OP --kind K [--strategy grid|random|model] [--trials N] [--batch B] [--pool N]\n"
-    "       [--out DIR] [--shape S] [--number N --repeat R --min-repeat-ms M] [--no-check]\n"
-    "       [--target PCT [--budget-ms B] [--max-repeat N]] [--recheck K]\n"
-    "                                   search the op's knob space on the farm; resumable\n"
+    "  tune --op OP [--version V] --kind K [--strategy grid|random|model] [--trials N]\n"
+    "       [--batch B] [--pool N] [--out DIR] [--shape S] [--number N --repeat R\n"
+    "       --min-repeat-ms M] [--no-check] [--target PCT [--budget-ms B] [--max-repeat N]]\n"
+    "       [--recheck K]\n"
+    "                                   search the op's knob space on the farm (--version V:\n"
+    "                                   that catalog version; default: the latest); resumable\n"
     "                                   from DIR; prints the best configs and their speed-up\n"
     "                                   over the default, writes an AutoTVM log and a plot;\n"
     "                                   --recheck K measures the top K again and says whether\n"
@@ -603,7 +611,7 @@ int Done(const absl::Status& status) {
   return status.ok() ? 0 : Fail(status);
 }
 
-// `op add DIR|op.json`, `op show NAME`, `op chown NAME CLIENT`.
+// `op add DIR|op.json`, `op show NAME`, `op retire NAME`, `op chown NAME CLIENT`.
 int OpCommand(const TrackerClient& tracker, const std::vector<std::string>& operands, bool json) {
   absl::Status status;
   if (operands.size() == 2 && operands[0] == "add") {
@@ -612,8 +620,11 @@ int OpCommand(const TrackerClient& tracker, const std::vector<std::string>& oper
     status = ShowOperator(tracker, operands[1], absl::GetFlag(FLAGS_version), json, std::cout);
   } else if (operands.size() == 3 && operands[0] == "chown") {
     status = SetOperatorOwner(tracker, operands[1], operands[2], std::cout);
+  } else if (operands.size() == 2 && operands[0] == "retire") {
+    status = RetireOperator(tracker, operands[1], absl::GetFlag(FLAGS_version), json, std::cout);
   } else {
-    return Usage("op add DIR|op.json, op show NAME, or op chown NAME CLIENT");
+    return Usage(
+        "op add DIR|op.json, op show NAME, op retire NAME [--version V], or op chown NAME CLIENT");
   }
   return Done(status);
 }
@@ -651,6 +662,12 @@ int TuneCommand(const TrackerClient& tracker, const std::string& command,
   absl::StatusOr<v1::Operator> op =
       FetchOperator(tracker, options->op, absl::GetFlag(FLAGS_version));
   if (!op.ok()) return Fail(op.status());
+  if (command == "tune" && op->state().retired()) {
+    return Fail(absl::FailedPreconditionError(absl::StrCat(
+        "operator ", op->name(), " version ", op->version(),
+        " is retired (farmctl op retire): new trials may not run it; tune the latest (no "
+        "--version) or add its source again")));
+  }
   absl::Status status;
   if (command == "import-log") {
     status = ImportLog(*op, *options, operands[0], std::cout);

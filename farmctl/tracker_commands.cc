@@ -890,7 +890,32 @@ absl::Status AddOperator(const TrackerClient& tracker, const std::string& path, 
   if (!status.ok()) return status;
   if (json) return JsonOut(response, out);
   out << response.op().name() << " version " << response.op().version() << ": "
-      << (response.created() ? "added" : "already in the catalog") << "\n";
+      << (response.created()       ? "added"
+          : response.made_latest() ? "already in the catalog; the latest again"
+                                   : "already in the catalog")
+      << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status RetireOperator(const TrackerClient& tracker, const std::string& name,
+                            const std::string& version, bool json, std::ostream& out) {
+  v1::RetireOperatorRequest request;
+  request.set_name(name);
+  request.set_version(version);
+  v1::RetireOperatorResponse response;
+  RETURN_IF_ERROR(Call(tracker, &v1::Tracker::StubInterface::RetireOperator, request, &response,
+                       "RetireOperator"));
+  if (json) return JsonOut(response, out);
+  out << name << " version " << response.op().version() << ": "
+      << (response.already() ? "already retired" : "retired") << "; ";
+  if (response.has_latest()) {
+    out << "new trials of " << name << " run version " << response.latest().version()
+        << " (the latest)";
+  } else {
+    out << "every version of " << name << " is retired: new trials of it are refused until one's "
+        << "source is added again";
+  }
+  out << "; its results stay\n";
   return absl::OkStatus();
 }
 
@@ -905,9 +930,9 @@ std::string AddedByText(const v1::Operator& op) {
   return op.added_by().empty() ? "(unknown)" : op.added_by();
 }
 
-std::string AddedAtText(const v1::Operator& op) {
-  if (!op.has_added_at()) return "-";
-  const absl::Time at = absl::FromUnixSeconds(op.added_at().seconds());
+std::string AddedAtText(const google::protobuf::Timestamp& added) {
+  if (added.seconds() == 0 && added.nanos() == 0) return "-";
+  const absl::Time at = absl::FromUnixSeconds(added.seconds());
   return absl::FormatTime("%Y-%m-%d %H:%M:%S %Z", at, absl::UTCTimeZone());
 }
 
@@ -926,10 +951,15 @@ absl::Status PrintOperators(const TrackerClient& tracker, const std::string& nam
   columns.insert(columns.end(), {"SHAPES", "KNOBS (* default)"});
   Table table(columns);
   for (const v1::Operator& op : response.ops()) {
-    std::vector<std::string> row = {op.name(),
-                                    op.version() + (all_versions && op.latest() ? " (latest)" : ""),
-                                    op.builtin() ? "built-in" : "user", OwnerText(op)};
-    if (all_versions) row.insert(row.end(), {AddedByText(op), AddedAtText(op)});
+    std::string version = op.version();
+    if (op.state().retired()) {
+      version += " (retired)";
+    } else if (all_versions && op.latest()) {
+      version += " (latest)";
+    }
+    std::vector<std::string> row = {op.name(), version, op.builtin() ? "built-in" : "user",
+                                    OwnerText(op)};
+    if (all_versions) row.insert(row.end(), {AddedByText(op), AddedAtText(op.added_at())});
     row.insert(row.end(), {ShapesOf(op.spec()), KnobsText(op.spec())});
     table.Add(row);
   }
@@ -962,10 +992,17 @@ absl::Status ShowOperator(const TrackerClient& tracker, const std::string& name,
   if (json) return JsonOut(op, out);
   const v1::OpTemplate& spec = op.spec();
   out << "op:        " << op.name() << (op.builtin() ? " (built-in)" : "") << "\n"
-      << "version:   " << op.version() << (op.latest() ? " (latest)" : "") << "\n";
+      << "version:   " << op.version()
+      << (op.state().retired() ? " (retired: new trials may not run it)"
+          : op.latest()        ? " (latest)"
+                               : "")
+      << "\n";
   if (!op.builtin()) {
     out << "owner:     " << OwnerText(op) << "\n"
-        << "added:     " << AddedAtText(op) << " by " << AddedByText(op) << "\n";
+        << "added:     " << AddedAtText(op.added_at()) << " by " << AddedByText(op) << "\n";
+    if (op.state().has_readded_at()) {
+      out << "added again: " << AddedAtText(op.state().readded_at()) << "\n";
+    }
   }
   out << "entry:     " << spec.entry() << "\n"
       << "reference: " << OrDash(spec.reference_entry()) << "\n";

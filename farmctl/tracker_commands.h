@@ -144,9 +144,15 @@ absl::StatusOr<std::vector<std::string>> Submit(const TrackerClient& tracker,
 // InvalidArgument naming the file or field; NotFound for a missing file.
 absl::StatusOr<v1::Operator> LoadOperator(const std::string& path);
 
-// AddOperator; prints "<name> version <v>: added" (or "already in the catalog").
+// AddOperator; prints "<name> version <v>: added", "already in the catalog", or "already in the
+// catalog; the latest again" (an earlier or retired version added again).
 absl::Status AddOperator(const TrackerClient& tracker, const std::string& path, bool json,
                          std::ostream& out);
+// RetireOperator (the owner or an admin): "<name> version <v>: retired; new trials of <name> run
+// version <w> (the latest); its results stay", or that every version is now retired, or
+// "already retired".
+absl::Status RetireOperator(const TrackerClient& tracker, const std::string& name,
+                            const std::string& version, bool json, std::ostream& out);
 // ListOperators: NAME VERSION SOURCE (built-in/user) OWNER [ADDED BY, ADDED with all_versions]
 // ARGS KNOBS (name=values, * the default).
 absl::Status PrintOperators(const TrackerClient& tracker, const std::string& name,

@@ -4,6 +4,10 @@
 #   cancel   a trial whose kernel spins forever, with a timeout of 5 minutes, cancelled while its
 #            call is on the board: the board is free for the next trial within seconds (the call
 #            abandoned, the board process stopped and restarted), and farmctl prints CANCELLED.
+#   versions an earlier source of deploy/examples/ops/gemv added again after a buggy one is the
+#            latest again; `farmctl op retire` hides a version from new trials (submit and tune
+#            refuse it, naming why) while its result keeps it; only the owner retires; every
+#            version retired: no new trial; --version is in submit's and tune's --help.
 set -euo pipefail
 
 TEST_NAME=friction
@@ -90,6 +94,54 @@ ctl results >"$work/results.txt"
 grep -E "^$spin " "$work/results.txt" | grep -q " CANCELLED " || { cat "$work/results.txt" >&2; fail "farmctl results prints CANCELLED"; }
 ctl watch "$spin" | grep -q " $spin CANCELLED host-process/" || fail "farmctl watch prints CANCELLED"
 if grep -q "CANCELLED_STATE" "$work/spin.get" "$work/results.txt"; then fail "the enum's name was printed"; fi
+
+# ---- an earlier source added again is the latest again; a retired version runs no new trial -----
+cp -rL deploy/examples/ops/gemv "$work/gemv" && chmod -R u+w "$work/gemv"
+version_of() { awk '{print $3}' "$1" | tr -d :; }
+ctl op add "$work/gemv" >"$work/add1.out" && v1=$(version_of "$work/add1.out")
+cp "$work/gemv/gemv.c" "$work/gemv.c.good"
+sed -i 's/for (; j < k; ++j) s0 += row\[j\] \* x\[j\];//' "$work/gemv/gemv.c"  # a bug
+ctl op add "$work/gemv" >"$work/add2.out" && v2=$(version_of "$work/add2.out")
+[[ -n "$v1" && -n "$v2" && "$v1" != "$v2" ]] || fail "two versions of gemv: '$v1' '$v2'"
+cp "$work/gemv.c.good" "$work/gemv/gemv.c"
+ctl op add "$work/gemv" >"$work/add3.out"
+grep -qx "gemv version $v1: already in the catalog; the latest again" "$work/add3.out" || { cat "$work/add3.out" >&2; fail "adding v1 again"; }
+ctl ops --op gemv --all-versions >"$work/ops.txt"
+grep -qE "^gemv +$v1 \(latest\) " "$work/ops.txt" || { cat "$work/ops.txt" >&2; fail "v1 is not listed as the latest"; }
+job=$(ctl submit --kind host-process --op gemv --knob unroll=4 --request-id gemv-latest)
+ctl get "$job" | grep -qE "^trial +host-process/gemv@$v1$" || { ctl get "$job" >&2; fail "a trial naming no version did not run v1"; }
+ctl watch "$job" | tail -1 | grep -q " DONE .* [0-9.]* [nu]s " || fail "v1's trial did not succeed"
+old=$(ctl submit --kind host-process --op gemv --version "$v2" --knob unroll=8 --shape 64x100,100,64 --request-id gemv-v2)
+ctl watch "$old" | tail -1 | grep -q "WRONG_ANSWER" || fail "v2's planted bug was not caught"
+
+# Retire v2: new trials may not name it; its result stays. Only the owner (or an admin) retires.
+use_token "$work/pki" mallory
+if ctl op retire gemv --version "$v2" >"$work/mallory.out" 2>&1; then fail "mallory retired erin's gemv"; fi
+grep -q "operator gemv belongs to erin: only its owner (or an admin) may retire versions of it" "$work/mallory.out" \
+  || { cat "$work/mallory.out" >&2; fail "mallory's refusal"; }
+use_token "$work/pki" erin
+ctl op retire gemv --version "$v2" >"$work/retire.out"
+grep -qx "gemv version $v2: retired; new trials of gemv run version $v1 (the latest); its results stay" "$work/retire.out" \
+  || { cat "$work/retire.out" >&2; fail "op retire's answer"; }
+if ctl submit --kind host-process --op gemv --version "$v2" >"$work/refused.out" 2>&1; then fail "a retired version was submitted"; fi
+grep -qF "trials[0].op.template_op.version: operator gemv version $v2 is retired" "$work/refused.out" \
+  || { cat "$work/refused.out" >&2; fail "the refusal of a retired version"; }
+if (cd "$work" && ctl tune --op gemv --version "$v2" --kind host-process --trials 2 >tune.out 2>&1); then fail "tune ran a retired version"; fi
+grep -q "operator gemv version $v2 is retired" "$work/tune.out" || { cat "$work/tune.out" >&2; fail "tune's refusal"; }
+ctl get "$old" | grep -qE "^trial +host-process/gemv@$v2$" || fail "the retired version's job lost its version"
+ctl ops --op gemv --all-versions | grep -qE "^gemv +$v2 \(retired\) " || fail "ops does not mark v2 retired"
+ctl op show gemv --version "$v2" | grep -q "^version:   $v2 (retired" || fail "op show does not say v2 is retired"
+# Retiring the latest too: nothing is left for new trials, and farmctl says so.
+ctl op retire gemv >"$work/retire2.out"
+grep -qx "gemv version $v1: retired; every version of gemv is retired: new trials of it are refused until one's source is added again; its results stay" \
+  "$work/retire2.out" || { cat "$work/retire2.out" >&2; fail "retiring the last version"; }
+if ctl submit --kind host-process --op gemv --knob unroll=4 >"$work/none.out" 2>&1; then fail "a fully retired operator took a trial"; fi
+grep -q "every version of operator gemv is retired" "$work/none.out" || { cat "$work/none.out" >&2; fail "the refusal names the retirement"; }
+ctl op add "$work/gemv" | grep -qx "gemv version $v1: already in the catalog; the latest again" || fail "v1 not brought back"
+for command in submit tune; do
+  ctl "$command" --help >"$work/help.out" 2>&1 || true
+  grep -qE "^  $command .*--version V" "$work/help.out" || { cat "$work/help.out" >&2; fail "$command --help does not show --version"; }
+done
 
 stop_daemons
 say "PASS"
