@@ -62,6 +62,7 @@
 #include "farmctl/board_commands.h"
 #include "farmctl/board_link.h"
 #include "farmctl/model_check.h"
+#include "farmctl/op_check.h"
 #include "farmctl/tracker_commands.h"
 #include "farmctl/tune.h"
 #include "grpcpp/grpcpp.h"
@@ -611,11 +612,27 @@ int Done(const absl::Status& status) {
   return status.ok() ? 0 : Fail(status);
 }
 
+// `op add DIR|op.json`: the operator read, compiled for the host (op_check.h) and sent.
+absl::Status AddOperatorCommand(const TrackerClient& tracker, const std::string& path, bool json,
+                                const char* argv0) {
+  std::string dir;
+  ASSIGN_OR_RETURN(v1::Operator op, LoadOperator(path, &dir));
+  OpCheckOptions options;
+  options.crt_dir = FindCrtTree(argv0);
+  if (const char* cc = std::getenv("CC"); cc != nullptr && cc[0] != '\0') options.cc = cc;
+  ASSIGN_OR_RETURN(OpCheck check, CheckOperatorBuilds(op, dir, options));
+  for (const std::string& skipped : check.skipped) {
+    std::fprintf(stderr, "farmctl: note: %s\n", skipped.c_str());
+  }
+  return AddOperator(tracker, std::move(op), json, std::cout);
+}
+
 // `op add DIR|op.json`, `op show NAME`, `op retire NAME`, `op chown NAME CLIENT`.
-int OpCommand(const TrackerClient& tracker, const std::vector<std::string>& operands, bool json) {
+int OpCommand(const TrackerClient& tracker, const std::vector<std::string>& operands, bool json,
+              const char* argv0) {
   absl::Status status;
   if (operands.size() == 2 && operands[0] == "add") {
-    status = AddOperator(tracker, operands[1], json, std::cout);
+    status = AddOperatorCommand(tracker, operands[1], json, argv0);
   } else if (operands.size() == 2 && operands[0] == "show") {
     status = ShowOperator(tracker, operands[1], absl::GetFlag(FLAGS_version), json, std::cout);
   } else if (operands.size() == 3 && operands[0] == "chown") {
@@ -679,7 +696,8 @@ int TuneCommand(const TrackerClient& tracker, const std::string& command,
   return Done(status);
 }
 
-int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& repeated) {
+int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& repeated,
+                   const char* argv0) {
   const std::string& command = args[0];
   const std::vector<std::string> operands(args.begin() + 1, args.end());
   const std::string address = TrackerAddress();
@@ -740,7 +758,7 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
     status = PrintOperators(tracker, absl::GetFlag(FLAGS_op), absl::GetFlag(FLAGS_all_versions),
                             json, std::cout);
   } else if (command == "op") {
-    return OpCommand(tracker, operands, json);
+    return OpCommand(tracker, operands, json, argv0);
   } else if (command == "results") {
     return ResultsCommand(tracker, json);
   } else if (command == "tune" || command == "import-log") {
@@ -808,7 +826,7 @@ int main(int argc, char** argv) {
   }
   if (args.size() >= 2 && args[0] == "board" && args[1] == "move") {  // the tracker's
     args.erase(args.begin());
-    return TrackerCommand(args, repeated);
+    return TrackerCommand(args, repeated, argv[0]);
   }
   if (args[0] == "board") {
     args.erase(args.begin());
@@ -816,7 +834,7 @@ int main(int argc, char** argv) {
   }
   for (const char* command : {"boards", "queue", "submit", "watch", "get", "results", "cancel",
                               "tune", "op", "ops", "import-log", "quarantine", "release"}) {
-    if (args[0] == command) return TrackerCommand(args, repeated);
+    if (args[0] == command) return TrackerCommand(args, repeated, argv[0]);
   }
   return Usage(absl::StrCat("unknown command \"", args[0], "\""));
 }

@@ -834,13 +834,14 @@ std::string ShapesOf(const v1::OpTemplate& spec) {
 
 }  // namespace
 
-absl::StatusOr<v1::Operator> LoadOperator(const std::string& path) {
+absl::StatusOr<v1::Operator> LoadOperator(const std::string& path, std::string* dir_out) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0)
     return absl::NotFoundError(absl::StrCat("no such file: ", path));
   const std::string manifest = S_ISDIR(st.st_mode) ? path + "/op.json" : path;
   const size_t slash = manifest.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : manifest.substr(0, slash);
+  if (dir_out != nullptr) *dir_out = dir;
   absl::StatusOr<std::string> json = base::ReadFile(manifest);
   if (!json.ok()) return json.status();
   v1::OpTemplate spec;
@@ -878,12 +879,10 @@ absl::StatusOr<v1::Operator> LoadOperator(const std::string& path) {
   return op;
 }
 
-absl::Status AddOperator(const TrackerClient& tracker, const std::string& path, bool json,
+absl::Status AddOperator(const TrackerClient& tracker, v1::Operator op, bool json,
                          std::ostream& out) {
-  absl::StatusOr<v1::Operator> op = LoadOperator(path);
-  if (!op.ok()) return op.status();
   v1::AddOperatorRequest request;
-  *request.mutable_op() = *std::move(op);
+  *request.mutable_op() = std::move(op);
   v1::AddOperatorResponse response;
   absl::Status status =
       Call(tracker, &v1::Tracker::StubInterface::AddOperator, request, &response, "AddOperator");

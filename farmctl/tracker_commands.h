@@ -141,12 +141,14 @@ absl::StatusOr<std::vector<std::string>> Submit(const TrackerClient& tracker,
 // A user operator from disk, as `farmctl op add PATH` sends it: PATH is a directory holding
 // op.json, or an op.json file; op.json is one knobs.json op plus "sources" (its C files, beside
 // it); every *.h beside it goes along too. Checked here as the tracker will check it.
-// InvalidArgument naming the file or field; NotFound for a missing file.
-absl::StatusOr<v1::Operator> LoadOperator(const std::string& path);
+// InvalidArgument naming the file or field; NotFound for a missing file. `dir`, if given: the
+// directory the files are in.
+absl::StatusOr<v1::Operator> LoadOperator(const std::string& path, std::string* dir = nullptr);
 
-// AddOperator; prints "<name> version <v>: added", "already in the catalog", or "already in the
-// catalog; the latest again" (an earlier or retired version added again).
-absl::Status AddOperator(const TrackerClient& tracker, const std::string& path, bool json,
+// AddOperator of `op` (LoadOperator's); prints "<name> version <v>: added", "already in the
+// catalog", or "already in the catalog; the latest again" (an earlier or retired version added
+// again).
+absl::Status AddOperator(const TrackerClient& tracker, v1::Operator op, bool json,
                          std::ostream& out);
 // RetireOperator (the owner or an admin): "<name> version <v>: retired; new trials of <name> run
 // version <w> (the latest); its results stay", or that every version is now retired, or

@@ -8,6 +8,8 @@
 #            latest again; `farmctl op retire` hides a version from new trials (submit and tune
 #            refuse it, naming why) while its result keeps it; only the owner retires; every
 #            version retired: no new trial; --version is in submit's and tune's --help.
+#   op add   an operator that does not compile (a ';' missing) or whose entry does not exist is
+#            refused by farmctl with the compiler's error at the user's path; nothing is stored.
 set -euo pipefail
 
 TEST_NAME=friction
@@ -138,6 +140,21 @@ grep -qx "gemv version $v1: retired; every version of gemv is retired: new trial
 if ctl submit --kind host-process --op gemv --knob unroll=4 >"$work/none.out" 2>&1; then fail "a fully retired operator took a trial"; fi
 grep -q "every version of operator gemv is retired" "$work/none.out" || { cat "$work/none.out" >&2; fail "the refusal names the retirement"; }
 ctl op add "$work/gemv" | grep -qx "gemv version $v1: already in the catalog; the latest again" || fail "v1 not brought back"
+# ---- op add compiles the operator for the host first: errors stay on the user's side ---------------
+mkdir -p "$work/typo"
+cp "$work/gemv/op.json" "$work/typo/op.json"
+sed -e 's/s0 += row\[j\] \* x\[j\];/s0 += row[j] * x[j]/' "$work/gemv/gemv.c" >"$work/typo/gemv.c"  # a ';' missing
+sed -i 's/"name": "gemv"/"name": "gemv_typo"/; s/"op": "gemv"/"op": "gemv_typo"/' "$work/typo/op.json"
+if ctl op add "$work/typo" >"$work/typo.out" 2>&1; then fail "an operator that does not compile was added"; fi
+grep -q "gemv_typo does not compile for the host (cc -std=c99 -O2 .*): 1 error:" "$work/typo.out" &&
+  grep -qE "^  $work/typo/gemv.c:[0-9]+:[0-9]+: error: expected .;." "$work/typo.out" &&
+  grep -q "nothing was sent to the tracker" "$work/typo.out" || { cat "$work/typo.out" >&2; fail "op add's compile errors"; }
+cp "$work/gemv/gemv.c" "$work/typo/gemv.c"
+sed -i 's/"entry": "gemv"/"entry": "gemv_fast"/' "$work/typo/op.json"
+if ctl op add "$work/typo" >"$work/typo.out" 2>&1; then fail "an operator whose entry does not exist was added"; fi
+grep -q "define no function named by op.json's entry \"gemv_fast\"" "$work/typo.out" || { cat "$work/typo.out" >&2; fail "op add's missing entry"; }
+if ctl ops | grep -q "^gemv_typo "; then fail "a refused operator is in the catalog"; fi
+
 for command in submit tune; do
   ctl "$command" --help >"$work/help.out" 2>&1 || true
   grep -qE "^  $command .*--version V" "$work/help.out" || { cat "$work/help.out" >&2; fail "$command --help does not show --version"; }
