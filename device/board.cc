@@ -357,7 +357,8 @@ std::optional<BoardFailure> Board::Connect(absl::Time deadline) {
     return BoardFailure{BoardFailure::kSession, absl::StrCat("handshake: ", s.message())};
   }
   rpc_ = std::make_unique<RpcClient>(session_.get());
-  absl::StatusOr<DeviceInfo> info = rpc_->GetDeviceInfo(deadline);
+  // DeviceInfo is optional: a board without benchfarm's extras (TVM's CRT) is a board too.
+  absl::StatusOr<DeviceInfo> info = rpc_->DescribeBoard(deadline);
   if (!info.ok()) {
     Close();
     return BoardFailure{BoardFailure::kSession,
@@ -369,7 +370,11 @@ std::optional<BoardFailure> Board::Connect(absl::Time deadline) {
 
 EnsureOutcome Board::EnsureImage(const FirmwareImage& image, absl::Time deadline) {
   EnsureOutcome out;
-  auto runs_image = [&] { return info_.has_value() && info_->firmware_hash == image.content_hash; };
+  // A board without DeviceInfo states no firmware hash: it runs what this Board flashed last.
+  auto runs_image = [&] {
+    return info_.has_value() &&
+           (info_->benchfarm ? info_->firmware_hash : flashed_hash_) == image.content_hash;
+  };
   // link_fault_file changed since the link was opened: reconnect so the new setting applies (the
   // board keeps running its image). If that fails, the link is handled as lost, below.
   if (!needs_restart_ && LinkFaultFileChanged()) {
@@ -409,15 +414,15 @@ EnsureOutcome Board::EnsureImage(const FirmwareImage& image, absl::Time deadline
         return out;
       }
     }
-    out.failure =
-        BoardFailure{BoardFailure::kFirmwareMismatch,
-                     absl::StrCat("board ", id(), " runs firmware ",
-                                  info_ ? info_->firmware_hash : "?", ", the trial needs ",
-                                  image.content_hash, ", and the board has no flasher configured")};
+    out.failure = BoardFailure{
+        BoardFailure::kFirmwareMismatch,
+        absl::StrCat("board ", id(), " runs firmware ", RunningFirmware(), ", the trial needs ",
+                     image.content_hash, ", and the board has no flasher configured")};
     return out;
   }
   Close();
   const absl::Time t0 = absl::Now();
+  flashed_hash_.clear();
   absl::Status flashed = flasher_->Flash(image, absl::Now() + options_.flash_timeout);
   out.flash_time = absl::Now() - t0;
   if (!flashed.ok()) {
@@ -427,6 +432,7 @@ EnsureOutcome Board::EnsureImage(const FirmwareImage& image, absl::Time deadline
   }
   out.flashed = true;
   needs_restart_ = false;
+  flashed_hash_ = image.content_hash;
   const absl::Time t1 = absl::Now();
   std::optional<BoardFailure> f = Connect(absl::Now() + options_.connect_timeout);
   out.handshake_time = absl::Now() - t1;
@@ -439,7 +445,7 @@ EnsureOutcome Board::EnsureImage(const FirmwareImage& image, absl::Time deadline
     return out;
   }
   if (!runs_image()) {
-    const std::string reported = info_->firmware_hash;
+    const std::string reported = RunningFirmware();
     Close();
     needs_restart_ = true;
     out.failure = BoardFailure{BoardFailure::kFirmwareMismatch,
@@ -447,6 +453,12 @@ EnsureOutcome Board::EnsureImage(const FirmwareImage& image, absl::Time deadline
                                             " after flashing image ", image.content_hash)};
   }
   return out;
+}
+
+std::string Board::RunningFirmware() const {
+  if (!info_) return "?";
+  if (!info_->benchfarm) return "unknown (the board has no benchfarm.DeviceInfo)";
+  return info_->firmware_hash;
 }
 
 void Board::Reset(ResetReason reason) {

@@ -4,7 +4,9 @@
 //   EnsureImage  the board runs this image and the link is up: skipped when the board already
 //                reports the image's hash (asked first on a serial board, e.g. after an agent
 //                restart), else flashed, connected and the hash checked;
-//   Connect      open the transport, handshake, read DeviceInfo;
+//   Connect      open the transport, handshake, read DeviceInfo (optional: a board without
+//                benchfarm.DeviceInfo — TVM's own CRT — is a board whose details are unknown,
+//                DeviceInfo::benchfarm false; it runs the image this Board flashed last);
 //   MeasureRound one round of a trial's measurement, and the board's own diagnosis of a round
 //                that failed: one BoardFailure (crashed, killed from outside, hung, link lost,
 //                rebooted, ...), the board already reset as that failure needs, and what the
@@ -104,7 +106,7 @@ struct BoardOptions {
 struct BoardFailure {
   enum Kind {
     kFlash,             // the flasher failed
-    kSession,           // no port, no handshake, no DeviceInfo
+    kSession,           // no port, no handshake, no answer to DeviceInfo
     kFirmwareMismatch,  // the board reports another image than the one needed
     // The trial's code crashed the board: a host process killed by a signal the code raises
     // itself (SIGSEGV, SIGFPE, SIGABRT, ...), QEMU that exited. message: how it died.
@@ -240,7 +242,8 @@ class Board {
   // The link's RPC client and session; null unless connected.
   RpcClient* rpc() { return rpc_.get(); }
   HostSession* session() { return session_.get(); }
-  // What the board reported at the last Connect.
+  // What the board reported at the last Connect (RpcClient::DescribeBoard: benchfarm false and
+  // little known for a board without benchfarm.DeviceInfo).
   const std::optional<DeviceInfo>& info() const { return info_; }
   bool connected() const { return rpc_ != nullptr; }
   bool port_missing() const { return port_missing_; }
@@ -269,6 +272,9 @@ class Board {
   explicit Board(BoardOptions options);
   // The serial port to open: serial.port, or the QEMU flasher's link.
   std::string SerialPort() const;
+  // The firmware the board reports, for messages ("?" with no link; "unknown (...)" without
+  // DeviceInfo).
+  std::string RunningFirmware() const;
   absl::StatusOr<Transport*> OpenTransport();
 
   // What link_fault_file looked like when read: absent, or present with contents (or the error
@@ -322,6 +328,9 @@ class Board {
   BoardArgs args_;
   bool needs_restart_ = false;
   bool port_missing_ = false;
+  // The image flashed last (empty: none, or a flash that failed): what a board without
+  // DeviceInfo runs.
+  std::string flashed_hash_;
   // Interrupt(): every session of this board waits on it (SessionOptions::interrupt).
   std::atomic<bool> interrupt_{false};
 };
