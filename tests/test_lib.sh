@@ -67,15 +67,17 @@ agent_credentials() {
 }
 
 # start_host_farm DIR AGENT_ID USER GRANT BOARD...: a tracker on a free port ($tracker_port; its
-# database and CA in DIR) and the agent AGENT_ID (config DIR/agent.textproto, state in DIR/agent,
-# logs DIR/agent.out and .err; its certificate grants GRANT, e.g. 'hp*=host-process') serving the
-# BOARD lines (`boards { ... }`), plus $agent_extra (more config lines: metrics_address, ...);
-# farmctl then calls as USER (use_token). Run from the runfiles root.
+# database and CA in DIR; no /metrics, so such tests run side by side) and the agent AGENT_ID
+# (config DIR/agent.textproto, state in DIR/agent, logs DIR/agent.out and .err; its certificate
+# grants GRANT, e.g. 'hp*=host-process') serving the BOARD lines (`boards { ... }`), plus
+# $agent_extra (more config lines: metrics_address, ...); farmctl then calls as USER
+# (use_token). Run from the runfiles root.
 start_host_farm() {
   local dir=$1 agent_id=$2 user=$3 grant=$4
   shift 4
   tracker_port=$(free_port)
   tracker/tracker --listen "127.0.0.1:$tracker_port" --database "$dir/tracker.db" --state_dir "$dir/pki" \
+    --metrics off \
     >"$dir/tracker.out" 2>"$dir/tracker.err" &
   pids+=($!)
   wait_line "$dir/tracker.out" "listening on" >/dev/null
