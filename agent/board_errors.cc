@@ -47,6 +47,8 @@ TrialError ErrorFor(const device::BoardFailure& failure, absl::string_view funct
               absl::StrCat("the board's link or timing failed during the trial: ", m)};
     case device::BoardFailure::kCallFailed:
       return {v1::RUNTIME_DEVICE, m};
+    case device::BoardFailure::kCancelled:
+      return {v1::CANCELLED, absl::StrCat("cancelled during ", function, ": ", m)};
   }
   return {v1::UNKNOWN_ERROR, m};  // not a Kind
 }

@@ -18,6 +18,8 @@
 //   kLinkFailed         SESSION_ERROR      "the board's link or timing failed during the trial:
 //                                          <error>"
 //   kCallFailed         RUNTIME_DEVICE     the call's error
+//   kCancelled          CANCELLED          "cancelled during <function>: <error>" (the tracker
+//                                          cancelled the trial; the worker reports nothing)
 //
 // Thread-safety: a pure function.
 

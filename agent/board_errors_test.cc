@@ -53,6 +53,7 @@ TEST(ErrorFor, EachKindHasItsCodeAndMessage) {
        v1::SESSION_ERROR,
        "the board's link or timing failed during the trial: link closed"},
       {{BoardFailure::kCallFailed, "fn returned -1"}, v1::RUNTIME_DEVICE, "fn returned -1"},
+      {{BoardFailure::kCancelled, "abandoned"}, v1::CANCELLED, "cancelled during fn: abandoned"},
   };
   for (const Case& c : cases) {
     const TrialError e = ErrorFor(c.failure, "fn", absl::Milliseconds(1500));

@@ -146,6 +146,21 @@ void BoardWorker::Cancel(const std::string& job_id) {
                          [&](const v1::JobOffer& o) { return o.job_id() == job_id; });
   if (it != pending_.end()) pending_.erase(it);
   if (held_.count(job_id) > 0) cancelled_.insert(job_id);
+  if (!measuring_.empty() && measuring_ == job_id) board_->Interrupt();
+}
+
+bool BoardWorker::BeginCall(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  if (cancelled_.count(job_id) > 0) return false;
+  measuring_ = job_id;
+  board_->ClearInterrupt();
+  return true;
+}
+
+void BoardWorker::EndCall() {
+  absl::MutexLock lock(&mu_);
+  measuring_.clear();
+  board_->ClearInterrupt();
 }
 
 bool BoardWorker::IsCancelled(const std::string& job_id) {
@@ -440,11 +455,23 @@ bool BoardWorker::Round(const Image& image, bool interleave, Live& l) {
     const int repeat = static_cast<int>(q.options.repeat);
     chunk = interleave ? (repeat + kFixedRounds - 1) / kFixedRounds : repeat;
   }
+  if (!BeginCall(item.offer.job_id())) {
+    (void)IsCancelled(item.offer.job_id());  // cancelled while the board was made ready
+    return false;
+  }
   const absl::Time measure_start = absl::Now();
   const device::Board::CallOutcome call =
       board_->MeasureRound(q, chunk, &l.outcome, measure_start + item.timeout);
+  EndCall();
   r.mutable_stages()->set_measure_s(r.stages().measure_s() + Seconds(absl::Now() - measure_start));
   AfterCall(item.offer.job_id(), call);
+  if (call.failure && call.failure->kind == device::BoardFailure::kCancelled) {
+    spdlog::info("board {}: job {} cancelled: its call was abandoned after {} and the board {}",
+                 id(), item.offer.job_id(), absl::FormatDuration(absl::Now() - measure_start),
+                 call.reset ? "reset" : "kept");
+    (void)IsCancelled(item.offer.job_id());  // forgotten: the tracker has it cancelled
+    return false;
+  }
   if (!call.failure && !l.outcome.done) {
     l.finished = false;
     return true;

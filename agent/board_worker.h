@@ -82,8 +82,9 @@ class BoardWorker {
   // A job the tracker leased to this board (a newer attempt of a held job supersedes it; an
   // attempt already held, or older, is ignored).
   void Offer(const v1::JobOffer& offer);
-  // The tracker cancelled the job: dropped unless it already runs (its result is then ignored by
-  // the tracker).
+  // The tracker cancelled the job: dropped if it waits; if its call is on the board, the call is
+  // abandoned at once (device::Board::Interrupt: the board is stopped and restarted for the next
+  // trial, which need not wait for the cancelled one's timeout). Nothing is reported for it.
   void Cancel(const std::string& job_id);
 
   const std::string& id() const { return options_.config.id(); }
@@ -135,6 +136,10 @@ class BoardWorker {
   void CountReset();
   void Report(const v1::JobOffer& offer, v1::Result result, absl::Time started);
   bool IsCancelled(const std::string& job_id);
+  // A trial's call is about to go to the board (Cancel interrupts it from now on): false when the
+  // job was cancelled already. EndCall: the call is over (no interrupt reaches the board after).
+  bool BeginCall(const std::string& job_id);
+  void EndCall();
   void Progress(const std::string& job_id, const std::string& stage);
   void SetState(const std::string& state);
 
@@ -162,6 +167,7 @@ class BoardWorker {
   // Newer offers of jobs being built or measured (run only if the old attempt fails).
   std::map<std::string, v1::JobOffer> superseding_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> cancelled_ ABSL_GUARDED_BY(mu_);
+  std::string measuring_ ABSL_GUARDED_BY(mu_);  // the job whose call is on the board
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::string state_ ABSL_GUARDED_BY(mu_) = "idle";
   WorkerCounters counters_ ABSL_GUARDED_BY(mu_);

@@ -1,4 +1,4 @@
-// absl::Time as a protobuf Timestamp, the one conversion every layer uses.
+// absl::Time as a protobuf Timestamp and back, the one conversion every layer uses.
 #ifndef BENCHFARM_BASE_TIME_PROTO_H_
 #define BENCHFARM_BASE_TIME_PROTO_H_
 
@@ -10,6 +10,10 @@ namespace benchfarm::base {
 
 inline google::protobuf::Timestamp ToProto(absl::Time t) {
   return google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+}
+
+inline absl::Time FromProto(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
 }
 
 }  // namespace benchfarm::base

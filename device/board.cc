@@ -350,6 +350,7 @@ std::optional<BoardFailure> Board::Connect(absl::Time deadline) {
   so.board_id = id();
   so.start_timeout = options_.connect_timeout;
   if (options_.log_sink) so.log_sink = options_.log_sink;
+  so.interrupt = &interrupt_;
   session_ = std::make_unique<HostSession>(*transport, so);
   absl::Status s = session_->Connect(deadline);
   if (!s.ok()) {
@@ -357,7 +358,8 @@ std::optional<BoardFailure> Board::Connect(absl::Time deadline) {
     return BoardFailure{BoardFailure::kSession, absl::StrCat("handshake: ", s.message())};
   }
   rpc_ = std::make_unique<RpcClient>(session_.get());
-  absl::StatusOr<DeviceInfo> info = rpc_->GetDeviceInfo(deadline);
+  // DeviceInfo is optional: a board without benchfarm's extras (TVM's CRT) is a board too.
+  absl::StatusOr<DeviceInfo> info = rpc_->DescribeBoard(deadline);
   if (!info.ok()) {
     Close();
     return BoardFailure{BoardFailure::kSession,
@@ -369,7 +371,11 @@ std::optional<BoardFailure> Board::Connect(absl::Time deadline) {
 
 EnsureOutcome Board::EnsureImage(const FirmwareImage& image, absl::Time deadline) {
   EnsureOutcome out;
-  auto runs_image = [&] { return info_.has_value() && info_->firmware_hash == image.content_hash; };
+  // A board without DeviceInfo states no firmware hash: it runs what this Board flashed last.
+  auto runs_image = [&] {
+    return info_.has_value() &&
+           (info_->benchfarm ? info_->firmware_hash : flashed_hash_) == image.content_hash;
+  };
   // link_fault_file changed since the link was opened: reconnect so the new setting applies (the
   // board keeps running its image). If that fails, the link is handled as lost, below.
   if (!needs_restart_ && LinkFaultFileChanged()) {
@@ -409,15 +415,15 @@ EnsureOutcome Board::EnsureImage(const FirmwareImage& image, absl::Time deadline
         return out;
       }
     }
-    out.failure =
-        BoardFailure{BoardFailure::kFirmwareMismatch,
-                     absl::StrCat("board ", id(), " runs firmware ",
-                                  info_ ? info_->firmware_hash : "?", ", the trial needs ",
-                                  image.content_hash, ", and the board has no flasher configured")};
+    out.failure = BoardFailure{
+        BoardFailure::kFirmwareMismatch,
+        absl::StrCat("board ", id(), " runs firmware ", RunningFirmware(), ", the trial needs ",
+                     image.content_hash, ", and the board has no flasher configured")};
     return out;
   }
   Close();
   const absl::Time t0 = absl::Now();
+  flashed_hash_.clear();
   absl::Status flashed = flasher_->Flash(image, absl::Now() + options_.flash_timeout);
   out.flash_time = absl::Now() - t0;
   if (!flashed.ok()) {
@@ -427,6 +433,7 @@ EnsureOutcome Board::EnsureImage(const FirmwareImage& image, absl::Time deadline
   }
   out.flashed = true;
   needs_restart_ = false;
+  flashed_hash_ = image.content_hash;
   const absl::Time t1 = absl::Now();
   std::optional<BoardFailure> f = Connect(absl::Now() + options_.connect_timeout);
   out.handshake_time = absl::Now() - t1;
@@ -439,7 +446,7 @@ EnsureOutcome Board::EnsureImage(const FirmwareImage& image, absl::Time deadline
     return out;
   }
   if (!runs_image()) {
-    const std::string reported = info_->firmware_hash;
+    const std::string reported = RunningFirmware();
     Close();
     needs_restart_ = true;
     out.failure = BoardFailure{BoardFailure::kFirmwareMismatch,
@@ -447,6 +454,12 @@ EnsureOutcome Board::EnsureImage(const FirmwareImage& image, absl::Time deadline
                                             " after flashing image ", image.content_hash)};
   }
   return out;
+}
+
+std::string Board::RunningFirmware() const {
+  if (!info_) return "?";
+  if (!info_->benchfarm) return "unknown (the board has no benchfarm.DeviceInfo)";
+  return info_->firmware_hash;
 }
 
 void Board::Reset(ResetReason reason) {
@@ -476,6 +489,17 @@ void Board::Diagnose(const absl::Status& s, const LinkCounters& link_before, Cal
     Reset(reason);
     out->reset = true;
   };
+  if (absl::IsCancelled(s)) {
+    // Abandoned (the trial was cancelled): whatever the board still runs is stopped now rather
+    // than left busy until the next trial restarts it.
+    out->failure = BoardFailure{BoardFailure::kCancelled, message};
+    reset(ResetReason::kHung);
+    if (host_process_ != nullptr && host_process_->pid() > 0) {
+      (void)host_process_->Stop(absl::Now() + absl::Seconds(5));
+    }
+    if (qemu_ != nullptr) qemu_->Stop();
+    return;
+  }
   const bool timed_out = absl::IsDeadlineExceeded(s);
   if (std::optional<BoardCrash> crash = timed_out ? std::nullopt : CrashReport(kCrashWait)) {
     // The OOM killer or an operator is not the code under test. A host-process board names a

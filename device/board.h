@@ -4,14 +4,18 @@
 //   EnsureImage  the board runs this image and the link is up: skipped when the board already
 //                reports the image's hash (asked first on a serial board, e.g. after an agent
 //                restart), else flashed, connected and the hash checked;
-//   Connect      open the transport, handshake, read DeviceInfo;
+//   Connect      open the transport, handshake, read DeviceInfo (optional: a board without
+//                benchfarm.DeviceInfo — TVM's own CRT — is a board whose details are unknown,
+//                DeviceInfo::benchfarm false; it runs the image this Board flashed last);
 //   MeasureRound one round of a trial's measurement, and the board's own diagnosis of a round
 //                that failed: one BoardFailure (crashed, killed from outside, hung, link lost,
 //                rebooted, ...), the board already reset as that failure needs, and what the
 //                trial's code left running ended;
 //   Reset        after a hang or a crash: the next EnsureImage restarts (re-flashes) the board;
 //                after the board rebooted by itself, it only reconnects;
-//   rpc/info     the RPC client and what the board said about itself.
+//   rpc/info     the RPC client and what the board said about itself;
+//   Interrupt    (from another thread) abandons the call in flight at once: a cancelled trial
+//                frees its board without waiting for the trial's own timeout.
 //
 // How a board is reached is decided by its config alone:
 //   host_process { use_pty }         HostProcessFlasher; its pipes or its pty.
@@ -30,11 +34,13 @@
 // Adding a board kind is a config entry (plus a board-support package in crt/boards for a new
 // MCU), never a code branch elsewhere.
 //
-// Thread-safety: none; one thread (the agent's board worker, or farmctl) drives a Board.
+// Thread-safety: none; one thread (the agent's board worker, or farmctl) drives a Board. Only
+// Interrupt and ClearInterrupt may be called from any thread.
 
 #ifndef BENCHFARM_DEVICE_BOARD_H_
 #define BENCHFARM_DEVICE_BOARD_H_
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -100,7 +106,7 @@ struct BoardOptions {
 struct BoardFailure {
   enum Kind {
     kFlash,             // the flasher failed
-    kSession,           // no port, no handshake, no DeviceInfo
+    kSession,           // no port, no handshake, no answer to DeviceInfo
     kFirmwareMismatch,  // the board reports another image than the one needed
     // The trial's code crashed the board: a host process killed by a signal the code raises
     // itself (SIGSEGV, SIGFPE, SIGABRT, ...), QEMU that exited. message: how it died, and the
@@ -125,6 +131,10 @@ struct BoardFailure {
     // The function failed on the board (an error it returned, a missing function) and the board
     // is fine. message: the call's error.
     kCallFailed,
+    // Interrupt() abandoned the call (the trial was cancelled): the board, maybe still busy with
+    // it, was stopped (host process, QEMU) or is restarted (re-flashed) before its next use.
+    // message: the call's error.
+    kCancelled,
   };
   Kind kind;
   std::string message;
@@ -218,6 +228,9 @@ class Board {
   //                                                                   up (no reset)
   //   timed out otherwise                                             kHung; Reset kHung
   //   Aborted (the board reset itself)                                kRebooted; Reset kRebooted
+  //   Cancelled (Interrupt(): the call abandoned)                     kCancelled; the board
+  //                                                                   stopped now (host
+  //                                                                   process, QEMU), Reset kHung
   //   Unavailable, FailedPrecondition or DataLoss                     kLinkFailed; Reset kHung
   //   any other error                                                 kCallFailed; no reset
   // After every round, failed or not, what the trial's code left running is ended (Leftovers).
@@ -230,7 +243,8 @@ class Board {
   // The link's RPC client and session; null unless connected.
   RpcClient* rpc() { return rpc_.get(); }
   HostSession* session() { return session_.get(); }
-  // What the board reported at the last Connect.
+  // What the board reported at the last Connect (RpcClient::DescribeBoard: benchfarm false and
+  // little known for a board without benchfarm.DeviceInfo).
   const std::optional<DeviceInfo>& info() const { return info_; }
   bool connected() const { return rpc_ != nullptr; }
   bool port_missing() const { return port_missing_; }
@@ -243,6 +257,13 @@ class Board {
   FaultCounters link_fault_counters() const;
   const std::string& link_fault_error() const { return link_fault_error_; }
 
+  // Abandons the call in flight, if any, at once: every wait for the board ends (within
+  // kInterruptPoll) with Cancelled until ClearInterrupt(), so MeasureRound returns kCancelled.
+  // May be called from any thread (the only calls that may): the agent calls it when the tracker
+  // cancels the trial being measured.
+  void Interrupt() { interrupt_.store(true); }
+  void ClearInterrupt() { interrupt_.store(false); }
+
   // Drops the link (the board keeps running).
   void Close();
   // Drops the link and stops a board this object started (host process, QEMU).
@@ -252,6 +273,9 @@ class Board {
   explicit Board(BoardOptions options);
   // The serial port to open: serial.port, or the QEMU flasher's link.
   std::string SerialPort() const;
+  // The firmware the board reports, for messages ("?" with no link; "unknown (...)" without
+  // DeviceInfo).
+  std::string RunningFirmware() const;
   absl::StatusOr<Transport*> OpenTransport();
 
   // What link_fault_file looked like when read: absent, or present with contents (or the error
@@ -305,6 +329,11 @@ class Board {
   BoardArgs args_;
   bool needs_restart_ = false;
   bool port_missing_ = false;
+  // The image flashed last (empty: none, or a flash that failed): what a board without
+  // DeviceInfo runs.
+  std::string flashed_hash_;
+  // Interrupt(): every session of this board waits on it (SessionOptions::interrupt).
+  std::atomic<bool> interrupt_{false};
 };
 
 }  // namespace benchfarm::device

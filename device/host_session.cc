@@ -1,6 +1,7 @@
 // HostSession: see host_session.h.
 #include "device/host_session.h"
 
+#include <algorithm>
 #include <random>
 #include <utility>
 
@@ -96,7 +97,18 @@ absl::Status HostSession::SendHandshake() {
 
 absl::Status HostSession::Pump(absl::Time deadline) {
   uint8_t buf[64 * 1024];
-  absl::StatusOr<size_t> n = transport_->Read(absl::MakeSpan(buf, sizeof(buf)), deadline);
+  absl::StatusOr<size_t> n;
+  for (;;) {
+    if (options_.interrupt != nullptr && options_.interrupt->load()) {
+      return absl::CancelledError(absl::StrCat(
+          options_.board_id, ": the call was abandoned (interrupted) (", transport_->Name(), ")"));
+    }
+    // Interruptible: the wait is cut into slices that look at the flag in between.
+    const absl::Time until =
+        options_.interrupt == nullptr ? deadline : std::min(deadline, absl::Now() + kInterruptPoll);
+    n = transport_->Read(absl::MakeSpan(buf, sizeof(buf)), until);
+    if (n.ok() || !absl::IsDeadlineExceeded(n.status()) || until >= deadline) break;
+  }
   if (!n.ok()) {
     if (absl::IsDeadlineExceeded(n.status())) {
       return absl::DeadlineExceededError(

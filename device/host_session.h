@@ -19,12 +19,15 @@
 //   Unavailable       the transport is gone (port vanished, board process exited).
 //   FailedPrecondition Send/Receive without an established session.
 //   Internal          a write the session layer refused (e.g. a message too large).
+//   Cancelled         SessionOptions::interrupt was set: the wait for the board was abandoned
+//                     (within kInterruptPoll); the board may still be busy with the request.
 //
-// Thread-safety: none; one thread drives a HostSession.
+// Thread-safety: none; one thread drives a HostSession (another may set the interrupt flag).
 
 #ifndef BENCHFARM_DEVICE_HOST_SESSION_H_
 #define BENCHFARM_DEVICE_HOST_SESSION_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -54,7 +57,13 @@ struct SessionOptions {
   // Where board Log messages go (text, without trailing newline). Default: spdlog's info as
   // "[board <id>] <text>".
   std::function<void(absl::string_view board_id, absl::string_view text)> log_sink;
+  // Borrowed; null: none. While it is true, every wait for the board (Connect, Receive) ends
+  // with Cancelled: the owner abandons a call in flight from another thread (Board::Interrupt).
+  const std::atomic<bool>* interrupt = nullptr;
 };
+
+// How often a wait for the board looks at SessionOptions::interrupt.
+inline constexpr absl::Duration kInterruptPoll = absl::Milliseconds(20);
 
 // What the link saw since construction. Monotonic.
 struct LinkCounters {

@@ -55,8 +55,9 @@ absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chu
     if (shared == nullptr) own.Release(rpc, deadline);
   };
   auto fail = [&](absl::Status s) {
-    // After a timeout or reset the board's session is gone with its tensors.
-    if (absl::IsDeadlineExceeded(s) || absl::IsAborted(s) || absl::IsUnavailable(s)) {
+    // After a timeout, a reset or an abandoned call the board's session is gone with its tensors.
+    if (absl::IsDeadlineExceeded(s) || absl::IsAborted(s) || absl::IsUnavailable(s) ||
+        absl::IsCancelled(s)) {
       board_args.Forget();
     } else {
       done_with_args();

@@ -76,8 +76,8 @@ struct MeasureOutcome {
 
 // Errors: the RpcClient's (DeadlineExceeded when the board does not answer in time, Aborted for
 // a reset, Unavailable for a lost link, Unknown for an exception on the board, NotFound for a
-// missing function). After DeadlineExceeded, Aborted or Unavailable `args` is forgotten (the
-// board's session is gone with it).
+// missing function), Cancelled for a call abandoned (Board::Interrupt). After DeadlineExceeded,
+// Aborted, Unavailable or Cancelled `args` is forgotten (the board's session is gone with it).
 //
 // One round of a measurement, so candidates of a batch can take turns (A B C A B C ...) and
 // drift hits them alike. The first round (outcome->number == 0) checks outputs when asked and,

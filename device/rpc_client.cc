@@ -305,6 +305,23 @@ absl::StatusOr<DeviceInfo> RpcClient::GetDeviceInfo(absl::Time deadline) {
   return ParseDeviceInfo(text.str());
 }
 
+absl::StatusOr<DeviceInfo> RpcClient::DescribeBoard(absl::Time deadline) {
+  absl::StatusOr<DeviceInfo> info = GetDeviceInfo(deadline);
+  if (!absl::IsNotFound(info.status())) return info;
+  // A board that speaks TVM's protocol without benchfarm's extras: a board, its details unknown.
+  DeviceInfo stock;
+  stock.benchfarm = false;
+  stock.fields["benchfarm"] =
+      "no (no global function benchfarm.DeviceInfo: TVM's own CRT or other MinRPC firmware, "
+      "without benchfarm's extras)";
+  absl::StatusOr<int64_t> packet = GetMaxPacketSize(deadline);
+  if (!packet.ok() && !absl::IsNotFound(packet.status())) return packet.status();
+  stock.max_packet_size = packet.ok() ? *packet : 0;
+  stock.fields["max_packet_size"] = packet.ok() ? absl::StrCat(*packet) : "unknown";
+  stock.fields["unknown"] = kUnknownWithoutDeviceInfo;
+  return stock;
+}
+
 absl::StatusOr<int64_t> RpcClient::GetMaxPacketSize(absl::Time deadline) {
   if (max_packet_size_.has_value()) return *max_packet_size_;
   ASSIGN_OR_RETURN(uint64_t fn, GetGlobalFunc("tvm.rpc.server.GetCRTMaxPacketSize", deadline));

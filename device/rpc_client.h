@@ -52,7 +52,15 @@ struct DeviceInfo {
   double calibration_instructions_per_iteration = 0;
   double calibration_cycles_per_iteration = 0;
   std::map<std::string, std::string> fields;  // every key=value line, including unknown keys
+  // False for a board without benchfarm.DeviceInfo (TVM v0.18's own CRT, other MinRPC firmware):
+  // it is a board all the same, but only max_packet_size is known (RpcClient::DescribeBoard);
+  // kind, firmware hash, CRT version, timer and clock are not (empty / 0).
+  bool benchfarm = true;
 };
+
+// What a board without benchfarm.DeviceInfo cannot say, as DescribeBoard lists it.
+inline constexpr char kUnknownWithoutDeviceInfo[] =
+    "board_kind, firmware_hash, crt_version, timer, timer_resolution_s, cpu_hz";
 
 // Parses DeviceInfo's "key=value\n" text. InvalidArgument for a line without '=' or a bad number.
 absl::StatusOr<DeviceInfo> ParseDeviceInfo(absl::string_view text);
@@ -122,6 +130,12 @@ class RpcClient {
 
   // benchfarm.DeviceInfo. NotFound on firmware without it (TVM's CRT).
   absl::StatusOr<DeviceInfo> GetDeviceInfo(absl::Time deadline);
+  // What the board says about itself: GetDeviceInfo, or on a board without benchfarm.DeviceInfo
+  // (TVM's CRT) a DeviceInfo with benchfarm false, max_packet_size from GetMaxPacketSize (0 if
+  // the board lacks that too) and fields saying so: "benchfarm" ("no: no global function
+  // benchfarm.DeviceInfo ..."), "max_packet_size", "unknown" (kUnknownWithoutDeviceInfo).
+  // Errors: GetDeviceInfo's but NotFound.
+  absl::StatusOr<DeviceInfo> DescribeBoard(absl::Time deadline);
   // tvm.rpc.server.GetCRTMaxPacketSize.
   absl::StatusOr<int64_t> GetMaxPacketSize(absl::Time deadline);
 

@@ -122,7 +122,8 @@ absl::StatusOr<TimeResult> TimeOperator(device::RpcClient& rpc, device::BoardTim
   result.op = request.op;
   result.shapes = request.shapes;
   result.measure = request.measure;
-  absl::StatusOr<device::DeviceInfo> info = rpc.GetDeviceInfo(deadline);
+  // Optional: a board without benchfarm.DeviceInfo (TVM's CRT) is timed all the same.
+  absl::StatusOr<device::DeviceInfo> info = rpc.DescribeBoard(deadline);
   if (info.ok()) result.info = *info;
   device::MeasureRequest m;
   m.function = request.op;
@@ -199,7 +200,7 @@ std::string TimeJson(const TimeResult& r, absl::string_view board) {
       "{\"board\": ", base::JsonQuote(board),
       ", \"board_kind\": ", base::JsonQuote(r.info.board_kind),
       ", \"firmware_hash\": ", base::JsonQuote(r.info.firmware_hash),
-      ", \"op\": ", base::JsonQuote(r.op),
+      ", \"benchfarm\": ", r.info.benchfarm ? "true" : "false", ", \"op\": ", base::JsonQuote(r.op),
       ", \"shapes\": ", base::JsonQuote(FormatShapes(r.shapes)), ", \"number\": ", r.measure.number,
       ", \"repeat\": ", r.measure.repeat, ", \"min_repeat_ms\": ", r.measure.min_repeat_ms);
   absl::StrAppend(&out, ", \"target_rel_ci\": ", JsonNumber(r.target_rel_ci),
@@ -236,8 +237,13 @@ std::string TimeTable(const TimeResult& r, absl::string_view board) {
   const v1::CostStats& s = r.stats;
   const bool adaptive = r.target_rel_ci > 0;
   std::string out;
-  absl::StrAppendFormat(&out, "board    %s (%s, firmware %s)\n", board, r.info.board_kind,
-                        r.info.firmware_hash);
+  if (r.info.benchfarm) {
+    absl::StrAppendFormat(&out, "board    %s (%s, firmware %s)\n", board, r.info.board_kind,
+                          r.info.firmware_hash);
+  } else {
+    absl::StrAppendFormat(&out, "board    %s (no benchfarm.DeviceInfo: unknown %s)\n", board,
+                          device::kUnknownWithoutDeviceInfo);
+  }
   absl::StrAppendFormat(&out, "op       %s  shapes %s\n", r.op, FormatShapes(r.shapes));
   if (adaptive) {
     absl::StrAppendFormat(&out,

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# farmctl's board commands as a user runs them, against host-process boards (pipes and pty).
+# farmctl's board commands as a user runs them, against host-process boards (pipes and pty), and
+# one without benchfarm's extras (//crt/host:board_tvm_only: as TVM v0.18's own CRT).
 set -euo pipefail
 farmctl="$TEST_SRCDIR/${TEST_WORKSPACE:-benchfarm}/farmctl/farmctl"
 out="$TEST_TMPDIR/out"
@@ -59,6 +60,27 @@ if "$farmctl" board time --host-process --op add --budget-ms 100 2>"$out"; then 
 grep -q -- "--budget-ms: only with --target" "$out" || fail "--budget-ms message"
 if "$farmctl" board time --host-process --op add --target 80 2>"$out"; then fail "--target 80"; fi
 grep -q -- "--target: 80 is not in 0..50" "$out" || fail "--target message"
+
+# A board that speaks TVM's protocol without benchfarm's extras (no benchfarm.DeviceInfo, no
+# FillTensor/Check*: TVM v0.18's own CRT as it is) is a board: info says what is unknown, and
+# operators are timed with their data made and checked on the host.
+tvm_only="$TEST_SRCDIR/${TEST_WORKSPACE:-benchfarm}/crt/host/board_tvm_only"
+"$farmctl" board info --host-process --board_binary "$tvm_only" >"$out" || fail "board info without DeviceInfo"
+grep -q '^benchfarm *no (no global function benchfarm.DeviceInfo' "$out" || fail "info does not say it lacks DeviceInfo"
+grep -q '^max_packet_size *2037$' "$out" || fail "info lacks the board's packet size"
+grep -q '^unknown *board_kind, firmware_hash, crt_version, timer, timer_resolution_s, cpu_hz$' "$out" || fail "info does not say what is unknown"
+"$farmctl" board info --host-process --pty --board_binary "$tvm_only" --json >"$out" || fail "board info --json without DeviceInfo"
+grep -q '"unknown": "board_kind, firmware_hash' "$out" || fail "json lacks unknown"
+for op in add matmul; do
+  "$farmctl" board time --host-process --board_binary "$tvm_only" --op "$op" --number 5 --repeat 3 >"$out" ||
+    fail "time $op without DeviceInfo"
+  grep -q "^board    host-process (pipes) (no benchfarm.DeviceInfo: unknown board_kind" "$out" || fail "$op: board line"
+  grep -q "^check    ok" "$out" || fail "$op without DeviceInfo: output not checked ok"
+  [[ $(grep -c '^  [0-9] ' "$out") -eq 3 ]] || fail "$op without DeviceInfo: expected 3 repeats"
+done
+"$farmctl" board time --host-process --board_binary "$tvm_only" --op matmul --shape 8x4,4x6,8x6 --json >"$out" ||
+  fail "time --json without DeviceInfo"
+grep -q '"benchfarm": false' "$out" && grep -q '"check": "ok"' "$out" || fail "json without DeviceInfo"
 
 "$farmctl" board call --host-process tvm.rpc.server.GetCRTMaxPacketSize >"$out" || fail "call"
 [[ "$(cat "$out")" == "2037" ]] || fail "call result"

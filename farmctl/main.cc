@@ -62,6 +62,7 @@
 #include "farmctl/board_commands.h"
 #include "farmctl/board_link.h"
 #include "farmctl/model_check.h"
+#include "farmctl/op_check.h"
 #include "farmctl/tracker_commands.h"
 #include "farmctl/tune.h"
 #include "grpcpp/grpcpp.h"
@@ -137,7 +138,9 @@ ABSL_FLAG(std::string, request_id, "",
           "submit: request id; a retry with the same one returns the same jobs (default: new)");
 ABSL_FLAG(std::string, file, "", "submit: a SubmitTrialsRequest file, text format or .json");
 ABSL_FLAG(int64_t, limit, 0, "results: at most this many jobs (0: all)");
-ABSL_FLAG(std::string, strategy, "model", "tune: grid, random or model (a model-guided search)");
+ABSL_FLAG(std::string, strategy, "model",
+          "tune: grid, random, model (per-knob-value averages) or gbt (a learned cost model: "
+          "XGBoost, tuner/)");
 ABSL_FLAG(int, trials, 64, "tune: how many configs to measure, the default one included");
 ABSL_FLAG(int, batch, 16, "tune: configs per submission (an agent builds a batch into one image)");
 ABSL_FLAG(int, pool, 0,
@@ -165,7 +168,8 @@ ABSL_FLAG(std::string, entry, "", "submit --c-source: the function to time");
 ABSL_FLAG(std::string, reference, "",
           "submit --c-source: the reference to check against (in the file, or add_reference ...)");
 ABSL_FLAG(std::string, version, "",
-          "op show / submit: a catalog version of the operator (default: the latest)");
+          "submit / tune / op show / op retire: a catalog version of the operator (default: the "
+          "latest)");
 ABSL_FLAG(bool, all_versions, false, "ops: list every version, not only the latest");
 
 namespace benchfarm::farmctl {
@@ -193,13 +197,15 @@ constexpr char kUsage[] =
     "  boards [--kind K] [--json]       the tracker's boards: state, agent, job, slots, flashes\n"
     "  queue [--json]                   per board kind: boards free/quarantined, jobs queued by\n"
     "                                   priority and running\n"
-    "  submit --kind K --op OP [--knob name=value ...] [--knobs a=1,b=2] [--shape S]\n"
-    "         [--number N --repeat R --min-repeat-ms M --cooldown-ms C --timeout-ms T]\n"
-    "         [--target PCT [--budget-ms B] [--max-repeat N]]\n"
+    "  submit --kind K --op OP [--version V] [--knob name=value ...] [--knobs a=1,b=2]\n"
+    "         [--shape S] [--number N --repeat R --min-repeat-ms M --cooldown-ms C\n"
+    "         --timeout-ms T] [--target PCT [--budget-ms B] [--max-repeat N]]\n"
     "         [--no-check] [--seed S] [--priority P] [--board ID] [--label k=v ...]\n"
     "         [--client C] [--request-id R]\n"
     "  submit --file trials.textproto|trials.json [--client C] [--request-id R]\n"
-    "                                   queue trials; prints their job ids\n"
+    "                                   queue trials; prints their job ids; --version V: that\n"
+    "                                   catalog version of OP (default: the latest; a retired\n"
+    "                                   version is refused)\n"
     "  watch [JOB...] [--client C]      one line per job event, until the jobs finish\n"
     "                                   (no JOB: every job, until Ctrl-C)\n"
     "  get JOB... [--json]              one job in full: its result's median +- interval,\n"
@@ -212,7 +218,10 @@ constexpr char kUsage[] =
     "                                   a one-off C source trial (no knobs); dtypes int8, uint8,\n"
     "                                   int16, uint16, int32, uint32, float16, float32, float64\n"
     "  op add DIR|op.json               register a user operator (its op.json, C files and\n"
-    "                                   headers); a changed source makes a new version\n"
+    "                                   headers); a changed source makes a new version, an\n"
+    "                                   earlier source added again is the latest again\n"
+    "  op retire NAME [--version V]     hide a version (default: the latest) from new trials;\n"
+    "                                   its results stay (the owner or an admin)\n"
     "  ops [--op NAME] [--all-versions] [--json]\n"
     "                                   the operator catalog: versions, shapes, knobs\n"
     "  op show NAME [--version V] [--json]\n"
@@ -228,10 +237,12 @@ constexpr char kUsage[] =
     "  import-log LOG --op OP --kind K [--shape S ...] [--out DIR]\n"
     "                                   restore an AutoTVM log's records of that run into a\n"
     "                                   tune directory, so tune resumes without re-measuring\n"
-    "  tune --op OP --kind K [--strategy grid|random|model] [--trials N] [--batch B] [--pool N]\n"
-    "       [--out DIR] [--shape S] [--number N --repeat R --min-repeat-ms M] [--no-check]\n"
-    "       [--target PCT [--budget-ms B] [--max-repeat N]] [--recheck K]\n"
-    "                                   search the op's knob space on the farm; resumable\n"
+    "  tune --op OP [--version V] --kind K [--strategy grid|random|model|gbt] [--trials N]\n"
+    "       [--batch B] [--pool N] [--out DIR] [--shape S] [--number N --repeat R\n"
+    "       --min-repeat-ms M] [--no-check] [--target PCT [--budget-ms B] [--max-repeat N]]\n"
+    "       [--recheck K]\n"
+    "                                   search the op's knob space on the farm (--version V:\n"
+    "                                   that catalog version; default: the latest); resumable\n"
     "                                   from DIR; prints the best configs and their speed-up\n"
     "                                   over the default, writes an AutoTVM log and a plot;\n"
     "                                   --recheck K measures the top K again and says whether\n"
@@ -422,9 +433,8 @@ int BoardCommand(const std::vector<std::string>& args, const char* argv0) {
   const std::string board = (*opened)->Description();
 
   if (command == "info") {
-    absl::StatusOr<device::DeviceInfo> info = rpc.GetDeviceInfo(deadline);
-    if (!info.ok()) return Fail(info.status());
-    std::fputs(FormatInfo(*info, board, json).c_str(), stdout);
+    // What Connect read: a board without benchfarm.DeviceInfo says what is unknown.
+    std::fputs(FormatInfo(*(*opened)->info(), board, json).c_str(), stdout);
   } else if (command == "time") {
     return TimeCommand(**opened, board, time, json, deadline);
   } else {
@@ -607,17 +617,36 @@ int Done(const absl::Status& status) {
   return status.ok() ? 0 : Fail(status);
 }
 
-// `op add DIR|op.json`, `op show NAME`, `op chown NAME CLIENT`.
-int OpCommand(const TrackerClient& tracker, const std::vector<std::string>& operands, bool json) {
+// `op add DIR|op.json`: the operator read, compiled for the host (op_check.h) and sent.
+absl::Status AddOperatorCommand(const TrackerClient& tracker, const std::string& path, bool json,
+                                const char* argv0) {
+  std::string dir;
+  ASSIGN_OR_RETURN(v1::Operator op, LoadOperator(path, &dir));
+  OpCheckOptions options;
+  options.crt_dir = FindCrtTree(argv0);
+  if (const char* cc = std::getenv("CC"); cc != nullptr && cc[0] != '\0') options.cc = cc;
+  ASSIGN_OR_RETURN(OpCheck check, CheckOperatorBuilds(op, dir, options));
+  for (const std::string& skipped : check.skipped) {
+    std::fprintf(stderr, "farmctl: note: %s\n", skipped.c_str());
+  }
+  return AddOperator(tracker, std::move(op), json, std::cout);
+}
+
+// `op add DIR|op.json`, `op show NAME`, `op retire NAME`, `op chown NAME CLIENT`.
+int OpCommand(const TrackerClient& tracker, const std::vector<std::string>& operands, bool json,
+              const char* argv0) {
   absl::Status status;
   if (operands.size() == 2 && operands[0] == "add") {
-    status = AddOperator(tracker, operands[1], json, std::cout);
+    status = AddOperatorCommand(tracker, operands[1], json, argv0);
   } else if (operands.size() == 2 && operands[0] == "show") {
     status = ShowOperator(tracker, operands[1], absl::GetFlag(FLAGS_version), json, std::cout);
   } else if (operands.size() == 3 && operands[0] == "chown") {
     status = SetOperatorOwner(tracker, operands[1], operands[2], std::cout);
+  } else if (operands.size() == 2 && operands[0] == "retire") {
+    status = RetireOperator(tracker, operands[1], absl::GetFlag(FLAGS_version), json, std::cout);
   } else {
-    return Usage("op add DIR|op.json, op show NAME, or op chown NAME CLIENT");
+    return Usage(
+        "op add DIR|op.json, op show NAME, op retire NAME [--version V], or op chown NAME CLIENT");
   }
   return Done(status);
 }
@@ -655,6 +684,12 @@ int TuneCommand(const TrackerClient& tracker, const std::string& command,
   absl::StatusOr<v1::Operator> op =
       FetchOperator(tracker, options->op, absl::GetFlag(FLAGS_version));
   if (!op.ok()) return Fail(op.status());
+  if (command == "tune" && op->state().retired()) {
+    return Fail(absl::FailedPreconditionError(absl::StrCat(
+        "operator ", op->name(), " version ", op->version(),
+        " is retired (farmctl op retire): new trials may not run it; tune the latest (no "
+        "--version) or add its source again")));
+  }
   absl::Status status;
   if (command == "import-log") {
     status = ImportLog(*op, *options, operands[0], std::cout);
@@ -666,7 +701,8 @@ int TuneCommand(const TrackerClient& tracker, const std::string& command,
   return Done(status);
 }
 
-int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& repeated) {
+int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& repeated,
+                   const char* argv0) {
   const std::string& command = args[0];
   const std::vector<std::string> operands(args.begin() + 1, args.end());
   const std::string address = TrackerAddress();
@@ -727,7 +763,7 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
     status = PrintOperators(tracker, absl::GetFlag(FLAGS_op), absl::GetFlag(FLAGS_all_versions),
                             json, std::cout);
   } else if (command == "op") {
-    return OpCommand(tracker, operands, json);
+    return OpCommand(tracker, operands, json, argv0);
   } else if (command == "results") {
     return ResultsCommand(tracker, json);
   } else if (command == "tune" || command == "import-log") {
@@ -795,7 +831,7 @@ int main(int argc, char** argv) {
   }
   if (args.size() >= 2 && args[0] == "board" && args[1] == "move") {  // the tracker's
     args.erase(args.begin());
-    return TrackerCommand(args, repeated);
+    return TrackerCommand(args, repeated, argv[0]);
   }
   if (args[0] == "board") {
     args.erase(args.begin());
@@ -803,7 +839,7 @@ int main(int argc, char** argv) {
   }
   for (const char* command : {"boards", "queue", "submit", "watch", "get", "results", "cancel",
                               "tune", "op", "ops", "import-log", "quarantine", "release"}) {
-    if (args[0] == command) return TrackerCommand(args, repeated);
+    if (args[0] == command) return TrackerCommand(args, repeated, argv[0]);
   }
   return Usage(absl::StrCat("unknown command \"", args[0], "\""));
 }

@@ -528,9 +528,15 @@ absl::StatusOr<std::vector<std::string>> Submit(const TrackerClient& tracker,
 
 // ---- watch --------------------------------------------------------------------------------------
 
+std::string JobStateText(v1::JobState state) {
+  // The enum's name is CANCELLED_STATE only because ErrorCode has a CANCELLED.
+  if (state == v1::CANCELLED_STATE) return "CANCELLED";
+  return v1::JobState_IsValid(state) ? v1::JobState_Name(state) : absl::StrCat(state);
+}
+
 std::string FormatJobEvent(const v1::Job& job) {
   std::string line = absl::StrCat(absl::FormatTime("%H:%M:%S", absl::Now(), absl::LocalTimeZone()),
-                                  " ", job.job_id(), " ", v1::JobState_Name(job.state()), " ",
+                                  " ", job.job_id(), " ", JobStateText(job.state()), " ",
                                   job.trial().board_kind(), "/", OpName(job.trial().op()));
   std::string board = job.state() == v1::DONE ? job.result().board_id() : job.board_id();
   if (board.empty() && job.attempts_size() > 0 && job.state() != v1::QUEUED) {
@@ -620,9 +626,8 @@ absl::Status PrintResults(const TrackerClient& tracker, const ResultsOptions& op
   Table table({"JOB", "CLIENT", "STATE", "KIND", "OP", "KNOBS", "BOARD", "ATTEMPTS", "RESULT"});
   for (const v1::Job& job : all.jobs()) {
     std::string board = job.state() == v1::DONE ? job.result().board_id() : job.board_id();
-    table.Add({job.job_id(), job.client_id(), v1::JobState_Name(job.state()),
-               job.trial().board_kind(), OpName(job.trial().op()),
-               FormatKnobs(job.trial().op(), knobs), OrDash(board),
+    table.Add({job.job_id(), job.client_id(), JobStateText(job.state()), job.trial().board_kind(),
+               OpName(job.trial().op()), FormatKnobs(job.trial().op(), knobs), OrDash(board),
                absl::StrCat(job.attempts_size()), Outcome(job, false)});
   }
   table.Print(out);
@@ -753,7 +758,7 @@ std::string FormatJob(const v1::Job& job, const catalog::KnobSpace& knobs) {
   const v1::Trial& t = job.trial();
   line("job", job.job_id());
   line("client", OrDash(job.client_id()));
-  line("state", v1::JobState_Name(job.state()));
+  line("state", JobStateText(job.state()));
   std::string op = absl::StrCat(t.board_kind(), "/", OpName(t.op()));
   if (t.op().has_template_op() && !t.op().template_op().version().empty()) {
     absl::StrAppend(&op, "@", t.op().template_op().version());
@@ -769,6 +774,9 @@ std::string FormatJob(const v1::Job& job, const catalog::KnobSpace& knobs) {
   line("measure", MeasureOptionsText(t.measure()));
   const std::string board = job.state() == v1::DONE ? job.result().board_id() : job.board_id();
   line("board", absl::StrCat(OrDash(board), " (attempts ", job.attempts_size(), ")"));
+  if (job.state() == v1::CANCELLED_STATE && !job.result().message().empty()) {
+    line("result", job.result().message());
+  }
   if (job.state() != v1::DONE) return out;
   AppendCosts(job, &out);
   AppendBoard(job.result(), &out);
@@ -804,7 +812,7 @@ absl::Status Cancel(const TrackerClient& tracker, const std::vector<std::string>
     absl::Status status = Call(tracker, &v1::Tracker::StubInterface::CancelJob, request, &response,
                                absl::StrCat("CancelJob ", id));
     if (status.ok()) {
-      out << id << " " << v1::JobState_Name(response.job().state()) << "\n";
+      out << id << " " << JobStateText(response.job().state()) << "\n";
     } else if (first.ok()) {
       first = status;
     }
@@ -850,13 +858,14 @@ std::string ShapesOf(const v1::OpTemplate& spec) {
 
 }  // namespace
 
-absl::StatusOr<v1::Operator> LoadOperator(const std::string& path) {
+absl::StatusOr<v1::Operator> LoadOperator(const std::string& path, std::string* dir_out) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0)
     return absl::NotFoundError(absl::StrCat("no such file: ", path));
   const std::string manifest = S_ISDIR(st.st_mode) ? path + "/op.json" : path;
   const size_t slash = manifest.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : manifest.substr(0, slash);
+  if (dir_out != nullptr) *dir_out = dir;
   absl::StatusOr<std::string> json = base::ReadFile(manifest);
   if (!json.ok()) return json.status();
   v1::OpTemplate spec;
@@ -894,19 +903,42 @@ absl::StatusOr<v1::Operator> LoadOperator(const std::string& path) {
   return op;
 }
 
-absl::Status AddOperator(const TrackerClient& tracker, const std::string& path, bool json,
+absl::Status AddOperator(const TrackerClient& tracker, v1::Operator op, bool json,
                          std::ostream& out) {
-  absl::StatusOr<v1::Operator> op = LoadOperator(path);
-  if (!op.ok()) return op.status();
   v1::AddOperatorRequest request;
-  *request.mutable_op() = *std::move(op);
+  *request.mutable_op() = std::move(op);
   v1::AddOperatorResponse response;
   absl::Status status =
       Call(tracker, &v1::Tracker::StubInterface::AddOperator, request, &response, "AddOperator");
   if (!status.ok()) return status;
   if (json) return JsonOut(response, out);
   out << response.op().name() << " version " << response.op().version() << ": "
-      << (response.created() ? "added" : "already in the catalog") << "\n";
+      << (response.created()       ? "added"
+          : response.made_latest() ? "already in the catalog; the latest again"
+                                   : "already in the catalog")
+      << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status RetireOperator(const TrackerClient& tracker, const std::string& name,
+                            const std::string& version, bool json, std::ostream& out) {
+  v1::RetireOperatorRequest request;
+  request.set_name(name);
+  request.set_version(version);
+  v1::RetireOperatorResponse response;
+  RETURN_IF_ERROR(Call(tracker, &v1::Tracker::StubInterface::RetireOperator, request, &response,
+                       "RetireOperator"));
+  if (json) return JsonOut(response, out);
+  out << name << " version " << response.op().version() << ": "
+      << (response.already() ? "already retired" : "retired") << "; ";
+  if (response.has_latest()) {
+    out << "new trials of " << name << " run version " << response.latest().version()
+        << " (the latest)";
+  } else {
+    out << "every version of " << name << " is retired: new trials of it are refused until one's "
+        << "source is added again";
+  }
+  out << "; its results stay\n";
   return absl::OkStatus();
 }
 
@@ -921,9 +953,9 @@ std::string AddedByText(const v1::Operator& op) {
   return op.added_by().empty() ? "(unknown)" : op.added_by();
 }
 
-std::string AddedAtText(const v1::Operator& op) {
-  if (!op.has_added_at()) return "-";
-  const absl::Time at = absl::FromUnixSeconds(op.added_at().seconds());
+std::string AddedAtText(const google::protobuf::Timestamp& added) {
+  if (added.seconds() == 0 && added.nanos() == 0) return "-";
+  const absl::Time at = absl::FromUnixSeconds(added.seconds());
   return absl::FormatTime("%Y-%m-%d %H:%M:%S %Z", at, absl::UTCTimeZone());
 }
 
@@ -942,10 +974,15 @@ absl::Status PrintOperators(const TrackerClient& tracker, const std::string& nam
   columns.insert(columns.end(), {"SHAPES", "KNOBS (* default)"});
   Table table(columns);
   for (const v1::Operator& op : response.ops()) {
-    std::vector<std::string> row = {op.name(),
-                                    op.version() + (all_versions && op.latest() ? " (latest)" : ""),
-                                    op.builtin() ? "built-in" : "user", OwnerText(op)};
-    if (all_versions) row.insert(row.end(), {AddedByText(op), AddedAtText(op)});
+    std::string version = op.version();
+    if (op.state().retired()) {
+      version += " (retired)";
+    } else if (all_versions && op.latest()) {
+      version += " (latest)";
+    }
+    std::vector<std::string> row = {op.name(), version, op.builtin() ? "built-in" : "user",
+                                    OwnerText(op)};
+    if (all_versions) row.insert(row.end(), {AddedByText(op), AddedAtText(op.added_at())});
     row.insert(row.end(), {ShapesOf(op.spec()), KnobsText(op.spec())});
     table.Add(row);
   }
@@ -978,10 +1015,17 @@ absl::Status ShowOperator(const TrackerClient& tracker, const std::string& name,
   if (json) return JsonOut(op, out);
   const v1::OpTemplate& spec = op.spec();
   out << "op:        " << op.name() << (op.builtin() ? " (built-in)" : "") << "\n"
-      << "version:   " << op.version() << (op.latest() ? " (latest)" : "") << "\n";
+      << "version:   " << op.version()
+      << (op.state().retired() ? " (retired: new trials may not run it)"
+          : op.latest()        ? " (latest)"
+                               : "")
+      << "\n";
   if (!op.builtin()) {
     out << "owner:     " << OwnerText(op) << "\n"
-        << "added:     " << AddedAtText(op) << " by " << AddedByText(op) << "\n";
+        << "added:     " << AddedAtText(op.added_at()) << " by " << AddedByText(op) << "\n";
+    if (op.state().has_readded_at()) {
+      out << "added again: " << AddedAtText(op.state().readded_at()) << "\n";
+    }
   }
   out << "entry:     " << spec.entry() << "\n"
       << "reference: " << OrDash(spec.reference_entry()) << "\n";

@@ -144,12 +144,20 @@ absl::StatusOr<std::vector<std::string>> Submit(const TrackerClient& tracker,
 // A user operator from disk, as `farmctl op add PATH` sends it: PATH is a directory holding
 // op.json, or an op.json file; op.json is one knobs.json op plus "sources" (its C files, beside
 // it); every *.h beside it goes along too. Checked here as the tracker will check it.
-// InvalidArgument naming the file or field; NotFound for a missing file.
-absl::StatusOr<v1::Operator> LoadOperator(const std::string& path);
+// InvalidArgument naming the file or field; NotFound for a missing file. `dir`, if given: the
+// directory the files are in.
+absl::StatusOr<v1::Operator> LoadOperator(const std::string& path, std::string* dir = nullptr);
 
-// AddOperator; prints "<name> version <v>: added" (or "already in the catalog").
-absl::Status AddOperator(const TrackerClient& tracker, const std::string& path, bool json,
+// AddOperator of `op` (LoadOperator's); prints "<name> version <v>: added", "already in the
+// catalog", or "already in the catalog; the latest again" (an earlier or retired version added
+// again).
+absl::Status AddOperator(const TrackerClient& tracker, v1::Operator op, bool json,
                          std::ostream& out);
+// RetireOperator (the owner or an admin): "<name> version <v>: retired; new trials of <name> run
+// version <w> (the latest); its results stay", or that every version is now retired, or
+// "already retired".
+absl::Status RetireOperator(const TrackerClient& tracker, const std::string& name,
+                            const std::string& version, bool json, std::ostream& out);
 // ListOperators: NAME VERSION SOURCE (built-in/user) OWNER [ADDED BY, ADDED with all_versions]
 // ARGS KNOBS (name=values, * the default).
 absl::Status PrintOperators(const TrackerClient& tracker, const std::string& name,
@@ -193,6 +201,9 @@ absl::Status Watch(const TrackerClient& tracker, const WatchOptions& options, st
 
 // One watch line (without the newline), as Watch prints it.
 std::string FormatJobEvent(const v1::Job& job);
+// A job's state as farmctl prints it: QUEUED, RUNNING, DONE, CANCELLED (JSON keeps the proto's
+// enum names: CANCELLED_STATE).
+std::string JobStateText(v1::JobState state);
 
 // ---- results ---------------------------------------------------------------------------------
 

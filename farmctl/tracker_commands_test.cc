@@ -393,7 +393,8 @@ TEST_F(TrackerCommandsTest, CancelQueuedAndRunningJobs) {
   // The queued job first: cancelling the running one frees the board for it otherwise.
   std::ostringstream out;
   ASSERT_TRUE(Cancel(tracker_, {ids[1], ids[0]}, out).ok());
-  EXPECT_EQ(out.str(), absl::StrCat(ids[1], " CANCELLED_STATE\n", ids[0], " CANCELLED_STATE\n"));
+  // The state as a user reads it, not the enum's name (CANCELLED_STATE).
+  EXPECT_EQ(out.str(), absl::StrCat(ids[1], " CANCELLED\n", ids[0], " CANCELLED\n"));
   EXPECT_EQ(GetJob(ids[1]).state(), v1::CANCELLED_STATE);
   const absl::Time deadline = absl::Now() + absl::Seconds(20);
   while (agent.cancels().empty() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
@@ -413,8 +414,17 @@ TEST_F(TrackerCommandsTest, CancelQueuedAndRunningJobs) {
   WatchOptions options;
   options.job_ids = {ids[1]};
   ASSERT_TRUE(Watch(tracker_, options, watch).ok());
-  EXPECT_TRUE(absl::StrContains(watch.str(), ids[1] + " CANCELLED_STATE nucleo/matmul"))
-      << watch.str();
+  EXPECT_TRUE(absl::StrContains(watch.str(), ids[1] + " CANCELLED nucleo/matmul")) << watch.str();
+  std::ostringstream shown;
+  ASSERT_TRUE(ShowJobs(tracker_, {ids[0]}, false, shown).ok());
+  EXPECT_TRUE(absl::StrContains(shown.str(), "state      CANCELLED\n")) << shown.str();
+  EXPECT_TRUE(absl::StrContains(shown.str(), "result     cancelled by the client\n"))
+      << shown.str();
+  std::ostringstream table;
+  ResultsOptions results;
+  ASSERT_TRUE(PrintResults(tracker_, results, table).ok());
+  EXPECT_TRUE(absl::StrContains(table.str(), " CANCELLED ")) << table.str();
+  EXPECT_FALSE(absl::StrContains(table.str(), "CANCELLED_STATE")) << table.str();
   options.job_ids = {"j-no-such-job"};
   EXPECT_TRUE(absl::IsNotFound(Watch(tracker_, options, watch)));
 }

@@ -121,16 +121,21 @@ std::string NewerVersionNote(const TrackerClient& tracker, const v1::Operator& o
     return tracker.stub->GetOperator(context, req, &latest);
   });
   if (!s.ok() || latest.builtin() || latest.version() == op.version()) return "";
+  // An earlier version added again is the latest since then, not since it was first added.
+  const bool again = latest.state().has_readded_at();
+  const google::protobuf::Timestamp& at = again ? latest.state().readded_at() : latest.added_at();
   std::string when = "-";
-  if (latest.has_added_at()) {
-    when =
-        absl::FormatTime("%Y-%m-%d %H:%M:%S %Z", absl::FromUnixSeconds(latest.added_at().seconds()),
-                         absl::UTCTimeZone());
+  if (at.seconds() != 0) {
+    when = absl::FormatTime("%Y-%m-%d %H:%M:%S %Z", absl::FromUnixSeconds(at.seconds()),
+                            absl::UTCTimeZone());
   }
-  return absl::StrCat("note: ", op.name(), " version ", latest.version(), " was added (by ",
-                      latest.added_by().empty() ? "?" : latest.added_by(), ", ", when,
-                      ") after this run began; every trial of it measured version ", op.version(),
-                      " (farmctl tune --version ", latest.version(), " to tune the new one)\n");
+  return absl::StrCat(
+      "note: ", op.name(), " version ", latest.version(), " was added",
+      again ? " again, as the latest," : "", " (",
+      again ? when
+            : absl::StrCat("by ", latest.added_by().empty() ? "?" : latest.added_by(), ", ", when),
+      ") after this run began; every trial of it measured version ", op.version(),
+      " (farmctl tune --version ", latest.version(), " to tune the new one)\n");
 }
 
 // The search state, kept in out_dir.

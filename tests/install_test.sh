@@ -181,7 +181,21 @@ cp "$ws/tests/firmware/qemu-mps2-an385.elf" "$ws/tests/firmware/qemu-mps2-an385.
   --op add --repeat 2) >"$site/time.out" 2>&1 || fail "installed farmctl board time --qemu: $(cat "$site/time.out")"
 grep -q "cycle-model (qemu-cycles)" "$site/time.out" || fail "board time under the cycle model: $(cat "$site/time.out")"
 grep -qE "= [0-9,]+ cycles at 25 MHz" "$site/time.out" || fail "board time: no cycles at 25 MHz: $(cat "$site/time.out")"
-say "installed farmctl: boards, submit --file, watch, results, tune --out, board info --host-process, board time --qemu (cycle model)"
+# op add compiles the operator for the host against the installed crt headers (the wrapper's
+# BENCHFARM_CRT) before sending it: a compile error is refused there, naming the user's file.
+mkdir -p "$site/broken_op"
+cat >"$site/broken_op/op.json" <<'JSON'
+{"op": "broken", "entry": "broken", "reference_entry": "broken_ref", "sources": ["broken.c"],
+ "dims": {"N": 4}, "args": [{"name": "x", "shape": ["N"]}, {"name": "y", "role": "output", "shape": ["N"]}],
+ "knobs": []}
+JSON
+printf '#include <benchfarm/ops/common.h>\nBF_OPS_DECLARE_PACKED(broken) { return nope; }\n' >"$site/broken_op/broken.c"
+if (cd "$site" && "${user_env[@]}" farmctl op add broken_op --tracker "$address") >"$site/op.out" 2>&1; then
+  fail "installed farmctl op add took an operator that does not compile: $(cat "$site/op.out")"
+fi
+grep -q "broken does not compile for the host" "$site/op.out" && grep -q "broken_op/broken.c:2:.*error: .nope. undeclared" "$site/op.out" ||
+  fail "installed farmctl op add: $(cat "$site/op.out")"
+say "installed farmctl: boards, submit --file, watch, results, tune --out, board info --host-process, board time --qemu (cycle model), op add compiled against the installed crt"
 
 # Without PREFIX/share/benchfarm the agent has no template: it really comes from there. (Its
 # directories are its own: two agents may not share a scratch_dir.)

@@ -136,6 +136,7 @@ refuse 'trials[0].args: gemv takes 3 arguments, the trial gives 2' --kind host-p
 refuse 'trials[0].board_kind: unknown board kind "stm32f9"' --kind stm32f9 --op gemv
 refuse 'trials[0].board_id: no board "hp9" is registered' --kind host-process --op gemv --board hp9
 refuse 'trials[0].labels: no registered board of kind host-process has rack=A' --kind host-process --op gemv --label rack=A
+# 3 float32 arguments (320 MiB) and the reference's output (64 MiB), as issue 36 §1 counts them.
 refuse 'the arguments take 402653184 bytes; the largest board of kind host-process holds 31457280' \
   --kind host-process --op matmul --shape 4096x8192,8192x4096,4096x4096
 [[ $(jobs_stored) -eq $n ]] || fail "a refused submission stored jobs"

@@ -4,9 +4,17 @@
 // (catalog/operator.h): adding changed sources makes a new version, and jobs keep the version they
 // were submitted with. Adding content that is already stored returns the stored entry.
 //
+// The latest version of a name — what a trial naming no version gets — is the one added last
+// that is not retired. Adding content already stored makes that version the latest again (an
+// earlier source added again after a buggy one). Retire hides a version from new trials
+// (ForNewTrial refuses it; the latest moves to the one added before it); jobs and results that
+// ran it keep it, and offers of jobs already queued still find it. Adding its content again
+// brings it back. Both are kept in the Store (OperatorState) and survive restarts.
+//
 // Names have owners. A name belongs to the client who first added it (on a secure tracker); only
 // its owner and admins may add versions of it — anyone else is PermissionDenied naming the owner,
-// so nobody can make their code the latest version of someone else's operator. A name stored
+// so nobody can make their code the latest version of someone else's operator (nor retire a
+// version of it). A name stored
 // before names had owners belongs to nobody: only admins may add to it or give it away
 // (SetOwner). On an insecure tracker (no identities) anyone may add anything.
 //
@@ -29,11 +37,13 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/benchfarm.pb.h"
@@ -65,20 +75,40 @@ class OperatorCatalog {
   struct Added {
     v1::Operator op;  // as stored, files omitted
     bool created = false;
+    bool made_latest = false;  // stored already, but not the latest (or retired): now it is
   };
   absl::StatusOr<Added> Add(v1::Operator op, const CatalogCaller& caller, absl::Time now);
+
+  // Hides a version (empty: the latest) from new trials; its owner or an admin (as Add). NotFound
+  // for an unknown name or version, or an empty version when every version is retired already;
+  // InvalidArgument for a built-in operator. Retiring a retired version changes nothing
+  // (already).
+  struct Retired {
+    v1::Operator op;                     // the retired version, files omitted
+    std::optional<v1::Operator> latest;  // the name's latest now (none: every version retired)
+    bool already = false;
+  };
+  absl::StatusOr<Retired> Retire(const std::string& name, const std::string& version,
+                                 const CatalogCaller& caller);
 
   // Gives `name` (every version, and the right to add more) to `owner`; admins only (the caller
   // checks). The latest version, files omitted.
   absl::StatusOr<v1::Operator> SetOwner(const std::string& name, const std::string& owner);
 
-  // Files omitted; by name; the latest version of each unless all_versions.
+  // Files omitted; by name; the latest version of each unless all_versions (a name whose
+  // versions are all retired: its last one, marked retired).
   std::vector<v1::Operator> List(const std::string& name, bool all_versions) const;
   // With files (read from the Store). Empty version: the latest.
   absl::StatusOr<v1::Operator> Get(const std::string& name, const std::string& version) const;
-  // The entry without its files, or nullptr. Empty version: the latest.
+  // The entry without its files, or nullptr. Empty version: the latest (nullptr when every
+  // version is retired); a named version is found retired or not.
   std::shared_ptr<const v1::Operator> Find(const std::string& name,
                                            const std::string& version) const;
+  // The version a new trial of `name` runs: `version`, or the latest when empty. InvalidArgument
+  // naming the trial's field (op.template_op.op / .version) for an unknown name or version, a
+  // retired version, or a name whose versions are all retired.
+  absl::StatusOr<std::shared_ptr<const v1::Operator>> ForNewTrial(const std::string& name,
+                                                                  const std::string& version) const;
   // The entry with its files (built-ins have none): from the cache, or read from the Store.
   // NotFound for an unknown entry; the Store's errors.
   absl::StatusOr<std::shared_ptr<const v1::Operator>> WithFiles(const std::string& name,
@@ -94,20 +124,42 @@ class OperatorCatalog {
  private:
   using Entry = std::shared_ptr<const v1::Operator>;
 
-  // The entry as callers see it: owner filled in, latest set, files omitted.
-  v1::Operator Describe(const Entry& entry, bool latest) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The entry as callers see it: owner, latest and state filled in, files omitted.
+  v1::Operator Describe(const Entry& entry) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   Entry FindLocked(const std::string& name, const std::string& version) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // Whether `caller` may add versions of an existing name: OK, or PermissionDenied naming why.
-  absl::Status MayAddTo(const std::string& name, const CatalogCaller& caller) const
+  // The name's latest version: the last of ops_[name] that is not retired; nullptr if none.
+  Entry LatestLocked(const std::string& name) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  const v1::OperatorState& StateLocked(const v1::Operator& entry) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // When the version became the latest last: added, or added again.
+  static absl::Time LatestSince(const v1::Operator& entry, const v1::OperatorState& state);
+  // A time for a version of `name` that becomes the latest now: `now`, or just after the newest
+  // of its versions (so the order survives a clock that went back).
+  absl::Time StampLocked(const std::string& name, absl::Time now) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // OK for a user operator's name; NotFound for an unknown one, InvalidArgument for a built-in
+  // one ("operator matmul is built in: <built_in>").
+  absl::Status CheckUserName(const std::string& name, absl::string_view built_in) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Whether `caller` may change an existing name (`what`: "add versions of it"): OK, or
+  // PermissionDenied naming why.
+  absl::Status MayChange(const std::string& name, const CatalogCaller& caller,
+                         absl::string_view what) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Stores the version's new state, then makes it the catalog's (moved to the end of its name's
+  // versions when `to_end`: the latest unless retired).
+  absl::Status SetState(const Entry& entry, const v1::OperatorState& state, bool to_end)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(add_mu_);
 
   Store* const store_;
   const CatalogOptions options_;
   absl::Mutex add_mu_;  // Add and SetOwner, one at a time (an owner is decided, then stored)
   mutable absl::Mutex mu_;
-  // name -> versions, oldest first (the last is the latest); without files.
+  // name -> versions in the order they became the latest (added, or added again), without
+  // files; the latest is the last that is not retired.
   std::map<std::string, std::vector<Entry>> ops_ ABSL_GUARDED_BY(mu_);
+  // "name@version" -> what changed since it was added (absent: nothing).
+  std::map<std::string, v1::OperatorState> states_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> owners_ ABSL_GUARDED_BY(mu_);  // name -> client
   std::map<std::string, Usage> usage_ ABSL_GUARDED_BY(mu_);         // added_by -> usage
   // Entries with files, most recently used first, at most options_.cache_bytes of files.

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -243,6 +244,117 @@ TEST_F(CatalogTest, FilesStayInTheStoreAndAreReadThroughABoundedCache) {
   auto matmul = catalog_->WithFiles("matmul", "");
   ASSERT_TRUE(matmul.ok());
   EXPECT_TRUE((*matmul)->builtin());
+}
+
+// Issue 36: a buggy v2 was added after v1; adding v1's source again left v2 the latest, so every
+// trial naming no version kept measuring the bug.
+TEST_F(CatalogTest, AddingAnEarlierSourceAgainMakesItTheLatestAgain) {
+  auto v1 = catalog_->Add(Op("gemv", "/* v1 */"), User("alice"), kNow);
+  auto v2 = catalog_->Add(Op("gemv", "/* v2, buggy */"), User("alice"), kNow);
+  ASSERT_TRUE(v1.ok() && v2.ok());
+  EXPECT_EQ(catalog_->Find("gemv", "")->version(), v2->op.version());
+  auto again = catalog_->Add(Op("gemv", "/* v1 */"), User("alice"), kNow);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->created);
+  EXPECT_TRUE(again->made_latest);
+  EXPECT_TRUE(again->op.latest());
+  EXPECT_EQ(again->op.version(), v1->op.version());
+  EXPECT_TRUE(again->op.state().has_readded_at());
+  EXPECT_EQ(catalog_->Find("gemv", "")->version(), v1->op.version());
+  EXPECT_EQ(catalog_->ForNewTrial("gemv", "").value()->version(), v1->op.version());
+  // Adding the latest again changes nothing; nobody else may bring an old version back.
+  auto same = catalog_->Add(Op("gemv", "/* v1 */"), User("alice"), kNow);
+  ASSERT_TRUE(same.ok());
+  EXPECT_FALSE(same->made_latest);
+  EXPECT_EQ(catalog_->Add(Op("gemv", "/* v2, buggy */"), User("mallory"), kNow).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  // It stays the latest across a restart (the order is stored), and the listing says so.
+  Open();
+  EXPECT_EQ(catalog_->Find("gemv", "")->version(), v1->op.version());
+  std::vector<v1::Operator> versions = catalog_->List("gemv", true);
+  ASSERT_EQ(versions.size(), 2u);
+  EXPECT_EQ(versions[0].version(), v2->op.version());
+  EXPECT_FALSE(versions[0].latest());
+  EXPECT_EQ(versions[1].version(), v1->op.version());
+  EXPECT_TRUE(versions[1].latest());
+  EXPECT_EQ(catalog_->UsageOf("alice").versions, 2);  // adding again is no new version
+  // A new version (at the same clock reading) is the latest after it, also after a restart.
+  auto v3 = catalog_->Add(Op("gemv", "/* v3 */"), User("alice"), kNow);
+  ASSERT_TRUE(v3.ok());
+  Open();
+  EXPECT_EQ(catalog_->Find("gemv", "")->version(), v3->op.version());
+}
+
+TEST_F(CatalogTest, ARetiredVersionIsHiddenFromNewTrialsAndKeptForOldOnes) {
+  auto v1 = catalog_->Add(Op("gemv", "/* v1 */"), User("alice"), kNow);
+  auto v2 = catalog_->Add(Op("gemv", "/* v2, buggy */"), User("alice"), kNow);
+  ASSERT_TRUE(v1.ok() && v2.ok());
+  // Only the owner (or an admin) retires; built-ins and unknown names cannot be.
+  auto mallory = catalog_->Retire("gemv", "", User("mallory"));
+  EXPECT_EQ(mallory.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(mallory.status().message(),
+              HasSubstr("belongs to alice: only its owner (or an admin) may retire versions"));
+  EXPECT_EQ(catalog_->Retire("matmul", "", Admin("root")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(catalog_->Retire("nope", "", Admin("root")).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(catalog_->Retire("gemv", "ffffffffffffffff", Admin("root")).status().code(),
+            absl::StatusCode::kNotFound);
+
+  // No version: the latest is retired, the one before it is the latest.
+  auto retired = catalog_->Retire("gemv", "", User("alice"));
+  ASSERT_TRUE(retired.ok()) << retired.status();
+  EXPECT_EQ(retired->op.version(), v2->op.version());
+  EXPECT_TRUE(retired->op.state().retired());
+  EXPECT_FALSE(retired->op.latest());
+  EXPECT_FALSE(retired->already);
+  ASSERT_TRUE(retired->latest.has_value());
+  EXPECT_EQ(retired->latest->version(), v1->op.version());
+  EXPECT_EQ(catalog_->ForNewTrial("gemv", "").value()->version(), v1->op.version());
+  auto named = catalog_->ForNewTrial("gemv", v2->op.version());
+  EXPECT_EQ(named.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(named.status().message(),
+              AllOf(HasSubstr("op.template_op.version: operator gemv version " + v2->op.version() +
+                              " is retired"),
+                    HasSubstr("the latest is " + v1->op.version())));
+  // Jobs that ran it (or wait to) still find it, with its files; GetOperator shows it retired.
+  EXPECT_NE(catalog_->Find("gemv", v2->op.version()), nullptr);
+  auto files = catalog_->WithFiles("gemv", v2->op.version());
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_EQ((*files)->files().at("gemv.c"), "/* v2, buggy */");
+  EXPECT_TRUE(catalog_->Get("gemv", v2->op.version())->state().retired());
+  EXPECT_TRUE(catalog_->Retire("gemv", v2->op.version(), Admin("root"))->already);
+
+  // Retired for good: across a restart.
+  Open();
+  EXPECT_EQ(catalog_->Find("gemv", "")->version(), v1->op.version());
+  EXPECT_EQ(catalog_->List("gemv", false).at(0).version(), v1->op.version());
+
+  // Every version retired: nothing for new trials, the listing keeps the name (marked).
+  auto last = catalog_->Retire("gemv", "", Admin("root"));
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_FALSE(last->latest.has_value());
+  EXPECT_EQ(catalog_->Find("gemv", ""), nullptr);
+  EXPECT_THAT(catalog_->ForNewTrial("gemv", "").status().message(),
+              HasSubstr("op.template_op.op: every version of operator gemv is retired"));
+  EXPECT_EQ(catalog_->Get("gemv", "").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(catalog_->Retire("gemv", "", User("alice")).status().code(),
+            absl::StatusCode::kNotFound);
+  std::vector<v1::Operator> listed = catalog_->List("gemv", false);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_TRUE(listed[0].state().retired());
+  EXPECT_FALSE(listed[0].latest());
+
+  // Adding its source again brings a version back, as the latest.
+  auto back = catalog_->Add(Op("gemv", "/* v2, buggy */"), User("alice"), kNow);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->made_latest);
+  EXPECT_FALSE(back->op.state().retired());
+  Open();
+  EXPECT_EQ(catalog_->Find("gemv", "")->version(), v2->op.version());
+  EXPECT_TRUE(catalog_->Find("gemv", v1->op.version()) != nullptr);
+  EXPECT_EQ(catalog_->ForNewTrial("gemv", v1->op.version()).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -87,6 +87,14 @@ class FlakyStore final : public Store {
   absl::StatusOr<std::map<std::string, std::string>> LoadOperatorOwners() override {
     return real_->LoadOperatorOwners();
   }
+  absl::Status SetOperatorState(const std::string& name, const std::string& version,
+                                const v1::OperatorState& state) override {
+    if (absl::Status f = Failure(); !f.ok()) return f;
+    return real_->SetOperatorState(name, version, state);
+  }
+  absl::StatusOr<OperatorStates> LoadOperatorStates() override {
+    return real_->LoadOperatorStates();
+  }
 
  private:
   bool AfterCommit() {

@@ -117,16 +117,8 @@ absl::Status JobQueue::ValidateTrial(v1::Trial* trial, int i) const {
   const v1::Trial& t = *trial;
   std::shared_ptr<const v1::Operator> entry;  // a template trial's, from the catalog
   auto find_spec = [&](const v1::TemplateOperator& tpl) -> absl::StatusOr<const v1::OpTemplate*> {
-    entry = catalog_.Find(tpl.op(), tpl.version());
-    if (entry != nullptr) return &entry->spec();
-    if (catalog_.Find(tpl.op(), "") == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("op.template_op.op: unknown operator \"",
-                                                     tpl.op().substr(0, 64),
-                                                     "\" (farmctl ops lists the catalog)"));
-    }
-    return absl::InvalidArgumentError(absl::StrCat("op.template_op.version: operator ", tpl.op(),
-                                                   " has no version \"",
-                                                   tpl.version().substr(0, 64), "\""));
+    ASSIGN_OR_RETURN(entry, catalog_.ForNewTrial(tpl.op(), tpl.version()));
+    return &entry->spec();
   };
   absl::StatusOr<catalog::TrialArgs> args = catalog::CheckTrial(t, find_spec);
   if (!args.ok()) {

@@ -269,6 +269,33 @@ TEST_F(JobQueueTest, UserOperatorsAreVersionedCheckedAndTravelWithTheirOffers) {
   EXPECT_EQ(queue_->catalog()->List("", false).size(), 4u);  // add, conv2d, gemv, matmul
 }
 
+TEST_F(JobQueueTest, ARetiredVersionRunsNoNewTrialButItsQueuedJobsRun) {
+  auto v1_added = queue_->catalog()->Add(Gemv("/* v1 */"), {}, clock_.Now());
+  auto v2_added = queue_->catalog()->Add(Gemv("/* v2 */"), {}, clock_.Now());
+  ASSERT_TRUE(v1_added.ok() && v2_added.ok());
+  v1::Trial t;
+  t.set_board_kind("host");
+  t.mutable_op()->mutable_template_op()->set_op("gemv");
+  auto queued = Submit({t});  // v2, queued before it is retired
+  ASSERT_TRUE(queue_->catalog()->Retire("gemv", v2_added->op.version(), {}).ok());
+  auto after = Submit({t});
+  EXPECT_EQ(queue_->GetJob(after[0])->trial().op().template_op().version(), v1_added->op.version());
+  v1::Trial named = t;
+  named.mutable_op()->mutable_template_op()->set_version(v2_added->op.version());
+  absl::Status refused = queue_->Submit("c1", "retired", {named}).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("trials[0].op.template_op.version: operator gemv version " +
+                                   v2_added->op.version() + " is retired"),
+            absl::string_view::npos)
+      << refused;
+  // The job queued before still runs its version, sources and all.
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  v1::JobOffer o = TakeOne("a");
+  EXPECT_EQ(o.job_id(), queued[0]);
+  EXPECT_EQ(o.operator_().version(), v2_added->op.version());
+  EXPECT_EQ(o.operator_().files().at("gemv.c"), "/* v2 */");
+}
+
 // The size check reads each kind's boards' memory from an index kept as boards register again
 // (with more or less memory, or as another kind) and across a restart.
 TEST_F(JobQueueTest, TheLargestBoardOfAKindFollowsRegistrationsAndRestarts) {

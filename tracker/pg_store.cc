@@ -81,6 +81,16 @@ CREATE TABLE operator_owners (
 );
 )sql";
 
+// Version 3 adds what changed about each operator version after it was added.
+constexpr char kSchemaV3Sql[] = R"sql(
+CREATE TABLE operator_states (
+  name TEXT NOT NULL,
+  version TEXT NOT NULL,
+  data BYTEA NOT NULL,  -- serialized v1::OperatorState
+  PRIMARY KEY (name, version)
+);
+)sql";
+
 // Taken while Open creates or checks the schema (transaction-scoped), so trackers opening an
 // empty database at once do not both create it.
 constexpr char kSchemaLock[] = "SELECT pg_advisory_xact_lock(7206000001)";
@@ -151,6 +161,13 @@ constexpr Statement kSetOperatorOwner =
                   kTextOid, kTextOid);
 constexpr Statement kLoadOperatorOwners = MakeStatement(
     "load_operator_owners", "SELECT name, owner FROM operator_owners ORDER BY name COLLATE \"C\"");
+constexpr Statement kSetOperatorState =
+    MakeStatement("set_operator_state",
+                  "INSERT INTO operator_states (name, version, data) VALUES ($1, $2, $3) "
+                  "ON CONFLICT (name, version) DO UPDATE SET data = EXCLUDED.data",
+                  kTextOid, kTextOid, kByteaOid);
+constexpr Statement kLoadOperatorStates =
+    MakeStatement("load_operator_states", "SELECT name, version, data FROM operator_states");
 
 // ListJobs' statement for a set of conditions: only the set fields become conditions, so the
 // planner can pick the matching index. Parameters: $1 after_seq, then each set field in bit
@@ -254,8 +271,9 @@ absl::StatusOr<std::unique_ptr<PgStore>> PgStore::Open(const std::string& connin
         return absl::FailedPreconditionError(
             absl::StrCat(prefix, "unknown schema version ", version));
       }
-      if (version == 1) {  // from before operator names had owners
-        RETURN_IF_ERROR(writer.Exec(kSchemaV2Sql, "Open: upgrading the schema"));
+      if (version < kSchemaVersion) {  // from before operator owners (1) or states (2)
+        if (version < 2) RETURN_IF_ERROR(writer.Exec(kSchemaV2Sql, "Open: upgrading the schema"));
+        RETURN_IF_ERROR(writer.Exec(kSchemaV3Sql, "Open: upgrading the schema"));
         RETURN_IF_ERROR(writer.Exec(
             absl::StrCat("UPDATE benchfarm_meta SET schema_version = ", kSchemaVersion).c_str(),
             "Open: upgrading the schema"));
@@ -274,6 +292,7 @@ absl::StatusOr<std::unique_ptr<PgStore>> PgStore::Open(const std::string& connin
       }
       RETURN_IF_ERROR(writer.Exec(kSchemaSql, "Open: creating the schema"));
       RETURN_IF_ERROR(writer.Exec(kSchemaV2Sql, "Open: creating the schema"));
+      RETURN_IF_ERROR(writer.Exec(kSchemaV3Sql, "Open: creating the schema"));
       RETURN_IF_ERROR(
           writer.Exec(absl::StrCat("INSERT INTO benchfarm_meta (schema_version, last_seq) VALUES (",
                                    kSchemaVersion, ", 0)")
@@ -561,6 +580,47 @@ absl::StatusOr<std::map<std::string, std::string>> PgStore::LoadOperatorOwners()
       owners[std::string(Cell(result.get(), row, 0))] = std::string(Cell(result.get(), row, 1));
     }
     return owners;
+  });
+}
+
+absl::Status PgStore::SetOperatorState(const std::string& name, const std::string& version,
+                                       const v1::OperatorState& state) {
+  if (name.empty() || version.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("postgres store ", name_,
+                     ": SetOperatorState: the operator name and version are required"));
+  }
+  std::string data;
+  if (!state.SerializeToString(&data)) {
+    return absl::InternalError(absl::StrCat("postgres store ", name_, ": the state of operator ",
+                                            name, " does not serialize"));
+  }
+  std::deque<Connection::Command> commands(1);
+  commands.front().statement = &kSetOperatorState;
+  commands.front().params.Bytes(name).Bytes(version).Bytes(data);
+  absl::MutexLock lock(&writer_->mu);
+  return writer_->Write(
+      commands, {},
+      [&](size_t) { return absl::StrCat("the state of operator ", name, " version ", version); },
+      "SetOperatorState");
+}
+
+absl::StatusOr<Store::OperatorStates> PgStore::LoadOperatorStates() {
+  return WithRetry(*reader_, [&]() -> absl::StatusOr<OperatorStates> {
+    ASSIGN_OR_RETURN(Result result,
+                     reader_->Execute(kLoadOperatorStates, Params(), "LoadOperatorStates"));
+    OperatorStates states;
+    for (int row = 0; row < PQntuples(result.get()); ++row) {
+      std::pair<std::string, std::string> key(Cell(result.get(), row, 0),
+                                              Cell(result.get(), row, 1));
+      const absl::string_view data = Cell(result.get(), row, 2);
+      if (!states[key].ParseFromArray(data.data(), static_cast<int>(data.size()))) {
+        return absl::InternalError(absl::StrCat(
+            "postgres store ", name_, ": LoadOperatorStates: ", "the state of operator ", key.first,
+            " version ", key.second, " does not parse"));
+      }
+    }
+    return states;
   });
 }
 

@@ -4,7 +4,8 @@
 // The database holds the same tables as SqliteStore's file — jobs (each v1::Job serialized as
 // BYTEA beside indexed copies of the fields ListJobs filters on), submissions ((client_id,
 // request_id) -> job ids), boards, operators (the catalog, one row per (name, version), in
-// insertion order), operator_owners (who each operator name belongs to) — and benchfarm_meta, one
+// insertion order), operator_owners (who each operator name belongs to), operator_states (what
+// changed about each version after it was added: retired, added again) — and benchfarm_meta, one
 // row with the schema version (kSchemaVersion) and the highest job sequence number ever given, so
 // LastSeq never goes backwards even when the newest job row is deleted by hand. Open creates the
 // schema in an empty database (under an advisory lock, so trackers opening it at once do not race)
@@ -87,7 +88,7 @@ struct PgStoreOptions {
 class PgStore final : public Store {
  public:
   // The schema this build writes and reads (benchfarm_meta.schema_version).
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
   // Statements sent per pipeline synchronization point in Apply.
   static constexpr int kPipelineChunk = 256;
 
@@ -130,6 +131,9 @@ class PgStore final : public Store {
                                                           const std::string& version) override;
   absl::Status SetOperatorOwner(const std::string& name, const std::string& owner) override;
   absl::StatusOr<std::map<std::string, std::string>> LoadOperatorOwners() override;
+  absl::Status SetOperatorState(const std::string& name, const std::string& version,
+                                const v1::OperatorState& state) override;
+  absl::StatusOr<OperatorStates> LoadOperatorStates() override;
 
  private:
   class Connection;  // one libpq connection, its prepared statements and its mutex

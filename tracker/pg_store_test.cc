@@ -90,7 +90,7 @@ TEST_F(PgStoreTest, OpenCreatesTheSchemaAndASecondStoreSharesIt) {
                        "SELECT count(*) FROM pg_indexes WHERE indexname IN "
                        "('jobs_client_seq', 'jobs_state', 'jobs_board_kind')"),
             "3");
-  EXPECT_EQ(QueryOrDie(*server_, "schema", "SELECT schema_version FROM benchfarm_meta"), "2");
+  EXPECT_EQ(QueryOrDie(*server_, "schema", "SELECT schema_version FROM benchfarm_meta"), "3");
   EXPECT_EQ(
       QueryOrDie(*server_, "schema",
                  "SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY "
@@ -147,7 +147,7 @@ TEST(PgStore, OpenWithoutAServerIsUnavailableNamingTheStoreAndTheCause) {
 TEST_F(PgStoreTest, NewerSchemaVersionFailsOpen) {
   const std::string conninfo = CreateDatabase(*server_, "newer");
   ASSERT_NE(OpenOrDie(conninfo), nullptr);
-  QueryOrDie(*server_, "newer", "UPDATE benchfarm_meta SET schema_version = 3");
+  QueryOrDie(*server_, "newer", "UPDATE benchfarm_meta SET schema_version = 4");
   auto store = PgStore::Open(conninfo);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition) << store.status();
@@ -301,6 +301,8 @@ std::vector<absl::Status> EveryCall(PgStore& store) {
       store.GetOperator("gemv", "1").status(),
       store.SetOperatorOwner("gemv", "alice"),
       store.LoadOperatorOwners().status(),
+      store.SetOperatorState("gemv", "1", v1::OperatorState()),
+      store.LoadOperatorStates().status(),
   };
 }
 
@@ -313,15 +315,40 @@ TEST_F(PgStoreTest, AVersionOneDatabaseGetsOperatorOwnersKeepingItsOperators) {
   }
   // What a version-1 tracker left: operators, no owners.
   QueryOrDie(*server_, "v1", "DROP TABLE operator_owners");
+  QueryOrDie(*server_, "v1", "DROP TABLE operator_states");
   QueryOrDie(*server_, "v1", "UPDATE benchfarm_meta SET schema_version = 1");
   auto store = OpenOrDie(conninfo);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(QueryOrDie(*server_, "v1", "SELECT schema_version FROM benchfarm_meta"), "2");
+  EXPECT_EQ(QueryOrDie(*server_, "v1", "SELECT schema_version FROM benchfarm_meta"), "3");
   EXPECT_EQ(store->LoadOperators()->size(), 1u);
   auto owners = store->LoadOperatorOwners();
   ASSERT_TRUE(owners.ok()) << owners.status();
   EXPECT_TRUE(owners->empty());
   EXPECT_TRUE(store->SetOperatorOwner("gemv", "alice").ok());
+}
+
+TEST_F(PgStoreTest, AVersionTwoDatabaseGetsOperatorStatesKeepingItsCatalog) {
+  const std::string conninfo = CreateDatabase(*server_, "v2");
+  {
+    auto store = OpenOrDie(conninfo);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->InsertOperator(Operator("gemv", "1")).ok());
+    ASSERT_TRUE(store->SetOperatorOwner("gemv", "alice").ok());
+  }
+  // What a version-2 tracker left: operators and owners, no states.
+  QueryOrDie(*server_, "v2", "DROP TABLE operator_states");
+  QueryOrDie(*server_, "v2", "UPDATE benchfarm_meta SET schema_version = 2");
+  auto store = OpenOrDie(conninfo);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(QueryOrDie(*server_, "v2", "SELECT schema_version FROM benchfarm_meta"), "3");
+  EXPECT_EQ(store->LoadOperators()->size(), 1u);
+  EXPECT_EQ(store->LoadOperatorOwners()->size(), 1u);
+  auto states = store->LoadOperatorStates();
+  ASSERT_TRUE(states.ok()) << states.status();
+  EXPECT_TRUE(states->empty());
+  v1::OperatorState retired;
+  retired.set_retired(true);
+  EXPECT_TRUE(store->SetOperatorState("gemv", "1", retired).ok());
 }
 
 // The state the restart and kill tests write before the server goes away.

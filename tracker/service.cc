@@ -34,6 +34,15 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl:
   return reactor;
 }
 
+// Who changes the catalog, as the catalog sees it.
+CatalogCaller CatalogCallerOf(const Caller& caller) {
+  CatalogCaller who;
+  who.authenticated = caller.authenticated;
+  who.client = caller.authenticated ? caller.identity.name : "";
+  who.admin = caller.authenticated && caller.identity.role == Role::kAdmin;
+  return who;
+}
+
 }  // namespace
 
 // ---- the service ------------------------------------------------------------------------------
@@ -536,17 +545,34 @@ grpc::ServerUnaryReactor* TrackerService::AddOperator(grpc::CallbackServerContex
                                                       v1::AddOperatorResponse* response) {
   absl::StatusOr<Caller> caller = Authorize(*context, kUsers, "AddOperator");
   if (!caller.ok()) return Done(context, caller.status());
-  CatalogCaller who;
-  who.authenticated = caller->authenticated;
-  who.client = caller->authenticated ? caller->identity.name : "";
-  who.admin = caller->authenticated && caller->identity.role == Role::kAdmin;
   absl::StatusOr<OperatorCatalog::Added> added =
-      queue_->catalog()->Add(request->op(), who, absl::Now());
+      queue_->catalog()->Add(request->op(), CatalogCallerOf(*caller), absl::Now());
   if (added.ok()) {
     *response->mutable_op() = std::move(added->op);
     response->set_created(added->created);
+    response->set_made_latest(added->made_latest);
   }
   return Done(context, added.status());
+}
+
+grpc::ServerUnaryReactor* TrackerService::RetireOperator(grpc::CallbackServerContext* context,
+                                                         const v1::RetireOperatorRequest* request,
+                                                         v1::RetireOperatorResponse* response) {
+  absl::StatusOr<Caller> caller = Authorize(*context, kUsers, "RetireOperator");
+  if (!caller.ok()) return Done(context, caller.status());
+  for (absl::Status s :
+       {CheckField("name", request->name(), catalog::kMaxOpNameBytes),
+        CheckField("version", request->version(), catalog::kMaxVersionBytes, false)}) {
+    if (!s.ok()) return Done(context, s);
+  }
+  absl::StatusOr<OperatorCatalog::Retired> retired =
+      queue_->catalog()->Retire(request->name(), request->version(), CatalogCallerOf(*caller));
+  if (retired.ok()) {
+    *response->mutable_op() = std::move(retired->op);
+    if (retired->latest) *response->mutable_latest() = *std::move(retired->latest);
+    response->set_already(retired->already);
+  }
+  return Done(context, retired.status());
 }
 
 grpc::ServerUnaryReactor* TrackerService::ListOperators(grpc::CallbackServerContext* context,

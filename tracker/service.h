@@ -128,6 +128,9 @@ class TrackerService final : public v1::Tracker::CallbackService,
   grpc::ServerUnaryReactor* SetOperatorOwner(grpc::CallbackServerContext* context,
                                              const v1::SetOperatorOwnerRequest* request,
                                              v1::Operator* response) override;
+  grpc::ServerUnaryReactor* RetireOperator(grpc::CallbackServerContext* context,
+                                           const v1::RetireOperatorRequest* request,
+                                           v1::RetireOperatorResponse* response) override;
   grpc::ServerUnaryReactor* MoveBoard(grpc::CallbackServerContext* context,
                                       const v1::MoveBoardRequest* request,
                                       v1::Board* response) override;

@@ -489,4 +489,46 @@ absl::StatusOr<std::map<std::string, std::string>> SqliteStore::LoadOperatorOwne
   return owners;
 }
 
+absl::Status SqliteStore::SetOperatorState(const std::string& name, const std::string& version,
+                                           const v1::OperatorState& state) {
+  if (name.empty() || version.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sqlite store ", path_, ": SetOperatorState: the operator name and version are required"));
+  }
+  std::string data;
+  if (!state.SerializeToString(&data)) {
+    return absl::InternalError(absl::StrCat("sqlite store ", path_, ": the state of operator ",
+                                            name, " does not serialize"));
+  }
+  absl::MutexLock lock(&mu_);
+  return InTransaction([&]() -> absl::Status {
+    sqlite3_stmt* statement = statements_[kSetOperatorState].get();
+    StatementUse use(statement);
+    RETURN_IF_ERROR(BindText(statement, 1, name));
+    RETURN_IF_ERROR(BindText(statement, 2, version));
+    RETURN_IF_ERROR(BindBlob(statement, 3, data));
+    const int rc = sqlite3_step(statement);
+    if (rc != SQLITE_DONE) return Error("SetOperatorState", rc);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<Store::OperatorStates> SqliteStore::LoadOperatorStates() {
+  absl::MutexLock lock(&read_mu_);
+  sqlite3_stmt* statement = ReadStatement(kLoadOperatorStates);
+  StatementUse use(statement);
+  OperatorStates states;
+  int rc;
+  while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {
+    std::pair<std::string, std::string> key(ColumnBytes(statement, 0), ColumnBytes(statement, 1));
+    if (!states[key].ParseFromString(std::string(ColumnBytes(statement, 2)))) {
+      return absl::InternalError(absl::StrCat("sqlite store ", path_, ": the state of operator ",
+                                              key.first, " version ", key.second,
+                                              " does not parse as a v1.OperatorState"));
+    }
+  }
+  if (rc != SQLITE_DONE) return ReadError("LoadOperatorStates", rc);
+  return states;
+}
+
 }  // namespace benchfarm::tracker

@@ -1,10 +1,11 @@
 // SqliteStore: the tracker's Store on one SQLite database file (Debian's libsqlite3), in WAL mode.
 //
-// The file holds five tables: jobs (each v1::Job serialized, beside indexed copies of the fields
+// The file holds six tables: jobs (each v1::Job serialized, beside indexed copies of the fields
 // ListJobs filters on), submissions ((client_id, request_id) -> job ids), boards, operators (the
-// catalog: one row per (name, version)) and operator_owners (name -> client id). Its schema
-// version is the database's `PRAGMA user_version` (kSchemaVersion); a file without the schema
-// gets it on Open, and an older file the tables it lacks (version 1: the catalog; 2: owners).
+// catalog: one row per (name, version)), operator_owners (name -> client id) and operator_states
+// ((name, version) -> v1::OperatorState). Its schema version is the database's `PRAGMA
+// user_version` (kSchemaVersion); a file without the schema gets it on Open, and an older file
+// the tables it lacks (version 1: the catalog; 2: owners; 3: states).
 //
 // Durability: every mutating call (Apply: a batch of writes) is one `BEGIN IMMEDIATE ... COMMIT`
 // transaction, rolled back if any part fails. With synchronous=NORMAL a committed call survives
@@ -95,7 +96,7 @@ struct SqliteStoreOptions {
 class SqliteStore final : public Store {
  public:
   // The schema this build writes and reads (PRAGMA user_version).
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
   // ListJobs reads this many sequence numbers per read transaction.
   static constexpr int64_t kListSliceSeqs = 4096;
   // How long truncating the WAL waits for other processes' readers.
@@ -134,6 +135,9 @@ class SqliteStore final : public Store {
                                                           const std::string& version) override;
   absl::Status SetOperatorOwner(const std::string& name, const std::string& owner) override;
   absl::StatusOr<std::map<std::string, std::string>> LoadOperatorOwners() override;
+  absl::Status SetOperatorState(const std::string& name, const std::string& version,
+                                const v1::OperatorState& state) override;
+  absl::StatusOr<OperatorStates> LoadOperatorStates() override;
   // The WAL truncations (see "The WAL" above): those done, and those a reader of another process
   // held off.
   StoreUpkeep Upkeep() const override;
@@ -157,6 +161,7 @@ class SqliteStore final : public Store {
     kUpsertBoard,
     kInsertOperator,
     kSetOperatorOwner,
+    kSetOperatorState,
     kLastSeq,
     kInsertSubmissionReplay,  // WriteBatch::replay: an existing row is kept
     kInsertJobReplay,         // WriteBatch::replay: an existing row is replaced
@@ -169,6 +174,7 @@ class SqliteStore final : public Store {
     kLoadOperators,
     kGetOperator,
     kLoadOperatorOwners,
+    kLoadOperatorStates,
     kMaxSeq,  // ListJobs: where the table ends
     kStatementCount,
   };

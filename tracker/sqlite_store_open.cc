@@ -73,6 +73,17 @@ CREATE TABLE IF NOT EXISTS operator_owners (
 );
 )sql";
 
+// Version 4 adds what changed about each operator version after it was added (retired, added
+// again).
+constexpr char kSchemaV4Sql[] = R"sql(
+CREATE TABLE IF NOT EXISTS operator_states (
+  name TEXT NOT NULL,
+  version TEXT NOT NULL,
+  data BLOB NOT NULL,  -- serialized v1::OperatorState
+  PRIMARY KEY (name, version)
+) WITHOUT ROWID;
+)sql";
+
 // Failures that mean "this file cannot serve as the store" when they happen while opening it;
 // anything else at that point is an unexpected SQLite failure (Internal).
 absl::StatusCode OpenErrorCode(int rc) {
@@ -209,6 +220,7 @@ absl::Status SqliteStore::OpenReader(const SqliteStoreOptions& options) {
       {kLoadOperators, "SELECT name, data FROM operators ORDER BY seq"},
       {kGetOperator, "SELECT name, data FROM operators WHERE name = ?1 AND version = ?2"},
       {kLoadOperatorOwners, "SELECT name, owner FROM operator_owners ORDER BY name"},
+      {kLoadOperatorStates, "SELECT name, version, data FROM operator_states"},
       {kMaxSeq, "SELECT coalesce(max(seq), 0) FROM jobs"},
   };
   static_assert(std::size(sqls) == kStatementCount - kFirstRead);
@@ -297,9 +309,10 @@ absl::Status SqliteStore::CreateOrCheckSchema() {
                        version, "; this build knows versions up to ", kSchemaVersion, ")"));
     }
     if (version == kSchemaVersion) return absl::OkStatus();
-    if (version == 1 || version == 2) {  // from before the catalog, or its owners: add them
-      if (version == 1) RETURN_IF_ERROR(Exec(kSchemaV2Sql));
-      RETURN_IF_ERROR(Exec(kSchemaV3Sql));
+    if (version >= 1) {  // from before the catalog, its owners or its states: add them
+      if (version < 2) RETURN_IF_ERROR(Exec(kSchemaV2Sql));
+      if (version < 3) RETURN_IF_ERROR(Exec(kSchemaV3Sql));
+      RETURN_IF_ERROR(Exec(kSchemaV4Sql));
       return Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
     }
     // Version 0: a new, empty file gets the schema; a file with someone else's tables is left
@@ -313,6 +326,7 @@ absl::Status SqliteStore::CreateOrCheckSchema() {
     RETURN_IF_ERROR(Exec(kSchemaSql));
     RETURN_IF_ERROR(Exec(kSchemaV2Sql));
     RETURN_IF_ERROR(Exec(kSchemaV3Sql));
+    RETURN_IF_ERROR(Exec(kSchemaV4Sql));
     return Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
   });
 }
@@ -336,6 +350,9 @@ absl::Status SqliteStore::PrepareStatements() {
       {kSetOperatorOwner,
        "INSERT INTO operator_owners (name, owner) VALUES (?1, ?2) "
        "ON CONFLICT (name) DO UPDATE SET owner = excluded.owner"},
+      {kSetOperatorState,
+       "INSERT INTO operator_states (name, version, data) VALUES (?1, ?2, ?3) "
+       "ON CONFLICT (name, version) DO UPDATE SET data = excluded.data"},
       // AUTOINCREMENT's high-water mark: a number once given is never given again.
       {kInsertSubmissionReplay,
        "INSERT INTO submissions (client_id, request_id, job_ids) VALUES (?1, ?2, ?3) "

@@ -92,7 +92,7 @@ TEST(SqliteStore, OpenCreatesAWalDatabaseWithTheSchemaVersion) {
   EXPECT_EQ(store->path(), path);
   // Asked on a second connection: WAL is a property of the file, not of the store's connection.
   EXPECT_EQ(RawQuery(path, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "4");
   EXPECT_EQ(RawQuery(path,
                      "SELECT count(*) FROM sqlite_master WHERE name IN "
                      "('jobs', 'submissions', 'boards', 'jobs_client_seq', "
@@ -280,10 +280,12 @@ TEST(SqliteStore, VersionOneStoreGetsTheCatalogOnOpen) {
   }
   // What a version-1 tracker left: no operators table.
   ASSERT_EQ(RawQuery(path, "DROP TABLE operators"), "");
+  ASSERT_EQ(RawQuery(path, "DROP TABLE operator_owners"), "");
+  ASSERT_EQ(RawQuery(path, "DROP TABLE operator_states"), "");
   ASSERT_EQ(RawQuery(path, "PRAGMA user_version=1"), "");
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "4");
   EXPECT_EQ(store->LoadBoards()->size(), 1u);
   v1::Operator op;
   op.set_name("gemv");
@@ -292,27 +294,53 @@ TEST(SqliteStore, VersionOneStoreGetsTheCatalogOnOpen) {
   EXPECT_TRUE(store->SetOperatorOwner("gemv", "alice").ok());
 }
 
+// A store at `path` holding operator gemv version 1 (and its owner, alice, when `owned`).
+void StoreGemv(const std::string& path, bool owned) {
+  auto store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  v1::Operator op;
+  op.set_name("gemv");
+  op.set_version("1");
+  ASSERT_TRUE(store->InsertOperator(op).ok());
+  if (owned) {
+    ASSERT_TRUE(store->SetOperatorOwner("gemv", "alice").ok());
+  }
+}
+
 TEST(SqliteStore, VersionTwoStoreGetsOperatorOwnersKeepingItsOperators) {
   const std::string path = TestDir() + "/v2.db";
-  {
-    auto store = OpenOrDie(path);
-    ASSERT_NE(store, nullptr);
-    v1::Operator op;
-    op.set_name("gemv");
-    op.set_version("1");
-    ASSERT_TRUE(store->InsertOperator(op).ok());
-  }
+  StoreGemv(path, /*owned=*/false);
   // What a version-2 tracker left: operators, no owners.
   ASSERT_EQ(RawQuery(path, "DROP TABLE operator_owners"), "");
+  ASSERT_EQ(RawQuery(path, "DROP TABLE operator_states"), "");
   ASSERT_EQ(RawQuery(path, "PRAGMA user_version=2"), "");
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "4");
   EXPECT_EQ(store->LoadOperators()->size(), 1u);
   auto owners = store->LoadOperatorOwners();
   ASSERT_TRUE(owners.ok()) << owners.status();
   EXPECT_TRUE(owners->empty());  // stored before owners: nobody's
   EXPECT_TRUE(store->SetOperatorOwner("gemv", "alice").ok());
+}
+
+TEST(SqliteStore, VersionThreeStoreGetsOperatorStatesKeepingItsCatalog) {
+  const std::string path = TestDir() + "/v3.db";
+  StoreGemv(path, /*owned=*/true);
+  // What a version-3 tracker left: operators and owners, no states.
+  ASSERT_EQ(RawQuery(path, "DROP TABLE operator_states"), "");
+  ASSERT_EQ(RawQuery(path, "PRAGMA user_version=3"), "");
+  auto store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "4");
+  EXPECT_EQ(store->LoadOperators()->size(), 1u);
+  EXPECT_EQ(store->LoadOperatorOwners()->size(), 1u);
+  auto states = store->LoadOperatorStates();
+  ASSERT_TRUE(states.ok()) << states.status();
+  EXPECT_TRUE(states->empty());  // nothing retired, nothing added again
+  v1::OperatorState retired;
+  retired.set_retired(true);
+  EXPECT_TRUE(store->SetOperatorState("gemv", "1", retired).ok());
 }
 
 // ---- the process is killed --------------------------------------------------------------------
@@ -511,7 +539,7 @@ TEST(SqliteStore, TruncatedFileFailsOpen) {
 TEST(SqliteStore, NewerSchemaVersionFailsOpen) {
   const std::string path = TestDir() + "/store.db";
   { ASSERT_NE(OpenOrDie(path), nullptr); }
-  ASSERT_EQ(RawQuery(path, "PRAGMA user_version=4"), "");
+  ASSERT_EQ(RawQuery(path, "PRAGMA user_version=5"), "");
   auto store = SqliteStore::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition) << store.status();

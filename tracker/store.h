@@ -158,6 +158,13 @@ class Store {
   // Who each operator name belongs to (name -> client id): set, or replaced, by SetOperatorOwner.
   virtual absl::Status SetOperatorOwner(const std::string& name, const std::string& owner) = 0;
   virtual absl::StatusOr<std::map<std::string, std::string>> LoadOperatorOwners() = 0;
+  // What changed about an operator version after it was added (retired, added again): set, or
+  // replaced, by SetOperatorState (InvalidArgument without a name and version); a version never
+  // set has none (a default OperatorState).
+  virtual absl::Status SetOperatorState(const std::string& name, const std::string& version,
+                                        const v1::OperatorState& state) = 0;
+  using OperatorStates = std::map<std::pair<std::string, std::string>, v1::OperatorState>;
+  virtual absl::StatusOr<OperatorStates> LoadOperatorStates() = 0;
 
  private:
   absl::Mutex insert_mu_;  // InsertSubmission: numbers taken and stored together

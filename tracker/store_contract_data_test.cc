@@ -113,6 +113,30 @@ TEST_P(StoreContractTest, OperatorOwnersAreSetReplacedAndDurable) {
   EXPECT_EQ(*owners, (std::map<std::string, std::string>{{"conv", "bob"}, {"gemv", "carol"}}));
 }
 
+TEST_P(StoreContractTest, OperatorStatesAreSetReplacedAndDurable) {
+  auto states = store().LoadOperatorStates();
+  ASSERT_TRUE(states.ok()) << states.status();
+  EXPECT_TRUE(states->empty());
+  v1::OperatorState retired;
+  retired.set_retired(true);
+  v1::OperatorState readded;
+  readded.mutable_readded_at()->set_seconds(1800000000);
+  ASSERT_TRUE(store().SetOperatorState("gemv", "1", retired).ok());
+  ASSERT_TRUE(store().SetOperatorState("gemv", "2", retired).ok());
+  ASSERT_TRUE(store().SetOperatorState("gemv", "1", readded).ok());  // added again
+  ASSERT_TRUE(store().SetOperatorState("conv", "1", readded).ok());
+  EXPECT_EQ(store().SetOperatorState("", "1", retired).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store().SetOperatorState("gemv", "", retired).code(),
+            absl::StatusCode::kInvalidArgument);
+  Reopen();
+  states = store().LoadOperatorStates();
+  ASSERT_TRUE(states.ok()) << states.status();
+  ASSERT_EQ(states->size(), 3u);
+  EXPECT_TRUE(MessageDifferencer::Equals(states->at({"gemv", "1"}), readded));
+  EXPECT_TRUE(MessageDifferencer::Equals(states->at({"gemv", "2"}), retired));
+  EXPECT_TRUE(MessageDifferencer::Equals(states->at({"conv", "1"}), readded));
+}
+
 TEST_P(StoreContractTest, DataSurvivesClosingAndReopening) {
   v1::Job done = MakeJob("a", "alice", "m3", "matmul", v1::DONE);
   done.mutable_result()->add_costs_s(2e-4);

@@ -38,6 +38,10 @@
  * library), the address as run followed by "(outside the image)"; caller is
  * "-" when the unwinder cannot tell. addr is the fault's address.
  *
+ * Built with CRT_RPC_TVM_ONLY defined (//crt/host:board_tvm_only, for tests) it serves TVM
+ * v0.18's globals alone: no benchfarm.DeviceInfo, FillTensor/Check*, Calibrate or TimerTotals —
+ * what a host meets on a board running TVM's own CRT.
+ *
  * Globals the board adds to the core's (crt/rpc/README.md), after them:
  *   6 benchfarm.Calibrate(int64 iterations) -> float64 seconds: a busy loop of
  *     `iterations` iterations of known cost (inline assembly; x86-64
@@ -303,6 +307,7 @@ static void Usage(void) {
   fprintf(stderr, "usage: board [--pty] [--kind NAME] [--firmware-hash HEX] [--cpu N]\n");
 }
 
+#ifndef CRT_RPC_TVM_ONLY
 /* ---- the calibration kernel ----------------------------------------------------------------- */
 
 /* The loop's known cost per iteration (0 = unknown), reported in DeviceInfo. */
@@ -425,6 +430,7 @@ static int RegisterBoardGlobals(void) {
   }
   return 0;
 }
+#endif /* CRT_RPC_TVM_ONLY */
 
 /* Pins this process to CPU `text` (a decimal number); 0, or -1 with the reason on stderr. */
 static int PinToCpu(const char* text) {
@@ -516,7 +522,9 @@ int main(int argc, char** argv) {
   info.timer_source = crt_host_platform_timer_source();
   info.timer_resolution_s = crt_host_platform_timer_resolution_s();
   err = crt_rpc_server_init(&g_server, LinkWrite, &g_out, &info);
+#ifndef CRT_RPC_TVM_ONLY
   if (err == kTvmErrorNoError && RegisterBoardGlobals() != 0) return 1;
+#endif
   if (err != kTvmErrorNoError || Flush(&g_out) != 0) {
     fprintf(stderr, "board: RPC server start failed (0x%x)\n", (unsigned)err);
     return 1;

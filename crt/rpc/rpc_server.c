@@ -941,6 +941,10 @@ static int GetCRTMaxPacketSize(TVMValue* args, int* type_codes, int num_args, TV
   return 0;
 }
 
+#ifndef CRT_RPC_TVM_ONLY
+/* benchfarm.DeviceInfo. A build with CRT_RPC_TVM_ONLY defined serves TVM v0.18's globals alone
+ * (no benchfarm.DeviceInfo, no benchfarm.FillTensor/Check*): a board as TVM's own CRT is, for the
+ * tests of hosts that must talk to one. */
 static void AppendLine(char* buf, size_t size, size_t* pos, const char* key, const char* value) {
   const char* parts[4];
   int i;
@@ -996,6 +1000,7 @@ static int DeviceInfo(TVMValue* args, int* type_codes, int num_args, TVMValue* r
   *ret_tcode = kTVMStr;
   return 0;
 }
+#endif /* CRT_RPC_TVM_ONLY */
 
 /* ---- public API ------------------------------------------------------------------------------ */
 
@@ -1015,10 +1020,14 @@ tvm_crt_error_t crt_rpc_server_init(crt_rpc_server_t* server, crt_framer_write_f
   if (err != kTvmErrorNoError) return err;
   rc = TVMCrtFuncRegisterGlobal("tvm.rpc.server.GetCRTMaxPacketSize", GetCRTMaxPacketSize, 1);
   if (rc == 0) rc = TVMCrtFuncRegisterGlobal(TVM_CRT_RANDOM_FILL_NAME, TVMCrtRandomFill, 1);
+#ifndef CRT_RPC_TVM_ONLY
   if (rc == 0) rc = TVMCrtFuncRegisterGlobal("benchfarm.DeviceInfo", DeviceInfo, 1);
   if (rc != 0) return (tvm_crt_error_t)rc;
   err = crt_board_data_register();
   if (err != kTvmErrorNoError) return err;
+#else
+  if (rc != 0) return (tvm_crt_error_t)rc;
+#endif
 
   crt_session_init(&server->session, write, write_ctx, server->log_buffer,
                    sizeof(server->log_buffer), OnMessage, server);
