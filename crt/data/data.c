@@ -233,31 +233,6 @@ static void Put(void* data, size_t i, Kind k, double v) {
   }
 }
 
-static double Get(const void* data, size_t i, Kind k) {
-  switch (k) {
-    case kI8:
-      return ((const int8_t*)data)[i];
-    case kU8:
-      return ((const uint8_t*)data)[i];
-    case kI16:
-      return ((const int16_t*)data)[i];
-    case kU16:
-      return ((const uint16_t*)data)[i];
-    case kI32:
-      return ((const int32_t*)data)[i];
-    case kU32:
-      return ((const uint32_t*)data)[i];
-    case kF16:
-      return bf_data_f16_to_f32(((const uint16_t*)data)[i]);
-    case kF32:
-      return ((const float*)data)[i];
-    case kF64:
-      return ((const double*)data)[i];
-    default:
-      return 0.0;
-  }
-}
-
 /* Element i of an integer dtype. */
 static int64_t IntAt(const void* data, size_t i, Kind k) {
   switch (k) {
@@ -275,6 +250,19 @@ static int64_t IntAt(const void* data, size_t i, Kind k) {
       return ((const uint32_t*)data)[i];
     default:
       return 0;
+  }
+}
+
+static double Get(const void* data, size_t i, Kind k) {
+  switch (k) {
+    case kF16:
+      return bf_data_f16_to_f32(((const uint16_t*)data)[i]);
+    case kF32:
+      return ((const float*)data)[i];
+    case kF64:
+      return ((const double*)data)[i];
+    default:
+      return (double)IntAt(data, i, k);
   }
 }
 
