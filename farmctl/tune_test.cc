@@ -291,6 +291,38 @@ TEST_F(TuneTest, ModelGuidedSearchWorksForOtherSeedsToo) {
   g_seed = 1;
 }
 
+// --strategy gbt (tuner/: XGBoost's rank model and simulated annealing): within 64 trials it finds
+// one of the 24 configs under 2e-5 (1.4 % of the space) for every seed, measures no config twice,
+// and refuses --pool.
+TEST_F(TuneTest, TheLearnedModelFindsAFastConfigInFewTrials) {
+  for (uint64_t seed : {1, 2, 3}) {
+    g_seed = seed;
+    std::filesystem::remove_all(dir_ + "/out");
+    std::ostringstream out, progress;
+    TuneOptions options = Options("gbt", 64, 16);
+    options.seed = seed;
+    ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), options, out, progress).ok())
+        << progress.str();
+    double best = 1;
+    std::set<std::string> configs;
+    for (const std::string& line : StateLines("done")) {
+      std::vector<std::string> f = absl::StrSplit(line, ' ');
+      double c;
+      if (f.size() >= 4 && absl::SimpleAtod(f[2], &c)) best = std::min(best, c);
+      ASSERT_GE(f.size(), 2u);
+      EXPECT_TRUE(configs.insert(f[1]).second) << "config " << f[1] << " measured twice";
+    }
+    EXPECT_EQ(configs.size(), 64u);
+    EXPECT_LT(best, 2e-5) << "seed " << seed << "\n" << out.str();
+  }
+  g_seed = 1;
+  TuneOptions pooled = Options("gbt", 8, 4);
+  pooled.pool = 16;
+  std::ostringstream out, progress;
+  EXPECT_TRUE(absl::StrContains(
+      Tune(client_, catalog::BuiltinKnobSpace(), pooled, out, progress).message(), "--pool"));
+}
+
 // Flash economy: with --pool every trial names the same pool, and the search stays inside it, so
 // a board that holds the pool in one image builds and flashes once for the whole run.
 TEST_F(TuneTest, APoolKeepsTheRunInsideOneImage) {

@@ -721,6 +721,28 @@ class CatalogFarmTest(FarmCase):
         self.assertTrue(all(j.trial.op.template_op.version == added.version for j in jobs),
                         "the tracker stores the version it resolved")
 
+    def test_retire_op_and_add_it_back(self):
+        work = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        versions = []
+        for i in range(2):  # two versions of one name: the second differs by a comment
+            d = os.path.join(work, "v%d" % i)
+            shutil.copytree(os.path.join(TESTDATA, "dot"), d)
+            with open(os.path.join(d, "op.json")) as f:
+                manifest = f.read().replace('"op": "dot"', '"op": "dot_retire"')
+            with open(os.path.join(d, "op.json"), "w") as f:
+                f.write(manifest)
+            with open(os.path.join(d, "dot.c"), "a") as f:
+                f.write("/* version %d */\n" % i)
+            versions.append(self.farm.add_op(d).version)
+        retired = self.farm.retire_op("dot_retire")
+        self.assertEqual(retired.op.version, versions[1])
+        self.assertEqual(retired.latest.version, versions[0], "the version before is the latest")
+        self.assertFalse(retired.already)
+        self.assertTrue(self.farm.retire_op("dot_retire", version=versions[1]).already)
+        self.assertEqual(self.farm.get_op("dot_retire").version, versions[0])
+        self.assertEqual(self.farm.add_op(os.path.join(work, "v1")).version, versions[1])
+        self.assertEqual(self.farm.get_op("dot_retire").version, versions[1], "added again: latest")
+
     def test_add_op_refused(self):
         bad = os.path.join(tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")), "bad")
         shutil.copytree(os.path.join(TESTDATA, "dot"), bad)

@@ -621,3 +621,11 @@ class Client:
         content again returns the same version."""
         request = pb.AddOperatorRequest(op=load_op(path))
         return self._call("AddOperator", request).op
+
+    def retire_op(self, name, version=None):
+        """Hides a version (None: the latest) of an operator from new trials; its owner or an
+        admin. Jobs and results that ran it keep it; adding its source again brings it back.
+        Returns the RetireOperatorResponse: the retired op, the name's latest version now (unset
+        when none is left) and whether it was retired already."""
+        return self._call("RetireOperator",
+                          pb.RetireOperatorRequest(name=name, version=version or ""))
