@@ -75,6 +75,54 @@ absl::Status CheckLinkTime(int64_t total, int64_t sent, absl::Time start, absl::
       "benchfarm firmware"));
 }
 
+// Outputs are allocated with this many bytes after them, filled with a pattern: a kernel that
+// writes past the end of its output changes them (the board watches them in CheckCall; the host
+// path reads them back).
+constexpr uint64_t kGuardBytes = 64;
+
+std::string GuardPattern() {
+  std::string pattern(kGuardBytes, '\0');
+  (void)bf_data_poison(pattern.data(), kGuardBytes, DLDataType{kDLUInt, 8, 1}, 0x6775);
+  return pattern;
+}
+
+// A view of `t`'s storage as bytes: its elements and the guard after them.
+RemoteTensor Storage(const RemoteTensor& t) {
+  RemoteTensor s = t;
+  s.shape = {static_cast<int64_t>(t.NumBytes() + kGuardBytes)};
+  s.dtype_code = kDLUInt;
+  s.dtype_bits = 8;
+  s.dtype_lanes = 1;
+  return s;
+}
+
+// The guard after `t`.
+RemoteTensor GuardOf(const RemoteTensor& t) {
+  RemoteTensor g = Storage(t);
+  g.shape = {static_cast<int64_t>(kGuardBytes)};
+  g.byte_offset += t.NumBytes();
+  return g;
+}
+
+// An output tensor of `arg` with the guard after it.
+absl::StatusOr<RemoteTensor> AllocGuarded(RpcClient& rpc, const TensorArg& arg,
+                                          absl::Time deadline) {
+  ASSIGN_OR_RETURN(RemoteTensor storage,
+                   rpc.AllocTensor({arg.Bytes() + static_cast<int64_t>(kGuardBytes)},
+                                   DlDataType{kDLUInt, 8, 1}, deadline));
+  RemoteTensor t = storage;
+  t.shape = arg.shape;
+  t.dtype_code = arg.dtype.code;
+  t.dtype_bits = arg.dtype.bits;
+  t.dtype_lanes = arg.dtype.lanes;
+  return t;
+}
+
+absl::Status WrotePast(absl::string_view who) {
+  return absl::InvalidArgumentError(absl::StrCat(who, " wrote past the end of its output (the ",
+                                                 kGuardBytes, " bytes after it changed)"));
+}
+
 }  // namespace
 
 TensorArg TensorArg::Float32(std::vector<int64_t> shape) {
@@ -149,8 +197,10 @@ absl::Status BoardArgs::Prepare(RpcClient& rpc, const ArgsSpec& spec, absl::Time
 absl::Status BoardArgs::Fill(RpcClient& rpc, absl::Time deadline) {
   const std::vector<TensorArg>& args = spec_.args;
   const size_t inputs = args.size() - 1;
-  for (const TensorArg& a : args) {
-    ASSIGN_OR_RETURN(RemoteTensor t, rpc.AllocTensor(a.shape, a.dtype, deadline));
+  for (size_t i = 0; i < args.size(); ++i) {
+    ASSIGN_OR_RETURN(RemoteTensor t, i < inputs
+                                         ? rpc.AllocTensor(args[i].shape, args[i].dtype, deadline)
+                                         : AllocGuarded(rpc, args[i], deadline));
     tensors_.push_back(std::move(t));
   }
   if (on_board_) {
@@ -186,19 +236,23 @@ absl::Status BoardArgs::Fill(RpcClient& rpc, absl::Time deadline) {
   }
   if (!spec_.check || !on_board_) return absl::OkStatus();
   // The reference's output, once for every candidate of the set.
-  ASSIGN_OR_RETURN(RemoteTensor ref,
-                   rpc.AllocTensor(args.back().shape, args.back().dtype, deadline));
+  ASSIGN_OR_RETURN(RemoteTensor ref, AllocGuarded(rpc, args.back(), deadline));
   tensors_.push_back(ref);
   std::vector<Arg> call;
   for (size_t i = 0; i < inputs; ++i) call.push_back(Arg::Tensor(tensors_[i]));
   call.push_back(Arg::Tensor(ref));
+  const std::string pattern = GuardPattern();
+  RETURN_IF_ERROR(rpc.CopyToRemote(GuardOf(ref), pattern, deadline));
   ASSIGN_OR_RETURN(uint64_t reference, rpc.GetFunction(spec_.reference, deadline));
   absl::Status s = rpc.CallFunc(reference, call, deadline).status();
   if (!s.ok()) {
     return absl::Status(s.code(),
                         absl::StrCat("the reference ", spec_.reference, ": ", s.message()));
   }
-  std::vector<Arg> setup = {Arg::Float(spec_.atol), Arg::Float(spec_.rtol)};
+  ASSIGN_OR_RETURN(std::string guard, rpc.CopyFromRemote(GuardOf(ref), kGuardBytes, deadline));
+  if (guard != pattern) return WrotePast(absl::StrCat("the reference ", spec_.reference));
+  std::vector<Arg> setup = {Arg::Float(spec_.atol), Arg::Float(spec_.rtol),
+                            Arg::Tensor(GuardOf(tensors_[inputs]))};
   for (size_t i = 0; i <= inputs; ++i) setup.push_back(Arg::Tensor(tensors_[i]));
   setup.push_back(Arg::Tensor(ref));
   ASSIGN_OR_RETURN(uint64_t check_setup, rpc.CachedGlobal("benchfarm.CheckSetup", deadline));
@@ -221,16 +275,25 @@ absl::StatusOr<CheckReport> BoardArgs::CheckOnHost(RpcClient& rpc, uint64_t func
                                                    absl::Time deadline) {
   const std::vector<Arg> call = CallArgs();
   const RemoteTensor& out = tensors_[spec_.args.size() - 1];
-  RETURN_IF_ERROR(rpc.CopyToRemote(out, poison_, deadline));
+  const RemoteTensor storage = Storage(out);
+  const std::string pattern = GuardPattern();
+  const uint64_t bytes = out.NumBytes();
+  RETURN_IF_ERROR(rpc.CopyToRemote(storage, poison_ + pattern, deadline));
   RETURN_IF_ERROR(rpc.CallFunc(function, call, deadline).status());
-  ASSIGN_OR_RETURN(std::string got, rpc.CopyFromRemote(out, out.NumBytes(), deadline));
+  ASSIGN_OR_RETURN(std::string got, rpc.CopyFromRemote(storage, bytes + kGuardBytes, deadline));
+  if (got.compare(bytes, kGuardBytes, pattern) != 0) return WrotePast("the candidate");
   ASSIGN_OR_RETURN(uint64_t reference, rpc.GetFunction(spec_.reference, deadline));
   absl::Status s = rpc.CallFunc(reference, call, deadline).status();
   if (!s.ok()) {
     return absl::Status(s.code(),
                         absl::StrCat("the reference ", spec_.reference, ": ", s.message()));
   }
-  ASSIGN_OR_RETURN(std::string want, rpc.CopyFromRemote(out, out.NumBytes(), deadline));
+  ASSIGN_OR_RETURN(std::string want, rpc.CopyFromRemote(storage, bytes + kGuardBytes, deadline));
+  if (want.compare(bytes, kGuardBytes, pattern) != 0) {
+    return WrotePast(absl::StrCat("the reference ", spec_.reference));
+  }
+  got.resize(bytes);
+  want.resize(bytes);
   bf_data_report_t r;
   if (got.size() != want.size() ||
       bf_data_compare(got.data(), want.data(), static_cast<size_t>(spec_.args.back().Elements()),

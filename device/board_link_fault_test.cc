@@ -79,13 +79,15 @@ pid_t BoardProcess() {
   return 0;
 }
 
-// `add` checked against its reference on 4096 floats: one cost of one call.
+// `add` checked against its reference on 4096 floats: one cost of one call. The data crosses the
+// link (the host path: ~100 KB a round), so the faulty link has bytes to damage.
 MeasureRequest Add() {
   MeasureRequest q;
   q.function = "add";
   q.reference = "add_reference";
   q.args = Float32Args({{4096}, {4096}, {4096}});
   q.check = true;
+  q.data_on_host = true;
   q.options.number = 1;
   q.options.repeat = 1;
   return q;

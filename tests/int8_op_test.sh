@@ -85,6 +85,14 @@ BF_OPS_DECLARE_PACKED(copy_ref);
 BF_OPS_DECLARE_PACKED(copy_ref) { return copy(args, 0); }
 BF_OPS_DECLARE_PACKED(copy_off);
 BF_OPS_DECLARE_PACKED(copy_off) { return copy(args, 1); }
+/* copy_over writes one element past the end of its output. */
+BF_OPS_DECLARE_PACKED(copy_over);
+BF_OPS_DECLARE_PACKED(copy_over) {
+  DLTensor* y = (DLTensor*)args[1].v_handle;
+  copy(args, 0);
+  ((signed char*)y->data)[y->shape[0]] = 42;
+  return 0;
+}
 C
 ids=()
 for kind in host-process qemu-mps2-an385; do
@@ -116,6 +124,24 @@ if ctl submit --kind host-process --c-source "$work/copy.c" --entry copy_of --re
      --shape 64,64 --dtype int16 --atol 1 >"$work/int-tol.out" 2>&1; then fail "a tolerance on an int16 output"; fi
 grep -q "op.atol: the output is int16: integer outputs must equal the reference's" "$work/int-tol.out" \
   || { cat "$work/int-tol.out" >&2; fail "int16 tolerance refusal"; }
+
+# A kernel that writes past the end of its output (the candidate, or the reference): failed with
+# the cause named, on both boards.
+over=()
+for kind in host-process qemu-mps2-an385; do
+  over+=("$(ctl submit --kind "$kind" --c-source "$work/copy.c" --entry copy_over --reference copy_ref \
+             --shape 64,64 --dtype int8)")
+  over+=("$(ctl submit --kind "$kind" --c-source "$work/copy.c" --entry copy_of --reference copy_over \
+             --shape 64,64 --dtype int8)")
+done
+ctl watch "${over[@]}" >/dev/null
+for i in 0 1 2 3; do
+  ctl get "${over[$i]}" >"$work/over-$i.txt"
+  want="the candidate wrote past the end of its output"
+  [[ $((i % 2)) -eq 1 ]] && want="the reference copy_over wrote past the end of its output"
+  grep -q "RUNTIME_DEVICE" "$work/over-$i.txt" && grep -q "$want" "$work/over-$i.txt" ||
+    { cat "$work/over-$i.txt" >&2; fail "a write past the output ($i): want '$want'"; }
+done
 
 stop_daemons
 say "PASS"

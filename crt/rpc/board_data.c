@@ -14,9 +14,15 @@
 
 static const DLDevice kCpu = {kDLCPU, 0};
 
-/* What CheckSetup keeps: the tensors (inputs, then out), ref, the tolerance. */
+/* The most bytes of the guard after out that CheckCall watches. */
+#define BF_GUARD_MAX_BYTES 64
+
+/* What CheckSetup keeps: the tensors (inputs, then out), ref, the tolerance, out's guard. */
 typedef struct {
-  int count; /* inputs + out */
+  int count;      /* inputs + out */
+  uint8_t* guard; /* the bytes right after out (NULL: none) */
+  size_t guard_bytes;
+  uint8_t guard_pattern[BF_GUARD_MAX_BYTES];
   DLTensor tensors[TVM_CRT_MAX_ARGS];
   int64_t shapes[TVM_CRT_MAX_ARGS][TVM_CRT_MAX_NDIM];
   DLTensor ref;
@@ -111,9 +117,21 @@ static int CheckSetup(TVMValue* args, int* tcodes, int n, TVMValue* ret, int* re
   const DLTensor* ref;
   int i, err;
   (void)resource;
-  if (n < 4) {
+  const DLTensor* guard = NULL;
+  if (n < 5) {
     return Fail(kTvmErrorFunctionCallNumArguments,
-                "benchfarm.CheckSetup: expects (atol, rtol, inputs..., out, ref)");
+                "benchfarm.CheckSetup: expects (atol, rtol, guard, inputs..., out, ref)");
+  }
+  if (tcodes[2] == kTVMDLTensorHandle) {
+    guard = (const DLTensor*)args[2].v_handle;
+    if (guard == NULL || guard->strides != NULL || guard->dtype.code != kDLUInt ||
+        guard->dtype.bits != 8u || guard->ndim != 1 || guard->shape[0] > BF_GUARD_MAX_BYTES) {
+      return Fail(kTvmErrorFunctionCallInvalidArg,
+                  "benchfarm.CheckSetup: guard must be at most 64 compact uint8 bytes");
+    }
+  } else if (tcodes[2] != kTVMNullptr) {
+    return Fail(kTvmErrorFunctionCallWrongArgType,
+                "benchfarm.CheckSetup: guard must be a tensor or null");
   }
   if (tcodes[0] != kDLFloat || tcodes[1] != kDLFloat) {
     return Fail(kTvmErrorFunctionCallWrongArgType,
@@ -123,7 +141,7 @@ static int CheckSetup(TVMValue* args, int* tcodes, int n, TVMValue* ret, int* re
     return Fail(kTvmErrorFunctionCallInvalidArg,
                 "benchfarm.CheckSetup: atol and rtol must be >= 0");
   }
-  for (i = 2; i < n; i++) {
+  for (i = 3; i < n; i++) {
     if (tcodes[i] != kTVMDLTensorHandle || args[i].v_handle == NULL ||
         ((const DLTensor*)args[i].v_handle)->strides != NULL) {
       return Fail(kTvmErrorFunctionCallWrongArgType,
@@ -143,9 +161,15 @@ static int CheckSetup(TVMValue* args, int* tcodes, int n, TVMValue* ret, int* re
     return Fail(err, "benchfarm.CheckSetup: out of memory");
   }
   memset(g_kept, 0, sizeof(*g_kept));
-  g_kept->count = n - 3;
+  g_kept->count = n - 4;
   for (i = 0; i < g_kept->count; i++) {
-    Keep(&g_kept->tensors[i], g_kept->shapes[i], (const DLTensor*)args[i + 2].v_handle);
+    Keep(&g_kept->tensors[i], g_kept->shapes[i], (const DLTensor*)args[i + 3].v_handle);
+  }
+  if (guard != NULL) {
+    g_kept->guard = (uint8_t*)Data(guard);
+    g_kept->guard_bytes = (size_t)guard->shape[0];
+    (void)bf_data_poison(g_kept->guard_pattern, g_kept->guard_bytes, guard->dtype, 0x6775u);
+    memcpy(g_kept->guard, g_kept->guard_pattern, g_kept->guard_bytes);
   }
   Keep(&g_kept->ref, g_kept->ref_shape, ref);
   g_kept->atol = args[0].v_float64;
@@ -187,6 +211,13 @@ static int CheckCall(TVMValue* args, int* tcodes, int n, TVMValue* ret, int* ret
   if (fn_tcode == kTVMBytes) (void)TVMByteArrayFree((TVMByteArray*)fn_ret.v_handle);
   if (g_kept == NULL) {
     return Fail(kTvmErrorFunctionCallInvalidArg, "benchfarm.CheckCall: the call freed its tensors");
+  }
+  if (g_kept->guard != NULL &&
+      memcmp(g_kept->guard, g_kept->guard_pattern, g_kept->guard_bytes) != 0) {
+    memcpy(g_kept->guard, g_kept->guard_pattern, g_kept->guard_bytes);
+    return Fail(kTvmErrorFunctionCallInvalidArg,
+                "benchfarm.CheckCall: the candidate wrote past the end of its output (the bytes "
+                "after it changed)");
   }
   (void)bf_data_compare(Data(out), Data(&g_kept->ref), Elements(out), out->dtype, g_kept->atol,
                         g_kept->rtol, &report);

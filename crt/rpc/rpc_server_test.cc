@@ -513,16 +513,23 @@ TEST_F(RpcServerTest, CheckCallPoisonsCallsAndComparesOnTheBoard) {
   const uint64_t get = Global("tvm.rpc.server.ModuleGetFunction"), lib = SystemLib();
   const uint64_t fill = Global("benchfarm.FillTensor"), setup = Global("benchfarm.CheckSetup"),
                  check = Global("benchfarm.CheckCall");
-  RemoteTensor a = link_.Alloc({16}), b = link_.Alloc({16}), c = link_.Alloc({16}),
-               r = link_.Alloc({16});
+  RemoteTensor a = link_.Alloc({16}), b = link_.Alloc({16}), r = link_.Alloc({16});
+  // c: 16 floats and a guard of 64 bytes after them, in one allocation.
+  RemoteTensor storage = link_.Alloc({16 * 4 + 64}, DlDataType{kDLUInt, 8, 1});
+  RemoteTensor c = storage, guard = storage;
+  c.shape = {16};
+  c.dtype_code = kDLFloat;
+  c.dtype_bits = 32;
+  guard.shape = {64};
+  guard.byte_offset = 16 * 4;
   for (const RemoteTensor* t : {&a, &b}) {
     link_.CallFunc(fill, {Arg::Tensor(*t), Arg::Int(7), Arg::Int(t == &a ? 0 : 1), Arg::Float(-1),
                           Arg::Float(1)});
   }
   link_.CallFunc(Function(link_, get, lib, "add_reference"),
                  {Arg::Tensor(a), Arg::Tensor(b), Arg::Tensor(r)});
-  link_.CallFunc(setup, {Arg::Float(1e-4), Arg::Float(1e-4), Arg::Tensor(a), Arg::Tensor(b),
-                         Arg::Tensor(c), Arg::Tensor(r)});
+  link_.CallFunc(setup, {Arg::Float(1e-4), Arg::Float(1e-4), Arg::Tensor(guard), Arg::Tensor(a),
+                         Arg::Tensor(b), Arg::Tensor(c), Arg::Tensor(r)});
   for (float v : link_.Get(c)) EXPECT_TRUE(std::isnan(v));  // poisoned
   const uint64_t add = Function(link_, get, lib, "add");
   bf_data_report_t report = DecodeReport(link_.CallFunc(check, {Arg::PackedFuncHandle(add)}));
@@ -537,6 +544,13 @@ TEST_F(RpcServerTest, CheckCallPoisonsCallsAndComparesOnTheBoard) {
   EXPECT_EQ(report.first_index, 0);
   EXPECT_EQ(report.want, wrong[0]);
   EXPECT_NEAR(report.max_abs_error, 1.0, 1e-6);
+  // Bytes after the output that changed (as a kernel writing past its end changes them): an error
+  // saying so, and the guard is watched again for the next call.
+  ASSERT_EQ(link_.Call(codec::EncodeCopyToRemote(guard, std::string(4, '\x11'))).kind,
+            Reply::Kind::kReturn);
+  std::string past = link_.ExceptionOf(codec::EncodeCallFunc(check, {Arg::PackedFuncHandle(add)}));
+  EXPECT_NE(past.find("wrote past the end of its output"), std::string::npos) << past;
+  EXPECT_EQ(DecodeReport(link_.CallFunc(check, {Arg::PackedFuncHandle(add)})).first_index, 0);
   // A candidate that fails returns its error.
   const uint64_t matmul = Function(link_, get, lib, "matmul");
   std::string error =
@@ -553,14 +567,21 @@ TEST_F(RpcServerTest, CheckSetupRefusesBadArgumentsAndANewSessionDropsIt) {
   const uint64_t setup = Global("benchfarm.CheckSetup"), check = Global("benchfarm.CheckCall");
   RemoteTensor a = link_.Alloc({4}), c = link_.Alloc({4}), r = link_.Alloc({5});
   std::vector<std::pair<std::vector<Arg>, std::string>> bad = {
-      {{Arg::Float(0), Arg::Float(0), Arg::Tensor(c)}, "expects (atol, rtol, inputs..., out, ref)"},
-      {{Arg::Int(0), Arg::Float(0), Arg::Tensor(a), Arg::Tensor(c), Arg::Tensor(c)},
+      {{Arg::Float(0), Arg::Float(0), Arg::Null(), Arg::Tensor(c)},
+       "expects (atol, rtol, guard, inputs..., out, ref)"},
+      {{Arg::Int(0), Arg::Float(0), Arg::Null(), Arg::Tensor(a), Arg::Tensor(c), Arg::Tensor(c)},
        "atol and rtol must be Float"},
-      {{Arg::Float(-1), Arg::Float(0), Arg::Tensor(a), Arg::Tensor(c), Arg::Tensor(c)},
+      {{Arg::Float(-1), Arg::Float(0), Arg::Null(), Arg::Tensor(a), Arg::Tensor(c), Arg::Tensor(c)},
        "must be >= 0"},
-      {{Arg::Float(0), Arg::Float(0), Arg::Tensor(a), Arg::Tensor(c), Arg::Tensor(r)}, "one shape"},
-      {{Arg::Float(0), Arg::Float(0), Arg::Int(3), Arg::Tensor(c), Arg::Tensor(c)},
+      {{Arg::Float(0), Arg::Float(0), Arg::Null(), Arg::Tensor(a), Arg::Tensor(c), Arg::Tensor(r)},
+       "one shape"},
+      {{Arg::Float(0), Arg::Float(0), Arg::Null(), Arg::Int(3), Arg::Tensor(c), Arg::Tensor(c)},
        "compact tensors"},
+      {{Arg::Float(0), Arg::Float(0), Arg::Int(3), Arg::Tensor(a), Arg::Tensor(c), Arg::Tensor(c)},
+       "guard must be a tensor or null"},
+      {{Arg::Float(0), Arg::Float(0), Arg::Tensor(a), Arg::Tensor(a), Arg::Tensor(c),
+        Arg::Tensor(c)},
+       "guard must be at most 64 compact uint8 bytes"},
   };
   for (const auto& [args, expected] : bad) {
     std::string error = link_.ExceptionOf(codec::EncodeCallFunc(setup, args));
@@ -568,8 +589,8 @@ TEST_F(RpcServerTest, CheckSetupRefusesBadArgumentsAndANewSessionDropsIt) {
   }
   std::string error = link_.ExceptionOf(codec::EncodeCallFunc(check, {Arg::Int(1)}));
   EXPECT_NE(error.find("expects (function)"), std::string::npos) << error;
-  link_.CallFunc(setup,
-                 {Arg::Float(0), Arg::Float(0), Arg::Tensor(a), Arg::Tensor(c), Arg::Tensor(c)});
+  link_.CallFunc(setup, {Arg::Float(0), Arg::Float(0), Arg::Null(), Arg::Tensor(a), Arg::Tensor(c),
+                         Arg::Tensor(c)});
   link_.Connect();  // a new session frees the tensors and the check with them
   error = link_.ExceptionOf(codec::EncodeCallFunc(check, {Arg::PackedFuncHandle(0x80008000u)}));
   EXPECT_NE(error.find("no benchfarm.CheckSetup"), std::string::npos) << error;

@@ -6,14 +6,17 @@
  *   benchfarm.FillTensor(tensor, seed, stream, lo, hi) -> void
  *       fills the tensor from (seed, stream) in [lo, hi] (DLTensor, Int, Int,
  *       Float, Float).
- *   benchfarm.CheckSetup(atol, rtol, in..., out, ref) -> void
+ *   benchfarm.CheckSetup(atol, rtol, guard, in..., out, ref) -> void
  *       keeps the call's tensors for CheckCall (copies of the DLTensors: the
  *       memory stays the host's allocations) and poisons out. out and ref
  *       must have one shape and dtype; ref holds the reference's output.
+ *       guard (null, or at most 64 uint8 bytes: the host allocates out with
+ *       them right after it) is filled with a pattern CheckCall watches.
  *   benchfarm.CheckCall(function) -> bytes[BF_DATA_REPORT_BYTES]
  *       poisons out, calls the function with (in..., out), compares out with
  *       ref and returns the report (benchfarm/data.h). A failing call
- *       returns its error.
+ *       returns its error; a call that changed the guard is an error saying
+ *       it wrote past the end of its output.
  *   benchfarm.CheckClear() -> void
  *
  * Bad arguments are kTvmErrorFunctionCallNumArguments, ...WrongArgType or
