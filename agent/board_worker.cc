@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "agent/fault_names.h"
+#include "agent/measure_request.h"
 #include "base/time_proto.h"
 #include "catalog/cflags.h"
 #include "catalog/trial.h"
@@ -36,35 +37,6 @@ std::string BatchKey(const v1::JobOffer& offer) {
     return absl::StrCat("template:", op.template_op().op(), "@", op.template_op().version());
   }
   return absl::StrCat("job:", offer.job_id());
-}
-
-// How to measure a trial of these arguments (all but its function and reference), by the trial
-// contract's effective options.
-device::MeasureRequest MeasureRequestFor(const v1::Trial& t, const catalog::TrialArgs& args) {
-  device::MeasureRequest q;
-  q.seed = t.seed() != 0 ? t.seed() : 1;
-  q.check = t.check_outputs();
-  for (const catalog::ArgData& a : args.args) {
-    device::TensorArg arg;
-    arg.shape = a.shape;
-    arg.dtype = device::DlDataType{a.dtype.code, a.dtype.bits, a.dtype.lanes};
-    arg.lo = a.lo;
-    arg.hi = a.hi;
-    q.args.push_back(std::move(arg));
-  }
-  q.atol = args.atol;
-  q.rtol = args.rtol;
-  const catalog::EffectiveMeasureOptions m = catalog::EffectiveMeasure(t.measure());
-  q.options.number = m.number;
-  q.options.repeat = m.repeat;
-  q.options.min_repeat_ms = m.min_repeat_ms;
-  q.options.cooldown_interval_ms = m.cooldown_ms;
-  if (m.adaptive()) {
-    q.target_rel_ci = m.target_rel_ci;
-    q.budget = m.budget;
-    q.max_repeat = m.max_repeat;
-  }
-  return q;
 }
 
 }  // namespace

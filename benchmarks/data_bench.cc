@@ -30,6 +30,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "agent/firmware.h"
+#include "agent/measure_request.h"
 #include "base/data_roots.h"
 #include "base/files.h"
 #include "catalog/knob_space.h"
@@ -158,23 +159,14 @@ int Main(int argc, char** argv) {
              : std::vector<std::vector<int64_t>>{{32, 32}, {32, 32}, {32, 32}};
     absl::StatusOr<catalog::TrialArgs> targs = catalog::TemplateArgs(*c->op, shapes);
     if (!targs.ok()) return 1;
-    device::MeasureRequest& q = k.request;
-    q.function = c->function;
-    q.reference = c->op->reference_entry();
-    for (const catalog::ArgData& a : targs->args) {
-      device::TensorArg t;
-      t.shape = a.shape;
-      t.dtype = device::DlDataType{a.dtype.code, a.dtype.bits, a.dtype.lanes};
-      t.lo = a.lo;
-      t.hi = a.hi;
-      q.args.push_back(t);
-    }
-    q.atol = targs->atol;
-    q.rtol = targs->rtol;
-    q.seed = 1;
-    q.check = true;
-    q.options.number = 1;
-    q.options.repeat = 1;
+    v1::Trial trial;  // checked, one cost of one call
+    trial.set_seed(1);
+    trial.set_check_outputs(true);
+    trial.mutable_measure()->set_number(1);
+    trial.mutable_measure()->set_repeat(1);
+    k.request = agent::MeasureRequestFor(trial, *targs);
+    k.request.function = c->function;
+    k.request.reference = c->op->reference_entry();
     cases.push_back(std::move(k));
   }
 

@@ -315,9 +315,8 @@ class Searcher {
       options.seed = seed_;
       learned_ = *tuner::MakeStrategy("gbt", *space_, options);
     }
-    for (const TunePoint& p : state.points()) {
-      if (told_.insert(p.index).second) learned_->Observe(p.index, p.cost);
-    }
+    // Every result the run holds (the strategy counts each config's first and ignores repeats).
+    for (const TunePoint& p : state.points()) learned_->Observe(p.index, p.cost);
     std::vector<int64_t> out;
     // Configs the run already holds (pending ones) are skipped; the model never proposes them
     // again.
@@ -352,7 +351,6 @@ class Searcher {
   int64_t cursor_ = 0;
   std::unique_ptr<tuner::Space> space_;  // gbt
   std::unique_ptr<tuner::Strategy> learned_;
-  std::set<int64_t> told_;  // the results learned_ has been told
 };
 
 // The image pool of a run: the default config and seeded random distinct ones, `n` in all (at

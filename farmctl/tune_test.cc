@@ -201,6 +201,17 @@ class TuneTest : public ::testing::Test {
     return out;
   }
 
+  // The least cost of the state's "done INDEX COST ..." lines (1 if none).
+  double BestDone() {
+    double best = 1;
+    for (const std::string& line : StateLines("done")) {
+      std::vector<std::string> f = absl::StrSplit(line, ' ');
+      double c;
+      if (f.size() >= 4 && absl::SimpleAtod(f[2], &c)) best = std::min(best, c);
+    }
+    return best;
+  }
+
   std::string dir_;
   std::unique_ptr<testing::InProcessTracker> tracker_;
   std::unique_ptr<ScriptedAgent> agent_;
@@ -256,13 +267,7 @@ TEST_F(TuneTest, ModelGuidedSearchFindsAFastConfigAndPlotsIt) {
   // The best possible scripted cost is 1e-5 (tile_m = tile_n = 16, ikj, tile_k 1); the default
   // (8, 8, 16, 4, ikj) costs 1e-5 * (1 + 1 + 1 + 0.4) = 3.4e-5. Below 2e-5 are only the 24 configs
   // with tile_m = tile_n = 16 and ikj (1.4% of the space).
-  double best = 1;
-  for (const std::string& line : StateLines("done")) {
-    std::vector<std::string> f = absl::StrSplit(line, ' ');
-    double c;
-    if (f.size() >= 4 && absl::SimpleAtod(f[2], &c)) best = std::min(best, c);
-  }
-  EXPECT_LT(best, 2e-5) << out.str();
+  EXPECT_LT(BestDone(), 2e-5) << out.str();
   EXPECT_TRUE(absl::StrContains(out.str(), "best configurations of matmul")) << out.str();
   std::ifstream svg(dir_ + "/out/tune-plot.svg");
   std::stringstream text;
@@ -280,13 +285,7 @@ TEST_F(TuneTest, ModelGuidedSearchWorksForOtherSeedsToo) {
     options.seed = seed;
     ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), options, out, progress).ok())
         << progress.str();
-    double best = 1;
-    for (const std::string& line : StateLines("done")) {
-      std::vector<std::string> f = absl::StrSplit(line, ' ');
-      double c;
-      if (f.size() >= 4 && absl::SimpleAtod(f[2], &c)) best = std::min(best, c);
-    }
-    EXPECT_LT(best, 2e-5) << "seed " << seed << "\n" << out.str();
+    EXPECT_LT(BestDone(), 2e-5) << "seed " << seed << "\n" << out.str();
   }
   g_seed = 1;
 }
@@ -303,17 +302,14 @@ TEST_F(TuneTest, TheLearnedModelFindsAFastConfigInFewTrials) {
     options.seed = seed;
     ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), options, out, progress).ok())
         << progress.str();
-    double best = 1;
     std::set<std::string> configs;
     for (const std::string& line : StateLines("done")) {
       std::vector<std::string> f = absl::StrSplit(line, ' ');
-      double c;
-      if (f.size() >= 4 && absl::SimpleAtod(f[2], &c)) best = std::min(best, c);
       ASSERT_GE(f.size(), 2u);
       EXPECT_TRUE(configs.insert(f[1]).second) << "config " << f[1] << " measured twice";
     }
     EXPECT_EQ(configs.size(), 64u);
-    EXPECT_LT(best, 2e-5) << "seed " << seed << "\n" << out.str();
+    EXPECT_LT(BestDone(), 2e-5) << "seed " << seed << "\n" << out.str();
   }
   g_seed = 1;
   TuneOptions pooled = Options("gbt", 8, 4);
