@@ -1,7 +1,7 @@
 // data_bench: what a trial's data costs on the link and in time, on the emulated Cortex-M3
 // (qemu-mps2-an385, its UART on a pty, host timing) — the data made and checked on the board
-// (benchfarm.FillTensor/CheckCall, device/board_args.h) beside the host path every board took
-// before (inputs generated and uploaded, a poisoned output uploaded, the candidate's and the
+// (benchfarm.PrepareArgs/CheckCall/TimeArgs, device/board_args.h) beside the host path every board
+// took before (inputs generated and uploaded, a poisoned output uploaded, the candidate's and the
 // reference's outputs downloaded and compared on the host), alternating in one run:
 //   matmul 32x32x32 (float32, the built-in) and dwconv_s8 64x64x4 (int8 in, int32 out,
 //   deploy/examples/ops/dwconv_s8).

@@ -68,7 +68,7 @@ absl::Status CheckLinkTime(int64_t total, int64_t sent, absl::Time start, absl::
   return absl::ResourceExhaustedError(absl::StrCat(
       "the trial's data does not cross this board's link in its timeout: ", total,
       " bytes (the inputs, and for the check a poisoned output up and two outputs down: the "
-      "firmware has no benchfarm.FillTensor to make and check them on the board) at the ",
+      "firmware has no benchfarm.PrepareArgs to make and check them on the board) at the ",
       static_cast<int64_t>(rate / 1000), " KB/s measured take about ",
       tenths(absl::Seconds(total / rate)), ", and ", tenths(deadline - start),
       " were left: raise the trial's timeout (measure.timeout_ms, farmctl --timeout-ms) or use "
@@ -94,14 +94,6 @@ RemoteTensor Storage(const RemoteTensor& t) {
   s.dtype_bits = 8;
   s.dtype_lanes = 1;
   return s;
-}
-
-// The guard after `t`.
-RemoteTensor GuardOf(const RemoteTensor& t) {
-  RemoteTensor g = Storage(t);
-  g.shape = {static_cast<int64_t>(kGuardBytes)};
-  g.byte_offset += t.NumBytes();
-  return g;
 }
 
 // An output tensor of `arg` with the guard after it.
@@ -156,7 +148,6 @@ bool operator==(const ArgsSpec& a, const ArgsSpec& b) {
 
 absl::Status BoardArgs::Prepare(RpcClient& rpc, const ArgsSpec& spec, absl::Time deadline) {
   if (!tensors_.empty() && spec_ == spec) return absl::OkStatus();
-  Release(rpc, deadline);
   if (spec.args.size() < 2) {
     return absl::InvalidArgumentError("an operator takes at least one input and an output");
   }
@@ -172,15 +163,19 @@ absl::Status BoardArgs::Prepare(RpcClient& rpc, const ArgsSpec& spec, absl::Time
                                                      bf_data_dtype_name(Dl(spec.args[i].dtype))));
     }
   }
+  if (made_on_board_ && !spec.data_on_host) {
+    Forget();  // benchfarm.PrepareArgs frees the set it made before
+  } else {
+    Release(rpc, deadline);
+  }
   spec_ = spec;
-  on_board_ = false;
   if (!spec.data_on_host) {
-    absl::StatusOr<uint64_t> fill = rpc.CachedGlobal("benchfarm.FillTensor", deadline);
-    if (fill.ok()) {
+    absl::StatusOr<uint64_t> prepare = rpc.CachedGlobal("benchfarm.PrepareArgs", deadline);
+    if (prepare.ok()) {
       on_board_ = true;
-    } else if (!absl::IsNotFound(fill.status())) {
+    } else if (!absl::IsNotFound(prepare.status())) {
       spec_ = ArgsSpec{};
-      return fill.status();
+      return prepare.status();
     }
   }
   absl::Status s = Fill(rpc, deadline);
@@ -195,6 +190,7 @@ absl::Status BoardArgs::Prepare(RpcClient& rpc, const ArgsSpec& spec, absl::Time
 }
 
 absl::Status BoardArgs::Fill(RpcClient& rpc, absl::Time deadline) {
+  if (on_board_) return FillOnBoard(rpc, deadline);
   const std::vector<TensorArg>& args = spec_.args;
   const size_t inputs = args.size() - 1;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -203,61 +199,53 @@ absl::Status BoardArgs::Fill(RpcClient& rpc, absl::Time deadline) {
                                          : AllocGuarded(rpc, args[i], deadline));
     tensors_.push_back(std::move(t));
   }
-  if (on_board_) {
-    ASSIGN_OR_RETURN(uint64_t fill, rpc.CachedGlobal("benchfarm.FillTensor", deadline));
-    for (size_t i = 0; i < inputs; ++i) {
-      RETURN_IF_ERROR(
-          rpc.CallFunc(fill,
-                       {Arg::Tensor(tensors_[i]), Arg::Int(static_cast<int64_t>(spec_.seed)),
-                        Arg::Int(static_cast<int64_t>(i)), Arg::Float(args[i].lo),
-                        Arg::Float(args[i].hi)},
-                       deadline)
-              .status());
+  // The data crosses the link: refuse as soon as the link's speed shows it cannot in time.
+  int64_t total = args.back().Bytes() * (spec_.check ? 3 : 0), sent = 0;
+  for (size_t i = 0; i < inputs; ++i) total += args[i].Bytes();
+  const absl::Time start = absl::Now();
+  for (size_t i = 0; i < inputs; ++i) {
+    const std::string data = Generated(args[i], spec_.seed, i);
+    for (size_t at = 0; at < data.size(); at += kUploadChunk) {
+      RemoteTensor part = tensors_[i];
+      part.byte_offset += at;
+      const size_t n = std::min(kUploadChunk, data.size() - at);
+      RETURN_IF_ERROR(rpc.CopyToRemote(part, absl::string_view(data).substr(at, n), deadline));
+      sent += static_cast<int64_t>(n);
+      RETURN_IF_ERROR(CheckLinkTime(total, sent, start, deadline));
     }
-  } else {
-    // The data crosses the link: refuse as soon as the link's speed shows it cannot in time.
-    int64_t total = args.back().Bytes() * (spec_.check ? 3 : 0), sent = 0;
-    for (size_t i = 0; i < inputs; ++i) total += args[i].Bytes();
-    const absl::Time start = absl::Now();
-    for (size_t i = 0; i < inputs; ++i) {
-      const std::string data = Generated(args[i], spec_.seed, i);
-      for (size_t at = 0; at < data.size(); at += kUploadChunk) {
-        RemoteTensor part = tensors_[i];
-        part.byte_offset += at;
-        const size_t n = std::min(kUploadChunk, data.size() - at);
-        RETURN_IF_ERROR(rpc.CopyToRemote(part, absl::string_view(data).substr(at, n), deadline));
-        sent += static_cast<int64_t>(n);
-        RETURN_IF_ERROR(CheckLinkTime(total, sent, start, deadline));
-      }
-    }
-    poison_.assign(static_cast<size_t>(args.back().Bytes()), '\0');
-    (void)bf_data_poison(poison_.data(), static_cast<size_t>(args.back().Elements()),
-                         Dl(args.back().dtype), 0);
   }
-  if (!spec_.check || !on_board_) return absl::OkStatus();
-  // The reference's output, once for every candidate of the set.
-  ASSIGN_OR_RETURN(RemoteTensor ref, AllocGuarded(rpc, args.back(), deadline));
-  tensors_.push_back(ref);
-  std::vector<Arg> call;
-  for (size_t i = 0; i < inputs; ++i) call.push_back(Arg::Tensor(tensors_[i]));
-  call.push_back(Arg::Tensor(ref));
-  const std::string pattern = GuardPattern();
-  RETURN_IF_ERROR(rpc.CopyToRemote(GuardOf(ref), pattern, deadline));
-  ASSIGN_OR_RETURN(uint64_t reference, rpc.GetFunction(spec_.reference, deadline));
-  absl::Status s = rpc.CallFunc(reference, call, deadline).status();
-  if (!s.ok()) {
-    return absl::Status(s.code(),
-                        absl::StrCat("the reference ", spec_.reference, ": ", s.message()));
+  poison_.assign(static_cast<size_t>(args.back().Bytes()), '\0');
+  (void)bf_data_poison(poison_.data(), static_cast<size_t>(args.back().Elements()),
+                       Dl(args.back().dtype), 0);
+  return absl::OkStatus();
+}
+
+absl::Status BoardArgs::FillOnBoard(RpcClient& rpc, absl::Time deadline) {
+  ASSIGN_OR_RETURN(uint64_t prepare, rpc.CachedGlobal("benchfarm.PrepareArgs", deadline));
+  ASSIGN_OR_RETURN(Arg addresses, rpc.CallFunc(prepare,
+                                               {Arg::Int(static_cast<int64_t>(spec_.seed)),
+                                                Arg::Float(spec_.atol), Arg::Float(spec_.rtol),
+                                                Arg::Str(spec_.check ? spec_.reference : ""),
+                                                Arg::Bytes(EncodePrepareSpec(spec_.args))},
+                                               deadline));
+  // The set is on the board from here: a reply without its addresses still leaves it to free.
+  made_on_board_ = true;
+  const size_t count = spec_.args.size() + (spec_.check ? 1 : 0);
+  if (addresses.type_code() != TypeCode::kBytes || addresses.bytes().size() != 8 * count) {
+    return absl::DataLossError(absl::StrCat(
+        "benchfarm.PrepareArgs returned ", addresses.DebugString(), ", not ", count, " addresses"));
   }
-  ASSIGN_OR_RETURN(std::string guard, rpc.CopyFromRemote(GuardOf(ref), kGuardBytes, deadline));
-  if (guard != pattern) return WrotePast(absl::StrCat("the reference ", spec_.reference));
-  std::vector<Arg> setup = {Arg::Float(spec_.atol), Arg::Float(spec_.rtol),
-                            Arg::Tensor(GuardOf(tensors_[inputs]))};
-  for (size_t i = 0; i <= inputs; ++i) setup.push_back(Arg::Tensor(tensors_[i]));
-  setup.push_back(Arg::Tensor(ref));
-  ASSIGN_OR_RETURN(uint64_t check_setup, rpc.CachedGlobal("benchfarm.CheckSetup", deadline));
-  ASSIGN_OR_RETURN(check_call_, rpc.CachedGlobal("benchfarm.CheckCall", deadline));
-  return rpc.CallFunc(check_setup, setup, deadline).status();
+  for (size_t i = 0; i < count; ++i) {
+    const TensorArg& a = spec_.args[std::min(i, spec_.args.size() - 1)];  // ref: as the output
+    RemoteTensor t;
+    std::memcpy(&t.data, addresses.bytes().data() + 8 * i, 8);
+    t.shape = a.shape;
+    t.dtype_code = a.dtype.code;
+    t.dtype_bits = a.dtype.bits;
+    t.dtype_lanes = a.dtype.lanes;
+    tensors_.push_back(std::move(t));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<CheckReport> BoardArgs::Check(RpcClient& rpc, uint64_t function,
@@ -266,14 +254,15 @@ absl::StatusOr<CheckReport> BoardArgs::Check(RpcClient& rpc, uint64_t function,
     return absl::FailedPreconditionError("no arguments prepared for a check");
   }
   if (!on_board_) return CheckOnHost(rpc, function, deadline);
+  ASSIGN_OR_RETURN(uint64_t check_call, rpc.CachedGlobal("benchfarm.CheckCall", deadline));
   ASSIGN_OR_RETURN(Arg report,
-                   rpc.CallFunc(check_call_, {Arg::PackedFuncHandle(function)}, deadline));
+                   rpc.CallFunc(check_call, {Arg::PackedFuncHandle(function)}, deadline));
   return DecodeReport(report);
 }
 
 absl::StatusOr<CheckReport> BoardArgs::CheckOnHost(RpcClient& rpc, uint64_t function,
                                                    absl::Time deadline) {
-  const std::vector<Arg> call = CallArgs();
+  const std::vector<Arg> call = CallArgs().args;
   const RemoteTensor& out = tensors_[spec_.args.size() - 1];
   const RemoteTensor storage = Storage(out);
   const std::string pattern = GuardPattern();
@@ -303,16 +292,23 @@ absl::StatusOr<CheckReport> BoardArgs::CheckOnHost(RpcClient& rpc, uint64_t func
   return FromC(r);
 }
 
-std::vector<Arg> BoardArgs::CallArgs() const {
+TimedArgs BoardArgs::CallArgs() const {
   std::vector<Arg> args;
   for (size_t i = 0; i < spec_.args.size() && i < tensors_.size(); ++i) {
     args.push_back(Arg::Tensor(tensors_[i]));
   }
-  return args;
+  TimedArgs timed(std::move(args));
+  timed.on_board = on_board_;
+  return timed;
 }
 
 void BoardArgs::Release(RpcClient& rpc, absl::Time deadline) {
-  for (const RemoteTensor& t : tensors_) (void)rpc.FreeTensor(t, deadline);
+  if (made_on_board_) {
+    absl::StatusOr<uint64_t> release = rpc.CachedGlobal("benchfarm.ReleaseArgs", deadline);
+    if (release.ok()) (void)rpc.CallFunc(*release, {}, deadline);
+  } else {
+    for (const RemoteTensor& t : tensors_) (void)rpc.FreeTensor(t, deadline);
+  }
   Forget();
 }
 
@@ -321,7 +317,24 @@ void BoardArgs::Forget() {
   spec_ = ArgsSpec{};
   poison_.clear();
   on_board_ = false;
-  check_call_ = 0;
+  made_on_board_ = false;
+}
+
+std::string EncodePrepareSpec(const std::vector<TensorArg>& args) {
+  std::string spec;
+  auto put = [&spec](const void* p, size_t n) { spec.append(static_cast<const char*>(p), n); };
+  const uint8_t count = static_cast<uint8_t>(args.size());
+  put(&count, 1);
+  for (const TensorArg& a : args) {
+    const uint8_t head[5] = {a.dtype.code, a.dtype.bits, static_cast<uint8_t>(a.dtype.lanes & 0xff),
+                             static_cast<uint8_t>(a.dtype.lanes >> 8),
+                             static_cast<uint8_t>(a.shape.size())};
+    put(head, sizeof(head));
+    for (int64_t d : a.shape) put(&d, 8);  // little-endian hosts (as every board is)
+    put(&a.lo, 8);
+    put(&a.hi, 8);
+  }
+  return spec;
 }
 
 std::string FormatValue(double value, DlDataType dtype) {

@@ -2,11 +2,11 @@
 // seed, the output checked against the reference's — shared by the candidates of a batch.
 //
 // Where the data is made and checked:
-// - on the board (benchfarm firmware: benchfarm.FillTensor/CheckSetup/CheckCall,
-//   crt/rpc/include/tvm/runtime/crt/board_data.h): the inputs are filled there, the reference
-//   runs there once per set, and each candidate's check is one call that poisons the output,
-//   runs the candidate and compares — a few dozen bytes on the link instead of every input and
-//   two outputs;
+// - on the board (benchfarm firmware: benchfarm.PrepareArgs/CheckCall/TimeArgs/ReleaseArgs,
+//   crt/rpc/include/tvm/runtime/crt/board_data.h): one call allocates the set there, fills the
+//   inputs and runs the reference once; each candidate's check is one call that poisons the
+//   output, runs the candidate and compares, and its timing one more that names no tensor — a
+//   few dozen bytes on the link instead of every input and two outputs;
 // - on the host (firmware without those functions, e.g. TVM's own; or when asked, as the
 //   benchmark's baseline): inputs made by the same generator (crt/data) and uploaded once per set;
 //   each check uploads a poisoned output, runs the candidate, downloads its output, runs the
@@ -80,20 +80,25 @@ class BoardArgs {
   // The board lost them (a reset, a new link): nothing to free.
   void Forget();
 
-  // The function's arguments: inputs..., output.
-  std::vector<Arg> CallArgs() const;
+  // The function's arguments: inputs..., output (on_board: the set on the board, which
+  // RpcClient::TimeFunction times without sending them).
+  TimedArgs CallArgs() const;
   bool on_board() const { return on_board_; }
 
  private:
   absl::Status Fill(RpcClient& rpc, absl::Time deadline);
+  absl::Status FillOnBoard(RpcClient& rpc, absl::Time deadline);
   absl::StatusOr<CheckReport> CheckOnHost(RpcClient& rpc, uint64_t function, absl::Time deadline);
 
   ArgsSpec spec_;
   std::vector<RemoteTensor> tensors_;  // inputs..., output, then the reference's on the board
   bool on_board_ = false;
-  uint64_t check_call_ = 0;  // benchfarm.CheckCall's handle, once a check is set up
-  std::string poison_;       // host path: the output's poison
+  bool made_on_board_ = false;  // benchfarm.PrepareArgs made them: ReleaseArgs frees them
+  std::string poison_;          // host path: the output's poison
 };
+
+// benchfarm.PrepareArgs's spec of these arguments (inputs..., output; board_data.h).
+std::string EncodePrepareSpec(const std::vector<TensorArg>& args);
 
 // A value of the dtype as its type prints it: whole numbers for integers, %g for floats.
 std::string FormatValue(double value, DlDataType dtype);

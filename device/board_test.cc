@@ -1,9 +1,9 @@
 // device::Board on real host-process boards:
 //   * a board that speaks TVM's protocol without benchfarm's extras (//crt/host:board_tvm_only:
-//     no benchfarm.DeviceInfo, no FillTensor/Check*, no Calibrate/TimerTotals, as TVM v0.18's own
-//     CRT) is a board: Connect and EnsureImage take it (DeviceInfo::benchfarm false, what is
-//     unknown listed), it runs the image flashed last (no flash again), and float32 add and matmul
-//     are measured and checked with their data made and checked on the host;
+//     no benchfarm.DeviceInfo, no PrepareArgs/CheckCall/TimeArgs, no Calibrate/TimerTotals, as TVM
+//     v0.18's own CRT) is a board: Connect and EnsureImage take it (DeviceInfo::benchfarm false,
+//     what is unknown listed), it runs the image flashed last (no flash again), and float32 add and
+//     matmul are measured and checked with their data made and checked on the host;
 //   * Interrupt (from another thread) abandons a long call at once: kCancelled, the board stopped,
 //     and the next EnsureImage starts it again.
 
@@ -89,7 +89,7 @@ TEST(BoardWithoutDeviceInfo, IsABoardWhoseDetailsAreUnknownAndMeasuresWithHostDa
   ASSERT_FALSE(again.failure) << again.failure->message;
   EXPECT_TRUE(again.skipped);
   EXPECT_FALSE(again.flashed);
-  // float32 add and matmul: inputs made on the host (no benchfarm.FillTensor), outputs compared
+  // float32 add and matmul: inputs made on the host (no benchfarm.PrepareArgs), outputs compared
   // on the host, timed by the board's own time evaluator.
   for (const MeasureRequest& q : {Request("add", {{1024}, {1024}, {1024}}),
                                   Request("matmul", {{16, 8}, {8, 12}, {16, 12}})}) {

@@ -20,7 +20,7 @@ constexpr double kMaxNumber = double{int64_t{1} << 30};
 }  // namespace
 
 absl::StatusOr<TimedCosts> BoardTimer::TimeFunction(RpcClient& rpc, absl::string_view function,
-                                                    const std::vector<Arg>& args,
+                                                    const TimedArgs& args,
                                                     const TimeEvaluatorOptions& options,
                                                     absl::Time deadline) {
   TimedCosts out;
@@ -77,7 +77,7 @@ absl::Status CycleModelTimer::CheckInStep(const ModeledInterval& iv, double boar
 }
 
 absl::StatusOr<TimedCosts> CycleModelTimer::TimeFunction(RpcClient& rpc, absl::string_view function,
-                                                         const std::vector<Arg>& args,
+                                                         const TimedArgs& args,
                                                          const TimeEvaluatorOptions& options,
                                                          absl::Time deadline) {
   ASSIGN_OR_RETURN(CycleStream * stream, Stream());

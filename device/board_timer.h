@@ -57,7 +57,7 @@ class BoardTimer {
   // RpcClient's; the cycle model's (CycleStream::Take, and DataLoss for an interval that does not
   // match the board's own timing of its repeat).
   virtual absl::StatusOr<TimedCosts> TimeFunction(RpcClient& rpc, absl::string_view function,
-                                                  const std::vector<Arg>& args,
+                                                  const TimedArgs& args,
                                                   const TimeEvaluatorOptions& options,
                                                   absl::Time deadline);
   // A board global that times its own work between TVMPlatformTimerStart and Stop and returns
@@ -77,7 +77,7 @@ class CycleModelTimer final : public BoardTimer {
                   int icount_shift, std::string board);
 
   absl::StatusOr<TimedCosts> TimeFunction(RpcClient& rpc, absl::string_view function,
-                                          const std::vector<Arg>& args,
+                                          const TimedArgs& args,
                                           const TimeEvaluatorOptions& options,
                                           absl::Time deadline) override;
   absl::StatusOr<TimedInterval> TimedCall(RpcClient& rpc, const std::string& global,

@@ -65,7 +65,7 @@ absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chu
     return s;
   };
   if (absl::Status p = board_args.Prepare(rpc, SpecOf(request), deadline); !p.ok()) return fail(p);
-  const std::vector<Arg> args = board_args.CallArgs();
+  const TimedArgs args = board_args.CallArgs();
 
   if (first && request.check) {
     absl::StatusOr<CheckReport> report = board_args.Check(rpc, fn, deadline);

@@ -268,27 +268,37 @@ absl::StatusOr<std::string> RpcClient::CopyFromRemote(const RemoteTensor& tensor
 }
 
 absl::StatusOr<std::vector<double>> RpcClient::TimeFunction(absl::string_view name,
-                                                            absl::Span<const Arg> args,
+                                                            const TimedArgs& args,
                                                             const TimeEvaluatorOptions& o,
                                                             absl::Time deadline) {
-  ASSIGN_OR_RETURN(uint64_t lib, SystemLib(deadline));
-  ASSIGN_OR_RETURN(uint64_t create, CachedGlobal("runtime.RPCTimeEvaluator", deadline));
-  ASSIGN_OR_RETURN(
-      Arg evaluator,
-      CallFunc(create,
-               {Arg::ModuleHandle(lib), Arg::Str(name), Arg::Int(1), Arg::Int(0),
-                Arg::Int(o.number), Arg::Int(o.repeat), Arg::Int(o.min_repeat_ms),
-                Arg::Int(o.limit_zero_time_iterations), Arg::Int(o.cooldown_interval_ms),
-                Arg::Int(o.repeats_to_cooldown), Arg::Int(0), Arg::Str("")},
-               deadline));
-  if (evaluator.type_code() != TypeCode::kPackedFuncHandle) {
-    return absl::DataLossError("runtime.RPCTimeEvaluator did not return a function");
-  }
-  absl::StatusOr<Arg> result = CallFunc(evaluator.handle(), args, deadline);
-  // Free the evaluator whatever happened (benchfarm firmware retires it; TVM's ignores this).
-  if (!absl::IsDeadlineExceeded(result.status()) && !absl::IsAborted(result.status()) &&
-      !absl::IsUnavailable(result.status())) {
-    (void)Request(EncodeFreeHandle(evaluator.handle(), TypeCode::kPackedFuncHandle), deadline);
+  absl::StatusOr<Arg> result;
+  if (args.on_board) {
+    ASSIGN_OR_RETURN(uint64_t time_args, CachedGlobal("benchfarm.TimeArgs", deadline));
+    result = CallFunc(time_args,
+                      {Arg::Str(name), Arg::Int(o.number), Arg::Int(o.repeat),
+                       Arg::Int(o.min_repeat_ms), Arg::Int(o.limit_zero_time_iterations),
+                       Arg::Int(o.cooldown_interval_ms), Arg::Int(o.repeats_to_cooldown)},
+                      deadline);
+  } else {
+    ASSIGN_OR_RETURN(uint64_t lib, SystemLib(deadline));
+    ASSIGN_OR_RETURN(uint64_t create, CachedGlobal("runtime.RPCTimeEvaluator", deadline));
+    ASSIGN_OR_RETURN(
+        Arg evaluator,
+        CallFunc(create,
+                 {Arg::ModuleHandle(lib), Arg::Str(name), Arg::Int(1), Arg::Int(0),
+                  Arg::Int(o.number), Arg::Int(o.repeat), Arg::Int(o.min_repeat_ms),
+                  Arg::Int(o.limit_zero_time_iterations), Arg::Int(o.cooldown_interval_ms),
+                  Arg::Int(o.repeats_to_cooldown), Arg::Int(0), Arg::Str("")},
+                 deadline));
+    if (evaluator.type_code() != TypeCode::kPackedFuncHandle) {
+      return absl::DataLossError("runtime.RPCTimeEvaluator did not return a function");
+    }
+    result = CallFunc(evaluator.handle(), args.args, deadline);
+    // Free the evaluator whatever happened (benchfarm firmware retires it; TVM's ignores this).
+    if (!absl::IsDeadlineExceeded(result.status()) && !absl::IsAborted(result.status()) &&
+        !absl::IsUnavailable(result.status())) {
+      (void)Request(EncodeFreeHandle(evaluator.handle(), TypeCode::kPackedFuncHandle), deadline);
+    }
   }
   if (!result.ok()) return result.status();
   absl::StatusOr<std::vector<double>> costs = DecodeTimeEvaluatorResult(*result);

@@ -24,9 +24,11 @@
 #define BENCHFARM_DEVICE_RPC_CLIENT_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -87,6 +89,16 @@ struct TimeEvaluatorOptions {
   int64_t repeats_to_cooldown = 1;
 };
 
+// What a timed function is called with: these arguments (sent with the call), or on_board: the
+// set benchfarm.PrepareArgs made on the board (device/board_args.h), which benchfarm.TimeArgs
+// times without a tensor on the link (args then name the same tensors, for reading them).
+struct TimedArgs {
+  TimedArgs(std::vector<Arg> a) : args(std::move(a)) {}  // NOLINT: implicit, as the list it is
+  TimedArgs(std::initializer_list<Arg> a) : args(a) {}
+  std::vector<Arg> args;
+  bool on_board = false;
+};
+
 class RpcClient {
  public:
   // `session` is borrowed, established (Connect) and outlives the client.
@@ -122,9 +134,9 @@ class RpcClient {
                                              absl::Time deadline);
 
   // Times system-library function `name` on the board with `args`: `repeat` costs in seconds
-  // per call, measured by the board's own timer.
-  absl::StatusOr<std::vector<double>> TimeFunction(absl::string_view name,
-                                                   absl::Span<const Arg> args,
+  // per call, measured by the board's own timer (runtime.RPCTimeEvaluator; benchfarm.TimeArgs for
+  // arguments on the board).
+  absl::StatusOr<std::vector<double>> TimeFunction(absl::string_view name, const TimedArgs& args,
                                                    const TimeEvaluatorOptions& options,
                                                    absl::Time deadline);
 

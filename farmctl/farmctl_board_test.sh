@@ -62,7 +62,7 @@ if "$farmctl" board time --host-process --op add --target 80 2>"$out"; then fail
 grep -q -- "--target: 80 is not in 0..50" "$out" || fail "--target message"
 
 # A board that speaks TVM's protocol without benchfarm's extras (no benchfarm.DeviceInfo, no
-# FillTensor/Check*: TVM v0.18's own CRT as it is) is a board: info says what is unknown, and
+# PrepareArgs/CheckCall/...: TVM v0.18's own CRT as it is) is a board: info says what is unknown, and
 # operators are timed with their data made and checked on the host.
 tvm_only="$TEST_SRCDIR/${TEST_WORKSPACE:-benchfarm}/crt/host/board_tvm_only"
 "$farmctl" board info --host-process --board_binary "$tvm_only" >"$out" || fail "board info without DeviceInfo"

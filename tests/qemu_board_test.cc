@@ -220,39 +220,37 @@ TEST_P(QemuBoardTest, EverySampleOpMatchesItsReferenceAndIsTimedOnTheChip) {
   }
 }
 
-// benchfarm.FillTensor on the chip gives the bytes crt/data gives on the host (and so on the
-// host-process board) for every dtype: results are comparable across board kinds. (The M4F and the
-// M55 convert with their FPUs, the M3 in software.)
+// benchfarm.PrepareArgs on the chip fills inputs with the bytes crt/data gives on the host (and so
+// on the host-process board) for every dtype: results are comparable across board kinds. (The M4F
+// and the M55 convert with their FPUs, the M3 in software.)
 TEST_P(QemuBoardTest, TheChipFillsEveryDtypeWithTheHostsBytes) {
   device::FirmwareImage image;
   std::unique_ptr<device::Board> board = StartBoard(GetParam(), false, &image);
   ASSERT_NE(board, nullptr);
   device::RpcClient* rpc = board->rpc();
   const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  absl::StatusOr<uint64_t> fill = rpc->GetGlobalFunc("benchfarm.FillTensor", deadline);
-  ASSERT_TRUE(fill.ok()) << fill.status();
   for (const char* name :
        {"int8", "uint8", "int16", "uint16", "int32", "uint32", "float16", "float32", "float64"}) {
     DLDataType dt;
     ASSERT_EQ(bf_data_parse_dtype(name, &dt), 0);
-    double lo, hi;
-    bf_data_default_range(dt, &lo, &hi);
-    if (dt.code == kDLFloat) lo = -3.5, hi = 1000.25;  // not a power-of-two span: rounding shows
-    absl::StatusOr<device::RemoteTensor> t =
-        rpc->AllocTensor({333}, device::DlDataType{dt.code, dt.bits, dt.lanes}, deadline);
-    ASSERT_TRUE(t.ok()) << t.status();
-    ASSERT_TRUE(rpc->CallFunc(*fill,
-                              {device::Arg::Tensor(*t), device::Arg::Int(11), device::Arg::Int(2),
-                               device::Arg::Float(lo), device::Arg::Float(hi)},
-                              deadline)
-                    .ok())
-        << name;
-    absl::StatusOr<std::string> got = rpc->CopyFromRemote(*t, t->NumBytes(), deadline);
+    device::TensorArg in;
+    in.shape = {333};
+    in.dtype = device::DlDataType{dt.code, dt.bits, dt.lanes};
+    bf_data_default_range(dt, &in.lo, &in.hi);
+    if (dt.code == kDLFloat) in.lo = -3.5, in.hi = 1000.25;  // not a power-of-two span: rounding
+    device::ArgsSpec spec;
+    spec.args = {in, in, in, device::TensorArg::Float32({1})};
+    spec.seed = 11;
+    device::BoardArgs args;
+    ASSERT_TRUE(args.Prepare(*rpc, spec, deadline).ok()) << name;
+    ASSERT_TRUE(args.on_board());
+    const device::RemoteTensor t = args.CallArgs().args[2].tensor();  // stream 2
+    absl::StatusOr<std::string> got = rpc->CopyFromRemote(t, t.NumBytes(), deadline);
     ASSERT_TRUE(got.ok()) << got.status();
-    std::string want(t->NumBytes(), '\0');
-    ASSERT_EQ(bf_data_fill(want.data(), 333, dt, 11, 2, lo, hi), 0);
+    std::string want(t.NumBytes(), '\0');
+    ASSERT_EQ(bf_data_fill(want.data(), 333, dt, 11, 2, in.lo, in.hi), 0);
     EXPECT_EQ(*got, want) << name;
-    ASSERT_TRUE(rpc->FreeTensor(*t, deadline).ok());
+    args.Release(*rpc, deadline);
   }
 }
 
@@ -281,20 +279,38 @@ TEST_P(QemuBoardTest, ACandidatesCheckMovesAFewBytesOnTheLink) {
       const device::LinkCounters c = board->session()->counters();
       return c.bytes_sent + c.bytes_received;
     };
+    // Globals are looked up once a session (RpcClient::CachedGlobal): not a candidate's cost.
+    for (const char* global : {"benchfarm.CheckCall", "benchfarm.TimeArgs"}) {
+      (void)rpc->CachedGlobal(global, deadline);
+    }
     for (int candidate = 0; candidate < 2; ++candidate) {
       uint64_t before = link_bytes();
-      ASSERT_TRUE(rpc->CallFunc(*fn, args.CallArgs(), deadline).ok());
+      ASSERT_TRUE(rpc->CallFunc(*fn, args.CallArgs().args, deadline).ok());
       const uint64_t call = link_bytes() - before;  // the candidate's call itself
       before = link_bytes();
       absl::StatusOr<device::CheckReport> report = args.Check(*rpc, *fn, deadline);
       const uint64_t check = link_bytes() - before;
       ASSERT_TRUE(report.ok()) << report.status();
       EXPECT_EQ(report->mismatches, 0u);
+      device::TimeEvaluatorOptions once;
+      once.number = 1;
+      before = link_bytes();
+      absl::StatusOr<std::vector<double>> timed =
+          rpc->TimeFunction("matmul", args.CallArgs(), once, deadline);
+      const uint64_t timing = link_bytes() - before;
+      ASSERT_TRUE(timed.ok()) << timed.status();
       std::printf(
           "%s: matmul 32x32x32, data %s: a candidate's check %llu bytes on the link, "
-          "a plain call of it %llu\n",
+          "a plain call of it %llu, its timing %llu\n",
           GetParam().kind, on_host ? "on the host" : "on the board",
-          static_cast<unsigned long long>(check), static_cast<unsigned long long>(call));
+          static_cast<unsigned long long>(check), static_cast<unsigned long long>(call),
+          static_cast<unsigned long long>(timing));
+      // On the board benchfarm.TimeArgs names the function and options, no tensor; TVM's
+      // evaluator is created, called with the tensors and freed.
+      EXPECT_LT(timing, on_host ? 1000u : 200u);
+      if (on_host) {
+        EXPECT_GT(timing, 400u);
+      }
       if (on_host) {
         EXPECT_GT(check, 3u * 32 * 32 * 4) << "a poisoned output up, two outputs down";
       } else {
@@ -307,7 +323,7 @@ TEST_P(QemuBoardTest, ACandidatesCheckMovesAFewBytesOnTheLink) {
   }
 }
 
-// Data that must cross the link (the host path: firmware without benchfarm.FillTensor) and cannot
+// Data that must cross the link (the host path: firmware without benchfarm.PrepareArgs) and cannot
 // within the trial's timeout is refused as soon as the link's speed shows it, saying so — not a
 // lost call.
 TEST_P(QemuBoardTest, DataThatCannotCrossTheLinkInTimeIsRefusedSayingSo) {

@@ -61,7 +61,7 @@ HANDSHAKE = BOOT + frame(message(HOST_NONCE, INIT, b"\x01"))
 
 # ---- MinRPC (rpc_server.h; reference section 3) -----------------------------------------------
 
-INT, OPAQUE, NULL, DTYPE, DEVICE, TENSOR, MODULE, FUNC, STR, BYTES = 0, 3, 4, 5, 6, 7, 9, 10, 11, 12
+INT, FLOAT, OPAQUE, NULL, DTYPE, DEVICE, TENSOR, MODULE, FUNC, STR, BYTES = 0, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12
 (SHUTDOWN, INIT_SERVER, CALL_FUNC, COPY_FROM, COPY_TO, GET_GLOBAL, FREE_HANDLE, ALLOC, FREE_DATA,
  STREAM_SYNC, COPY_AMONG, ALLOC_SCOPE, CREATE_STREAM, FREE_STREAM, SET_STREAM) = (
      1, 2, 3, 6, 7, 9, 10, 13, 14, 15, 16, 17, 18, 19, 20)
@@ -69,6 +69,7 @@ INT, OPAQUE, NULL, DTYPE, DEVICE, TENSOR, MODULE, FUNC, STR, BYTES = 0, 3, 4, 5,
 SYSTEM_LIB, MODULE_GET_FUNCTION, TIME_EVALUATOR, MAX_PACKET, = (0x80028000, 0x80028001, 0x80028002,
                                                               0x80028003)
 RANDOM_FILL, DEVICE_INFO = 0x80028004, 0x80028005
+PREPARE_ARGS, CHECK_CALL, TIME_ARGS, RELEASE_ARGS = 0x80028006, 0x80028007, 0x80028008, 0x80028009
 ADD = 0x80008000  # the system library's first function, once runtime.SystemLib registered it
 LIB = 0x8000
 FIRST_EVALUATOR = 0xFFFF8001
@@ -106,6 +107,9 @@ def args(*values):
 
 
 def Int(v): return (INT, struct.pack("<q", v))
+def Float(v): return (FLOAT, struct.pack("<d", v))
+def Bytes(b): return (BYTES, u64(len(b)) + b)
+def Func(h): return (FUNC, u64(h))
 def Str(s): return (STR, u64(len(s)) + s)
 def Module(h): return (MODULE, u64(h))
 def Opaque(h): return (OPAQUE, h if isinstance(h, bytes) else u64(h))
@@ -185,6 +189,25 @@ CONV2D = [
          Tensor(placeholder(1), [1, 1, 3, 3]), Tensor(placeholder(2), [1, 1, 2, 2])),
 ]
 
+
+
+def prepare_spec(*args):
+    """benchfarm.PrepareArgs's spec (board_data.h): float32 arguments of these shapes in [-1, 1]."""
+    return bytes([len(args)]) + b"".join(
+        struct.pack("<BBHB", 2, 32, 1, len(shape)) + b"".join(struct.pack("<q", d) for d in shape) +
+        struct.pack("<dd", -1, 1) for shape in args)
+
+
+# A measurement's data on the board: prepared with add's reference, checked, timed, released.
+PREPARE_CHECK_TIME = [
+    call(SYSTEM_LIB),
+    call(PREPARE_ARGS, Int(7), Float(1e-4), Float(1e-4), Str(b"add_reference"),
+         Bytes(prepare_spec([4], [4], [4]))),
+    call(CHECK_CALL, Func(ADD)),
+    call(TIME_ARGS, Str(b"add"), Int(2), Int(2), Int(0), Int(100), Int(0), Int(1)),
+    call(RELEASE_ARGS),
+]
+
 # Copies between two tensors, and the stream syscalls (no-ops on the board).
 AMONG_AND_STREAMS = [
     alloc_tensor([4], scope=b"global"), alloc_tensor([4]),
@@ -253,6 +276,7 @@ def corpora():
         "structured_session": structured(SESSION_REQUESTS),
         "structured_add": structured(ADD_ROUND_TRIP),
         "structured_evaluator": structured(EVALUATOR),
+        "structured_prepare_check_time": structured(PREPARE_CHECK_TIME),
         "structured_conv2d": structured(CONV2D),
         "structured_among_streams": structured(AMONG_AND_STREAMS),
         "structured_many_allocations": structured(MANY_ALLOCATIONS),

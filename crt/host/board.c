@@ -39,8 +39,8 @@
  * "-" when the unwinder cannot tell. addr is the fault's address.
  *
  * Built with CRT_RPC_TVM_ONLY defined (//crt/host:board_tvm_only, for tests) it serves TVM
- * v0.18's globals alone: no benchfarm.DeviceInfo, FillTensor/Check*, Calibrate or TimerTotals —
- * what a host meets on a board running TVM's own CRT.
+ * v0.18's globals alone: no benchfarm.DeviceInfo, PrepareArgs/CheckCall/TimeArgs/ReleaseArgs,
+ * Calibrate or TimerTotals — what a host meets on a board running TVM's own CRT.
  *
  * Globals the board adds to the core's (crt/rpc/README.md), after them:
  *   6 benchfarm.Calibrate(int64 iterations) -> float64 seconds: a busy loop of

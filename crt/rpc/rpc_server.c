@@ -272,15 +272,20 @@ static int RangeIsOwned(crt_rpc_server_t* s, uint64_t data, uint64_t offset, uin
   return a != NULL && offset <= a->nbytes && nbytes <= a->nbytes - offset;
 }
 
+/* Takes a live allocation out of the table and frees it (the kept data first forgets it). */
+static void Release(crt_rpc_allocation_t* a) {
+  uint8_t* data = a->data;
+  size_t nbytes = (size_t)a->nbytes;
+  a->data = NULL;
+  a->nbytes = 0;
+  crt_board_data_forget(data, nbytes);
+  (void)TVMDeviceFreeDataSpace(kCpu, data);
+}
+
 static void FreeAllAllocations(crt_rpc_server_t* s) {
   size_t i;
   for (i = 0; i < TVM_CRT_MAX_RPC_ALLOCATIONS; i++) {
-    if (s->allocations[i].data != NULL) {
-      crt_board_data_forget(s->allocations[i].data, (size_t)s->allocations[i].nbytes);
-      (void)TVMDeviceFreeDataSpace(kCpu, s->allocations[i].data);
-      s->allocations[i].data = NULL;
-      s->allocations[i].nbytes = 0;
-    }
+    if (s->allocations[i].data != NULL) Release(&s->allocations[i]);
   }
 }
 
@@ -610,8 +615,15 @@ static tvm_crt_error_t HandleDevGetAttr(crt_rpc_server_t* s, crt_wire_reader_t* 
   return RefuseSyscall(s, r, "GetAttr not supported");
 }
 
-static tvm_crt_error_t AllocForHost(crt_rpc_server_t* s, uint64_t nbytes, uint64_t alignment,
-                                    DLDataType hint) {
+/*
+ * A live allocation of nbytes (at least one byte, so every allocation has a
+ * distinct non-NULL address) in the server's table; NULL with *why set when
+ * the table is full or the pool is out of memory.
+ */
+static const char kOutOfMemory[] = "out of memory";
+
+static uint8_t* Allocate(crt_rpc_server_t* s, uint64_t nbytes, uint64_t alignment, DLDataType hint,
+                         const char** why) {
   crt_rpc_allocation_t* slot = NULL;
   void* data = NULL;
   size_t i;
@@ -620,20 +632,34 @@ static tvm_crt_error_t AllocForHost(crt_rpc_server_t* s, uint64_t nbytes, uint64
     if (s->allocations[i].data == NULL) slot = &s->allocations[i];
   }
   if (slot == NULL) {
-    return SendException(s, "DevAllocData: TVM_CRT_MAX_RPC_ALLOCATIONS tensors already live");
+    *why = "TVM_CRT_MAX_RPC_ALLOCATIONS tensors already live";
+    return NULL;
   }
   if (nbytes > (uint64_t)SIZE_MAX / 2u || alignment > 4096u) {
-    return SendException(s, "DevAllocData: size or alignment out of range");
+    *why = "size or alignment out of range";
+    return NULL;
   }
-  /* At least one byte, so every allocation has a distinct non-NULL address. */
   err = TVMDeviceAllocDataSpace(kCpu, nbytes == 0u ? 1u : (size_t)nbytes, (size_t)alignment, hint,
                                 &data);
   if (err != 0 || data == NULL) {
-    SetMessage(s, "DevAllocData: out of memory for ", 1, nbytes, " bytes");
-    return SendException(s, s->message);
+    *why = kOutOfMemory;
+    return NULL;
   }
   slot->data = (uint8_t*)data;
   slot->nbytes = (size_t)nbytes;
+  return slot->data;
+}
+
+static tvm_crt_error_t AllocForHost(crt_rpc_server_t* s, uint64_t nbytes, uint64_t alignment,
+                                    DLDataType hint) {
+  const char* why = NULL;
+  uint8_t* data = Allocate(s, nbytes, alignment, hint, &why);
+  if (data == NULL && why == kOutOfMemory) {
+    SetMessage(s, "DevAllocData: out of memory for ", 1, nbytes, " bytes");
+  } else if (data == NULL) {
+    SetMessage(s, "DevAllocData: ", 0, 0, why);
+  }
+  if (data == NULL) return SendException(s, s->message);
   return SendReturnHandle(s, (uint64_t)(uintptr_t)data);
 }
 
@@ -701,10 +727,7 @@ static tvm_crt_error_t HandleDevFreeData(crt_rpc_server_t* s, crt_wire_reader_t*
   if (a == NULL || s->values[1].v_handle == NULL) {
     return SendException(s, "DevFreeData: not memory allocated by this server (or freed)");
   }
-  crt_board_data_forget(a->data, (size_t)a->nbytes);
-  (void)TVMDeviceFreeDataSpace(kCpu, a->data);
-  a->data = NULL;
-  a->nbytes = 0;
+  Release(a);
   return SendReturnVoid(s);
 }
 
@@ -943,8 +966,8 @@ static int GetCRTMaxPacketSize(TVMValue* args, int* type_codes, int num_args, TV
 
 #ifndef CRT_RPC_TVM_ONLY
 /* benchfarm.DeviceInfo. A build with CRT_RPC_TVM_ONLY defined serves TVM v0.18's globals alone
- * (no benchfarm.DeviceInfo, no benchfarm.FillTensor/Check*): a board as TVM's own CRT is, for the
- * tests of hosts that must talk to one. */
+ * (no benchfarm.DeviceInfo, no benchfarm.PrepareArgs/CheckCall/TimeArgs/ReleaseArgs): a board as
+ * TVM's own CRT is, for the tests of hosts that must talk to one. */
 static void AppendLine(char* buf, size_t size, size_t* pos, const char* key, const char* value) {
   const char* parts[4];
   int i;
@@ -1091,4 +1114,17 @@ size_t crt_rpc_server_live_allocations(const crt_rpc_server_t* server) {
   size_t n = 0;
   for (i = 0; i < TVM_CRT_MAX_RPC_ALLOCATIONS; i++) n += server->allocations[i].data != NULL;
   return n;
+}
+
+void* crt_rpc_server_allocate(size_t nbytes, DLDataType dtype) {
+  const char* why = NULL;
+  if (g_server == NULL) return NULL;
+  return Allocate(g_server, (uint64_t)nbytes, 64u, dtype, &why);
+}
+
+void crt_rpc_server_release(void* data) {
+  crt_rpc_allocation_t* a;
+  if (g_server == NULL || data == NULL) return;
+  a = FindAllocation(g_server, (const uint8_t*)data);
+  if (a != NULL && a->data == (uint8_t*)data) Release(a);
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "benchfarm/data.h"
+#include "device/board_args.h"
 #include "device/minrpc_codec.h"
 #include "tvm/runtime/crt/link/framing.h"
 #include "tvm/runtime/crt/link/session.h"
@@ -39,6 +40,7 @@ using benchfarm::device::Reply;
 using benchfarm::device::RpcCode;
 using benchfarm::device::TypeCode;
 namespace codec = benchfarm::device;
+namespace device = benchfarm::device;
 
 crt_rpc_server_t g_server;  // large: static storage, as on a board
 
@@ -490,46 +492,72 @@ bf_data_report_t DecodeReport(const Arg& bytes) {
   return r;
 }
 
-TEST_F(RpcServerTest, FillTensorGivesTheGeneratorsBytesForItsDtype) {
-  RemoteTensor t = link_.Alloc({3, 7}, DlDataType{kDLInt, 8, 1});
-  EXPECT_EQ(
-      link_
-          .CallFunc(Global("benchfarm.FillTensor"),
-                    {Arg::Tensor(t), Arg::Int(42), Arg::Int(1), Arg::Float(-5), Arg::Float(5)})
-          .type_code(),
-      TypeCode::kNull);
-  Reply r = link_.Call(codec::EncodeCopyFromRemote(t, t.NumBytes()));
+// A tensor at `address` as PrepareArgs made it.
+RemoteTensor At(const std::string& addresses, size_t i, std::vector<int64_t> shape,
+                DlDataType dtype = DlDataType{}) {
+  RemoteTensor t;
+  EXPECT_GE(addresses.size(), 8 * (i + 1));
+  if (addresses.size() >= 8 * (i + 1)) std::memcpy(&t.data, addresses.data() + 8 * i, 8);
+  t.shape = std::move(shape);
+  t.dtype_code = dtype.code;
+  t.dtype_bits = dtype.bits;
+  t.dtype_lanes = dtype.lanes;
+  return t;
+}
+
+device::TensorArg ArgOf(std::vector<int64_t> shape, DlDataType dtype, double lo, double hi) {
+  device::TensorArg a;
+  a.shape = std::move(shape);
+  a.dtype = dtype;
+  a.lo = lo;
+  a.hi = hi;
+  return a;
+}
+
+TEST_F(RpcServerTest, PrepareArgsFillsInputsWithTheGeneratorsBytesAndPoisonsTheOutput) {
+  const DlDataType i8{kDLInt, 8, 1}, f32{};
+  const std::string spec = device::EncodePrepareSpec(
+      {ArgOf({3, 7}, i8, -5, 5), ArgOf({2}, f32, -1, 1), ArgOf({4}, f32, 0, 0)});
+  const size_t before = crt_rpc_server_live_allocations(&g_server);
+  Arg addresses =
+      link_.CallFunc(Global("benchfarm.PrepareArgs"),
+                     {Arg::Int(42), Arg::Float(0), Arg::Float(0), Arg::Str(""), Arg::Bytes(spec)});
+  ASSERT_EQ(addresses.type_code(), TypeCode::kBytes);
+  ASSERT_EQ(addresses.bytes().size(), 24u);  // two inputs and out: no reference
+  EXPECT_EQ(crt_rpc_server_live_allocations(&g_server), before + 3);
+  // The host reads them as its own allocations.
+  Reply r = link_.Call(codec::EncodeCopyFromRemote(At(addresses.bytes(), 0, {3, 7}, i8), 21));
   std::string want(21, '\0');
-  ASSERT_EQ(bf_data_fill(want.data(), 21, DLDataType{kDLInt, 8, 1}, 42, 1, -5, 5), 0);
+  ASSERT_EQ(bf_data_fill(want.data(), 21, DLDataType{kDLInt, 8, 1}, 42, 0, -5, 5), 0);
   EXPECT_EQ(r.data, want);
-  std::string error = link_.ExceptionOf(codec::EncodeCallFunc(
-      Global("benchfarm.FillTensor"),
-      {Arg::Tensor(t), Arg::Int(1), Arg::Int(0), Arg::Float(-200), Arg::Float(0)}));
-  EXPECT_NE(error.find("not a range of the tensor's dtype"), std::string::npos) << error;
+  std::vector<float> b = link_.Get(At(addresses.bytes(), 1, {2}));
+  std::vector<float> want_b(2);
+  ASSERT_EQ(bf_data_fill(want_b.data(), 2, DLDataType{kDLFloat, 32, 1}, 42, 1, -1, 1), 0);
+  EXPECT_EQ(b, want_b);
+  for (float v : link_.Get(At(addresses.bytes(), 2, {4}))) EXPECT_TRUE(std::isnan(v));
+  // The next set replaces it; ReleaseArgs frees it.
+  link_.CallFunc(Global("benchfarm.PrepareArgs"),
+                 {Arg::Int(1), Arg::Float(0), Arg::Float(0), Arg::Str(""), Arg::Bytes(spec)});
+  EXPECT_EQ(crt_rpc_server_live_allocations(&g_server), before + 3);
+  EXPECT_EQ(link_.CallFunc(Global("benchfarm.ReleaseArgs"), {}).type_code(), TypeCode::kNull);
+  EXPECT_EQ(crt_rpc_server_live_allocations(&g_server), before);
   ExpectStillServing();
 }
 
 TEST_F(RpcServerTest, CheckCallPoisonsCallsAndComparesOnTheBoard) {
   const uint64_t get = Global("tvm.rpc.server.ModuleGetFunction"), lib = SystemLib();
-  const uint64_t fill = Global("benchfarm.FillTensor"), setup = Global("benchfarm.CheckSetup"),
-                 check = Global("benchfarm.CheckCall");
-  RemoteTensor a = link_.Alloc({16}), b = link_.Alloc({16}), r = link_.Alloc({16});
-  // c: 16 floats and a guard of 64 bytes after them, in one allocation.
-  RemoteTensor storage = link_.Alloc({16 * 4 + 64}, DlDataType{kDLUInt, 8, 1});
-  RemoteTensor c = storage, guard = storage;
-  c.shape = {16};
-  c.dtype_code = kDLFloat;
-  c.dtype_bits = 32;
-  guard.shape = {64};
-  guard.byte_offset = 16 * 4;
-  for (const RemoteTensor* t : {&a, &b}) {
-    link_.CallFunc(fill, {Arg::Tensor(*t), Arg::Int(7), Arg::Int(t == &a ? 0 : 1), Arg::Float(-1),
-                          Arg::Float(1)});
-  }
-  link_.CallFunc(Function(link_, get, lib, "add_reference"),
-                 {Arg::Tensor(a), Arg::Tensor(b), Arg::Tensor(r)});
-  link_.CallFunc(setup, {Arg::Float(1e-4), Arg::Float(1e-4), Arg::Tensor(guard), Arg::Tensor(a),
-                         Arg::Tensor(b), Arg::Tensor(c), Arg::Tensor(r)});
+  const uint64_t prepare = Global("benchfarm.PrepareArgs"), check = Global("benchfarm.CheckCall");
+  const DlDataType f32{};
+  Arg addresses = link_.CallFunc(
+      prepare, {Arg::Int(7), Arg::Float(1e-4), Arg::Float(1e-4), Arg::Str("add_reference"),
+                Arg::Bytes(device::EncodePrepareSpec(
+                    {ArgOf({16}, f32, -1, 1), ArgOf({16}, f32, -1, 1), ArgOf({16}, f32, 0, 0)}))});
+  ASSERT_EQ(addresses.bytes().size(), 32u);  // a, b, c and the reference's r
+  const RemoteTensor a = At(addresses.bytes(), 0, {16}), b = At(addresses.bytes(), 1, {16}),
+                     c = At(addresses.bytes(), 2, {16}), r = At(addresses.bytes(), 3, {16});
+  std::vector<float> sum = link_.Get(a), bv = link_.Get(b);
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] += bv[i];
+  EXPECT_EQ(link_.Get(r), sum);                             // the reference ran on the board
   for (float v : link_.Get(c)) EXPECT_TRUE(std::isnan(v));  // poisoned
   const uint64_t add = Function(link_, get, lib, "add");
   bf_data_report_t report = DecodeReport(link_.CallFunc(check, {Arg::PackedFuncHandle(add)}));
@@ -546,54 +574,125 @@ TEST_F(RpcServerTest, CheckCallPoisonsCallsAndComparesOnTheBoard) {
   EXPECT_NEAR(report.max_abs_error, 1.0, 1e-6);
   // Bytes after the output that changed (as a kernel writing past its end changes them): an error
   // saying so, and the guard is watched again for the next call.
+  RemoteTensor guard = c;
+  guard.byte_offset = 16 * 4;
+  guard.shape = {4};
+  guard.dtype_code = kDLUInt;
+  guard.dtype_bits = 8;
   ASSERT_EQ(link_.Call(codec::EncodeCopyToRemote(guard, std::string(4, '\x11'))).kind,
             Reply::Kind::kReturn);
   std::string past = link_.ExceptionOf(codec::EncodeCallFunc(check, {Arg::PackedFuncHandle(add)}));
-  EXPECT_NE(past.find("wrote past the end of its output"), std::string::npos) << past;
+  EXPECT_NE(past.find("the candidate wrote past the end of its output"), std::string::npos) << past;
   EXPECT_EQ(DecodeReport(link_.CallFunc(check, {Arg::PackedFuncHandle(add)})).first_index, 0);
   // A candidate that fails returns its error.
   const uint64_t matmul = Function(link_, get, lib, "matmul");
   std::string error =
       link_.ExceptionOf(codec::EncodeCallFunc(check, {Arg::PackedFuncHandle(matmul)}));
   EXPECT_NE(error.find("bf_ops_matmul"), std::string::npos) << error;
-  // Freeing a kept tensor drops the check: CheckCall never touches freed memory.
+  // TimeArgs times a function with the set: the evaluator's result, one cost per repeat.
+  Arg costs = link_.CallFunc(Global("benchfarm.TimeArgs"),
+                             {Arg::Str("add"), Arg::Int(2), Arg::Int(3), Arg::Int(0), Arg::Int(100),
+                              Arg::Int(0), Arg::Int(1)});
+  ASSERT_EQ(costs.type_code(), TypeCode::kBytes);
+  EXPECT_EQ(costs.bytes().size(), 3u * 8);
+  // Freeing a tensor of the set drops it: CheckCall and TimeArgs never touch freed memory.
   ASSERT_EQ(link_.Call(codec::EncodeDevFreeData(DlDevice{}, c.data)).kind, Reply::Kind::kReturn);
   error = link_.ExceptionOf(codec::EncodeCallFunc(check, {Arg::PackedFuncHandle(add)}));
-  EXPECT_NE(error.find("no benchfarm.CheckSetup"), std::string::npos) << error;
+  EXPECT_NE(error.find("no benchfarm.PrepareArgs"), std::string::npos) << error;
+  error = link_.ExceptionOf(codec::EncodeCallFunc(
+      Global("benchfarm.TimeArgs"), {Arg::Str("add"), Arg::Int(1), Arg::Int(1), Arg::Int(0),
+                                     Arg::Int(100), Arg::Int(0), Arg::Int(1)}));
+  EXPECT_NE(error.find("no benchfarm.PrepareArgs"), std::string::npos) << error;
+  EXPECT_EQ(crt_rpc_server_live_allocations(&g_server), 0u);  // the rest went with it
   ExpectStillServing();
 }
 
-TEST_F(RpcServerTest, CheckSetupRefusesBadArgumentsAndANewSessionDropsIt) {
-  const uint64_t setup = Global("benchfarm.CheckSetup"), check = Global("benchfarm.CheckCall");
-  RemoteTensor a = link_.Alloc({4}), c = link_.Alloc({4}), r = link_.Alloc({5});
+TEST_F(RpcServerTest, AReferenceThatFailsOrWritesPastItsOutputLeavesNoSet) {
+  const uint64_t prepare = Global("benchfarm.PrepareArgs");
+  const DlDataType f32{};
+  // matmul's reference on add's shapes fails with its own message, named.
+  std::string error = link_.ExceptionOf(codec::EncodeCallFunc(
+      prepare, {Arg::Int(7), Arg::Float(0), Arg::Float(0), Arg::Str("matmul_reference"),
+                Arg::Bytes(device::EncodePrepareSpec(
+                    {ArgOf({16}, f32, -1, 1), ArgOf({16}, f32, -1, 1), ArgOf({16}, f32, 0, 0)}))}));
+  EXPECT_NE(error.find("the reference matmul_reference: "), std::string::npos) << error;
+  EXPECT_EQ(crt_rpc_server_live_allocations(&g_server), 0u);
+  // add_reference into an output shorter than its inputs writes past its end.
+  error = link_.ExceptionOf(codec::EncodeCallFunc(
+      prepare, {Arg::Int(7), Arg::Float(0), Arg::Float(0), Arg::Str("add_reference"),
+                Arg::Bytes(device::EncodePrepareSpec(
+                    {ArgOf({64}, f32, -1, 1), ArgOf({64}, f32, -1, 1), ArgOf({8}, f32, 0, 0)}))}));
+  EXPECT_TRUE(error.find("the reference add_reference wrote past the end of its output") !=
+                  std::string::npos ||
+              error.find("the reference add_reference: ") != std::string::npos)
+      << error;
+  EXPECT_EQ(crt_rpc_server_live_allocations(&g_server), 0u);
+  error = link_.ExceptionOf(codec::EncodeCallFunc(
+      prepare,
+      {Arg::Int(7), Arg::Float(0), Arg::Float(0), Arg::Str("nope"),
+       Arg::Bytes(device::EncodePrepareSpec({ArgOf({4}, f32, -1, 1), ArgOf({4}, f32, 0, 0)}))}));
+  EXPECT_NE(error.find("the reference nope is not in the system library"), std::string::npos)
+      << error;
+  ExpectStillServing();
+}
+
+TEST_F(RpcServerTest, PrepareArgsRefusesBadArgumentsAndANewSessionDropsIt) {
+  const uint64_t prepare = Global("benchfarm.PrepareArgs"), check = Global("benchfarm.CheckCall");
+  const DlDataType f32{}, i8{kDLInt, 8, 1};
+  const std::string good =
+      device::EncodePrepareSpec({ArgOf({4}, f32, -1, 1), ArgOf({4}, f32, 0, 0)});
+  auto with = [](Arg seed, Arg atol, Arg ref, Arg spec) {
+    return std::vector<Arg>{seed, atol, Arg::Float(0), ref, spec};
+  };
+  std::string three_dims =
+      device::EncodePrepareSpec({ArgOf({4}, f32, -1, 1), ArgOf({4}, f32, 0, 0)});
+  three_dims[5] = 9;  // ndim of the first argument
+  std::string huge = device::EncodePrepareSpec(
+      {ArgOf({int64_t{1} << 40, int64_t{1} << 40}, f32, -1, 1), ArgOf({4}, f32, 0, 0)});
   std::vector<std::pair<std::vector<Arg>, std::string>> bad = {
-      {{Arg::Float(0), Arg::Float(0), Arg::Null(), Arg::Tensor(c)},
-       "expects (atol, rtol, guard, inputs..., out, ref)"},
-      {{Arg::Int(0), Arg::Float(0), Arg::Null(), Arg::Tensor(a), Arg::Tensor(c), Arg::Tensor(c)},
-       "atol and rtol must be Float"},
-      {{Arg::Float(-1), Arg::Float(0), Arg::Null(), Arg::Tensor(a), Arg::Tensor(c), Arg::Tensor(c)},
-       "must be >= 0"},
-      {{Arg::Float(0), Arg::Float(0), Arg::Null(), Arg::Tensor(a), Arg::Tensor(c), Arg::Tensor(r)},
-       "one shape"},
-      {{Arg::Float(0), Arg::Float(0), Arg::Null(), Arg::Int(3), Arg::Tensor(c), Arg::Tensor(c)},
-       "compact tensors"},
-      {{Arg::Float(0), Arg::Float(0), Arg::Int(3), Arg::Tensor(a), Arg::Tensor(c), Arg::Tensor(c)},
-       "guard must be a tensor or null"},
-      {{Arg::Float(0), Arg::Float(0), Arg::Tensor(a), Arg::Tensor(a), Arg::Tensor(c),
-        Arg::Tensor(c)},
-       "guard must be at most 64 compact uint8 bytes"},
+      {{Arg::Int(1)}, "expects (seed, atol, rtol, reference, spec)"},
+      {with(Arg::Float(1), Arg::Float(0), Arg::Str(""), Arg::Bytes(good)),
+       "expects (Int, Float, Float, Str, Bytes)"},
+      {with(Arg::Int(1), Arg::Float(-1), Arg::Str(""), Arg::Bytes(good)), "must be >= 0"},
+      {with(Arg::Int(1), Arg::Float(0), Arg::Str(""), Arg::Bytes(good.substr(0, 10))), "cut short"},
+      {with(Arg::Int(1), Arg::Float(0), Arg::Str(""), Arg::Bytes(good + "x")),
+       "bytes after the last argument"},
+      {with(Arg::Int(1), Arg::Float(0), Arg::Str(""), Arg::Bytes(std::string(1, '\x01'))),
+       "count must be"},
+      {with(Arg::Int(1), Arg::Float(0), Arg::Str(""), Arg::Bytes(three_dims)), "ndim"},
+      {with(Arg::Int(1), Arg::Float(0), Arg::Str(""), Arg::Bytes(huge)), "too large"},
+      {with(
+           Arg::Int(1), Arg::Float(0), Arg::Str(""),
+           Arg::Bytes(device::EncodePrepareSpec({ArgOf({4}, i8, -200, 0), ArgOf({4}, f32, 0, 0)}))),
+       "not a range of its dtype"},
+      {with(Arg::Int(1), Arg::Float(0), Arg::Str(""),
+            Arg::Bytes(device::EncodePrepareSpec(
+                {ArgOf({4}, DlDataType{kDLFloat, 8, 1}, -1, 1), ArgOf({4}, f32, 0, 0)}))),
+       "a dtype benchfarm cannot fill or check"},
   };
   for (const auto& [args, expected] : bad) {
-    std::string error = link_.ExceptionOf(codec::EncodeCallFunc(setup, args));
+    std::string error = link_.ExceptionOf(codec::EncodeCallFunc(prepare, args));
     EXPECT_NE(error.find(expected), std::string::npos) << error;
+    EXPECT_EQ(crt_rpc_server_live_allocations(&g_server), 0u) << expected;
   }
   std::string error = link_.ExceptionOf(codec::EncodeCallFunc(check, {Arg::Int(1)}));
   EXPECT_NE(error.find("expects (function)"), std::string::npos) << error;
-  link_.CallFunc(setup, {Arg::Float(0), Arg::Float(0), Arg::Null(), Arg::Tensor(a), Arg::Tensor(c),
-                         Arg::Tensor(c)});
-  link_.Connect();  // a new session frees the tensors and the check with them
+  // Without a reference there is nothing to check against.
+  link_.CallFunc(prepare, with(Arg::Int(1), Arg::Float(0), Arg::Str(""), Arg::Bytes(good)));
   error = link_.ExceptionOf(codec::EncodeCallFunc(check, {Arg::PackedFuncHandle(0x80008000u)}));
-  EXPECT_NE(error.find("no benchfarm.CheckSetup"), std::string::npos) << error;
+  EXPECT_NE(error.find("no benchfarm.PrepareArgs with a reference"), std::string::npos) << error;
+  link_.Connect();  // a new session frees the set
+  EXPECT_EQ(crt_rpc_server_live_allocations(&g_server), 0u);
+  error = link_.ExceptionOf(codec::EncodeCallFunc(
+      Global("benchfarm.TimeArgs"), {Arg::Str("add"), Arg::Int(1), Arg::Int(1), Arg::Int(0),
+                                     Arg::Int(100), Arg::Int(0), Arg::Int(1)}));
+  EXPECT_NE(error.find("no benchfarm.PrepareArgs"), std::string::npos) << error;
+  error = link_.ExceptionOf(codec::EncodeCallFunc(
+      Global("benchfarm.TimeArgs"), {Arg::Str("add"), Arg::Int(0), Arg::Int(1), Arg::Int(0),
+                                     Arg::Int(100), Arg::Int(0), Arg::Int(1)}));
+  EXPECT_NE(error.find("need number >= 1"), std::string::npos) << error;
+  error = link_.ExceptionOf(codec::EncodeCallFunc(Global("benchfarm.TimeArgs"), {Arg::Str("add")}));
+  EXPECT_NE(error.find("expects (name, number"), std::string::npos) << error;
   ExpectStillServing();
 }
 

@@ -18,12 +18,7 @@ typedef struct {
   uint16_t index;   /* 0: free */
   uint32_t created; /* creation order, to retire the oldest */
   TVMFunctionHandle target;
-  int64_t number;
-  int64_t repeat;
-  int64_t min_repeat_ms;
-  int64_t limit_zero_time_iterations;
-  int64_t cooldown_interval_ms;
-  int64_t repeats_to_cooldown;
+  crt_time_options_t options;
 } Evaluator;
 
 static Evaluator g_evaluators[TVM_CRT_MAX_TIME_EVALUATORS];
@@ -88,13 +83,13 @@ static int Cooldown(int64_t ms) {
 }
 
 /* Calls the target count times; the first error stops it. */
-static int CallTarget(const Evaluator* ev, int64_t count, TVMValue* args, int* type_codes,
+static int CallTarget(TVMFunctionHandle target, int64_t count, TVMValue* args, int* type_codes,
                       int num_args) {
   int64_t k;
   for (k = 0; k < count; k++) {
     TVMValue ret;
     int ret_tcode = kTVMNullptr;
-    int err = TVMFuncCall(ev->target, args, type_codes, num_args, &ret, &ret_tcode);
+    int err = TVMFuncCall(target, args, type_codes, num_args, &ret, &ret_tcode);
     if (err != 0) {
       return err;
     }
@@ -105,43 +100,62 @@ static int CallTarget(const Evaluator* ev, int64_t count, TVMValue* args, int* t
   return 0;
 }
 
-static int RunEvaluator(uint16_t index, TVMValue* args, int* type_codes, int num_args,
-                        TVMValue* out_ret_value, int* out_ret_tcode) {
-  Evaluator* ev = FindByIndex(index);
+crt_time_options_t crt_time_options_read(const TVMValue* six) {
+  crt_time_options_t o;
+  o.number = six[0].v_int64;
+  o.repeat = six[1].v_int64;
+  o.min_repeat_ms = six[2].v_int64;
+  o.limit_zero_time_iterations = six[3].v_int64;
+  o.cooldown_interval_ms = six[4].v_int64;
+  o.repeats_to_cooldown = six[5].v_int64;
+  return o;
+}
+
+const char* crt_time_options_check(const crt_time_options_t* o) {
+  if (o->number < 1 || o->number > CRT_TIME_EVALUATOR_MAX_NUMBER || o->repeat < 1 ||
+      o->repeat > CRT_TIME_EVALUATOR_MAX_REPEAT || o->min_repeat_ms < 0 ||
+      o->min_repeat_ms > 3600000 || o->limit_zero_time_iterations < 0 ||
+      o->cooldown_interval_ms < 0 || o->cooldown_interval_ms > 3600000 ||
+      o->repeats_to_cooldown < 0) {
+    return "need number >= 1, 1 <= repeat <= 1024, times >= 0";
+  }
+  return NULL;
+}
+
+int crt_time_evaluator_run(TVMFunctionHandle target, const crt_time_options_t* o, TVMValue* args,
+                           int* type_codes, int num_args, TVMValue* out_ret_value,
+                           int* out_ret_tcode) {
   TVMByteArray* result = NULL;
   uint8_t* data = NULL;
   crt_wire_writer_t out; /* the result: one LE double per repeat */
+  const int64_t every = o->repeats_to_cooldown == 0 ? 1 : o->repeats_to_cooldown;
   int64_t number;
   int64_t i;
   int err;
 
-  if (ev == NULL) {
-    TVMAPISetLastError("time evaluator: handle is not live (retired or never created)");
-    return kTvmErrorTimeEvaluatorBadHandle;
-  }
   err = TVMPlatformMemoryAllocate(sizeof(TVMByteArray), kCpu, (void**)&result);
   if (err != 0) {
     TVMAPISetLastError("time evaluator: out of memory for the result");
     return err;
   }
-  err = TVMPlatformMemoryAllocate((size_t)ev->repeat * 8u, kCpu, (void**)&data);
+  err = TVMPlatformMemoryAllocate((size_t)o->repeat * 8u, kCpu, (void**)&data);
   if (err != 0) {
     (void)TVMPlatformMemoryFree(result, kCpu);
     TVMAPISetLastError("time evaluator: out of memory for the result");
     return err;
   }
   result->data = (const char*)data;
-  result->size = (size_t)ev->repeat * 8u;
+  result->size = (size_t)o->repeat * 8u;
   crt_wire_writer_init(&out, data, result->size);
 
-  err = CallTarget(ev, 1, args, type_codes, num_args); /* warm-up, untimed */
-  number = ev->number;
-  for (i = 0; err == 0 && i < ev->repeat; i++) {
+  err = CallTarget(target, 1, args, type_codes, num_args); /* warm-up, untimed */
+  number = o->number;
+  for (i = 0; err == 0 && i < o->repeat; i++) {
     double elapsed = 0.0;
     int64_t zero_time_count = 0;
     do {
       if (elapsed > 0.0) {
-        double grown = (double)ev->min_repeat_ms / 1000.0 / (elapsed / (double)number) + 1.0;
+        double grown = (double)o->min_repeat_ms / 1000.0 / (elapsed / (double)number) + 1.0;
         double golden = (double)number * 1.618;
         double next = grown > golden ? grown : golden;
         number = next >= (double)CRT_TIME_EVALUATOR_MAX_NUMBER ? CRT_TIME_EVALUATOR_MAX_NUMBER
@@ -150,7 +164,7 @@ static int RunEvaluator(uint16_t index, TVMValue* args, int* type_codes, int num
       err = TVMPlatformBeforeMeasurement();
       if (err == 0) err = TVMPlatformTimerStart();
       if (err != 0) break;
-      err = CallTarget(ev, number, args, type_codes, num_args);
+      err = CallTarget(target, number, args, type_codes, num_args);
       {
         int stop_err = TVMPlatformTimerStop(&elapsed);
         int after_err = TVMPlatformAfterMeasurement();
@@ -160,13 +174,13 @@ static int RunEvaluator(uint16_t index, TVMValue* args, int* type_codes, int num
       if (elapsed == 0.0) {
         zero_time_count++;
       }
-    } while (elapsed < (double)ev->min_repeat_ms / 1000.0 &&
-             zero_time_count < ev->limit_zero_time_iterations &&
+    } while (elapsed < (double)o->min_repeat_ms / 1000.0 &&
+             zero_time_count < o->limit_zero_time_iterations &&
              number < CRT_TIME_EVALUATOR_MAX_NUMBER);
     if (err != 0) break;
     crt_wire_write_f64(&out, elapsed / (double)number);
-    if (ev->cooldown_interval_ms > 0 && i % ev->repeats_to_cooldown == 0) {
-      err = Cooldown(ev->cooldown_interval_ms);
+    if (o->cooldown_interval_ms > 0 && i % every == 0) {
+      err = Cooldown(o->cooldown_interval_ms);
     }
   }
   if (err != 0) {
@@ -178,12 +192,24 @@ static int RunEvaluator(uint16_t index, TVMValue* args, int* type_codes, int num
   return 0;
 }
 
+static int RunEvaluator(uint16_t index, TVMValue* args, int* type_codes, int num_args,
+                        TVMValue* out_ret_value, int* out_ret_tcode) {
+  Evaluator* ev = FindByIndex(index);
+  if (ev == NULL) {
+    TVMAPISetLastError("time evaluator: handle is not live (retired or never created)");
+    return kTvmErrorTimeEvaluatorBadHandle;
+  }
+  return crt_time_evaluator_run(ev->target, &ev->options, args, type_codes, num_args, out_ret_value,
+                                out_ret_tcode);
+}
+
 static int CreateEvaluator(TVMValue* args, int* type_codes, int num_args, TVMValue* ret_value,
                            int* ret_tcode, void* resource_handle) {
   static const int kExpected[CRT_TIME_EVALUATOR_NUM_ARGS] = {
       kTVMModuleHandle, kTVMStr, kDLInt, kDLInt, kDLInt, kDLInt,
       kDLInt,           kDLInt,  kDLInt, kDLInt, kDLInt, kTVMStr};
   TVMFunctionHandle target = NULL;
+  crt_time_options_t options;
   Evaluator* slot;
   int i;
   int err;
@@ -199,11 +225,8 @@ static int CreateEvaluator(TVMValue* args, int* type_codes, int num_args, TVMVal
       return kTvmErrorFunctionCallWrongArgType;
     }
   }
-  if (args[4].v_int64 < 1 || args[5].v_int64 < 1 ||
-      args[5].v_int64 > CRT_TIME_EVALUATOR_MAX_REPEAT || args[6].v_int64 < 0 ||
-      args[7].v_int64 < 0 || args[8].v_int64 < 0 || args[9].v_int64 < 0 ||
-      args[4].v_int64 > CRT_TIME_EVALUATOR_MAX_NUMBER || args[6].v_int64 > 3600000 ||
-      args[8].v_int64 > 3600000) {
+  options = crt_time_options_read(&args[4]);
+  if (crt_time_options_check(&options) != NULL) {
     TVMAPISetLastError(
         "runtime.RPCTimeEvaluator: need number >= 1, 1 <= repeat <= 1024, times >= 0");
     return kTvmErrorFunctionCallInvalidArg;
@@ -217,12 +240,7 @@ static int CreateEvaluator(TVMValue* args, int* type_codes, int num_args, TVMVal
   slot->index = NextIndex();
   slot->created = ++g_created;
   slot->target = target;
-  slot->number = args[4].v_int64;
-  slot->repeat = args[5].v_int64;
-  slot->min_repeat_ms = args[6].v_int64;
-  slot->limit_zero_time_iterations = args[7].v_int64;
-  slot->cooldown_interval_ms = args[8].v_int64;
-  slot->repeats_to_cooldown = args[9].v_int64 == 0 ? 1 : args[9].v_int64;
+  slot->options = options;
   ret_value->v_handle = TVMCrtEncodeTimeEvaluatorHandle(slot->index);
   *ret_tcode = kTVMPackedFuncHandle;
   return 0;

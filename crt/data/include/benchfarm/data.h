@@ -2,9 +2,8 @@
  * benchfarm/data.h: a measurement's data, made and checked where it lives.
  *
  * The same functions run on every benchfarm board (crt/rpc/board_data.c
- * registers them as benchfarm.FillTensor, benchfarm.CheckSetup and
- * benchfarm.CheckCall) and on the host (the agent's path for boards without
- * them), so the same seed gives the same bytes on every board kind.
+ * uses them in benchfarm.PrepareArgs and benchfarm.CheckCall) and on the host (the agent's path for
+ * boards without them), so the same seed gives the same bytes on every board kind.
  *
  * Dtypes: int8, uint8, int16, uint16, int32, uint32, float16 (IEEE binary16,
  * converted in software: no compiler support needed), float32, float64; one

@@ -30,7 +30,7 @@
  *   3 tvm.rpc.server.GetCRTMaxPacketSize  () -> int: TVM_CRT_MAX_PACKET_SIZE_BYTES - 11
  *   4 tvm.contrib.random.random_fill    (tensor) -> none: random_fill.h
  *   5 benchfarm.DeviceInfo              () -> str: "key=value\n" lines, see below
- *   6-9 benchfarm.FillTensor, CheckSetup, CheckCall, CheckClear: board_data.h
+ *   6-9 benchfarm.PrepareArgs, CheckCall, TimeArgs, ReleaseArgs: board_data.h
  * (TVM's CRT has tvm.aot_executor.create at 5; benchfarm serves no AOT executor.)
  *
  * Fixed relative to TVM (docs/wire-protocol.md, "Fixed, not imitated"): every
@@ -43,7 +43,7 @@
  * tensor a request names (CallFunc arguments, copies) must lie inside memory
  * this server allocated (DevAllocData*) and has not freed, and freeing
  * anything else is an Exception. A new session (host reconnect) frees every
- * allocation, time evaluator and kept check left by the previous one.
+ * allocation, time evaluator and set of prepared arguments left by the previous one.
  *
  * At most one server per process (the globals find it through a static
  * pointer). Thread-safety: none.
@@ -199,6 +199,17 @@ const crt_session_t* crt_rpc_server_session(const crt_rpc_server_t* server);
 
 /* Live allocations (for tests and diagnostics). */
 size_t crt_rpc_server_live_allocations(const crt_rpc_server_t* server);
+
+/*
+ * Memory the board makes for the host (board_data.h): nbytes (64-byte
+ * aligned) in the server's table as DevAllocData's are, so the host may name
+ * it in calls and copies and a new session frees it. NULL when the table is
+ * full, the pool is out of memory, or no server runs.
+ */
+void* crt_rpc_server_allocate(size_t nbytes, DLDataType dtype);
+
+/* Frees memory from crt_rpc_server_allocate (or DevAllocData); anything else is ignored. */
+void crt_rpc_server_release(void* data);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -55,6 +55,31 @@ extern "C" {
 #define CRT_TIME_EVALUATOR_MAX_NUMBER ((int64_t)1 << 31)
 #endif
 
+/* An evaluator's options (runtime.RPCTimeEvaluator's arguments 4-9). */
+typedef struct {
+  int64_t number;
+  int64_t repeat;
+  int64_t min_repeat_ms;
+  int64_t limit_zero_time_iterations;
+  int64_t cooldown_interval_ms;
+  int64_t repeats_to_cooldown; /* 0 is read as 1 */
+} crt_time_options_t;
+
+/* The options from six Int values in that order (number ... repeats_to_cooldown). */
+crt_time_options_t crt_time_options_read(const TVMValue* six);
+
+/* NULL if the options are in range (as above), else what is wrong. */
+const char* crt_time_options_check(const crt_time_options_t* options);
+
+/*
+ * What calling an evaluator does (above), for target with these arguments and
+ * checked options: the result is kTVMBytes of options->repeat doubles. For
+ * other ways in to the same timing (benchfarm.TimeArgs, board_data.h).
+ */
+int crt_time_evaluator_run(TVMFunctionHandle target, const crt_time_options_t* options,
+                           TVMValue* args, int* type_codes, int num_args, TVMValue* out_ret_value,
+                           int* out_ret_tcode);
+
 /*
  * Registers the global runtime.RPCTimeEvaluator and installs the evaluator
  * call hook (crt.h); retires every live evaluator. Call after
