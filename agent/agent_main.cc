@@ -31,6 +31,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "agent/agent.h"
+#include "base/command_line.h"
 #include "base/data_roots.h"
 #include "base/logging.h"
 #include "process/leftovers.h"
@@ -47,6 +48,18 @@ ABSL_FLAG(std::string, log_level, "",
 
 namespace {
 
+constexpr char kUsage[] =
+    "benchfarm's board agent: runs the tracker's trials on this host's boards\n"
+    "(README \"The agent\").\n"
+    "\n"
+    "  benchfarm-agent --config FILE [--tracker ADDR] [--metrics ADDR|off] [--insecure]\n"
+    "                  [--log_level L]\n"
+    "  benchfarm-agent --version\n"
+    "\n"
+    "FILE is a text-format benchfarm.v1.AgentConfig (proto/config.proto; examples in deploy/);\n"
+    "flags override it. Prints \"agent: ID serving N boards for tracker ADDR\" on stdout once\n"
+    "started; logs on stderr; stops on SIGTERM/SIGINT.";
+
 volatile std::sig_atomic_t g_stop = 0;
 void OnSignal(int) { g_stop = 1; }
 
@@ -58,6 +71,7 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  benchfarm::base::SetUpCommandLine("benchfarm-agent", kUsage, __FILE__);
   absl::ParseCommandLine(argc, argv);
   if (absl::Status s = benchfarm::base::InitLogging("agent", absl::GetFlag(FLAGS_log_level));
       !s.ok()) {

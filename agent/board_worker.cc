@@ -329,12 +329,12 @@ void BoardWorker::Run() {
       current = Prepare(std::move(batch));
     }
     if (current->items.empty()) continue;
-    SetState("busy");
+    SetState("BUSY");
     // The next image builds while this one is measured.
     std::vector<v1::JobOffer> following = TakeBatch(/*wait=*/false);
     if (!following.empty()) next = Prepare(std::move(following));
     RunBatch(*current);
-    SetState(reset_pending_ ? "resetting" : "idle");
+    SetState(reset_pending_ ? "RESETTING" : "IDLE");
   }
   if (next != nullptr && next->image.valid()) next->image.wait();
 }
@@ -357,12 +357,12 @@ void BoardWorker::RunBatch(Prepared& batch) {
       if (image->cached) {
         metrics_->CacheHit();
       } else {
-        metrics_->Build("ok");
+        metrics_->Build("OK");
       }
     } else {
-      metrics_->Build(absl::IsDeadlineExceeded(image.status()) ? "timeout" : "failed");
+      metrics_->Build(absl::IsDeadlineExceeded(image.status()) ? "TIMEOUT" : "FAILED");
     }
-    metrics_->Stage("build", Seconds(build_time));
+    metrics_->Stage("BUILD", Seconds(build_time));
   }
   const double build_share = Seconds(build_time) / batch.items.size();
   if (!image.ok()) {
@@ -448,7 +448,7 @@ bool BoardWorker::Round(const Image& image, bool interleave, Live& l) {
     l.finished = false;
     return true;
   }
-  if (metrics_ != nullptr) metrics_->Stage("measure", r.stages().measure_s());
+  if (metrics_ != nullptr) metrics_->Stage("MEASURE", r.stages().measure_s());
   if (call.failure) {
     device::BoardFailure failure = *call.failure;
     if (failure.kind == device::BoardFailure::kRebooted ||
@@ -491,7 +491,7 @@ std::optional<TrialError> BoardWorker::EnsureImage(const Image& image, const Ite
     const bool ok = board_->connected() ||
                     (out.failure && out.failure->kind == device::BoardFailure::kFirmwareMismatch);
     if (metrics_ != nullptr) {
-      metrics_->Stage("handshake", Seconds(out.handshake_time));
+      metrics_->Stage("HANDSHAKE", Seconds(out.handshake_time));
       metrics_->Handshake(id(), ok);
     }
     absl::MutexLock lock(&mu_);
@@ -505,20 +505,20 @@ std::optional<TrialError> BoardWorker::EnsureImage(const Image& image, const Ite
       flashes = ++counters_.flashes;
     }
     if (metrics_ != nullptr) {
-      metrics_->Stage("flash", stages->flash_s());
+      metrics_->Stage("FLASH", stages->flash_s());
       metrics_->Flash(id());
     }
     if (hooks_.flashed) hooks_.flashed(id(), flashes);
   } else if (out.failure && out.failure->kind == device::BoardFailure::kFlash) {
     stages->set_flash_s(Seconds(out.flash_time));
-    if (metrics_ != nullptr) metrics_->Stage("flash", stages->flash_s());
+    if (metrics_ != nullptr) metrics_->Stage("FLASH", stages->flash_s());
   }
   if (out.skipped) {
     absl::MutexLock lock(&mu_);
     counters_.flash_skips++;
     if (metrics_ != nullptr) metrics_->FlashSkip(id());
   }
-  if (board_->port_missing()) SetState("offline");
+  if (board_->port_missing()) SetState("OFFLINE");
   if (const std::optional<device::DeviceInfo>& info = board_->info()) {
     timer_resolution_s_ = info->timer_resolution_s;
     auto timer = info->fields.find("timer");

@@ -92,7 +92,7 @@ class BoardWorker {
   int batch_size() const { return batch_size_; }
   // Jobs it holds — queued here, being built or measured — each with its latest attempt.
   std::vector<v1::HeldAttempt> HeldJobs() const;
-  // "idle", "busy", "resetting" or "offline" (the port is missing).
+  // "IDLE", "BUSY", "RESETTING" or "OFFLINE" (the port is missing): /metrics' state label values.
   std::string State() const;
   WorkerCounters counters() const;
 
@@ -169,7 +169,7 @@ class BoardWorker {
   std::set<std::string> cancelled_ ABSL_GUARDED_BY(mu_);
   std::string measuring_ ABSL_GUARDED_BY(mu_);  // the job whose call is on the board
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::string state_ ABSL_GUARDED_BY(mu_) = "idle";
+  std::string state_ ABSL_GUARDED_BY(mu_) = "IDLE";
   WorkerCounters counters_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };

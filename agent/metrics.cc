@@ -85,8 +85,9 @@ AgentMetrics::AgentMetrics(AgentMetricsOptions options)
                     .Name("benchfarm_agent_board_clock_hz")
                     .Help("The clock the board's last timer calibration measured, by board")
                     .Register(*registry_)) {
-  for (const char* r : {"ok", "failed", "timeout"}) builds_.Add({{"result", r}});
-  for (const char* s : {"build", "flash", "handshake", "measure"}) {
+  base::AddBuildInfo(*registry_);
+  for (const char* r : {"OK", "FAILED", "TIMEOUT"}) builds_.Add({{"result", r}});
+  for (const char* s : {"BUILD", "FLASH", "HANDSHAKE", "MEASURE"}) {
     stages_.Add({{"stage", s}}, StageBuckets());
   }
 }
@@ -101,7 +102,7 @@ int AgentMetrics::port() const { return server_ == nullptr ? 0 : server_->port()
 void AgentMetrics::SetConnected(bool connected) { connected_.Set(connected ? 1 : 0); }
 
 void AgentMetrics::SetBoards(const std::map<std::string, int>& by_state) {
-  for (const char* s : {"idle", "busy", "resetting", "offline"}) {
+  for (const char* s : {"IDLE", "BUSY", "RESETTING", "OFFLINE"}) {
     auto it = by_state.find(s);
     boards_.Add({{"state", s}}).Set(it == by_state.end() ? 0 : it->second);
   }
@@ -117,7 +118,7 @@ void AgentMetrics::FlashSkip(const std::string& board) {
   flash_skips_.Add({{"board", board}}).Increment();
 }
 void AgentMetrics::Handshake(const std::string& board, bool ok) {
-  handshakes_.Add({{"board", board}, {"result", ok ? "ok" : "failed"}}).Increment();
+  handshakes_.Add({{"board", board}, {"result", ok ? "OK" : "FAILED"}}).Increment();
 }
 
 void AgentMetrics::LeftoversKilled(const std::string& board, int processes) {

@@ -1,26 +1,28 @@
 // AgentMetrics: the agent's Prometheus series (prometheus-cpp), served on /metrics
 // (base/metrics_http.h).
 //
+//   benchfarm_build_info{version,commit}                    gauge: 1 (base/metrics_http.h)
 //   benchfarm_agent_tracker_connected                       gauge: 1 while registered
-//   benchfarm_agent_boards{state}                           gauge: idle, busy, resetting, offline
-//   benchfarm_agent_builds_total{result}                    counter: ok, failed, timeout
+//   benchfarm_agent_boards{state}                           gauge: IDLE, BUSY, RESETTING, OFFLINE
+//   benchfarm_agent_builds_total{result}                    counter: OK, FAILED, TIMEOUT
 //   benchfarm_agent_build_cache_hits_total                  counter
 //   benchfarm_agent_image_cache_evictions_total             counter: images evicted (LRU) to
 //                                                           keep image_cache_max_bytes
 //   benchfarm_agent_flashes_total{board}                    counter
 //   benchfarm_agent_flash_skips_total{board}                counter: image already on the board
-//   benchfarm_agent_handshakes_total{board,result}          counter: ok, failed
+//   benchfarm_agent_handshakes_total{board,result}          counter: OK, FAILED
 //   benchfarm_agent_link_crc_errors_total{board}            counter
 //   benchfarm_agent_trial_leftovers_killed_total{board}     counter: processes trials left
 //                                                           running, killed after their calls
 //   benchfarm_agent_link_dropped_packets_total{board}       counter
 //   benchfarm_agent_trials_total{error_code}                counter: results by ErrorCode name
-//   benchfarm_agent_stage_seconds{stage}                    histogram: build, flash, handshake,
-//                                                           measure
+//   benchfarm_agent_stage_seconds{stage}                    histogram: BUILD, FLASH, HANDSHAKE,
+//                                                           MEASURE
 //   benchfarm_agent_spooled_results                         gauge: results not yet acknowledged
 //
 // Every label value comes from the agent's config (board ids) or from a fixed set (results,
-// stages, ErrorCode names), so the series are bounded.
+// stages, ErrorCode names), so the series are bounded; fixed values are upper case on both daemons
+// (base/metrics_http.h).
 //
 // The HTTP server (base/http_server.h) is one thread over non-blocking sockets: idle or slow
 // connections cost a descriptor each, never a worker; each must send its request within

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/build_info.h"
 #include "tests/http_probe.h"
 
 namespace benchfarm::agent {
@@ -31,7 +32,8 @@ TEST(AgentMetricsServer, AnswersWhileIdleAndSlowConnectionsAreOpen) {
   ASSERT_TRUE(metrics.Serve("127.0.0.1:0").ok());
   ASSERT_NE(metrics.port(), 0);
   metrics.Flash("board-0");
-  metrics.Trial("OK");
+  metrics.Trial("NO_ERROR");
+  metrics.Handshake("board-0", true);
   // Before the fix each connection held one of civetweb's 8 worker threads until it sent its
   // request or 5 s passed: 64 idle connections stalled every scrape for about 40 s.
   ExpectScrapesAnswerWhileStalled(metrics.port(), 64, 8);
@@ -39,7 +41,15 @@ TEST(AgentMetricsServer, AnswersWhileIdleAndSlowConnectionsAreOpen) {
   EXPECT_TRUE(IsOk(response)) << response.substr(0, 200);
   std::map<std::string, double> samples = ParseSamples(response);
   EXPECT_EQ(samples["benchfarm_agent_flashes_total{board=\"board-0\"}"], 1);
-  EXPECT_EQ(samples["benchfarm_agent_trials_total{error_code=\"OK\"}"], 1);
+  EXPECT_EQ(samples["benchfarm_agent_trials_total{error_code=\"NO_ERROR\"}"], 1);
+  // Fixed label values are upper case, as on the tracker.
+  EXPECT_EQ(samples["benchfarm_agent_handshakes_total{board=\"board-0\",result=\"OK\"}"], 1);
+  EXPECT_EQ(samples["benchfarm_agent_builds_total{result=\"TIMEOUT\"}"], 0);
+  // Which build serves: one series, 1, its labels the version and commit --version prints.
+  const std::string build_info = absl::StrCat("benchfarm_build_info{commit=\"", base::Commit(),
+                                              "\",version=\"", base::Version(), "\"}");
+  EXPECT_EQ(samples.count(build_info), 1u) << build_info;
+  EXPECT_EQ(samples[build_info], 1);
 }
 
 TEST(AgentMetricsServer, AnswersWithMoreConnectionsOpenThanTheCap) {

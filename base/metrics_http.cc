@@ -5,6 +5,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/build_info.h"
+#include "prometheus/gauge.h"
 #include "prometheus/text_serializer.h"
 
 namespace benchfarm::base {
@@ -24,6 +26,15 @@ absl::StatusOr<std::unique_ptr<HttpServer>> ServeMetrics(
     return absl::UnavailableError(absl::StrCat("metrics: ", server.status().message()));
   }
   return server;
+}
+
+void AddBuildInfo(prometheus::Registry& registry) {
+  prometheus::BuildGauge()
+      .Name("benchfarm_build_info")
+      .Help("The version and source commit this daemon was built from (always 1)")
+      .Register(registry)
+      .Add({{"version", std::string(Version())}, {"commit", std::string(Commit())}})
+      .Set(1);
 }
 
 }  // namespace benchfarm::base

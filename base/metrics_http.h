@@ -1,6 +1,11 @@
 // ServeMetrics: a prometheus-cpp registry served on GET /metrics (Prometheus's text format,
 // prometheus::TextSerializer over the registry's Collect() at each scrape) by an HttpServer:
-// what the tracker's Metrics and the agent's AgentMetrics serve.
+// what the tracker's Metrics and the agent's AgentMetrics serve, and the series both have.
+//
+// Label values, on both daemons: a value from a fixed set (a state, a result, a reason, a stage,
+// an ErrorCode name) is upper case, as the proto enums and farmctl spell them (state="IDLE",
+// result="OK", error_code="NO_ERROR"); a value someone chose (a board id, a board kind, a client)
+// is as they wrote it.
 //
 // Thread-safety: the registry is collected on the server's thread; prometheus-cpp's registry and
 // metrics are safe to update meanwhile from any thread.
@@ -27,6 +32,10 @@ inline constexpr char kMetricsContentType[] = "text/plain; version=0.0.4";
 absl::StatusOr<std::unique_ptr<HttpServer>> ServeMetrics(
     const std::string& address, std::shared_ptr<prometheus::Registry> registry,
     const HttpServerOptions& options);
+
+// Adds benchfarm_build_info{version,commit} (a gauge, always 1: the labels are the information;
+// base/build_info.h) to registry. Call once per registry.
+void AddBuildInfo(prometheus::Registry& registry);
 
 }  // namespace benchfarm::base
 

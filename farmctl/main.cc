@@ -49,11 +49,12 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "base/build_info.h"
+#include "base/command_line.h"
 #include "base/data_roots.h"
 #include "base/status_macros.h"
 #include "catalog/knob_space.h"
@@ -249,7 +250,10 @@ constexpr char kUsage[] =
     "                                   the ranking held (top-1, Kendall tau)\n"
     "\n"
     "Costs show as the median per call and its 95 % interval: \"12.3 us +-0.4 %\"; UNSTABLE\n"
-    "when the interval is wider than the tracker's threshold (+-3 % by default).\n";
+    "when the interval is wider than the tracker's threshold (+-3 % by default).\n"
+    "\n"
+    "farmctl --help                     this text and every flag; farmctl --version: the\n"
+    "                                   version and source commit farmctl was built from\n";
 
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "farmctl: %s\n", std::string(status.message()).c_str());
@@ -819,9 +823,14 @@ int main(int argc, char** argv) {
   std::string error;
   std::vector<std::string> storage = PrepareArgs(argc, argv, &repeated, &error);
   if (!error.empty()) return Usage(error);
+  // A bare --version is farmctl's own; with a command, --version V names a catalog version.
+  if (storage.size() == 2 && storage[1] == "--version") {
+    std::printf("%s\n", benchfarm::base::VersionLine("farmctl").c_str());
+    return 0;
+  }
   std::vector<char*> fixed;
   for (std::string& arg : storage) fixed.push_back(arg.data());
-  absl::SetProgramUsageMessage(kUsage);
+  benchfarm::base::SetUpCommandLine("farmctl", kUsage, __FILE__);
   std::vector<char*> positional =
       absl::ParseCommandLine(static_cast<int>(fixed.size()), fixed.data());
   std::vector<std::string> args(positional.begin() + 1, positional.end());

@@ -28,6 +28,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import uuid
@@ -755,6 +756,80 @@ class CatalogFarmTest(FarmCase):
         self.assertCode(cm, grpc.StatusCode.INVALID_ARGUMENT, "knobs[0].default")
 
 
+def _readme_example():
+    """The README's Python example that tunes the dot kernel (section "Python client")."""
+    readme = _binary("BENCHFARM_README", "README.md")
+    with open(readme) as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    found = [b for b in blocks if 'farm.add_op("my_ops/dot")' in b]
+    if len(found) != 1:
+        raise RuntimeError("%s: %d Python examples add my_ops/dot, want 1" % (readme, len(found)))
+    return found[0]
+
+
+class ReadmeExampleTest(FarmCase):
+    """The README's example, run as a user runs it: a script in a directory holding my_ops/dot,
+    the credentials in the environment. Its work done, it must exit within 5 s (grpcio 1.51 hung
+    at interpreter exit in the channel's __del__, Ctrl-C ignored) with nothing on stderr."""
+
+    EXIT_S = 5
+
+    def run_script(self, source):
+        work = tempfile.mkdtemp(prefix="readme-", dir=FARM.work)
+        shutil.copytree(os.path.join(TESTDATA, "dot"), os.path.join(work, "my_ops", "dot"))
+        with open(os.path.join(work, "example.py"), "w") as f:
+            f.write(source)
+        env = dict(os.environ, BENCHFARM_TRACKER=FARM.address, BENCHFARM_CA=FARM.ca,
+                   BENCHFARM_TOKEN=FARM.tokens[USER], PYTHONUNBUFFERED="1")
+        err_path = os.path.join(work, "stderr")
+        with open(err_path, "w") as err:
+            proc = subprocess.Popen([sys.executable, "example.py"], cwd=work, env=env,
+                                    stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
+                                    text=True)
+        lines = []
+        done = threading.Event()  # the script printed its last line
+
+        def read():
+            for line in proc.stdout:
+                lines.append(line)
+                if line.startswith("best "):
+                    done.set()
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        try:
+            finished = done.wait(WATCH_S)
+            self.assertTrue(finished or proc.poll() is not None, "no result in %d s" % WATCH_S)
+            try:
+                proc.wait(self.EXIT_S)
+            except subprocess.TimeoutExpired:
+                self.fail("the script did its work but had not exited %d s later:\n%s" % (
+                    self.EXIT_S, "".join(lines)))
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        reader.join(5)
+        with open(err_path) as f:
+            stderr = f.read()
+        out = "".join(lines)
+        self.assertEqual(proc.returncode, 0, out + stderr)
+        self.assertEqual(stderr.strip(), "", "stderr of the script")
+        self.assertRegex(out, r"added dot version [0-9a-f]{16}")
+        self.assertRegex(out, r"best \{'unroll': [124]\}: [0-9.]+ us per call")
+
+    def test_readme_example_exits(self):
+        source = _readme_example()
+        self.assertIn("with benchfarm.Client() as farm:", source)
+        self.run_script(source)
+
+    def test_module_level_client_without_with_exits(self):
+        # What the issue's users wrote: a module-level client, never closed.
+        source = _readme_example().replace("with benchfarm.Client() as farm:",
+                                           "farm = benchfarm.Client()\nif True:")
+        self.assertIn("farm = benchfarm.Client()", source)
+        self.run_script(source)
+
+
 class ClientLocalTest(unittest.TestCase):
     """What the client does before anything is sent, and with what comes back."""
 
@@ -827,6 +902,14 @@ class ClientLocalTest(unittest.TestCase):
             missing = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
             shutil.copy(os.path.join(directory, "op.json"), missing)
             benchfarm.load_op(missing)
+
+    def test_close_once_and_as_context_manager(self):
+        with benchfarm.Client("127.0.0.1:%d" % _free_port(), insecure=True) as farm:
+            self.assertFalse(farm.closed)
+        self.assertTrue(farm.closed)
+        farm.close()  # again: nothing
+        with self.assertRaises(ValueError):
+            farm.boards()
 
     def test_unreachable_tracker(self):
         for kwargs in ({"insecure": True}, {"ca": FARM.ca, "token": "t"}):

@@ -162,6 +162,8 @@ expect_query() {  # expect_query QUERY PYTHON-CONDITION-ON-n-AND-v
 expect_query 'up{job="benchfarm-tracker"}' 'n == 1 and v == 1'
 expect_query 'up{job="benchfarm-agent"}' 'n == 1 and v == 1'
 expect_query 'sum(benchfarm_tracker_jobs_finished_total)' 'n == 1 and v >= 48'
+expect_query 'sum(benchfarm_tracker_jobs_finished_total{error_code="NO_ERROR"})' 'n == 1 and v >= 48'
+expect_query 'count(benchfarm_build_info == 1)' 'n == 1 and v == 2'
 expect_query 'sum(benchfarm_tracker_queue_depth) or vector(0)' 'n == 1 and v == 0'
 expect_query 'benchfarm_tracker_boards{state="IDLE"}' 'n == 1 and v == 3'
 expect_query 'sum(benchfarm_tracker_trials_submitted_total)' 'n == 1 and v >= 24'

@@ -18,7 +18,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
 work="${TEST_TMPDIR:?}/friction"
 rm -rf "$work" && mkdir -p "$work"
 agent_metrics=$(free_port)
-metric() {  # the value of one agent series, e.g. metric 'benchfarm_agent_builds_total{result="ok"}'
+metric() {  # the value of one agent series, e.g. metric 'benchfarm_agent_builds_total{result="OK"}'
   http_get "http://127.0.0.1:$agent_metrics/metrics" | awk -v name="$1" '$1 == name { print $2 }'
 }
 # wait_get JOB REGEX [SECONDS]: waits until `farmctl get JOB` prints a line matching REGEX.
@@ -62,16 +62,16 @@ C
 # A first trial warms the board (its runtime built, the board started).
 warm=$(ctl submit --kind host-process --op add --shape 64,64,64)
 ctl watch "$warm" | tail -1 | grep -q DONE || fail "the first trial did not finish"
-builds=$(metric 'benchfarm_agent_builds_total{result="ok"}')
+builds=$(metric 'benchfarm_agent_builds_total{result="OK"}')
 spin=$(ctl submit --kind host-process --c-source "$work/spin.c" --entry spin --reference spin_ref \
   --shape 64,64 --timeout-ms 300000)
 wait_get "$spin" "^state +RUNNING"
 # Its image is built: the call goes to the board a moment later (a start and a handshake).
 for _ in $(seq 600); do
-  [[ "$(metric 'benchfarm_agent_builds_total{result="ok"}')" != "$builds" ]] && break
+  [[ "$(metric 'benchfarm_agent_builds_total{result="OK"}')" != "$builds" ]] && break
   sleep 0.1
 done
-[[ "$(metric 'benchfarm_agent_builds_total{result="ok"}')" != "$builds" ]] || fail "the spin trial's image was not built"
+[[ "$(metric 'benchfarm_agent_builds_total{result="OK"}')" != "$builds" ]] || fail "the spin trial's image was not built"
 sleep 2
 ctl get "$spin" | grep -qE "^state +RUNNING" || { ctl get "$spin" >&2; fail "the spin trial is not running"; }
 ctl cancel "$spin" >"$work/cancel.out"

@@ -41,6 +41,8 @@ for f in farmctl/farmctl tracker/tracker agent/agent crt/host/board; do
   mkdir -p "$fakebin/$(dirname "$f")"
   ln -s "$ws/$f" "$fakebin/$f"
 done
+mkdir -p "$fakebin/python"
+ln -s "$ws/python/proto" "$fakebin/python/proto"  # //python:stubs
 mkdir -p "$fakebin/agent/agent.runfiles"
 ln -s "$ws" "$fakebin/agent/agent.runfiles/benchfarm"
 fake="$work/fake"
@@ -109,6 +111,15 @@ done
 [[ -f "$prefix/share/benchfarm/crt/ops/knobs.json" ]] || fail "crt tree not installed"
 [[ -f "$prefix/share/benchfarm/cyclemodel/libbenchfarm_cyclemodel.so" ]] ||
   fail "the cycle model's plugin is not installed"
+# The Python client, and the PYTHONPATH that finds it, said at the end of the install.
+for f in share/benchfarm/python/benchfarm/client.py share/benchfarm/python/proto/benchfarm_pb2.py \
+  share/benchfarm/deploy/pki.sh; do
+  [[ -f "$prefix/$f" ]] || fail "$prefix/$f: not installed"
+done
+pythonpath="$(sed -n 's/.*export PYTHONPATH="\([^"]*\)".*/\1/p' "$work/install.log")"
+[[ "$pythonpath" -ef "$prefix/share/benchfarm/python" ]] ||
+  { cat "$work/install.log" >&2; fail "install-bin does not print the PYTHONPATH of the Python client"; }
+grep -q "share/benchfarm/deploy/pki.sh" "$work/install.log" || fail "install-bin does not say where pki.sh went"
 if find "$prefix" -type l | grep -q .; then
   fail "links installed (into Bazel's tree?): $(find "$prefix" -type l | head -3)"
 fi
@@ -167,6 +178,26 @@ costs = result.get("costs_s", result.get("costsS", []))
 assert costs and all(c > 0 for c in costs), job
 PY
 say "job $job measured on the installed agent (template and crt tree from $prefix/share/benchfarm)"
+
+# The installed Python client, from the PYTHONPATH install-bin printed, in a script that exits.
+"${user_env[@]}" PYTHONPATH="$pythonpath" timeout 30 /usr/bin/python3 -P - "$address" "$job" \
+  >"$site/python.out" 2>&1 <<'PY' || fail "the installed Python client: $(cat "$site/python.out")"
+import sys
+import benchfarm
+with benchfarm.Client(sys.argv[1]) as farm:
+    assert farm.get(sys.argv[2]).result.costs_s, "no costs"
+print("python ok")
+PY
+grep -q "python ok" "$site/python.out" || fail "the installed Python client: $(cat "$site/python.out")"
+
+# The installed programs say what they are, under their installed names.
+for p in benchfarm-tracker benchfarm-agent farmctl; do
+  "${user_env[@]}" "$p" --version >"$site/version.out" 2>&1 || fail "$p --version: $(cat "$site/version.out")"
+  grep -qE "^$p [0-9][0-9.]* \(commit ([0-9a-f]{12}(-dirty)?|unknown)\)$" "$site/version.out" ||
+    fail "$p --version: $(cat "$site/version.out")"
+  "${user_env[@]}" "$p" --help >"$site/help.out" 2>&1 || true
+  grep -q -- "--insecure" "$site/help.out" || fail "$p --help lists no flags: $(head -5 "$site/help.out")"
+done
 
 "${user_env[@]}" farmctl tune --op add --kind host-process --strategy grid --trials 2 --batch 2 \
   --out tune-rel --tracker "$address" >"$site/tune.out" 2>&1 || fail "farmctl tune: $(cat "$site/tune.out")"

@@ -272,11 +272,11 @@ refused "unknown or revoked token"
 
 # ---- refusals are counted -----------------------------------------------------------------------
 http_get "http://127.0.0.1:$tracker_metrics/metrics" >"$work/metrics.txt"
-grep -qE '^benchfarm_tracker_auth_refusals_total\{method="ListBoards",reason="unauthenticated"\} [1-9]' "$work/metrics.txt" \
+grep -qE '^benchfarm_tracker_auth_refusals_total\{method="ListBoards",reason="UNAUTHENTICATED"\} [1-9]' "$work/metrics.txt" \
   || { grep auth_refusals "$work/metrics.txt" >&2; fail "unauthenticated calls are not counted"; }
-grep -qE '^benchfarm_tracker_auth_refusals_total\{method="GetJob",reason="permission_denied"\} [1-9]' "$work/metrics.txt" \
+grep -qE '^benchfarm_tracker_auth_refusals_total\{method="GetJob",reason="PERMISSION_DENIED"\} [1-9]' "$work/metrics.txt" \
   || { grep auth_refusals "$work/metrics.txt" >&2; fail "refused job reads are not counted"; }
-for reason in not_granted board_held; do
+for reason in NOT_GRANTED BOARD_HELD; do
   grep -qE "^benchfarm_tracker_auth_refusals_total\{method=\"Register\",reason=\"$reason\"\} [1-9]" "$work/metrics.txt" \
     || { grep auth_refusals "$work/metrics.txt" >&2; fail "registrations refused ($reason) are not counted"; }
 done

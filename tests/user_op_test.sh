@@ -15,7 +15,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
 
 work="${TEST_TMPDIR:?}/user_op"
 rm -rf "$work" && mkdir -p "$work"
-metric() {  # the value of one agent series, e.g. metric 'benchfarm_agent_builds_total{result="ok"}'
+metric() {  # the value of one agent series, e.g. metric 'benchfarm_agent_builds_total{result="OK"}'
   http_get "http://127.0.0.1:$agent_metrics/metrics" | awk -v name="$1" '$1 == name { print $2 }'
 }
 
@@ -42,14 +42,14 @@ grep -q "reference: gemv_reference" "$work/show.txt" && grep -q "file:      gemv
   && grep -q "shapes:    64x128,128,64 (default)" "$work/show.txt" || { cat "$work/show.txt" >&2; fail "op show"; }
 
 # ---- tune it: the whole space (8 configs) in one batch: one build, one flash ---------------------
-builds0=$(metric 'benchfarm_agent_builds_total{result="ok"}')
+builds0=$(metric 'benchfarm_agent_builds_total{result="OK"}')
 (cd "$work" && ctl tune --op gemv --kind host-process --strategy grid --trials 8 --batch 8 \
    --number 3 --repeat 2 --out tune-gemv >tune.out 2>tune.err) || {
   cat "$work/tune.out" "$work/tune.err" "$work/agent.err" >&2; fail "farmctl tune --op gemv"; }
 cat "$work/tune.out" >&2
 grep -q "best configurations of gemv on host-process (8 trials, 0 failed" "$work/tune.out" || fail "tune table"
 grep -q "flashes: 1 for the 8 trials" "$work/tune.out" || fail "one flash for the batch"
-builds1=$(metric 'benchfarm_agent_builds_total{result="ok"}')
+builds1=$(metric 'benchfarm_agent_builds_total{result="OK"}')
 [[ $((${builds1%.*} - ${builds0%.*})) -eq 1 ]] || fail "builds for the tune: $builds0 -> $builds1 (want one)"
 log="$work/tune-gemv/gemv.autotvm.log"
 [[ $(wc -l <"$log") -eq 8 ]] || fail "tune log: want 8 records"

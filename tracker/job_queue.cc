@@ -600,12 +600,8 @@ GroupCommit::Ticket JobQueue::Finish(LiveJob* job, const v1::Result& result, v1:
   j.mutable_result()->set_autotvm_error_no(ToAutoTvmErrorNo(result.error_code()));
   const GroupCommit::Ticket ticket = commit_.PutJob(seq, /*insert=*/false, j);
   Notify(j);
-  if (state == v1::CANCELLED_STATE) {
-    counters_.jobs_cancelled++;
-  } else {
-    counters_.jobs_done++;
-    if (j.result().stats().unstable()) counters_.unstable_results++;
-  }
+  counters_.finished[{j.trial().board_kind(), j.result().error_code()}]++;
+  if (state != v1::CANCELLED_STATE && j.result().stats().unstable()) counters_.unstable_results++;
   const std::string job_id = j.job_id();
   finishing_[job_id] = {ticket, std::move(j)};
   jobs_.erase(job_id);  // `job` dangles from here

@@ -84,8 +84,8 @@ struct QueueStats {
   std::map<std::pair<std::string, int>, int64_t> queued_by_kind_priority;
   std::map<v1::JobState, int64_t>
       jobs_by_state;  // live jobs (QUEUED, RUNNING); finished counted below
-  int64_t jobs_done = 0;
-  int64_t jobs_cancelled = 0;
+  // Jobs that reached DONE or CANCELLED, by (board kind, their result's error code).
+  std::map<std::pair<std::string, v1::ErrorCode>, int64_t> finished;
   int64_t lease_expiries = 0;
   int64_t requeues = 0;
   int64_t revoked_attempts = 0;    // attempts ended because their agent's credential was revoked

@@ -47,7 +47,8 @@ Metrics::Metrics(MetricsOptions options)
                 .Register(*registry_)),
       finished_(prometheus::BuildCounter()
                     .Name("benchfarm_tracker_jobs_finished_total")
-                    .Help("Jobs that finished, by how")
+                    .Help("Jobs that reached DONE or CANCELLED, by board kind and their "
+                          "result's error code (NO_ERROR: measured; CANCELLED: cancelled)")
                     .Register(*registry_)),
       boards_(prometheus::BuildGauge()
                   .Name("benchfarm_tracker_boards")
@@ -157,8 +158,8 @@ Metrics::Metrics(MetricsOptions options)
       client_label_(options_.max_clients),
       kind_label_(options_.max_board_kinds) {
   for (v1::JobState s : {v1::QUEUED, v1::RUNNING}) jobs_.Add({{"state", StateName(s)}});
-  for (const char* r : {"done", "cancelled"}) finished_.Add({{"result", r}});
-  for (const char* r : {"truncated", "blocked"}) wal_truncations_.Add({{"result", r}});
+  base::AddBuildInfo(*registry_);
+  for (const char* r : {"TRUNCATED", "BLOCKED"}) wal_truncations_.Add({{"result", r}});
   store_up_.Set(1);
 }
 
@@ -217,17 +218,22 @@ void Metrics::Update(const QueueStats& stats) {
   store_writes_saved_.Increment(
       static_cast<double>(stats.store_writes_saved - last_.store_writes_saved));
   store_up_.Set(stats.store_problem.empty() ? 1 : 0);
-  wal_truncations_.Add({{"result", "truncated"}})
+  wal_truncations_.Add({{"result", "TRUNCATED"}})
       .Increment(static_cast<double>(stats.store_upkeep.wal_truncations -
                                      last_.store_upkeep.wal_truncations));
-  wal_truncations_.Add({{"result", "blocked"}})
+  wal_truncations_.Add({{"result", "BLOCKED"}})
       .Increment(static_cast<double>(stats.store_upkeep.wal_truncations_blocked -
                                      last_.store_upkeep.wal_truncations_blocked));
   unstable_results_.Increment(static_cast<double>(stats.unstable_results - last_.unstable_results));
-  finished_.Add({{"result", "done"}})
-      .Increment(static_cast<double>(stats.jobs_done - last_.jobs_done));
-  finished_.Add({{"result", "cancelled"}})
-      .Increment(static_cast<double>(stats.jobs_cancelled - last_.jobs_cancelled));
+  for (const auto& [key, n] : stats.finished) {
+    auto it = last_.finished.find(key);
+    const int64_t before = it == last_.finished.end() ? 0 : it->second;
+    if (n == before) continue;
+    finished_
+        .Add({{"board_kind", kind_label_(key.first)},
+              {"error_code", v1::ErrorCode_Name(key.second)}})
+        .Increment(static_cast<double>(n - before));
+  }
   for (const auto& [client, n] : stats.trials_by_client) {
     auto it = last_.trials_by_client.find(client);
     int64_t before = it == last_.trials_by_client.end() ? 0 : it->second;

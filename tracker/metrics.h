@@ -1,10 +1,18 @@
 // Metrics: the tracker's Prometheus series (prometheus-cpp), served on /metrics
 // (base/metrics_http.h).
 //
+//   benchfarm_build_info{version,commit}                  gauge: 1 (base/metrics_http.h)
 //   benchfarm_tracker_queue_depth{board_kind,priority}   gauge: queued jobs
-//   benchfarm_tracker_jobs{state}                         gauge: live jobs by state
-//   benchfarm_tracker_jobs_finished_total{result}         counter: done / cancelled
-//   benchfarm_tracker_boards{state}                       gauge
+//   benchfarm_tracker_jobs{state}                         gauge: live jobs by state (QUEUED,
+//                                                         RUNNING)
+//   benchfarm_tracker_jobs_finished_total{board_kind,error_code}
+//                                                         counter: jobs that reached DONE or
+//                                                         CANCELLED, by their result's ErrorCode
+//                                                         name: NO_ERROR for a measured trial,
+//                                                         CANCELLED for a cancelled one, the
+//                                                         failure's code otherwise
+//   benchfarm_tracker_boards{state}                       gauge: IDLE, BUSY, QUARANTINED,
+//                                                         HEALTH_CHECK, OFFLINE
 //   benchfarm_tracker_lease_expiries_total                counter
 //   benchfarm_tracker_unstable_results_total              counter: results flagged unstable
 //   benchfarm_tracker_requeues_total                      counter
@@ -28,12 +36,13 @@
 //   benchfarm_tracker_store_wal_truncations_total{result} counter: SQLite's WAL found at 32 MiB
 //                                                         or more after a commit and truncated, or
 //                                                         held off by another process's reader
-//                                                         (blocked)
+//                                                         (TRUNCATED, BLOCKED)
 //
 // Label values that clients or agents choose are capped (MetricsOptions): the first
 // max_clients client ids get their own trials_submitted_total series and the first
-// max_board_kinds board kinds their own queue_depth series; later ones are counted under
-// client="_other" / board_kind="_other", so totals and sums over the label stay right.
+// max_board_kinds board kinds their own queue_depth and jobs_finished_total series; later ones
+// are counted under client="_other" / board_kind="_other", so totals and sums over the label stay
+// right. Fixed label values are upper case, as on the agent (base/metrics_http.h).
 //
 // The HTTP server (base/http_server.h) is one thread over non-blocking sockets: idle or slow
 // connections cost a descriptor each, never a worker; each must send its request within
@@ -72,7 +81,8 @@ struct MetricsOptions {
   base::HttpServerOptions server;
   // Distinct client ids with their own benchfarm_tracker_trials_submitted_total series.
   int max_clients = 100;
-  // Distinct board kinds with their own benchfarm_tracker_queue_depth series.
+  // Distinct board kinds with their own benchfarm_tracker_queue_depth and
+  // benchfarm_tracker_jobs_finished_total series.
   int max_board_kinds = 50;
 };
 
@@ -92,8 +102,9 @@ class Metrics {
   void Update(const QueueStats& stats);
   // A job reached DONE or CANCELLED.
   void JobFinished(const v1::Job& job);
-  // A call the tracker refused: `method` (a fixed RPC name), `reason` ("unauthenticated" or
-  // "permission_denied"): benchfarm_tracker_auth_refusals_total{method,reason}.
+  // A call the tracker refused: `method` (a fixed RPC name), `reason` ("UNAUTHENTICATED",
+  // "PERMISSION_DENIED", "REVOKED", "NOT_GRANTED", "BOARD_HELD"):
+  // benchfarm_tracker_auth_refusals_total{method,reason}.
   void AuthRefused(const std::string& method, const std::string& reason);
   // WatchJobs streams now open; one cut off for falling behind. Cheap (no lock of Metrics'):
   // called under the queue's lock.

@@ -118,8 +118,8 @@ TEST(MetricsStore, CommitsWritesFailuresAndWalTruncationsAreCounted) {
   EXPECT_EQ(samples["benchfarm_tracker_store_writes_saved_total"], 90);
   EXPECT_EQ(samples["benchfarm_tracker_store_failures_total"], 1);
   EXPECT_EQ(samples["benchfarm_tracker_store_up"], 0);
-  EXPECT_EQ(samples["benchfarm_tracker_store_wal_truncations_total{result=\"truncated\"}"], 3);
-  EXPECT_EQ(samples["benchfarm_tracker_store_wal_truncations_total{result=\"blocked\"}"], 2);
+  EXPECT_EQ(samples["benchfarm_tracker_store_wal_truncations_total{result=\"TRUNCATED\"}"], 3);
+  EXPECT_EQ(samples["benchfarm_tracker_store_wal_truncations_total{result=\"BLOCKED\"}"], 2);
 }
 
 // ---- label cardinality ------------------------------------------------------------------------

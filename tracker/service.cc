@@ -132,7 +132,7 @@ absl::Status TrackerService::Attach(const Caller& caller, const v1::Register& re
     }
     for (const v1::BoardRegistration& b : registration.boards()) {
       if (absl::Status granted = Granted(id, b); !granted.ok()) {
-        if (metrics_ != nullptr) metrics_->AuthRefused("Register", "not_granted");
+        if (metrics_ != nullptr) metrics_->AuthRefused("Register", "NOT_GRANTED");
         return granted;
       }
     }
@@ -140,7 +140,7 @@ absl::Status TrackerService::Attach(const Caller& caller, const v1::Register& re
   absl::MutexLock lock(&mu_);
   absl::Status s = queue_->RegisterAgent(registration, caller.authenticated);
   if (absl::IsPermissionDenied(s) && metrics_ != nullptr) {
-    metrics_->AuthRefused("Register", "board_held");
+    metrics_->AuthRefused("Register", "BOARD_HELD");
   }
   if (!s.ok()) return s;
   auto it = streams_.find(registration.agent_id());
@@ -161,7 +161,7 @@ absl::StatusOr<Caller> TrackerService::Authorize(const grpc::CallbackServerConte
   if (options_.auth == nullptr) return caller;  // --insecure
   absl::StatusOr<Identity> id = options_.auth->Identify(context);
   if (!id.ok()) {
-    if (metrics_ != nullptr) metrics_->AuthRefused(method, "unauthenticated");
+    if (metrics_ != nullptr) metrics_->AuthRefused(method, "UNAUTHENTICATED");
     return id.status();
   }
   for (Role role : roles) {
@@ -171,7 +171,7 @@ absl::StatusOr<Caller> TrackerService::Authorize(const grpc::CallbackServerConte
       return caller;
     }
   }
-  if (metrics_ != nullptr) metrics_->AuthRefused(method, "permission_denied");
+  if (metrics_ != nullptr) metrics_->AuthRefused(method, "PERMISSION_DENIED");
   return absl::PermissionDeniedError(
       absl::StrCat(method, ": not allowed to ", RoleName(id->role), " ", id->name));
 }
@@ -267,11 +267,11 @@ void TrackerService::EndRevokedStreams() {
   for (const std::string& agent_id : agents) {
     // What it holds re-queues now: a revoked agent's measurements are not trusted.
     queue_->RevokeAgent(agent_id, "its agent's certificate was revoked: measured again elsewhere");
-    if (metrics_ != nullptr) metrics_->AuthRefused("AgentStream", "revoked");
+    if (metrics_ != nullptr) metrics_->AuthRefused("AgentStream", "REVOKED");
   }
   const int watchers = watch_hub_->EndRevoked(revoked);
   if (metrics_ != nullptr) {
-    for (int i = 0; i < watchers; ++i) metrics_->AuthRefused("WatchJobs", "revoked");
+    for (int i = 0; i < watchers; ++i) metrics_->AuthRefused("WatchJobs", "REVOKED");
   }
   if (!agents.empty() || watchers > 0) {
     spdlog::warn("revoked credentials: ended {} agent stream(s) and {} watch stream(s)",
@@ -312,7 +312,7 @@ grpc::ServerUnaryReactor* TrackerService::SubmitTrials(grpc::CallbackServerConte
   std::string client = request->client_id();
   if (caller->authenticated) {
     if (!client.empty() && !caller->may_act_for(client)) {
-      if (metrics_ != nullptr) metrics_->AuthRefused("SubmitTrials", "permission_denied");
+      if (metrics_ != nullptr) metrics_->AuthRefused("SubmitTrials", "PERMISSION_DENIED");
       return Done(context, absl::PermissionDeniedError(absl::StrCat(
                                "client_id: this call is authenticated as ", caller->identity.name,
                                "; it may not submit as \"", client, "\"")));
@@ -344,7 +344,7 @@ grpc::ServerUnaryReactor* TrackerService::GetJob(grpc::CallbackServerContext* co
   }
   absl::StatusOr<v1::Job> job = queue_->GetJob(request->job_id());
   if (job.ok() && !caller->may_act_for(job->client_id())) {
-    if (metrics_ != nullptr) metrics_->AuthRefused("GetJob", "permission_denied");
+    if (metrics_ != nullptr) metrics_->AuthRefused("GetJob", "PERMISSION_DENIED");
     return Done(context, NoSuchJob(request->job_id()));
   }
   if (job.ok()) *response = std::move(*job);
@@ -381,7 +381,7 @@ grpc::ServerWriteReactor<v1::JobEvent>* TrackerService::WatchJobs(
     }
   }
   if (own_only && !refused.ok() && metrics_ != nullptr) {
-    metrics_->AuthRefused("WatchJobs", "permission_denied");
+    metrics_->AuthRefused("WatchJobs", "PERMISSION_DENIED");
   }
   if (!refused.ok()) {
     class Refusal final : public grpc::ServerWriteReactor<v1::JobEvent> {
@@ -405,7 +405,7 @@ grpc::ServerUnaryReactor* TrackerService::CancelJob(grpc::CallbackServerContext*
   if (caller->authenticated) {
     absl::StatusOr<v1::Job> current = queue_->GetJob(request->job_id());
     if (current.ok() && !caller->may_act_for(current->client_id())) {
-      if (metrics_ != nullptr) metrics_->AuthRefused("CancelJob", "permission_denied");
+      if (metrics_ != nullptr) metrics_->AuthRefused("CancelJob", "PERMISSION_DENIED");
       return Done(context, NoSuchJob(request->job_id()));
     }
   }
@@ -484,7 +484,7 @@ grpc::ServerUnaryReactor* TrackerService::ListResults(grpc::CallbackServerContex
   // A user lists its own jobs (an empty client_id means: mine).
   if (caller->authenticated && caller->identity.role != Role::kAdmin &&
       !request->client_id().empty() && request->client_id() != caller->identity.name) {
-    if (metrics_ != nullptr) metrics_->AuthRefused("ListResults", "permission_denied");
+    if (metrics_ != nullptr) metrics_->AuthRefused("ListResults", "PERMISSION_DENIED");
     return Done(context, absl::PermissionDeniedError(
                              absl::StrCat("client_id: you are ", caller->identity.name,
                                           "; you may list only your own jobs")));

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "base/build_info.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "tests/http_probe.h"
@@ -28,14 +30,15 @@ TEST_F(ServiceTest, MetricsAreServedOverHttp) {
   std::vector<std::string> alice = Submit("alice", "r1", std::vector<v1::Trial>(3, MakeTrial()));
   std::vector<std::string> bob = Submit("bob", "r1", std::vector<v1::Trial>(2, MakeTrial()));
   auto agent = Agent(Registration("agent-1", {Board("b1")}));
-  // One infrastructure error (re-queued), two results, one job left running.
+  // One infrastructure error (re-queued), two results (one measured, one a wrong answer), one
+  // job left running.
   std::optional<v1::JobOffer> offer = agent->NextOffer();
   ASSERT_TRUE(offer.has_value());
   ASSERT_NO_FATAL_FAILURE(agent->Report(*offer, v1::FLASH_ERROR));
-  for (int i = 0; i < 2; ++i) {
+  for (v1::ErrorCode code : {v1::NO_ERROR, v1::WRONG_ANSWER}) {
     offer = agent->NextOffer();
     ASSERT_TRUE(offer.has_value());
-    ASSERT_NO_FATAL_FAILURE(agent->Report(*offer));
+    ASSERT_NO_FATAL_FAILURE(agent->Report(*offer, code));
   }
   std::optional<v1::JobOffer> running = agent->NextOffer();
   ASSERT_TRUE(running.has_value());
@@ -55,8 +58,10 @@ TEST_F(ServiceTest, MetricsAreServedOverHttp) {
   const std::map<std::string, double> expected = {
       {"benchfarm_tracker_trials_submitted_total{client=\"alice\"}", 3},
       {"benchfarm_tracker_trials_submitted_total{client=\"bob\"}", 2},
-      {"benchfarm_tracker_jobs_finished_total{result=\"done\"}", 2},
-      {"benchfarm_tracker_jobs_finished_total{result=\"cancelled\"}", 1},
+      // Finished jobs by their result's error code: a failure is not counted as a success.
+      {"benchfarm_tracker_jobs_finished_total{board_kind=\"host\",error_code=\"NO_ERROR\"}", 1},
+      {"benchfarm_tracker_jobs_finished_total{board_kind=\"host\",error_code=\"WRONG_ANSWER\"}", 1},
+      {"benchfarm_tracker_jobs_finished_total{board_kind=\"host\",error_code=\"CANCELLED\"}", 1},
       {"benchfarm_tracker_jobs{state=\"QUEUED\"}", 1},
       {"benchfarm_tracker_jobs{state=\"RUNNING\"}", 1},
       {"benchfarm_tracker_boards{state=\"BUSY\"}", 1},
@@ -95,6 +100,10 @@ TEST_F(ServiceTest, MetricsAreServedOverHttp) {
             std::string::npos);
   EXPECT_NE(response.find("# TYPE benchfarm_tracker_jobs_finished_total counter"),
             std::string::npos);
+  // Which build serves: one series, 1, its labels the version and commit --version prints.
+  const std::string build_info = absl::StrCat("benchfarm_build_info{commit=\"", base::Commit(),
+                                              "\",version=\"", base::Version(), "\"}");
+  EXPECT_EQ(samples[build_info], 1) << build_info << " missing from\n" << response;
 }
 
 TEST_F(ServiceTest, HealthServiceAnswersServing) {

@@ -33,6 +33,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "base/clock.h"
+#include "base/command_line.h"
 #include "base/logging.h"
 #include "base/memory.h"
 #include "base/status_macros.h"
@@ -66,6 +67,18 @@ ABSL_FLAG(std::string, log_level, "",
           "trace|debug|info|warn|error|critical|off (default: $BENCHFARM_LOG_LEVEL, else info)");
 
 namespace {
+
+constexpr char kUsage[] =
+    "benchfarm's job queue daemon (README \"The tracker\").\n"
+    "\n"
+    "  benchfarm-tracker [--config FILE] [--listen ADDR] [--database PATH] [--metrics ADDR|off]\n"
+    "                    [--state_dir DIR] [--insecure] [--log_level L]\n"
+    "  benchfarm-tracker --version\n"
+    "\n"
+    "FILE is a text-format benchfarm.v1.TrackerConfig (proto/config.proto); flags override it.\n"
+    "Secure by default: TLS, its CA made in the state directory on first start. Prints\n"
+    "\"tracker: listening on HOST:PORT\" on stdout once serving; logs on stderr; stops on\n"
+    "SIGTERM/SIGINT.";
 
 volatile std::sig_atomic_t g_stop = 0;
 void OnSignal(int) { g_stop = 1; }
@@ -292,6 +305,7 @@ void LogHowToReach(const benchfarm::tracker::ServerSecurity& security, const std
 }  // namespace
 
 int main(int argc, char** argv) {
+  benchfarm::base::SetUpCommandLine("benchfarm-tracker", kUsage, __FILE__);
   absl::ParseCommandLine(argc, argv);
   // Debian's Abseil is built with deadlock detection on: a lock-order graph update on every
   // Mutex acquisition, a few % of the tracker's CPU. The tests keep it (they run the same code in

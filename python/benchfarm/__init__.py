@@ -1,11 +1,11 @@
 """benchfarm: a Python client for benchfarm's tracker (benchfarm.v1.Tracker over gRPC).
 
     import benchfarm
-    farm = benchfarm.Client()          # $BENCHFARM_TRACKER, else localhost:7070; TLS verified
+    with benchfarm.Client() as farm:   # $BENCHFARM_TRACKER, else localhost:7070; TLS verified
                                        # with $BENCHFARM_CA, as the user of $BENCHFARM_TOKEN
-    print([b.board_id for b in farm.boards()])
-    results = farm.measure_batch([benchfarm.trial("matmul", "host-process", knobs={"tile_m": 16})])
-    jobs = farm.measure_jobs([benchfarm.trial("matmul", "host-process", target_rel_ci=0.01)])
+        print([b.board_id for b in farm.boards()])
+        results = farm.measure_batch([benchfarm.trial("matmul", "host-process", knobs={"tile_m": 16})])
+        jobs = farm.measure_jobs([benchfarm.trial("matmul", "host-process", target_rel_ci=0.01)])
     print(benchfarm.cost_text(jobs[0]), jobs[0].result.stats.median_s)   # "12.3 us +-0.4 %"
 
 Needs Debian's python3-grpcio and python3-protobuf, and the generated modules on the path:

@@ -1,14 +1,14 @@
 """benchfarm.Client: the tracker's client service (benchfarm.v1.Tracker) from Python.
 
     import benchfarm
-    farm = benchfarm.Client()                     # $BENCHFARM_TRACKER, else localhost:7070;
-                                                  # TLS with $BENCHFARM_CA and $BENCHFARM_TOKEN
     trials = [benchfarm.trial("matmul", "host-process", knobs={"tile_m": m}) for m in (4, 8, 16)]
-    for r in farm.measure_batch(trials):          # AutoTVM's runner shape: list in, list out
-        print(r.error_no, r.costs)                # seconds per call; (1e9,) on error
-    for job in farm.measure_jobs(trials):         # the same, as finished Jobs with their quality
-        s = job.result.stats                      # CostStats, computed by the tracker
-        print(s.median_s, s.rel_half_width, s.unstable, benchfarm.cost_text(job))
+    with benchfarm.Client() as farm:              # $BENCHFARM_TRACKER, else localhost:7070;
+                                                  # TLS with $BENCHFARM_CA and $BENCHFARM_TOKEN
+        for r in farm.measure_batch(trials):      # AutoTVM's runner shape: list in, list out
+            print(r.error_no, r.costs)            # seconds per call; (1e9,) on error
+        for job in farm.measure_jobs(trials):     # the same, as finished Jobs with their quality
+            s = job.result.stats                  # CostStats, computed by the tracker
+            print(s.median_s, s.rel_half_width, s.unstable, benchfarm.cost_text(job))
 
 A result's quality: every Job that get, watch, results and measure_jobs return carries
 job.result.stats (count, mean_s, median_s, min_s, max_s, stddev_s, cv, the median's interval
@@ -35,6 +35,7 @@ import os
 import socket
 import time
 import uuid
+import weakref
 
 import grpc
 from google.protobuf import json_format
@@ -357,6 +358,24 @@ def _ignore_state(_state):
     """A channel connectivity callback that only keeps the channel polled (Client.__init__)."""
 
 
+def _close_channel(channel):
+    """Ends a Client's channel: its connectivity subscription (a polling thread), then the
+    channel. Client.close and, for a client still open then, interpreter exit call it (once: a
+    weakref.finalize), so a script that never closes its client still exits: left to grpc's
+    Channel.__del__ at interpreter shutdown, the polling thread hung the exit (Debian's grpcio
+    1.51: "ValueError: Cannot monitor channel state: Channel deallocated!", Ctrl-C ignored)."""
+    try:
+        channel.unsubscribe(_ignore_state)
+        # grpcio's polling thread notices within 0.2 s that nobody subscribes and ends; a channel
+        # closed under it raises "Cannot monitor channel state: Channel closed!" in that thread.
+        state = getattr(channel, "_connectivity_state", None)  # grpcio's own; absent: no wait
+        deadline = time.monotonic() + 1.0
+        while getattr(state, "polling", False) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        channel.close()
+
+
 class Client:
     """A connection to a benchfarm tracker.
 
@@ -376,6 +395,10 @@ class Client:
     client_id: who submits. With credentials the tracker derives it from them, so None means ""
     (the tracker fills in the token's or certificate's name; another name is PERMISSION_DENIED
     unless the caller is an admin). Insecure, None means $USER, else "benchfarm-python".
+
+    Use it as a context manager (`with benchfarm.Client() as farm:`) or call close(); a client
+    left open is closed when it is garbage-collected or, at the latest, at interpreter exit.
+    Calls on a closed client raise ValueError.
     """
 
     def __init__(self, address=None, client_id=None, timeout=DEFAULT_TIMEOUT_S, ca=None,
@@ -417,6 +440,8 @@ class Client:
         # restarted tracker (a TLS handshake, several round trips) completes in the background;
         # without it each round trip waited for the next call (17 s to get back here).
         self._channel.subscribe(_ignore_state)
+        # Holds the channel, never self: the client can still be collected before exit.
+        self._closer = weakref.finalize(self, _close_channel, self._channel)
 
     @staticmethod
     def _credentials(ca, token, token_file, cert, key):
@@ -449,8 +474,12 @@ class Client:
         return creds
 
     def close(self):
-        self._channel.unsubscribe(_ignore_state)
-        self._channel.close()
+        """Closes the channel; RPCs in flight end with CANCELLED. Calling it again does nothing."""
+        self._closer()
+
+    @property
+    def closed(self):
+        return not self._closer.alive
 
     def __enter__(self):
         return self
