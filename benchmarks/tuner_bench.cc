@@ -1,8 +1,10 @@
 // tuner_bench: the tuner's strategies (tuner/strategy.h: random, additive — `farmctl tune
 // --strategy model` — and gbt, the learned cost model) replayed offline on ground-truth tables of
 // whole spaces (benchmarks/data/*.tsv, tuner/table.h), many seeds each (issue 37 §4):
-//   per space, strategy and budget (32/64/128/256 trials): mean and worst best/optimum, and the
-//   share of seeds that found the exact optimum;
+//   per space, strategy and budget (32/64/128/256 trials): mean and worst best/optimum, the share
+//   of seeds that found the exact optimum, and the flashes per board (an image per batch of
+//   --batch; the image-round scheme, `farmctl tune --max-flashes K`: "gbt K rounds", the budget
+//   in K rounds, each the model's next ceil(budget / K) configs built into one image);
 //   per space and strategy: trials to come within 1 % and 2 % of the optimum (median and 90th
 //   percentile over the seeds, and how many reached it within the largest budget).
 // The tables come from deterministic emulated boards (the cycle model), so replaying is what a
@@ -11,7 +13,7 @@
 // formula with a known interaction, tuner::SyntheticTable) by `tuner_bench
 // --write-synthetic=benchmarks/data/synthetic.tsv`.
 //
-//   tuner_bench [--seeds=N] [--batch=B] [--budgets=32,64,128,256]
+//   tuner_bench [--seeds=N] [--batch=B] [--rounds=K] [--budgets=32,64,128,256]
 //   [--strategies=random,additive,gbt]
 //               [--tables=matmul-m3,...] [--data=DIR] [--write-synthetic=FILE]
 
@@ -41,6 +43,7 @@ namespace {
 struct Settings {
   int seeds = 100;
   int batch = 16;
+  int rounds = 3;  // the image-round scheme's flashes
   std::vector<int> budgets = {32, 64, 128, 256};
   std::vector<std::string> strategies = tuner::StrategyNames();
   std::vector<std::string> tables;  // empty: every table in the data directory
@@ -75,9 +78,10 @@ int Run(const Settings& s) {
     return 1;
   }
   const int budget = *std::max_element(s.budgets.begin(), s.budgets.end());
-  std::printf("tuner_bench: %d seeds per strategy, batches of %d\n", s.seeds, s.batch);
-  std::printf("\n%-11s %7s %-9s %6s %14s %10s %8s %8s\n", "space", "configs", "strategy", "budget",
-              "mean best/opt", "worst", "optimum", "time/run");
+  std::printf("tuner_bench: %d seeds per strategy, batches of %d; image rounds: %d\n", s.seeds,
+              s.batch, s.rounds);
+  std::printf("\n%-11s %7s %-13s %6s %14s %10s %8s %8s %8s\n", "space", "configs", "strategy",
+              "budget", "mean best/opt", "worst", "optimum", "flashes", "time/run");
   struct Reach {
     std::string space, strategy;
     std::vector<int> within1, within2;
@@ -117,19 +121,40 @@ int Run(const Settings& s) {
       const double per_run = absl::ToDoubleSeconds(absl::Now() - start) / s.seeds;
       for (int b : s.budgets) {
         const tuner::ReplayStats st = tuner::Summarize(curves, table->optimum, b);
-        std::printf("%-11s %7zu %-9s %6d %14.4f %10.4f %7.0f%% %7.3fs\n", table->name.c_str(),
+        std::printf("%-11s %7zu %-13s %6d %14.4f %10.4f %7.0f%% %8d %7.3fs\n", table->name.c_str(),
                     table->cost.size(), name.c_str(), b, st.mean_ratio, st.worst_ratio,
-                    st.exact * 100, per_run);
+                    st.exact * 100, (b + s.batch - 1) / s.batch, per_run);
       }
       std::fflush(stdout);
       reach.push_back(std::move(r));
     }
+    // The image-round scheme: per budget, the learned model in `rounds` rounds.
+    const std::string rounds_name = "gbt " + std::to_string(s.rounds) + " rounds";
+    for (int b : s.budgets) {
+      std::vector<std::vector<double>> curves;
+      const int round = (b + s.rounds - 1) / s.rounds;
+      const absl::Time start = absl::Now();
+      for (int seed = 1; seed <= s.seeds; ++seed) {
+        tuner::StrategyOptions o;
+        o.seed = static_cast<uint64_t>(seed);
+        absl::StatusOr<std::unique_ptr<tuner::Strategy>> strategy =
+            tuner::MakeStrategy("gbt", space, o);
+        if (!strategy.ok()) return 2;
+        curves.push_back(tuner::Replay(*table, **strategy, b, round));
+      }
+      const double per_run = absl::ToDoubleSeconds(absl::Now() - start) / s.seeds;
+      const tuner::ReplayStats st = tuner::Summarize(curves, table->optimum, b);
+      std::printf("%-11s %7zu %-13s %6d %14.4f %10.4f %7.0f%% %8d %7.3fs\n", table->name.c_str(),
+                  table->cost.size(), rounds_name.c_str(), b, st.mean_ratio, st.worst_ratio,
+                  st.exact * 100, (b + round - 1) / round, per_run);
+    }
+    std::fflush(stdout);
   }
   std::printf(
       "\nTrials to come within 1 %% and 2 %% of the optimum (median, 90th percentile; "
       "seeds that did within %d trials)\n",
       budget);
-  std::printf("%-11s %-9s %20s %20s\n", "space", "strategy", "within 1 %", "within 2 %");
+  std::printf("%-11s %-13s %20s %20s\n", "space", "strategy", "within 1 %", "within 2 %");
   for (const Reach& r : reach) {
     auto cell = [&](const std::vector<int>& t) {
       const int n =
@@ -139,12 +164,12 @@ int Run(const Settings& s) {
                     Quantile(t, 0.9).c_str(), n, t.size());
       return std::string(buf);
     };
-    std::printf("%-11s %-9s %20s %20s\n", r.space.c_str(), r.strategy.c_str(),
+    std::printf("%-11s %-13s %20s %20s\n", r.space.c_str(), r.strategy.c_str(),
                 cell(r.within1).c_str(), cell(r.within2).c_str());
   }
   std::printf(
       "\n(best/opt: the best cost found within the budget over the space's optimum; optimum: the "
-      "share of seeds that found it)\n");
+      "share of seeds that found it; flashes: images per board, one per batch or round)\n");
   return errors > 0 ? 1 : 0;
 }
 
@@ -177,6 +202,8 @@ int main(int argc, char** argv) {
       s.seeds = std::max(1, std::atoi(v.c_str()));
     } else if (value("--batch", &v)) {
       s.batch = std::max(1, std::atoi(v.c_str()));
+    } else if (value("--rounds", &v)) {
+      s.rounds = std::max(1, std::atoi(v.c_str()));
     } else if (value("--budgets", &v)) {
       s.budgets = Ints(v);
     } else if (value("--strategies", &v)) {
@@ -189,7 +216,8 @@ int main(int argc, char** argv) {
       synthetic = v;
     } else {
       std::fprintf(stderr,
-                   "usage: tuner_bench [--seeds=N] [--batch=B] [--budgets=32,64,128,256] "
+                   "usage: tuner_bench [--seeds=N] [--batch=B] [--rounds=K] "
+                   "[--budgets=32,64,128,256] "
                    "[--strategies=random,additive,gbt] [--tables=NAME,...] [--data=DIR] "
                    "[--write-synthetic=FILE]\n");
       return 2;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Smoke test for tuner_bench: a short replay (3 seeds, budgets 16 and 32) of every strategy on
-# every committed table exits 0 and prints a figure in every row; --write-synthetic writes a table
+# Smoke test for tuner_bench: a short replay (3 seeds, budgets 16 and 32) of every strategy and
+# of the image-round scheme on every committed table exits 0 and prints a figure in every row; --write-synthetic writes a table
 # the bench reads back.
 set -euo pipefail
 source "$(dirname "$0")/smoke_lib.sh"
@@ -13,9 +13,13 @@ row() {
 for space in matmul-m3 synthetic; do
   for strategy in random additive gbt; do
     for budget in 16 32; do
-      row "^$space +[0-9]+ +$strategy +$budget +[0-9.]+ +[0-9.]+ +[0-9]+% +[0-9.]+s$"
+      row "^$space +[0-9]+ +$strategy +$budget +[0-9.]+ +[0-9.]+ +[0-9]+% +[0-9]+ +[0-9.]+s$"
     done
     row "^$space +$strategy +[0-9a-z]+, [0-9a-z]+ \([0-9]+/3\) +[0-9a-z]+, [0-9a-z]+ \([0-9]+/3\)$"
+  done
+  # The image-round scheme: the learned model in 3 rounds, 3 flashes per board at every budget.
+  for budget in 16 32; do
+    row "^$space +[0-9]+ +gbt 3 rounds +$budget +[0-9.]+ +[0-9.]+ +[0-9]+% +3 +[0-9.]+s$"
   done
 done
 mkdir -p "$tmp/data"

@@ -120,7 +120,11 @@ ABSL_FLAG(
     int, recheck, 0,
     "tune: re-measure the top K configs (adaptive, --target or 1 %) and compare the two rankings");
 ABSL_FLAG(bool, check, true, "board time: compare the output with <op>_reference on the board");
-ABSL_FLAG(uint64_t, seed, 1, "board time: seed of the random inputs");
+ABSL_FLAG(uint64_t, seed, 1,
+          "board time, submit: seed of the random inputs; tune: seed of the search (its inputs: "
+          "--data-seed)");
+ABSL_FLAG(uint64_t, data_seed, 1,
+          "tune: seed of the trials' input data (the same for any --seed or --strategy)");
 ABSL_FLAG(std::string, tracker, "",
           "tracker commands: HOST:PORT of the tracker (default: $BENCHFARM_TRACKER, else "
           "localhost:7070)");
@@ -144,9 +148,10 @@ ABSL_FLAG(std::string, strategy, "model",
           "XGBoost, tuner/)");
 ABSL_FLAG(int, trials, 64, "tune: how many configs to measure, the default one included");
 ABSL_FLAG(int, batch, 16, "tune: configs per submission (an agent builds a batch into one image)");
-ABSL_FLAG(int, pool, 0,
-          "tune: search a fixed pool of N configs that boards holding N candidates per image build "
-          "once and flash once");
+ABSL_FLAG(int, max_flashes, 0,
+          "tune: image rounds: at most K flashes per board — each round the strategy picks "
+          "ceil(trials / K) configs that boards holding that many candidates per image build into "
+          "one image (0: a batch per image)");
 ABSL_FLAG(std::string, out, "",
           "tune: directory for the state, AutoTVM log and plot (default: tune-<op>-<kind>)");
 ABSL_FLAG(bool, autotvm, false, "results: print AutoTVM log records (JSON lines, log version 0.2)");
@@ -239,7 +244,8 @@ constexpr char kUsage[] =
     "                                   restore an AutoTVM log's records of that run into a\n"
     "                                   tune directory, so tune resumes without re-measuring\n"
     "  tune --op OP [--version V] --kind K [--strategy grid|random|model|gbt] [--trials N]\n"
-    "       [--batch B] [--pool N] [--out DIR] [--shape S] [--number N --repeat R\n"
+    "       [--batch B | --max-flashes K] [--seed S] [--data-seed D] [--out DIR] [--shape S]\n"
+    "       [--number N --repeat R\n"
     "       --min-repeat-ms M] [--no-check] [--target PCT [--budget-ms B] [--max-repeat N]]\n"
     "       [--recheck K]\n"
     "                                   search the op's knob space on the farm (--version V:\n"
@@ -582,8 +588,9 @@ absl::StatusOr<TuneOptions> TuneOptionsFromFlags() {
   options.strategy = absl::GetFlag(FLAGS_strategy);
   options.trials = absl::GetFlag(FLAGS_trials);
   options.batch = absl::GetFlag(FLAGS_batch);
-  options.pool = absl::GetFlag(FLAGS_pool);
+  options.max_flashes = absl::GetFlag(FLAGS_max_flashes);
   options.seed = absl::GetFlag(FLAGS_seed);
+  options.data_seed = absl::GetFlag(FLAGS_data_seed);
   options.out_dir = absl::GetFlag(FLAGS_out).empty()
                         ? absl::StrCat("tune-", options.op, "-", options.kind)
                         : absl::GetFlag(FLAGS_out);

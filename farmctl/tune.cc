@@ -261,17 +261,16 @@ class TuneState {
 // package holds both models; ./farm bench tuner replays them.
 class Searcher {
  public:
-  // `allowed`: when not empty, the only configs it picks (a tuning run's image pool), sorted.
-  Searcher(const v1::Operator& op, std::string strategy, uint64_t seed,
-           std::vector<int64_t> allowed = {})
+  Searcher(const v1::Operator& op, std::string strategy, uint64_t seed)
       : op_(op),
         strategy_(std::move(strategy)),
         seed_(seed),
         rng_(seed),
-        size_(catalog::SpaceSize(op.spec())),
-        allowed_(std::move(allowed)) {}
+        size_(catalog::SpaceSize(op.spec())) {}
 
   std::vector<int64_t> Next(int n, const TuneState& state) {
+    // A function of the seed and the results: a resumed run picks what the uninterrupted one would.
+    rng_.seed(seed_ ^ (0x9e3779b97f4a7c15ull * (state.points().size() + 1)));
     std::vector<int64_t> out;
     auto take = [&](int64_t index) {
       if (static_cast<int>(out.size()) < n && !state.Known(index) &&
@@ -280,10 +279,7 @@ class Searcher {
       }
     };
     if (strategy_ == "grid") {
-      const int64_t end = allowed_.empty() ? size_ : static_cast<int64_t>(allowed_.size());
-      for (; cursor_ < end && static_cast<int>(out.size()) < n; ++cursor_) {
-        take(allowed_.empty() ? cursor_ : allowed_[cursor_]);
-      }
+      for (; cursor_ < size_ && static_cast<int>(out.size()) < n; ++cursor_) take(cursor_);
       return out;
     }
     if (strategy_ == "gbt") return NextByModel(n, state);
@@ -332,11 +328,10 @@ class Searcher {
 
   std::vector<int64_t> RandomPool(int n, const TuneState& state) {
     std::vector<int64_t> pool;
-    const int64_t size = allowed_.empty() ? size_ : static_cast<int64_t>(allowed_.size());
-    if (size <= 0) return pool;
-    std::uniform_int_distribution<int64_t> pick(0, size - 1);
+    if (size_ <= 0) return pool;
+    std::uniform_int_distribution<int64_t> pick(0, size_ - 1);
     for (int tries = 0; static_cast<int>(pool.size()) < n && tries < n * 8; ++tries) {
-      int64_t i = allowed_.empty() ? pick(rng_) : allowed_[pick(rng_)];
+      const int64_t i = pick(rng_);
       if (!state.Known(i)) pool.push_back(i);
     }
     return pool;
@@ -347,22 +342,10 @@ class Searcher {
   const uint64_t seed_;
   std::mt19937_64 rng_;
   const int64_t size_;
-  const std::vector<int64_t> allowed_;
   int64_t cursor_ = 0;
   std::unique_ptr<tuner::Space> space_;  // gbt
   std::unique_ptr<tuner::Strategy> learned_;
 };
-
-// The image pool of a run: the default config and seeded random distinct ones, `n` in all (at
-// most the space), sorted. The same options give the same pool, so a resumed run keeps it.
-std::vector<int64_t> ImagePool(int64_t space, int64_t default_index, int n, uint64_t seed) {
-  std::set<int64_t> pool;
-  if (default_index >= 0) pool.insert(default_index);
-  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
-  std::uniform_int_distribution<int64_t> pick(0, std::max<int64_t>(0, space - 1));
-  while (static_cast<int64_t>(pool.size()) < std::min<int64_t>(n, space)) pool.insert(pick(rng));
-  return std::vector<int64_t>(pool.begin(), pool.end());
-}
 
 std::string Deterministic(const google::protobuf::Message& m) {
   std::string out;
@@ -398,7 +381,7 @@ v1::Trial TrialTemplate(const v1::Operator& op, const TuneOptions& options) {
   if (t.measure().repeat() == 0) t.mutable_measure()->set_repeat(3);
   t.set_check_outputs(options.check);
   t.set_priority(options.priority);
-  t.set_seed(options.seed);
+  t.set_seed(options.data_seed);
   return t;
 }
 
@@ -558,11 +541,6 @@ absl::StatusOr<const v1::Operator*> CheckOptions(const catalog::KnobSpace& knobs
       options.strategy != "gbt") {
     return absl::InvalidArgumentError("--strategy: one of grid, random, model, gbt");
   }
-  if (options.strategy == "gbt" && options.pool > 0) {
-    return absl::InvalidArgumentError(
-        "--strategy gbt picks from the whole space: not with --pool (a fixed pool of random "
-        "configs)");
-  }
   if (options.trials < 1) return absl::InvalidArgumentError("--trials: at least 1");
   if (options.batch < 1 || options.batch > 1000)
     return absl::InvalidArgumentError("--batch: 1..1000");
@@ -572,14 +550,21 @@ absl::StatusOr<const v1::Operator*> CheckOptions(const catalog::KnobSpace& knobs
   if (stat(options.out_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return absl::InternalError(absl::StrCat("--out: cannot create ", options.out_dir));
   }
-  if (options.pool < 0) return absl::InvalidArgumentError("--pool: must be 0 or more");
+  if (options.max_flashes < 0) return absl::InvalidArgumentError("--max-flashes: 0 or more");
+  if (options.max_flashes > 0 &&
+      (options.trials + options.max_flashes - 1) / options.max_flashes > catalog::kMaxImagePool) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-flashes: ", options.trials, " trials in ", options.max_flashes,
+                     " rounds are more configs per image than a trial may name (",
+                     catalog::kMaxImagePool, "): allow more flashes"));
+  }
   if (options.recheck < 0 || options.recheck > 1000) {
     return absl::InvalidArgumentError("--recheck: 0..1000 (configs to measure again)");
   }
   return op;
 }
 
-// The image pool's configs as trials name them (TemplateOperator.image_pool): "k=v,k=v".
+// A round's configs as its trials name them (TemplateOperator.image_pool): "k=v,k=v".
 std::vector<std::string> PoolConfigs(const v1::OpTemplate& spec, const std::vector<int64_t>& pool) {
   std::vector<std::string> configs;
   for (int64_t index : pool) {
@@ -621,12 +606,10 @@ class TuneRun {
         // Knobs left out take their defaults: the default config's index.
         default_index_(
             catalog::ConfigIndex(op.spec(), google::protobuf::Map<std::string, std::string>())),
-        pool_(options.pool > 0 ? ImagePool(catalog::SpaceSize(op.spec()), default_index_,
-                                           options.pool, options.seed)
-                               : std::vector<int64_t>()),
-        pool_configs_(PoolConfigs(op.spec(), pool_)),
+        round_(options.max_flashes > 0 ? (budget_ + options.max_flashes - 1) / options.max_flashes
+                                       : 0),
         state_(options.out_dir, run_key_),
-        searcher_(op, options.strategy, options.seed, pool_) {}
+        searcher_(op, options.strategy, options.seed) {}
 
   absl::Status LoadState();
   absl::Status Search();
@@ -635,11 +618,9 @@ class TuneRun {
   absl::Status Finish();
 
  private:
-  // The trials to measure: the budget, at most the searchable configs (the pool's or the space's).
+  // The trials to measure: the budget, at most the space.
   static int Budget(const v1::Operator& op, const TuneOptions& options) {
-    const int64_t space = catalog::SpaceSize(op.spec());
-    const int64_t searchable = options.pool > 0 ? std::min<int64_t>(options.pool, space) : space;
-    return static_cast<int>(std::min<int64_t>(options.trials, searchable));
+    return static_cast<int>(std::min<int64_t>(options.trials, catalog::SpaceSize(op.spec())));
   }
 
   void Draw(bool final);
@@ -667,12 +648,12 @@ class TuneRun {
   const std::string run_key_;
   const int budget_;
   const int64_t default_index_;
-  const std::vector<int64_t> pool_;
-  const std::vector<std::string> pool_configs_;
+  const int round_;  // configs per image round (max_flashes), 0 without rounds
   TuneState state_;
   Searcher searcher_;
-  int flashed_ = 0, finished_now_ = 0;  // trials of this run whose board was flashed for them
-  std::vector<TunePoint> ranked_;       // the measured configs by cost (PrintBest)
+  int flashed_ = 0, finished_now_ = 0;        // trials of this run whose board was flashed for them
+  std::map<std::string, int> board_flashes_;  // of this run's trials, by board
+  std::vector<TunePoint> ranked_;             // the measured configs by cost (PrintBest)
 };
 
 absl::Status TuneRun::LoadState() {
@@ -710,9 +691,12 @@ void TuneRun::Draw(bool final) {
   }
 }
 
-// The trials of the request: the template with each config's knobs, naming the image pool.
+// The trials of the request: the template with each config's knobs; in image rounds each names
+// the round's configs.
 v1::SubmitTrialsRequest TuneRun::Request(const v1::Trial& trial_template,
                                          const std::vector<int64_t>& indexes) const {
+  const std::vector<std::string> round =
+      round_ > 0 ? PoolConfigs(op_.spec(), indexes) : std::vector<std::string>();
   v1::SubmitTrialsRequest req;
   req.set_client_id(client_);
   for (int64_t index : indexes) {
@@ -721,7 +705,7 @@ v1::SubmitTrialsRequest TuneRun::Request(const v1::Trial& trial_template,
     for (const auto& [k, v] : catalog::KnobsOfIndex(op_.spec(), index)) {
       (*t->mutable_op()->mutable_template_op()->mutable_knobs())[k] = v;
     }
-    for (const std::string& config : pool_configs_) {
+    for (const std::string& config : round) {
       t->mutable_op()->mutable_template_op()->add_image_pool(config);
     }
   }
@@ -773,15 +757,20 @@ absl::Status TuneRun::WaitPending() {
       [&](int64_t index, const v1::Job& job) {
         RETURN_IF_ERROR(state_.AddDone(PointOf(index, job), FormatAutoTvmRecord(job, knobs_)));
         finished_now_++;
-        flashed_ += job.result().stages().flash_s() > 0;
+        if (job.result().stages().flash_s() > 0) {
+          flashed_++;
+          board_flashes_[job.result().board_id()]++;
+        }
         return absl::OkStatus();
       },
       "", absl::StrCat(" (is an agent serving kind ", options_.kind, "?)"), [&] { Draw(false); });
 }
 
-// The next batch: the default config first while it is unmeasured, then the searcher's picks.
+// The next batch (an image round with max_flashes): the default config first while it is
+// unmeasured, then the searcher's picks.
 std::vector<int64_t> TuneRun::NextBatch() {
-  const int n = std::min<int>(options_.batch, budget_ - static_cast<int>(state_.points().size()));
+  const int n = std::min<int>(round_ > 0 ? round_ : options_.batch,
+                              budget_ - static_cast<int>(state_.points().size()));
   std::vector<int64_t> batch;
   if (default_index_ >= 0 && !state_.Known(default_index_)) {
     batch.push_back(default_index_);
@@ -928,6 +917,22 @@ absl::Status TuneRun::Finish() {
   if (finished_now_ > 0) {
     out_ << absl::StrFormat("flashes: %d for the %d trials of this run (%.2f per trial)\n",
                             flashed_, finished_now_, static_cast<double>(flashed_) / finished_now_);
+  }
+  if (round_ > 0) {
+    int most = 0;
+    for (const auto& [board, n] : board_flashes_) most = std::max(most, n);
+    const int rounds = (static_cast<int>(state_.points().size()) + round_ - 1) / round_;
+    out_ << absl::StrFormat(
+        "image rounds: %d of %d configs (--max-flashes %d); most flashes on one "
+        "board: %d",
+        rounds, round_, options_.max_flashes, most);
+    if (most > options_.max_flashes) {
+      out_ << absl::StrFormat(
+          " — more than --max-flashes: that board's images hold fewer than a round's %d "
+          "candidates (its image_candidates), so it flashed each batch",
+          round_);
+    }
+    out_ << "\n";
   }
   out_ << NewerVersionNote(tracker_, op_);
   out_ << "AutoTVM log: " << state_.LogPath() << "\nplot: " << plot << "\n";

@@ -9,11 +9,19 @@
 // Strategies:
 //   grid    every config in index order (AutoTVM's ConfigSpace numbering, first knob fastest)
 //   random  configs in a seeded random order, without repeats
-//   (with pool > 0, every strategy picks only from a fixed pool of configs: see TuneOptions::pool)
 //   model   a first batch at random, then a simple model guides: each knob value is scored by the
 //           mean log-cost of the measured configs that use it, a candidate by the sum of its
 //           values' scores; each batch takes the best-scored unmeasured configs of a random pool,
 //           with a quarter of the batch left to random exploration.
+//   gbt     the learned cost model (tuner/strategy.h): gradient-boosted trees with a rank
+//           objective, refitted on every result before each batch, simulated annealing over its
+//           predictions, 5 % of each batch at random.
+//
+// Image rounds (--max-flashes K): each batch is a round of ceil(trials / K) configs the strategy
+// picks, and every trial of the round names them all (TemplateOperator.image_pool), so an agent
+// whose boards hold that many candidates per image (BoardConfig.image_candidates) builds the round
+// into one image: one flash per board per round, at most K per board for the run. The run reports
+// its rounds and the most flashes one board took.
 //
 // Configs are ranked by the median of their costs (a preempted repeat is slow, never fast, so
 // the mean ranks noise); each shows as "12.3 us +-0.4 %" (stats::CostText), UNSTABLE when its
@@ -60,18 +68,16 @@ namespace benchfarm::farmctl {
 struct TuneOptions {
   std::string op = "matmul";
   std::string kind = "host-process";
-  std::string strategy = "model";  // grid, random, model
+  std::string strategy = "model";  // grid, random, model, gbt
   int trials = 64;                 // budget, the default config included
-  int batch = 16;
+  int batch = 16;                  // configs per submission (without max_flashes)
   // Flash economy for boards whose images hold many candidates (a microcontroller's flash takes
-  // seconds to write): 0, or the size of a candidate pool fixed at the start (the default config
-  // and seeded random ones). The search picks only from the pool, and every trial names the pool
-  // (TemplateOperator.image_pool) so an agent builds it into one image: one build and one flash
-  // per board for the whole run.
-  int pool = 0;
-  uint64_t seed = 1;
-  std::string out_dir;    // required
-  std::string client_id;  // empty: "tune-<op>-<kind>", or with derive_client none
+  // seconds to write): 0, or the most image rounds of the run (above); the batch is then a round.
+  int max_flashes = 0;
+  uint64_t seed = 1;       // the search's (the strategy's random choices)
+  uint64_t data_seed = 1;  // the trials' input data (Trial.seed): the same for any search
+  std::string out_dir;     // required
+  std::string client_id;   // empty: "tune-<op>-<kind>", or with derive_client none
   // A secure tracker names the client itself (the credential's name): send no client_id.
   bool derive_client = false;
   v1::MeasureOptions measure;  // number/repeat 0: 10/3
@@ -106,7 +112,7 @@ struct TunePoint {
 std::string PointCostText(const TunePoint& p);
 
 // Every trial of the run before its knobs are set: kind, op and version, args, measure options
-// (number 0 becomes the trial's default, 10; repeat 0 becomes 3), check, priority, seed.
+// (number 0 becomes the trial's default, 10; repeat 0 becomes 3), check, priority, data_seed.
 v1::Trial TrialTemplate(const v1::Operator& op, const TuneOptions& options);
 
 // What makes measurements of two runs interchangeable: the trial template and the output

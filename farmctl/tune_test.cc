@@ -57,7 +57,9 @@ std::vector<double> DefaultCosts(const v1::Trial& trial, v1::ErrorCode* error) {
   return std::vector<double>(trial.measure().target_rel_ci() > 0 ? 12 : 3, cost);
 }
 
-// A fake agent with one board of many slots that answers every offer at once.
+// A fake agent with one board of many slots that answers every offer at once. It flashes as an
+// agent whose images hold a trial's whole image pool would: when an offer's image (its pool, or
+// its config without one) is not the one on the board.
 class ScriptedAgent {
  public:
   explicit ScriptedAgent(const std::string& address) {
@@ -88,6 +90,10 @@ class ScriptedAgent {
     absl::MutexLock lock(&mu_);
     return configs_;
   }
+  int flashes() const {
+    absl::MutexLock lock(&mu_);
+    return flashes_;
+  }
 
  private:
   void Run() {
@@ -103,6 +109,7 @@ class ScriptedAgent {
     while (stream->Read(&m)) {
       if (!m.has_offer()) continue;
       offers_++;
+      bool flashed = false;
       {
         const v1::TemplateOperator& op = m.offer().trial().op().template_op();
         std::vector<std::string> pairs;
@@ -111,9 +118,16 @@ class ScriptedAgent {
           pairs.push_back(absl::StrCat(k, "=", v));
         }
         absl::MutexLock lock(&mu_);
-        pools_.insert(absl::StrJoin(op.image_pool(), ";"));
+        const std::string pool = absl::StrJoin(op.image_pool(), ";");
+        pools_.insert(pool);
         configs_.insert(absl::StrJoin(pairs, ","));
         measures_.push_back(m.offer().trial().measure());
+        const std::string image = pool.empty() ? absl::StrJoin(pairs, ",") : pool;
+        flashed = image != image_;
+        if (flashed) {
+          image_ = image;
+          flashes_++;
+        }
       }
       v1::AgentMessage r;
       r.mutable_result()->set_job_id(m.offer().job_id());
@@ -137,6 +151,7 @@ class ScriptedAgent {
       }
       res->set_board_id("fake-0");
       res->mutable_stages()->set_measure_s(0.01);
+      if (flashed) res->mutable_stages()->set_flash_s(0.5);
       stream->Write(r);
     }
     (void)stream->Finish();
@@ -150,6 +165,8 @@ class ScriptedAgent {
   std::set<std::string> pools_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> configs_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::MeasureOptions> measures_ ABSL_GUARDED_BY(mu_);
+  std::string image_ ABSL_GUARDED_BY(mu_);  // what the board holds
+  int flashes_ ABSL_GUARDED_BY(mu_) = 0;
   CostScript script_ ABSL_GUARDED_BY(mu_) = DefaultCosts;
   std::thread thread_;
 };
@@ -291,8 +308,8 @@ TEST_F(TuneTest, ModelGuidedSearchWorksForOtherSeedsToo) {
 }
 
 // --strategy gbt (tuner/: XGBoost's rank model and simulated annealing): within 64 trials it finds
-// one of the 24 configs under 2e-5 (1.4 % of the space) for every seed, measures no config twice,
-// and refuses --pool.
+// one of the 24 configs under 2e-5 (1.4 % of the space) for every seed and measures no config
+// twice.
 TEST_F(TuneTest, TheLearnedModelFindsAFastConfigInFewTrials) {
   for (uint64_t seed : {1, 2, 3}) {
     g_seed = seed;
@@ -312,41 +329,63 @@ TEST_F(TuneTest, TheLearnedModelFindsAFastConfigInFewTrials) {
     EXPECT_LT(BestDone(), 2e-5) << "seed " << seed << "\n" << out.str();
   }
   g_seed = 1;
-  TuneOptions pooled = Options("gbt", 8, 4);
-  pooled.pool = 16;
-  std::ostringstream out, progress;
-  EXPECT_TRUE(absl::StrContains(
-      Tune(client_, catalog::BuiltinKnobSpace(), pooled, out, progress).message(), "--pool"));
 }
 
-// Flash economy: with --pool every trial names the same pool, and the search stays inside it, so
-// a board that holds the pool in one image builds and flashes once for the whole run.
-TEST_F(TuneTest, APoolKeepsTheRunInsideOneImage) {
-  std::ostringstream out, progress;
-  TuneOptions options = Options("model", 24, 8);
-  options.pool = 32;
-  ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), options, out, progress).ok())
-      << progress.str();
-  EXPECT_EQ(StateLines("done").size(), 24u);
-  std::set<std::string> pools = agent_->pools();
-  ASSERT_EQ(pools.size(), 1u) << "every trial carries the same pool";
-  std::vector<std::string> pool = absl::StrSplit(*pools.begin(), ';');
-  ASSERT_EQ(pool.size(), 32u);
-  std::set<std::string> in_pool(pool.begin(), pool.end());
-  EXPECT_EQ(in_pool.size(), 32u) << "distinct configs";
-  EXPECT_TRUE(in_pool.count("order=ikj,tile_k=16,tile_m=8,tile_n=8,unroll=4"))
-      << "the default config is in the pool: " << *pools.begin();
-  for (const std::string& config : agent_->configs()) {
-    EXPECT_TRUE(in_pool.count(config)) << config << " was measured but is not in the pool";
+// Image rounds (--max-flashes K): each round is ceil(trials / K) configs the strategy picks, every
+// trial of the round names them all, so a board that holds a round in one image flashes once per
+// round: never more than K. The learned model guides the later rounds (its best beats the first
+// round's), and an interrupted run resumes the same rounds.
+TEST_F(TuneTest, ImageRoundsNeverExceedMaxFlashes) {
+  for (uint64_t seed : {1, 2}) {
+    std::filesystem::remove_all(dir_ + "/out");
+    const int before = agent_->flashes();
+    std::ostringstream out, progress;
+    TuneOptions options = Options("gbt", 48, 16);
+    options.max_flashes = 3;
+    options.seed = seed;
+    ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), options, out, progress).ok())
+        << progress.str();
+    EXPECT_EQ(StateLines("done").size(), 48u);
+    EXPECT_LE(agent_->flashes() - before, 3) << out.str();
+    EXPECT_TRUE(absl::StrContains(out.str(), "image rounds: 3 of 16 configs (--max-flashes 3)"))
+        << out.str();
+    EXPECT_LT(BestDone(), 2e-5) << "seed " << seed << "\n" << out.str();
   }
-  EXPECT_EQ(agent_->configs().size(), 24u);
-  // A pool smaller than the budget caps the run at the pool.
+  // Each distinct pool is one round of 16 configs, and each measured config is in one of them.
+  std::set<std::string> in_rounds;
+  for (const std::string& pool : agent_->pools()) {
+    std::vector<std::string> configs = absl::StrSplit(pool, ';');
+    EXPECT_EQ(configs.size(), 16u);
+    in_rounds.insert(configs.begin(), configs.end());
+  }
+  for (const std::string& config : agent_->configs()) {
+    EXPECT_TRUE(in_rounds.count(config)) << config << " was measured outside its round";
+  }
+  // Resumed after its first round: the same rounds as a run that was never stopped.
   std::filesystem::remove_all(dir_ + "/out");
-  options.pool = 10;
-  options.seed = 5;
-  ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), options, out, progress).ok())
-      << progress.str();
-  EXPECT_EQ(StateLines("done").size(), 10u);
+  std::ostringstream out, progress;
+  TuneOptions first = Options("gbt", 16, 16);
+  first.max_flashes = 1;
+  ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), first, out, progress).ok());
+  TuneOptions rest = Options("gbt", 48, 16);
+  rest.max_flashes = 3;
+  ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), rest, out, progress).ok());
+  std::vector<std::string> resumed = StateLines("done");
+  std::filesystem::remove_all(dir_ + "/out");
+  ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), rest, out, progress).ok());
+  std::vector<std::string> whole = StateLines("done");
+  auto indexes = [](const std::vector<std::string>& lines) {
+    std::set<std::string> out;
+    for (const std::string& line : lines)
+      out.insert(std::vector<std::string>(absl::StrSplit(line, ' '))[1]);
+    return out;
+  };
+  EXPECT_EQ(indexes(resumed), indexes(whole));
+  // Bad input: more configs per round than a trial may name.
+  TuneOptions huge = Options("gbt", 100000, 16);
+  huge.max_flashes = 1;
+  EXPECT_TRUE(absl::StrContains(
+      Tune(client_, catalog::BuiltinKnobSpace(), huge, out, progress).message(), "--max-flashes"));
 }
 
 // The best config is the one with the lowest median: one preempted repeat must not sink a fast
@@ -474,7 +513,7 @@ TEST_F(TuneTest, RecheckComparesTwoRankings) {
   // A recheck that agrees: top-1 held, tau 1.
   agent_->set_script(DefaultCosts);
   std::filesystem::remove_all(dir_ + "/out");
-  options.seed = 2;  // other trials, so other request ids
+  options.data_seed = 2;  // other trials, so other request ids
   std::ostringstream agree, progress3;
   ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), options, agree, progress3).ok())
       << progress3.str();

@@ -2,8 +2,8 @@
 # End to end, as a user runs it: a tracker, an agent with two host-process boards (one reached
 # through its pty like a USB-serial port) and an emulated Cortex-M3 (QEMU mps2-an385, its UART on
 # a pty), and a real Prometheus server (Debian's) scraping both. A small tuning job runs through
-# `farmctl tune` on each kind (on the Cortex-M3 with a pool that one image holds: one build, one
-# flash for the run); the test checks their results and the AutoTVM log export, asks Prometheus's HTTP API for `up` and the queue and job series, and runs
+# `farmctl tune` on each kind (on the Cortex-M3 in image rounds that one image holds: one build and
+# one flash per round); the test checks their results and the AutoTVM log export, asks Prometheus's HTTP API for `up` and the queue and job series, and runs
 # `promtool check metrics` on the tracker's and the agent's /metrics.
 set -euo pipefail
 
@@ -101,15 +101,17 @@ for l in lines:
     assert names == ["tile_m", "tile_n", "tile_k", "unroll", "order"], names
 PY
 
-# ---- the same on the emulated Cortex-M3: 24 trials from a pool of 32, one build, one flash -----
-say "tuning matmul on qemu-mps2-an385: 24 trials in batches of 8 from a pool of 32"
+# ---- the same on the emulated Cortex-M3: the learned model, 24 trials in 2 image rounds --------
+say "tuning matmul on qemu-mps2-an385: 24 trials in 2 image rounds of 12 (--max-flashes 2)"
 farmctl/farmctl tune --tracker "127.0.0.1:$tracker_port" --op matmul --kind qemu-mps2-an385 \
-  --strategy model --trials 24 --batch 8 --pool 32 --out "$work/tune-m3" >"$work/tune-m3.out" 2>"$work/tune-m3.err" || {
+  --strategy gbt --trials 24 --max-flashes 2 --out "$work/tune-m3" >"$work/tune-m3.out" 2>"$work/tune-m3.err" || {
   cat "$work/tune-m3.out" "$work/tune-m3.err" "$work/agent.err" >&2; fail "farmctl tune on the Cortex-M3 failed"; }
 cat "$work/tune-m3.out" >&2
 grep -q "best configurations of matmul" "$work/tune-m3.out" || fail "no best-configurations table (m3)"
 flashes=$(sed -nE 's/^flashes: ([0-9]+) for the 24 trials.*/\1/p' "$work/tune-m3.out")
-[[ "$flashes" == 1 ]] || fail "flashes for the Cortex-M3 tuning run: '$flashes', want 1"
+[[ "$flashes" == 2 ]] || fail "flashes for the Cortex-M3 tuning run: '$flashes', want 2 (one per round)"
+grep -q "^image rounds: 2 of 12 configs (--max-flashes 2); most flashes on one board: 2$" "$work/tune-m3.out" ||
+  fail "the image rounds line"
 python3 - "$work/tune-m3/matmul.autotvm.log" <<'PY' || fail "AutoTVM log from the Cortex-M3 tune"
 import json, sys
 lines = [l for l in open(sys.argv[1]) if l.strip()]
@@ -170,7 +172,7 @@ expect_query 'sum(benchfarm_tracker_trials_submitted_total)' 'n == 1 and v >= 24
 expect_query 'sum(benchfarm_agent_trials_total{error_code="NO_ERROR"})' 'n == 1 and v >= 48'
 expect_query 'benchfarm_agent_tracker_connected' 'n == 1 and v == 1'
 expect_query 'sum(benchfarm_agent_flashes_total)' 'n == 1 and v >= 3'
-expect_query 'benchfarm_agent_flashes_total{board="m3-0"}' 'n == 1 and v == 1'
+expect_query 'benchfarm_agent_flashes_total{board="m3-0"}' 'n == 1 and v == 2'
 
 # ---- promtool check metrics on both daemons --------------------------------------------------
 for target in "tracker:$tracker_metrics" "agent:$agent_metrics"; do

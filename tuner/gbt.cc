@@ -139,7 +139,10 @@ class GbtStrategy : public Strategy {
     if (successes < std::max(2, options_.min_train) || space_.num_features() == 0) return;
     if (observed().size() != trained_on_) {
       cache_.clear();
-      absl::Status st = model_.Train(space_, observed(), options_);
+      // In index order: the model does not depend on the order results came in.
+      std::vector<std::pair<int64_t, double>> rows = observed();
+      std::sort(rows.begin(), rows.end());
+      absl::Status st = model_.Train(space_, rows, options_);
       trained_on_ = observed().size();
       if (!st.ok()) {
         last_error_ = std::string(st.message());
@@ -184,14 +187,14 @@ class GbtStrategy : public Strategy {
   absl::Status Anneal(int k, std::vector<int64_t>* best) {
     if (k <= 0) return absl::OkStatus();
     std::uniform_int_distribution<int64_t> pick(0, space_.size() - 1);
-    if (walkers_.empty()) {
-      // The best measured configs, then random ones.
-      std::vector<std::pair<double, int64_t>> measured;
-      for (const auto& [index, cost] : observed()) measured.emplace_back(cost, index);
-      std::sort(measured.begin(), measured.end());
-      for (size_t i = 0; i < measured.size() && i < 8; ++i) walkers_.push_back(measured[i].second);
-      while (static_cast<int>(walkers_.size()) < options_.walkers) walkers_.push_back(pick(rng_));
-    }
+    // Each batch the walkers start afresh (so proposals depend on the results alone): the best
+    // measured configs, then random ones.
+    walkers_.clear();
+    std::vector<std::pair<double, int64_t>> measured;
+    for (const auto& [index, cost] : observed()) measured.emplace_back(cost, index);
+    std::sort(measured.begin(), measured.end());
+    for (size_t i = 0; i < measured.size() && i < 8; ++i) walkers_.push_back(measured[i].second);
+    while (static_cast<int>(walkers_.size()) < options_.walkers) walkers_.push_back(pick(rng_));
     std::vector<float> scores;
     RETURN_IF_ERROR(Scores(walkers_, &scores));
     // Best candidates so far: (score, index), lowest first; at most k.

@@ -11,11 +11,14 @@
 namespace benchfarm::tuner {
 
 Strategy::Strategy(std::string name, const Space& space, uint64_t seed)
-    : space_(space), rng_(seed), name_(std::move(name)) {}
+    : space_(space), rng_(seed), name_(std::move(name)), seed_(seed) {}
 
 std::vector<int64_t> Strategy::Propose(int n) {
   std::vector<int64_t> out;
   if (n <= 0) return out;
+  // A function of the seed and the results alone: a resumed run (a new strategy told the same
+  // results) proposes what the uninterrupted one would.
+  rng_.seed(seed_ ^ (0x9e3779b97f4a7c15ull * (observed_.size() + 1)));
   Choose(n, &out);
   FillRandom(n, &out);
   return out;

@@ -12,8 +12,9 @@
 //             the batch is the best unmeasured configs by the model found by simulated annealing,
 //             plus an epsilon-greedy share of random configs
 //
-// Deterministic: the same options (seed included) and the same observations give the same
-// proposals.
+// Deterministic: the same options (seed included) and the same observations, in the same order,
+// give the same proposals — whatever the strategy proposed before (a resumed run's new strategy,
+// told the results so far, continues as the uninterrupted one would).
 //
 // Thread-safety: none.
 
@@ -96,6 +97,7 @@ class Strategy {
 
  private:
   const std::string name_;
+  const uint64_t seed_;
   std::unordered_set<int64_t> known_;
   std::unordered_set<int64_t> observed_set_;
   std::vector<std::pair<int64_t, double>> observed_;

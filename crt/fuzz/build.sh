@@ -3,9 +3,12 @@
 # UndefinedBehaviorSanitizer (every finding aborts), outside Bazel: Bazel
 # 4.2.3's default toolchain is gcc, which has no libFuzzer.
 #
-# usage: [TARGETS="unframer_fuzz ..."] crt/fuzz/build.sh OUT_DIR
+# usage: [TARGETS="unframer_fuzz ..."] [REPLAY=1] crt/fuzz/build.sh OUT_DIR
 # Writes OUT_DIR/{unframer_fuzz,session_fuzz,rpc_server_fuzz} (or the TARGETS
 # named; objects in OUT_DIR/obj). CC overrides the compiler (default clang-14).
+# REPLAY=1 builds them without libFuzzer (default CC gcc), each linked with
+# replay_main.c: it runs the inputs it is given once, under the sanitizers (the
+# seed corpus replayed in ./farm test: corpus_replay_test.sh).
 #
 # crt sources are built with the fuzzer's coverage instrumentation and the
 # same crt_config.h overrides for every object:
@@ -20,13 +23,24 @@ set -euo pipefail
 out="${1:?usage: build.sh OUT_DIR}"
 fuzz="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 crt="$(dirname "$fuzz")"
-CC="${CC:-clang-14}"
+REPLAY="${REPLAY:-}"
+if [[ -n "$REPLAY" ]]; then
+  CC="${CC:-gcc}"
+  INSTRUMENT=()
+  DRIVER=("$fuzz/replay_main.c")
+else
+  CC="${CC:-clang-14}"
+  INSTRUMENT=(-fsanitize=fuzzer-no-link)
+  DRIVER=(-fsanitize=fuzzer)
+fi
 
 command -v "$CC" >/dev/null || { echo "fuzz: $CC not found (apt install clang-14)" >&2; exit 1; }
-resource_dir="$("$CC" -print-resource-dir)"
-if ! ls "$resource_dir"/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
-  echo "fuzz: no libFuzzer runtime in $resource_dir (apt install libclang-rt-14-dev)" >&2
-  exit 1
+if [[ -z "$REPLAY" ]]; then
+  resource_dir="$("$CC" -print-resource-dir)"
+  if ! ls "$resource_dir"/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
+    echo "fuzz: no libFuzzer runtime in $resource_dir (apt install libclang-rt-14-dev)" >&2
+    exit 1
+  fi
 fi
 
 mkdir -p "$out/obj"
@@ -47,12 +61,13 @@ for dir in "$crt"/*/include; do
 done
 
 # Every crt source a target needs: the link, the MinRPC server, time
-# evaluator and wire encodings (the harnesses use wire.h too), the runtime,
-# random_fill, the pool, the sample operators with their system library, and
-# the host platform.
+# evaluator, the data on the board (board_data, crt/data) and wire encodings
+# (the harnesses use wire.h too), the runtime, random_fill, the pool, the
+# sample operators with their system library, and the host platform.
 sources=(
   link/crc16.c link/framing.c link/session.c
-  rpc/rpc_server.c rpc/time_evaluator.c rpc/wire.c
+  rpc/rpc_server.c rpc/time_evaluator.c rpc/board_data.c rpc/wire.c
+  data/data.c
   runtime/crt_runtime_api.c runtime/func_registry.c
   contrib/random_fill.c
   memory/page_allocator.c
@@ -77,7 +92,7 @@ done
 objects=()
 for src in "${sources[@]}"; do
   obj="$out/obj/crt_$(echo "${src%.c}" | tr '/' '_').o"
-  "$CC" "${COMMON[@]}" -pedantic -fsanitize=fuzzer-no-link "${CONFIG[@]}" "${includes[@]}" \
+  "$CC" "${COMMON[@]}" -pedantic "${INSTRUMENT[@]}" "${CONFIG[@]}" "${includes[@]}" \
     -c "$crt/$src" -o "$obj"
   objects+=("$obj")
 done
@@ -86,7 +101,7 @@ ar rcs "$out/obj/libcrt_fuzz.a" "${objects[@]}"
 
 for target in "${targets[@]}"; do
   # shellcheck disable=SC2086  # LINK_EXTRA holds zero or one word
-  "$CC" "${COMMON[@]}" -fsanitize=fuzzer "${CONFIG[@]}" "${includes[@]}" \
+  "$CC" "${COMMON[@]}" "${DRIVER[@]}" "${CONFIG[@]}" "${includes[@]}" \
     "$fuzz/$target.c" "$out/obj/libcrt_fuzz.a" ${LINK_EXTRA[$target]} -lm -o "$out/$target"
   echo "built $out/$target"
 done
