@@ -12,8 +12,12 @@
 #                                        registered as board kind KIND ("*": any kind), each asking
 #                                        for at most SLOTS slots (default: the tracker's cap)
 #   pki.sh user DIR NAME [--admin]       a user's client certificate, DIR/users/NAME.{pem,key}
-#   pki.sh token DIR NAME [--admin]      a new bearer token for user NAME, printed on stdout; the
-#                                        tracker keeps only its SHA-256 (DIR/tokens)
+#   pki.sh token DIR NAME [--admin] [--days N]
+#                                        a new bearer token for user NAME, printed on stdout, good
+#                                        for N days (default 365); the tracker keeps only its
+#                                        SHA-256 and expiry (DIR/tokens: HASH ROLE NAME EXPIRES,
+#                                        EXPIRES a UTC time like 2026-01-31T00:00:00Z; a line
+#                                        without one never expires, as init's admin token)
 #   pki.sh revoke-token DIR NAME         every token of NAME stops working (at once: the tracker
 #                                        re-reads DIR/tokens when it changes)
 #   pki.sh revoke-cert DIR CERT.pem      that certificate stops working (DIR/revoked: SHA-256
@@ -26,7 +30,7 @@
 set -euo pipefail
 
 die() { echo "pki.sh: $*" >&2; exit 2; }
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 command -v openssl >/dev/null || die "openssl is missing (apt install openssl)"
 
 [[ $# -ge 2 ]] || usage
@@ -53,12 +57,12 @@ leaf() {
   mv -f "$out.pem.tmp" "$out.pem"
 }
 
-new_token() {  # new_token ROLE NAME: prints the token, appends its hash
+new_token() {  # new_token ROLE NAME [EXPIRES]: prints the token, appends its hash (and expiry)
   local token hash
   token="bf_$(openssl rand -hex 24)"
   hash="$(printf '%s' "$token" | openssl dgst -sha256 -r | cut -d' ' -f1)"
   touch "$dir/tokens"
-  printf '%s %s %s\n' "$hash" "$1" "$2" >>"$dir/tokens"
+  printf '%s %s %s%s\n' "$hash" "$1" "$2" "${3:+ $3}" >>"$dir/tokens"
   echo "$token"
 }
 
@@ -108,11 +112,21 @@ case "$cmd" in
     ;;
   token)
     [[ $# -ge 1 ]] || usage
-    role=user
-    [[ "${2:-}" == "--admin" ]] && role=admin
-    name_ok "$1"
+    name="$1" role=user days=365
+    shift
+    while [[ $# -gt 0 ]]; do
+      case "$1" in
+        --admin) role=admin ;;
+        --days)
+          [[ "${2:-}" =~ ^[1-9][0-9]{0,4}$ ]] || die "--days: a whole number of days from 1 to 99999, not '${2:-}'"
+          days="$2"; shift ;;
+        *) usage ;;
+      esac
+      shift
+    done
+    name_ok "$name"
     mkdir -p "$dir"
-    new_token "$role" "$1"
+    new_token "$role" "$name" "$(date -u -d "+$days days" +%Y-%m-%dT%H:%M:%SZ)"
     ;;
   revoke-token)
     [[ $# -eq 1 ]] || usage

@@ -60,6 +60,7 @@
 #include "catalog/knob_space.h"
 #include "catalog/operator.h"
 #include "client/channel.h"
+#include "client/diagnose.h"
 #include "farmctl/board_commands.h"
 #include "farmctl/board_link.h"
 #include "farmctl/model_check.h"
@@ -200,6 +201,8 @@ constexpr char kUsage[] =
     "farmctl COMMAND [--tracker HOST:PORT]   (default $BENCHFARM_TRACKER, else localhost:7070)\n"
     "        [--ca CA.pem] [--token T | --token-file F | --cert C --key K] [--insecure]\n"
     "                                   (default $BENCHFARM_CA, $BENCHFARM_TOKEN, ...)\n"
+    "  whoami [--json]                  who the tracker takes you for: name, role, credential and\n"
+    "                                   when it expires\n"
     "  boards [--kind K] [--json]       the tracker's boards: state, agent, job, slots, flashes\n"
     "  queue [--json]                   per board kind: boards free/quarantined, jobs queued by\n"
     "                                   priority and running\n"
@@ -738,6 +741,9 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
   tracker.stub = stub.get();
   tracker.address = address;
   tracker.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  tracker.diagnose = [address, credentials] {
+    return client::DiagnoseTransport(address, credentials);
+  };
   const bool json = absl::GetFlag(FLAGS_json);
 
   if (command != "submit" && (!repeated.knobs.empty() || !repeated.labels.empty())) {
@@ -749,7 +755,9 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
     return Usage(absl::StrCat(command, ": unexpected argument \"", operands[0], "\""));
   }
   absl::Status status;
-  if (command == "boards") {
+  if (command == "whoami") {
+    status = PrintWhoAmI(tracker, absl::GetFlag(FLAGS_client), json, std::cout);
+  } else if (command == "boards") {
     status = PrintBoards(tracker, absl::GetFlag(FLAGS_kind), json, std::cout);
   } else if (command == "queue") {
     status = PrintQueue(tracker, json, std::cout);
@@ -853,8 +861,9 @@ int main(int argc, char** argv) {
     args.erase(args.begin());
     return BoardCommand(args, argv[0]);
   }
-  for (const char* command : {"boards", "queue", "submit", "watch", "get", "results", "cancel",
-                              "tune", "op", "ops", "import-log", "quarantine", "release"}) {
+  for (const char* command :
+       {"whoami", "boards", "queue", "submit", "watch", "get", "results", "cancel", "tune", "op",
+        "ops", "import-log", "quarantine", "release"}) {
     if (args[0] == command) return TrackerCommand(args, repeated, argv[0]);
   }
   return Usage(absl::StrCat("unknown command \"", args[0], "\""));

@@ -24,6 +24,7 @@
 #include "absl/time/clock.h"
 #include "base/files.h"
 #include "base/status_macros.h"
+#include "base/time_proto.h"
 #include "catalog/cflags.h"
 #include "catalog/knob_space.h"
 #include "catalog/operator.h"
@@ -193,16 +194,48 @@ absl::Status FromGrpc(const grpc::Status& status, const TrackerClient& tracker,
     case grpc::StatusCode::OK:
       return absl::OkStatus();
     case grpc::StatusCode::UNAVAILABLE:
+      if (!tracker.reached->load() && tracker.diagnose != nullptr) {
+        if (std::string why = tracker.diagnose(); !why.empty()) {
+          return absl::UnavailableError(
+              absl::StrCat("cannot reach tracker at ", tracker.address, " (", what, "): ", why));
+        }
+      }
       return absl::UnavailableError(absl::StrCat("cannot reach tracker at ", tracker.address, " (",
                                                  what, "): ", status.error_message()));
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       return absl::DeadlineExceededError(absl::StrCat("tracker at ", tracker.address,
                                                       " did not answer ", what, " within ",
                                                       absl::FormatDuration(tracker.timeout)));
+    case grpc::StatusCode::UNAUTHENTICATED:  // named: "what is wrong with my credential"
+      return absl::UnauthenticatedError(
+          absl::StrCat(what, ": UNAUTHENTICATED: ", status.error_message()));
     default:
       return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                           absl::StrCat(what, ": ", status.error_message()));
   }
+}
+
+absl::Status PrintWhoAmI(const TrackerClient& tracker, const std::string& client_id, bool json,
+                         std::ostream& out) {
+  v1::WhoAmIRequest request;
+  request.set_client_id(client_id);
+  v1::WhoAmIResponse response;
+  absl::Status status =
+      Call(tracker, &v1::Tracker::StubInterface::WhoAmI, request, &response, "WhoAmI");
+  if (!status.ok()) return status;
+  if (json) return JsonOut(response, out);
+  if (response.how() == "insecure") {
+    out << response.client_id()
+        << ": insecure tracker: every caller may do everything, as the client id it names\n";
+    return absl::OkStatus();
+  }
+  out << response.client_id() << ": " << response.role() << ", by " << response.how() << ", ";
+  if (response.has_expires_at()) {
+    out << "expires " << base::FormatUtc(base::FromProto(response.expires_at())) << "\n";
+  } else {
+    out << "never expires\n";
+  }
+  return absl::OkStatus();
 }
 
 // ---- boards, queue ------------------------------------------------------------------------------

@@ -43,6 +43,9 @@ struct TrackerClient {
   absl::Duration timeout = absl::Seconds(30);  // deadline of each unary call
   // Set by the first call that reached the tracker (see CallTracker).
   std::shared_ptr<std::atomic<bool>> reached = std::make_shared<std::atomic<bool>>(false);
+  // Why a tracker never reached turned the caller away, when the transport or the caller's
+  // certificate is at fault (client::DiagnoseTransport), or ""; null: nothing to ask.
+  std::function<std::string()> diagnose;
 };
 
 // Makes one unary call (`call` with a fresh context and the client's deadline). Once a call of
@@ -54,9 +57,15 @@ grpc::Status CallTracker(const TrackerClient& tracker,
                          const std::function<grpc::Status(grpc::ClientContext*)>& call);
 
 // grpc::Status -> absl::Status (same code), with the messages described above. `what` names
-// the call ("ListBoards").
+// the call ("ListBoards"). UNAVAILABLE from a tracker never reached says what `diagnose` finds,
+// if anything ("the tracker at ADDR speaks TLS: give --ca ...").
 absl::Status FromGrpc(const grpc::Status& status, const TrackerClient& tracker,
                       absl::string_view what);
+
+// WhoAmI: who the tracker takes the caller for, as "alice: user, by token, expires 2027-01-31
+// 00:00:00 UTC" ("never expires"; on an insecure tracker, "insecure tracker: ...").
+absl::Status PrintWhoAmI(const TrackerClient& tracker, const std::string& client_id, bool json,
+                         std::ostream& out);
 
 // ---- boards, queue ---------------------------------------------------------------------------
 

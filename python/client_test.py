@@ -535,6 +535,46 @@ class SecurityFarmTest(FarmCase):
             forged.boards()
         self.assertCode(cm, grpc.StatusCode.UNAUTHENTICATED, "unknown or revoked token")
 
+    def test_credentials_say_what_is_wrong(self):
+        """Issue 38 §2: the wrong transport, another farm's CA, an expired token: each says
+        which, not "UNAVAILABLE: Socket closed"; whoami says who the tracker takes one for."""
+        plain = benchfarm.Client(FARM.address, insecure=True, timeout=10)
+        self.addCleanup(plain.close)
+        with self.assertRaises(benchfarm.TrackerError) as cm:
+            plain.boards()
+        self.assertCode(cm, grpc.StatusCode.UNAVAILABLE, "speaks TLS: pass ca=")
+        other = os.path.join(FARM.work, "other-pki")
+        subprocess.run(["bash", FARM.pki_sh, "init", other], check=True, capture_output=True,
+                       timeout=60)
+        foreign = benchfarm.Client(FARM.address, ca=os.path.join(other, "ca.pem"),
+                                   token=FARM.tokens[USER], timeout=10)
+        self.addCleanup(foreign.close)
+        with self.assertRaises(benchfarm.TrackerError) as cm:
+            foreign.boards()
+        self.assertCode(cm, grpc.StatusCode.UNAVAILABLE, "does not verify against the CA in",
+                        "other-pki/ca.pem")
+
+        me = self.farm.whoami()
+        self.assertEqual((me.client_id, me.role, me.how), (USER, "user", "token"))
+        self.assertTrue(me.HasField("expires_at"))  # pki.sh token: 365 days by default
+        days = (me.expires_at.seconds - time.time()) / 86400
+        self.assertTrue(364 < days <= 365, days)
+
+        token = FARM.pki("token", "expiring", "--days", "2")
+        tokens = os.path.join(FARM.state_dir, "tokens")
+        with open(tokens) as f:
+            text = f.read()
+        # As if the two days had passed.
+        with open(tokens + ".tmp", "w") as f:
+            f.write(re.sub(r"( user expiring) \S+", r"\1 2021-01-01T00:00:00Z", text))
+        os.replace(tokens + ".tmp", tokens)
+        expired = benchfarm.Client(FARM.address, ca=FARM.ca, token=token, timeout=10)
+        self.addCleanup(expired.close)
+        with self.assertRaises(benchfarm.TrackerError) as cm:
+            expired.whoami()
+        self.assertCode(cm, grpc.StatusCode.UNAUTHENTICATED,
+                        "the token of expiring expired on 2021-01-01 00:00:00 UTC")
+
     def test_other_user_cannot_touch_jobs(self):
         job_id = self.parked_job(self.farm)
         bob = FARM.client(OTHER)

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The probes of issue 14, replayed against a tracker and an agent started the secure (default)
 # way: each is refused or contained.
-#   - an unauthenticated call, a wrong token, a plain-text client against the TLS tracker;
+#   - an unauthenticated call, a wrong token;
+#   - credentials that say what is wrong (issue 38 §2): a plain-text client against the TLS tracker
+#     and a client with another farm's CA are told which; an expired certificate and an expired
+#     token are refused with their dates, a tokens-file expiry that does not parse with the line;
+#     `farmctl whoami`; the refusals (the handshake's too) are logged and counted;
 #   - a user acting on another's job (get, watch, cancel, results) or submitting as someone else;
 #   - a user adding a version of another user's operator (names belong to their authors);
 #   - a fake agent (no certificate; a user's token), an agent registering under another agent's
@@ -55,9 +59,64 @@ rc=0; BENCHFARM_CA="$pki/ca.pem" ctl boards >"$work/as.out" 2>"$work/as.err" || 
 refused "no credential"
 echo "bf_not_a_token" >"$pki/mallory.token"
 as mallory boards; refused "unknown or revoked token"
-rc=0; BENCHFARM_INSECURE=1 BENCHFARM_TOKEN_FILE="$pki/alice.token" ctl boards >"$work/as.out" 2>"$work/as.err" || rc=$?
-[[ $rc -ne 0 ]] || fail "a plain-text client reached the TLS tracker"
 as alice boards; [[ $rc -eq 0 ]] || { cat "$work/as.err" >&2; fail "alice cannot list boards"; }
+
+# ---- credentials that say what is wrong (issue 38 §2) ----------------------------------------------
+# A plain-text client is told the tracker speaks TLS (farmctl probes the port), and the tracker
+# counts the failed handshake.
+rc=0; BENCHFARM_INSECURE=1 BENCHFARM_TOKEN_FILE="$pki/alice.token" ctl boards >"$work/as.out" 2>"$work/as.err" || rc=$?
+refused "the tracker at $addr speaks TLS: give --ca"
+# Another farm's CA: the tracker's certificate does not verify against it, and farmctl says so.
+pki_sh init "$work/other-pki" 2>/dev/null
+rc=0; BENCHFARM_CA="$work/other-pki/ca.pem" BENCHFARM_TOKEN_FILE="$pki/alice.token" ctl boards >"$work/as.out" 2>"$work/as.err" || rc=$?
+refused "does not verify against the CA in $work/other-pki/ca.pem"
+# A certificate of this farm's CA that expired (as if 825 days had passed): the tracker says when.
+python3 - "$pki" <<'PY'
+import datetime, sys
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+pki = sys.argv[1]
+ca_key = serialization.load_pem_private_key(open(f"{pki}/ca.key", "rb").read(), None)
+ca = x509.load_pem_x509_certificate(open(f"{pki}/ca.pem", "rb").read())
+key = ec.generate_private_key(ec.SECP256R1())
+name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "benchfarm"),
+                  x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, "user"),
+                  x509.NameAttribute(NameOID.COMMON_NAME, "old")])
+cert = (x509.CertificateBuilder().subject_name(name).issuer_name(ca.subject)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(datetime.datetime(2020, 1, 1)).not_valid_after(datetime.datetime(2021, 1, 1))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256()))
+open(f"{pki}/old.pem", "wb").write(cert.public_bytes(serialization.Encoding.PEM))
+open(f"{pki}/old.key", "wb").write(key.private_bytes(serialization.Encoding.PEM,
+    serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+PY
+rc=0; BENCHFARM_CA="$pki/ca.pem" ctl --cert "$pki/old.pem" --key "$pki/old.key" whoami >"$work/as.out" 2>"$work/as.err" || rc=$?
+refused "UNAUTHENTICATED: your certificate (O = benchfarm, OU = user, CN = old) expired on 2021-01-01 00:00:00 UTC"
+wait_line "$work/tracker.err" "refused WhoAmI from ipv4:127.0.0.1:[0-9]+ \(CERT_EXPIRED\): your certificate" >/dev/null
+# Tokens expire: pki.sh token --days N writes the expiry; whoami shows it. Once past (the line
+# rewritten as if the days had passed), the token is refused with its date.
+pki_sh token "$pki" erin --days 7 >"$pki/erin.token"
+as erin whoami
+grep -qE "^erin: user, by token, expires $(date -u -d '+7 days' +%Y-%m-%d) " "$work/as.out" || { cat "$work/as.out" "$work/as.err" >&2; fail "whoami does not show erin's expiry"; }
+as admin-cli whoami; grep -qx "admin: admin, by token, never expires" "$work/as.out" || { cat "$work/as.out" >&2; fail "whoami of the admin token"; }
+sed -i -E 's/ user erin [^ ]+$/ user erin 2021-01-01T00:00:00Z/' "$pki/tokens"
+as erin whoami; refused "UNAUTHENTICATED: the token of erin expired on 2021-01-01 00:00:00 UTC"
+# A tokens-file line whose expiry does not parse refuses that token, saying so; nobody else's.
+pki_sh token "$pki" frank >"$pki/frank.token"
+sed -i -E 's/ user frank [^ ]+$/ user frank next-week/' "$pki/tokens"
+as frank boards; refused "the token of frank has an expiry that does not parse (\"next-week\", line"
+grep -q "tokens file $pki/tokens line [0-9]*: the expiry \"next-week\" of frank's token" "$work/tracker.err" || fail "the tracker did not log the bad expiry"
+as alice whoami; grep -qE "^alice: user, by token, expires 20" "$work/as.out" || { cat "$work/as.out" "$work/as.err" >&2; fail "alice's whoami"; }
+http_get "http://127.0.0.1:$tracker_metrics/metrics" >"$work/metrics.txt"
+for series in 'method="Handshake",reason="PLAINTEXT_CLIENT"' 'method="WhoAmI",reason="CERT_EXPIRED"' \
+    'method="WhoAmI",reason="TOKEN_EXPIRED"' 'method="ListBoards",reason="TOKEN_BAD_EXPIRY"'; do
+  grep -qE "^benchfarm_tracker_auth_refusals_total\{$series\} [1-9]" "$work/metrics.txt" \
+    || { grep auth_refusals "$work/metrics.txt" >&2; fail "not counted: $series"; }
+done
+grep -q "refused a TLS handshake (PLAINTEXT_CLIENT)" "$work/tracker.err" || fail "the tracker did not log the plain-text handshake"
 
 # ---- agents: certificates only, their own id, their own boards -----------------------------------
 agent_config() {  # agent_config FILE AGENT_ID BOARD CREDENTIALS-BLOCK

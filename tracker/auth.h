@@ -6,11 +6,15 @@
 // SLOTS 0: the tracker's cap). Certificates issued before kinds were bound name boards as
 // "urn:benchfarm:board:GLOB": those are kept apart (legacy_board_globs) and refused. A bearer token
 // ("authorization: Bearer TOKEN") is looked up by its SHA-256 in the tokens file (lines
-// "SHA256 ROLE NAME"). The tokens and revoked files (SHA-256 fingerprints of revoked
-// certificates) are re-read when they change — when stat says so, and by their content at least
-// every second (a replacement that keeps the modification time, `cp -p`, counts too) — so issuing
-// and revoking take effect at once for new calls; Revoked() tells whether a credential that was
-// accepted earlier (a stream's) is still good.
+// "SHA256 ROLE NAME [EXPIRES]", EXPIRES an RFC 3339 UTC time such as 2026-01-31T00:00:00Z; without
+// it the token does not expire). The TLS layer asks for a client certificate but lets any through
+// (GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_BUT_DONT_VERIFY): Identify verifies it against the farm's CA
+// itself, so an expired certificate or one of another CA is answered UNAUTHENTICATED saying which
+// (and when it expired) instead of a handshake the client sees only as "Socket closed". The tokens
+// and revoked files (SHA-256 fingerprints of revoked certificates) are re-read when they change —
+// when stat says so, and by their content at least every second (a replacement that keeps the
+// modification time, `cp -p`, counts too) — so issuing and revoking take effect at once for new
+// calls; Revoked() tells whether a credential that was accepted earlier (a stream's) is still good.
 //
 // Roles: agent (only the agent stream, only for the boards its certificate names), user (submit;
 // see and cancel its own jobs; read boards, queue and the operator catalog; add operators),
@@ -56,20 +60,51 @@ struct Identity {
   std::vector<std::string> legacy_board_globs;  // agents: boards named without their kinds
   std::string how;                              // "certificate" or "token", for logs and errors
   std::string credential;  // its certificate's fingerprint or its token's SHA-256
+  absl::Time expires = absl::InfiniteFuture();  // a token's expiry, a certificate's notAfter
+};
+
+// Why a credential was refused, as benchfarm_tracker_auth_refusals_total's reason label (upper
+// case, base/metrics_http.h).
+inline constexpr char kRefusedUnauthenticated[] = "UNAUTHENTICATED";  // none, or unknown
+inline constexpr char kRefusedRevoked[] = "REVOKED";
+inline constexpr char kRefusedCertExpired[] = "CERT_EXPIRED";
+inline constexpr char kRefusedCertNotYetValid[] = "CERT_NOT_YET_VALID";
+inline constexpr char kRefusedCertUntrusted[] = "CERT_UNTRUSTED";  // not of the farm's CA
+inline constexpr char kRefusedTokenExpired[] = "TOKEN_EXPIRED";
+inline constexpr char kRefusedTokenBadExpiry[] = "TOKEN_BAD_EXPIRY";  // the tokens file's fault
+
+// A refused credential: the status for the caller (UNAUTHENTICATED, saying what is wrong) and the
+// reason label.
+struct Refusal {
+  absl::Status status;
+  const char* reason = kRefusedUnauthenticated;
 };
 
 struct AuthOptions {
   std::string tokens_file;
   std::string revoked_file;
+  // The farm's CA certificate(s), PEM: client certificates must be issued by it. Empty: every
+  // client certificate is refused.
+  std::string ca_pem;
 };
+
+// Checks a client certificate (PEM) against the CA (PEM) at `now`, for client authentication.
+// OK: sets *not_after. Otherwise UNAUTHENTICATED saying what is wrong — "your certificate (CN=..)
+// expired on 2025-01-31 00:00:00 UTC: ...", "... is not valid before ...", "... is not issued by
+// this farm's CA (...)" — with the reason label in *reason.
+absl::Status VerifyClientCertificate(const std::string& pem, const std::string& ca_pem,
+                                     absl::Time now, absl::Time* not_after, const char** reason);
 
 class Authenticator {
  public:
   explicit Authenticator(AuthOptions options);
 
   // UNAUTHENTICATED when the call carries no credential the tracker accepts (no certificate and
-  // no token, an unknown or revoked token, a revoked certificate, a certificate without a role).
-  absl::StatusOr<Identity> Identify(const grpc::ServerContextBase& context);
+  // no token, an unknown, revoked or expired token, a token whose line in the tokens file has an
+  // expiry that does not parse, a revoked, expired or foreign certificate, a certificate without
+  // a role); `refusal`, if given, gets the reason label.
+  absl::StatusOr<Identity> Identify(const grpc::ServerContextBase& context,
+                                    const char** refusal = nullptr);
 
   // Whether the credential `id` was accepted with has been revoked since (its certificate's
   // fingerprint is in the revoked file; its token is gone from the tokens file, or names someone
@@ -85,7 +120,11 @@ class Authenticator {
   struct Token {
     Role role;
     std::string name;
+    absl::Time expires = absl::InfiniteFuture();
+    std::string bad_expiry;  // an EXPIRES field that does not parse (the token is refused)
+    int line = 0;            // in the tokens file, for messages
   };
+
   // What a file was when last read: stat's view, and its content.
   struct FileState {
     int64_t mtime = -1;

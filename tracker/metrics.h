@@ -102,8 +102,10 @@ class Metrics {
   void Update(const QueueStats& stats);
   // A job reached DONE or CANCELLED.
   void JobFinished(const v1::Job& job);
-  // A call the tracker refused: `method` (a fixed RPC name), `reason` ("UNAUTHENTICATED",
-  // "PERMISSION_DENIED", "REVOKED", "NOT_GRANTED", "BOARD_HELD"):
+  // A call the tracker refused: `method` (a fixed RPC name, or "Handshake" for a TLS handshake
+  // that failed), `reason` ("UNAUTHENTICATED", "PERMISSION_DENIED", "REVOKED", "NOT_GRANTED",
+  // "BOARD_HELD", a credential's (auth.h: "CERT_EXPIRED", "TOKEN_EXPIRED", ...) or a handshake's
+  // (refusal_log.h: "PLAINTEXT_CLIENT", ...)):
   // benchfarm_tracker_auth_refusals_total{method,reason}.
   void AuthRefused(const std::string& method, const std::string& reason);
   // WatchJobs streams now open; one cut off for falling behind. Cheap (no lock of Metrics'):

@@ -91,13 +91,17 @@ absl::StatusOr<ServerSecurity> SetUpServerSecurity(const v1::TrackerConfig& conf
   if (!cert_pem.ok()) return cert_pem.status();
   absl::StatusOr<std::string> key_pem = ReadPem(key, "the tracker's key");
   if (!key_pem.ok()) return key_pem.status();
-  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+  // Any client certificate gets through the handshake (its key is still proven): the
+  // Authenticator checks it against the CA and answers what is wrong with it — expired, of
+  // another CA — where a failed handshake would tell the client only "Socket closed".
+  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_BUT_DONT_VERIFY);
   ssl.pem_root_certs = *ca;
   ssl.pem_key_cert_pairs.push_back({*key_pem, *cert_pem});
   out.credentials = grpc::SslServerCredentials(ssl);
   AuthOptions auth;
   auth.tokens_file = in_state(sec.tokens_file(), "tokens");
   auth.revoked_file = in_state(sec.revoked_file(), "revoked");
+  auth.ca_pem = *ca;
   out.auth = std::make_unique<Authenticator>(auth);
   return out;
 }

@@ -2,9 +2,9 @@
 // TrackerConfig.security (proto/config.proto). Secure by default: without explicit certificate
 // files, the state directory is initialized on first start with deploy/pki.sh init (a CA, the
 // tracker's certificate for its listen host, localhost and the machine's name, and an admin
-// token); TLS then asks every client for a certificate of that CA (verified when given) or a
-// bearer token. --insecure (plain text, no authentication) is refused unless the listen address
-// is loopback.
+// token); TLS then asks every client for a certificate of that CA (verified by the Authenticator,
+// which says what is wrong with one it refuses) or a bearer token. --insecure (plain text, no
+// authentication) is refused unless the listen address is loopback.
 #ifndef BENCHFARM_TRACKER_SERVER_SECURITY_H_
 #define BENCHFARM_TRACKER_SERVER_SECURITY_H_
 

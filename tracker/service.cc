@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/memory.h"
+#include "base/time_proto.h"
 #include "catalog/trial.h"
 #include "spdlog/spdlog.h"
 #include "tracker/agent_stream.h"
@@ -159,9 +160,12 @@ absl::StatusOr<Caller> TrackerService::Authorize(const grpc::CallbackServerConte
                                                  const char* method) {
   Caller caller;
   if (options_.auth == nullptr) return caller;  // --insecure
-  absl::StatusOr<Identity> id = options_.auth->Identify(context);
+  const char* reason = kRefusedUnauthenticated;
+  absl::StatusOr<Identity> id = options_.auth->Identify(context, &reason);
   if (!id.ok()) {
-    if (metrics_ != nullptr) metrics_->AuthRefused(method, "UNAUTHENTICATED");
+    if (metrics_ != nullptr) metrics_->AuthRefused(method, reason);
+    refusal_log_.Note(absl::StrCat("refused ", method, " from ", context.peer(), " (", reason,
+                                   "): ", id.status().message()));
     return id.status();
   }
   for (Role role : roles) {
@@ -536,6 +540,32 @@ grpc::ServerUnaryReactor* TrackerService::ListBoards(grpc::CallbackServerContext
   }
   for (v1::Board& board : queue_->Boards(request->board_kind())) {
     *response->add_boards() = std::move(board);
+  }
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* TrackerService::WhoAmI(grpc::CallbackServerContext* context,
+                                                 const v1::WhoAmIRequest* request,
+                                                 v1::WhoAmIResponse* response) {
+  absl::StatusOr<Caller> caller =
+      Authorize(*context, {Role::kUser, Role::kAdmin, Role::kAgent}, "WhoAmI");
+  if (!caller.ok()) return Done(context, caller.status());
+  if (!caller->authenticated) {
+    if (absl::Status s = CheckField("client_id", request->client_id(), kMaxIdBytes, false);
+        !s.ok()) {
+      return Done(context, s);
+    }
+    response->set_client_id(request->client_id());
+    response->set_role(RoleName(Role::kAdmin));
+    response->set_how("insecure");
+    return Done(context, absl::OkStatus());
+  }
+  const Identity& id = caller->identity;
+  response->set_client_id(id.name);
+  response->set_role(RoleName(id.role));
+  response->set_how(id.how);
+  if (id.expires != absl::InfiniteFuture()) {
+    *response->mutable_expires_at() = base::ToProto(id.expires);
   }
   return Done(context, absl::OkStatus());
 }

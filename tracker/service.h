@@ -32,6 +32,7 @@
 #include "proto/benchfarm.grpc.pb.h"
 #include "tracker/auth.h"
 #include "tracker/job_queue.h"
+#include "tracker/refusal_log.h"
 
 namespace benchfarm::tracker {
 
@@ -137,6 +138,9 @@ class TrackerService final : public v1::Tracker::CallbackService,
   grpc::ServerUnaryReactor* SetBoardQuarantine(grpc::CallbackServerContext* context,
                                                const v1::SetBoardQuarantineRequest* request,
                                                v1::Board* response) override;
+  grpc::ServerUnaryReactor* WhoAmI(grpc::CallbackServerContext* context,
+                                   const v1::WhoAmIRequest* request,
+                                   v1::WhoAmIResponse* response) override;
 
   // ---- TrackerAgent ----
   grpc::ServerBidiReactor<v1::AgentMessage, v1::TrackerMessage>* Connect(
@@ -163,7 +167,8 @@ class TrackerService final : public v1::Tracker::CallbackService,
   // PERMISSION_DENIED naming what the certificate allows.
   static absl::Status Granted(const Identity& id, const v1::BoardRegistration& b);
   // The caller of a call, if it is one of `roles`: UNAUTHENTICATED without an accepted
-  // credential, PERMISSION_DENIED for another role. Refusals are logged and counted.
+  // credential, PERMISSION_DENIED for another role. Refusals are counted; those of credentials
+  // are logged with the caller's address (a burst at a time: RefusalLog).
   absl::StatusOr<Caller> Authorize(const grpc::CallbackServerContext& context,
                                    std::initializer_list<Role> roles, const char* method);
   // The stream ended. Only if it is still the agent's stream is the agent disconnected: an agent
@@ -179,6 +184,7 @@ class TrackerService final : public v1::Tracker::CallbackService,
   JobQueue* const queue_;
   Metrics* const metrics_;
   const ServiceOptions options_;
+  RefusalLog refusal_log_;
 
   // Lock order: mu_, then the queue's lock, then a stream's. JobQueue listeners (which run under
   // the queue's lock) only take poke_mu_.

@@ -47,6 +47,7 @@
 #include "tracker/leadership.h"
 #include "tracker/metrics.h"
 #include "tracker/pg_store.h"
+#include "tracker/refusal_log.h"
 #include "tracker/server_security.h"
 #include "tracker/service.h"
 #include "tracker/sqlite_store.h"
@@ -342,6 +343,16 @@ int main(int argc, char** argv) {
   absl::StatusOr<benchfarm::tracker::ServerSecurity> security =
       benchfarm::tracker::SetUpServerSecurity(config, argv[0]);
   if (!security.ok()) return Fail(std::string(security.status().message()));
+  // A failed TLS handshake (a plain-text client, one that does not trust this tracker's
+  // certificate): counted and logged a burst at a time, not once per retry on stderr.
+  benchfarm::tracker::RefusalLog handshake_log;
+  benchfarm::tracker::RouteGrpcLogs([&](const char* reason, const std::string& detail) {
+    metrics.AuthRefused("Handshake", reason);
+    handshake_log.Note(absl::StrCat("refused a TLS handshake (", reason, "): ", detail,
+                                    std::string_view(reason) == "PLAINTEXT_CLIENT"
+                                        ? " (a client without TLS: farmctl --insecure?)"
+                                        : ""));
+  });
   absl::StatusOr<std::unique_ptr<benchfarm::tracker::Store>> store = OpenStore(*db);
   if (!store.ok()) return Fail(std::string(store.status().message()));
   spdlog::info(

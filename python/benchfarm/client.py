@@ -33,6 +33,7 @@ import glob
 import json
 import os
 import socket
+import ssl
 import time
 import uuid
 import weakref
@@ -342,6 +343,55 @@ def _pem(value, what):
         raise ValueError("cannot read %s %s: %s" % (what, path, err.strerror or err)) from None
 
 
+def _diagnose_transport(address, insecure, ca, timeout=3.0):
+    """Why a tracker never reached turned the client away, when the transport is at fault: one
+    TCP connection and a TLS handshake that verifies nothing, then one that verifies against the
+    CA (client/diagnose.h does the same for farmctl). One sentence, or "" (nothing listens there,
+    or nothing wrong found)."""
+    first = address.split(",")[0].strip()
+    host, _, port = first.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit():
+        return ""
+
+    def handshake(context):
+        with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+            with context.wrap_socket(sock, server_hostname=host):
+                return True
+
+    where = "the tracker at %s:%s" % (host, port)
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError:
+        return ""
+    look = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    look.check_hostname = False
+    look.verify_mode = ssl.CERT_NONE
+    try:
+        tls = handshake(look)
+    except (ssl.SSLError, OSError):
+        tls = False
+    if tls and insecure:
+        return (where + " speaks TLS: pass ca= (the tracker's ca.pem; BENCHFARM_CA) and a token "
+                "or certificate, or drop insecure (BENCHFARM_INSECURE)")
+    if not tls and not insecure:
+        return (where + " does not speak TLS: if it was started with --insecure, pass "
+                "insecure=True (BENCHFARM_INSECURE=1)")
+    if not tls or not ca:
+        return ""
+    try:
+        verify = ssl.create_default_context(
+            cadata=_pem(ca, "the CA certificate").decode("ascii", "replace"))
+        handshake(verify)
+    except ssl.SSLCertVerificationError as err:
+        shown = "the given CA" if isinstance(ca, (bytes, bytearray)) else "the CA in %s" % ca
+        return ("the tracker's certificate does not verify against %s: %s — is it this farm's "
+                "ca.pem? (the tracker logs where its ca.pem is)" % (shown, err.verify_message))
+    except (ssl.SSLError, OSError, ValueError):
+        return ""
+    return ""
+
+
 def _read_token(path):
     path = os.path.expanduser(os.fspath(path))
     try:
@@ -409,6 +459,7 @@ class Client:
         self.insecure = bool(insecure)
         self.timeout = timeout
         self._reached = False  # a call has reached the tracker (see _call)
+        self._ca = ca if ca is not None else _env("BENCHFARM_CA")  # for _diagnose_transport
         options = [
             ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
@@ -497,8 +548,10 @@ class Client:
         code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
         message = (err.details() if hasattr(err, "details") else "") or str(err)
         if code == grpc.StatusCode.UNAVAILABLE:
-            message = "cannot reach tracker at %s: %s" % (self.address, message)
-            if self.insecure:
+            why = "" if self._reached else _diagnose_transport(self.address, self.insecure,
+                                                                 self._ca)
+            message = "cannot reach tracker at %s: %s" % (self.address, why or message)
+            if self.insecure and not why:
                 message += (" (insecure: if the tracker serves TLS, as it does unless started "
                             "with --insecure, pass ca= and a token instead)")
         return TrackerError(code, message, rpc, self.address)
@@ -622,6 +675,12 @@ class Client:
         return [measure_result(job) for job in self.measure_jobs(trials, timeout=timeout)]
 
     # ---- the farm ----
+
+    def whoami(self):
+        """A WhoAmIResponse: who the tracker takes this client for (client_id, role "user",
+        "admin" or "agent", how: "token", "certificate" or "insecure") and when its credential
+        expires (expires_at; unset: never)."""
+        return self._call("WhoAmI", pb.WhoAmIRequest(client_id=self.client_id))
 
     def boards(self, kind=None):
         """Every registered Board (of one kind), with its state, slots and flashes."""
