@@ -22,6 +22,11 @@ for space in matmul-m3 synthetic; do
     row "^$space +[0-9]+ +gbt 3 rounds +$budget +[0-9.]+ +[0-9.]+ +[0-9]+% +3 +[0-9.]+s$"
   done
 done
+# Transfer: matmul on the M3 pre-trained from a run on the F4 (the same space).
+for budget in 16 32; do
+  row "^matmul-m3 +[0-9]+ +gbt\+transfer +$budget +[0-9.]+ +[0-9.]+ +[0-9]+% +[0-9]+ +[0-9.]+s$"
+done
+row "^matmul-m3 +gbt\+transfer +[0-9a-z]+, [0-9a-z]+ \([0-9]+/3\)"
 mkdir -p "$tmp/data"
 "$1" --write-synthetic="$tmp/data/synthetic.tsv" || fail "--write-synthetic failed"
 run "$tmp/synthetic.txt" "$1" --data="$tmp/data" --seeds=2 --budgets=8 --strategies=gbt

@@ -149,6 +149,9 @@ ABSL_FLAG(std::string, strategy, "model",
           "XGBoost, tuner/)");
 ABSL_FLAG(int, trials, 64, "tune: how many configs to measure, the default one included");
 ABSL_FLAG(int, batch, 16, "tune: configs per submission (an agent builds a batch into one image)");
+ABSL_FLAG(std::vector<std::string>, transfer, {},
+          "tune --strategy gbt: AutoTVM logs (comma-separated) of the same operator and version "
+          "on other shapes or board kinds that pre-train the learned model");
 ABSL_FLAG(int, max_flashes, 0,
           "tune: image rounds: at most K flashes per board — each round the strategy picks "
           "ceil(trials / K) configs that boards holding that many candidates per image build into "
@@ -247,7 +250,8 @@ constexpr char kUsage[] =
     "                                   restore an AutoTVM log's records of that run into a\n"
     "                                   tune directory, so tune resumes without re-measuring\n"
     "  tune --op OP [--version V] --kind K [--strategy grid|random|model|gbt] [--trials N]\n"
-    "       [--batch B | --max-flashes K] [--seed S] [--data-seed D] [--out DIR] [--shape S]\n"
+    "       [--batch B | --max-flashes K] [--seed S] [--data-seed D] [--transfer LOG,...]\n"
+    "       [--out DIR] [--shape S]\n"
     "       [--number N --repeat R\n"
     "       --min-repeat-ms M] [--no-check] [--target PCT [--budget-ms B] [--max-repeat N]]\n"
     "       [--recheck K]\n"
@@ -594,6 +598,7 @@ absl::StatusOr<TuneOptions> TuneOptionsFromFlags() {
   options.max_flashes = absl::GetFlag(FLAGS_max_flashes);
   options.seed = absl::GetFlag(FLAGS_seed);
   options.data_seed = absl::GetFlag(FLAGS_data_seed);
+  options.transfer = absl::GetFlag(FLAGS_transfer);
   options.out_dir = absl::GetFlag(FLAGS_out).empty()
                         ? absl::StrCat("tune-", options.op, "-", options.kind)
                         : absl::GetFlag(FLAGS_out);

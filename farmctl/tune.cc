@@ -27,6 +27,7 @@
 #include "catalog/trial.h"
 #include "farmctl/autotvm_record.h"
 #include "farmctl/board_commands.h"
+#include "farmctl/tune_log.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/struct.pb.h"
@@ -268,6 +269,9 @@ class Searcher {
         rng_(seed),
         size_(catalog::SpaceSize(op.spec())) {}
 
+  // Results from other runs (--transfer) that pre-train the learned model.
+  void set_prior(std::vector<TransferSet> prior) { prior_ = std::move(prior); }
+
   std::vector<int64_t> Next(int n, const TuneState& state) {
     // A function of the seed and the results: a resumed run picks what the uninterrupted one would.
     rng_.seed(seed_ ^ (0x9e3779b97f4a7c15ull * (state.points().size() + 1)));
@@ -309,6 +313,7 @@ class Searcher {
       space_ = std::make_unique<tuner::Space>(op_.spec());
       tuner::StrategyOptions options;
       options.seed = seed_;
+      options.prior = prior_;
       learned_ = *tuner::MakeStrategy("gbt", *space_, options);
     }
     // Every result the run holds (the strategy counts each config's first and ignores repeats).
@@ -345,6 +350,7 @@ class Searcher {
   int64_t cursor_ = 0;
   std::unique_ptr<tuner::Space> space_;  // gbt
   std::unique_ptr<tuner::Strategy> learned_;
+  std::vector<TransferSet> prior_;
 };
 
 std::string Deterministic(const google::protobuf::Message& m) {
@@ -541,6 +547,10 @@ absl::StatusOr<const v1::Operator*> CheckOptions(const catalog::KnobSpace& knobs
       options.strategy != "gbt") {
     return absl::InvalidArgumentError("--strategy: one of grid, random, model, gbt");
   }
+  if (!options.transfer.empty() && options.strategy != "gbt") {
+    return absl::InvalidArgumentError(
+        "--transfer pre-trains the learned cost model: use it with --strategy gbt");
+  }
   if (options.trials < 1) return absl::InvalidArgumentError("--trials: at least 1");
   if (options.batch < 1 || options.batch > 1000)
     return absl::InvalidArgumentError("--batch: 1..1000");
@@ -657,6 +667,8 @@ class TuneRun {
 };
 
 absl::Status TuneRun::LoadState() {
+  ASSIGN_OR_RETURN(std::vector<TransferSet> prior, LoadTransfer(op_, options_, progress_));
+  searcher_.set_prior(std::move(prior));
   state_.set_log_path(absl::StrCat(options_.out_dir, "/", options_.op, ".autotvm.log"));
   ASSIGN_OR_RETURN(std::string set_aside, state_.Load());
   if (!set_aside.empty()) {
@@ -951,85 +963,6 @@ absl::Status Tune(const TrackerClient& tracker, const catalog::KnobSpace& knobs,
   RETURN_IF_ERROR(run.Recheck());
   return run.Finish();
 }
-
-namespace {
-
-// The "input" every AutoTVM record of the run has: the one a trial of it would get.
-absl::StatusOr<google::protobuf::Value> RunInput(const v1::Operator& op,
-                                                 const TuneOptions& options) {
-  v1::Job probe;
-  *probe.mutable_trial() = TrialTemplate(op, options);
-  const catalog::KnobSpace table({op});
-  google::protobuf::Struct want;
-  if (!google::protobuf::util::JsonStringToMessage(FormatAutoTvmRecord(probe, table), &want).ok()) {
-    return absl::InternalError("cannot parse this run's own AutoTVM record");
-  }
-  return want.fields().at("input");
-}
-
-// The config index of a record's "config" (its "entity": [name, type, value] each knob); -1 when
-// it has none or names no config of the space.
-int64_t RecordIndex(const v1::OpTemplate& spec, const google::protobuf::Struct& record) {
-  google::protobuf::Map<std::string, std::string> knobs;
-  const auto& config = record.fields().at("config").struct_value().fields();
-  auto entity = config.find("entity");
-  if (entity == config.end()) return -1;
-  for (const google::protobuf::Value& e : entity->second.list_value().values()) {
-    const auto& parts = e.list_value().values();
-    if (parts.size() != 3) return -1;
-    knobs[parts[0].string_value()] = parts[2].kind_case() == google::protobuf::Value::kNumberValue
-                                         ? catalog::ValueText(parts[2])
-                                         : parts[2].string_value();
-  }
-  return catalog::ConfigIndex(spec, knobs);
-}
-
-// The point of config `index` from a record's "result" ([costs], error_no, ...).
-TunePoint RecordPoint(int64_t index,
-                      const google::protobuf::RepeatedPtrField<google::protobuf::Value>& result) {
-  TunePoint p;
-  p.index = index;
-  const int error_no = static_cast<int>(result[1].number_value());
-  p.error = error_no == 0 ? v1::NO_ERROR
-                          : (v1::ErrorCode_IsValid(error_no) ? static_cast<v1::ErrorCode>(error_no)
-                                                             : v1::UNKNOWN_ERROR);
-  std::vector<double> costs;
-  for (const google::protobuf::Value& c : result[0].list_value().values()) {
-    costs.push_back(c.number_value());
-  }
-  p.cost = kInf;
-  if (p.error == v1::NO_ERROR && !costs.empty()) {
-    p.stats = stats::CostStatsOf(costs, 0);
-    p.cost = p.stats.median_s();
-  }
-  return p;
-}
-
-// What a line of an AutoTVM log is to a run: one of its points, a record of another run, or
-// unreadable.
-enum class LogLine { kPoint, kOtherRun, kMalformed };
-
-// The line's point (into *p) if it is a record of the run whose records have `want_input`.
-LogLine ParseLogLine(const std::string& line, const v1::OpTemplate& spec,
-                     const google::protobuf::Value& want_input, TunePoint* p) {
-  google::protobuf::Struct record;
-  if (!google::protobuf::util::JsonStringToMessage(line, &record).ok() ||
-      record.fields().count("input") == 0 || record.fields().count("config") == 0 ||
-      record.fields().count("result") == 0) {
-    return LogLine::kMalformed;
-  }
-  if (!google::protobuf::util::MessageDifferencer::Equals(record.fields().at("input"),
-                                                          want_input)) {
-    return LogLine::kOtherRun;  // another operator, version, board kind or shapes
-  }
-  const auto& result = record.fields().at("result").list_value().values();
-  const int64_t index = RecordIndex(spec, record);
-  if (index < 0 || result.size() < 2) return LogLine::kMalformed;
-  *p = RecordPoint(index, result);
-  return LogLine::kPoint;
-}
-
-}  // namespace
 
 absl::Status ImportLog(const v1::Operator& op, const TuneOptions& options,
                        const std::string& log_path, std::ostream& out) {

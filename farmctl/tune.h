@@ -74,7 +74,10 @@ struct TuneOptions {
   // Flash economy for boards whose images hold many candidates (a microcontroller's flash takes
   // seconds to write): 0, or the most image rounds of the run (above); the batch is then a round.
   int max_flashes = 0;
-  uint64_t seed = 1;       // the search's (the strategy's random choices)
+  uint64_t seed = 1;  // the search's (the strategy's random choices)
+  // AutoTVM logs of the same operator and version on other shapes or board kinds that pre-train
+  // the learned model (--strategy gbt; farmctl/tune_log.h LoadTransfer).
+  std::vector<std::string> transfer;
   uint64_t data_seed = 1;  // the trials' input data (Trial.seed): the same for any search
   std::string out_dir;     // required
   std::string client_id;   // empty: "tune-<op>-<kind>", or with derive_client none

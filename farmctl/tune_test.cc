@@ -388,6 +388,63 @@ TEST_F(TuneTest, ImageRoundsNeverExceedMaxFlashes) {
       Tune(client_, catalog::BuiltinKnobSpace(), huge, out, progress).message(), "--max-flashes"));
 }
 
+// Transfer (--transfer LOG): the AutoTVM log of a run on other shapes pre-trains the learned model,
+// so the new run's first batch is already guided (the scripted costs rank configs alike on every
+// shape); a log of another operator or version, or a strategy that has no model, is refused.
+TEST_F(TuneTest, TransferPreTrainsTheModelFromAnotherShapesLog) {
+  TuneOptions small = Options("gbt", 48, 16);
+  for (int64_t n : {8, 8, 8}) {
+    v1::ArgSpec a;
+    a.add_shape(n);
+    a.add_shape(n);
+    small.args.push_back(a);
+  }
+  small.out_dir = dir_ + "/small";
+  std::ostringstream out, progress;
+  ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), small, out, progress).ok())
+      << progress.str();
+  for (uint64_t seed : {1, 2, 3}) {
+    std::filesystem::remove_all(dir_ + "/out");
+    TuneOptions options = Options("gbt", 16, 16);  // one batch
+    options.seed = seed;
+    options.transfer = {dir_ + "/small/matmul.autotvm.log"};
+    std::ostringstream out2, progress2;
+    ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), options, out2, progress2).ok())
+        << progress2.str();
+    EXPECT_TRUE(absl::StrContains(progress2.str(), "transfer: 48 records of benchfarm/matmul@"))
+        << progress2.str();
+    EXPECT_TRUE(absl::StrContains(progress2.str(), "from 1 runs")) << progress2.str();
+    EXPECT_LT(BestDone(), 1.5e-5) << "seed " << seed << ": the first batch is guided\n"
+                                  << out2.str();
+  }
+  // Bad input: a log of another operator, a file that is not a log, a strategy without a model.
+  std::filesystem::remove_all(dir_ + "/out");
+  {
+    std::ofstream other(dir_ + "/other.log");
+    other << R"({"input": ["c -keys=cpu -model=host-process", "benchfarm/conv2d@1", [], {}], )"
+          << R"("config": {"index": 0, "code_hash": null, "entity": []}, )"
+          << R"("result": [[1e-05], 0, 1.0, 0], "version": 0.2, "tvm_version": "0.18.0"})"
+          << "\n";
+    std::ofstream junk(dir_ + "/junk.log");
+    junk << "not json\n";
+  }
+  TuneOptions bad = Options("gbt", 16, 16);
+  bad.transfer = {dir_ + "/other.log"};
+  absl::Status s = Tune(client_, catalog::BuiltinKnobSpace(), bad, out, progress);
+  EXPECT_TRUE(absl::StrContains(s.message(), "no records of benchfarm/matmul@")) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "benchfarm/conv2d@1: another operator or version"))
+      << s;
+  bad.transfer = {dir_ + "/junk.log"};
+  s = Tune(client_, catalog::BuiltinKnobSpace(), bad, out, progress);
+  EXPECT_TRUE(absl::StrContains(s.message(), "1 unreadable lines")) << s;
+  bad.transfer = {dir_ + "/missing.log"};
+  EXPECT_TRUE(absl::IsNotFound(Tune(client_, catalog::BuiltinKnobSpace(), bad, out, progress)));
+  TuneOptions random = Options("random", 16, 16);
+  random.transfer = {dir_ + "/small/matmul.autotvm.log"};
+  EXPECT_TRUE(absl::StrContains(
+      Tune(client_, catalog::BuiltinKnobSpace(), random, out, progress).message(), "--transfer"));
+}
+
 // The best config is the one with the lowest median: one preempted repeat must not sink a fast
 // config (as the mean would), nor make a slow one look fast. Its row shows the interval, and
 // UNSTABLE for a spread this wide.

@@ -57,24 +57,33 @@ class Model {
   }
   bool trained() const { return booster_ != nullptr; }
 
-  absl::Status Train(const Space& space, const std::vector<std::pair<int64_t, double>>& observed,
+  // Groups of results (index, cost), each ranked on its own.
+  absl::Status Train(const Space& space,
+                     const std::vector<std::vector<std::pair<int64_t, double>>>& groups,
                      const StrategyOptions& o) {
     Reset();
     std::vector<float> x;
     std::vector<float> y;
-    double worst = std::numeric_limits<double>::infinity();
-    for (const auto& [index, cost] : observed) {
-      if (std::isfinite(cost)) worst = std::min(worst, -std::log(cost));
-    }
-    for (const auto& [index, cost] : observed) {
-      space.AppendFeatures(index, &x);
-      y.push_back(static_cast<float>(std::isfinite(cost) ? -std::log(cost) : worst - 1.0));
+    std::vector<unsigned> sizes;
+    for (const std::vector<std::pair<int64_t, double>>& group : groups) {
+      double worst = std::numeric_limits<double>::infinity();
+      for (const auto& [index, cost] : group) {
+        if (std::isfinite(cost)) worst = std::min(worst, -std::log(cost));
+      }
+      unsigned size = 0;
+      for (const auto& [index, cost] : group) {
+        if (index < 0 || index >= space.size()) continue;
+        space.AppendFeatures(index, &x);
+        y.push_back(
+            static_cast<float>(std::isfinite(cost) && cost > 0 ? -std::log(cost) : worst - 1.0));
+        ++size;
+      }
+      if (size > 0) sizes.push_back(size);
     }
     Matrix train;
     RETURN_IF_ERROR(train.Make(x, y.size(), space.num_features()));
     XGB_CHECK(XGDMatrixSetFloatInfo(train.get(), "label", y.data(), y.size()), "labels");
-    const unsigned group = static_cast<unsigned>(y.size());
-    XGB_CHECK(XGDMatrixSetUIntInfo(train.get(), "group", &group, 1), "group");
+    XGB_CHECK(XGDMatrixSetUIntInfo(train.get(), "group", sizes.data(), sizes.size()), "group");
     DMatrixHandle handles[] = {train.get()};
     XGB_CHECK(XGBoosterCreate(handles, 1, &booster_), "booster");
     const std::pair<std::string, std::string> params[] = {
@@ -136,13 +145,17 @@ class GbtStrategy : public Strategy {
   void Choose(int n, std::vector<int64_t>* out) override {
     int successes = 0;
     for (const auto& [index, cost] : observed()) successes += std::isfinite(cost) ? 1 : 0;
+    for (const auto& set : options_.prior) {
+      for (const auto& [index, cost] : set) successes += std::isfinite(cost) ? 1 : 0;
+    }
     if (successes < std::max(2, options_.min_train) || space_.num_features() == 0) return;
-    if (observed().size() != trained_on_) {
+    if (observed().size() != trained_on_ || !model_.trained()) {
       cache_.clear();
       // In index order: the model does not depend on the order results came in.
-      std::vector<std::pair<int64_t, double>> rows = observed();
-      std::sort(rows.begin(), rows.end());
-      absl::Status st = model_.Train(space_, rows, options_);
+      std::vector<std::vector<std::pair<int64_t, double>>> groups = options_.prior;
+      groups.push_back(observed());
+      for (auto& group : groups) std::sort(group.begin(), group.end());
+      absl::Status st = model_.Train(space_, groups, options_);
       trained_on_ = observed().size();
       if (!st.ok()) {
         last_error_ = std::string(st.message());

@@ -53,6 +53,13 @@ struct StrategyOptions {
   int walkers = 128;
   int steps = 500;
   int patience = 50;
+  // gbt: transfer learning — results of the same space measured elsewhere (another shape, another
+  // board kind; AutoTVM's transfer from earlier logs), each set a ranking group of its own, so
+  // only the order inside a set teaches the model (costs of another shape need not be
+  // comparable). The model trains on them beside the run's own results, from the first batch
+  // when they hold min_train successes. They are not the run's results: their configs may still
+  // be proposed.
+  std::vector<std::vector<std::pair<int64_t, double>>> prior;
 };
 
 class Strategy {

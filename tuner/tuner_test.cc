@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -194,6 +195,42 @@ TEST(StrategyTest, ModelBeatsRandomOnAnInteraction) {
               additive.exact * 100, gbt.exact * 100);
   EXPECT_LT(gbt.mean_ratio - 1, 0.5 * (random.mean_ratio - 1));
   EXPECT_GT(gbt.exact, random.exact + 0.3);
+}
+
+// Transfer: pre-trained on another run of the same space (here the synthetic space at twice the
+// cost, as another shape would be: other costs, the same order; 64 configs of it), the model comes
+// to the optimum in fewer trials; the prior's configs are not the run's and may still be proposed.
+TEST(StrategyTest, TransferReachesTheOptimumInFewerTrials) {
+  const Table t = SyntheticTable();
+  const Space space(t.spec);
+  constexpr int kSeeds = 20;
+  std::vector<int> with, without;
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    std::mt19937_64 rng(seed + 1000);
+    std::vector<std::pair<int64_t, double>> prior;
+    for (int i = 0; i < 64; ++i) {
+      const int64_t c = static_cast<int64_t>(rng() % static_cast<uint64_t>(space.size()));
+      prior.emplace_back(c, 2 * t.cost[c]);
+    }
+    StrategyOptions o;
+    o.seed = seed;
+    std::unique_ptr<Strategy> plain = *MakeStrategy("gbt", space, o);
+    o.prior = {prior};
+    std::unique_ptr<Strategy> transfer = *MakeStrategy("gbt", space, o);
+    auto reach = [&](Strategy& s) {
+      const int n = TrialsToReach(Replay(t, s, 128, 8), t.optimum, 0);
+      return n < 0 ? 1000 : n;
+    };
+    without.push_back(reach(*plain));
+    with.push_back(reach(*transfer));
+  }
+  std::sort(with.begin(), with.end());
+  std::sort(without.begin(), without.end());
+  std::printf("trials to the optimum (median, 90th pct.): with transfer %d, %d; without %d, %d\n",
+              with[kSeeds / 2], with[kSeeds * 9 / 10], without[kSeeds / 2],
+              without[kSeeds * 9 / 10]);
+  EXPECT_LT(with[kSeeds / 2], without[kSeeds / 2]);
+  EXPECT_LE(with[kSeeds * 9 / 10], without[kSeeds * 9 / 10]);
 }
 
 TEST(ReplayTest, Summaries) {
