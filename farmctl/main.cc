@@ -131,6 +131,11 @@ ABSL_FLAG(std::string, tracker, "",
           "localhost:7070)");
 ABSL_FLAG(std::string, kind, "",
           "boards/results: only this board kind; submit: the board kind (queue) of the trial");
+ABSL_FLAG(std::string, screen, "",
+          "tune, two-stage: the board kind the search runs on (fast boards; --kind's other name)");
+ABSL_FLAG(std::string, confirm, "",
+          "tune, two-stage: the board kind the top --top configs are measured on afterwards");
+ABSL_FLAG(int, top, 0, "tune, two-stage: how many of the search's best configs --confirm measures");
 ABSL_FLAG(std::string, knobs, "",
           "submit: knob values, e.g. tile_m=8,tile_n=8,order=ikj (see also --knob)");
 ABSL_FLAG(int64_t, cooldown_ms, 0, "submit: pause between repeats");
@@ -254,13 +259,15 @@ constexpr char kUsage[] =
     "       [--out DIR] [--shape S]\n"
     "       [--number N --repeat R\n"
     "       --min-repeat-ms M] [--no-check] [--target PCT [--budget-ms B] [--max-repeat N]]\n"
-    "       [--recheck K]\n"
+    "       [--recheck K | --screen KIND_A --confirm KIND_B --top K]\n"
     "                                   search the op's knob space on the farm (--version V:\n"
     "                                   that catalog version; default: the latest); resumable\n"
     "                                   from DIR; prints the best configs and their speed-up\n"
     "                                   over the default, writes an AutoTVM log and a plot;\n"
     "                                   --recheck K measures the top K again and says whether\n"
-    "                                   the ranking held (top-1, Kendall tau)\n"
+    "                                   the ranking held (top-1, Kendall tau); two-stage:\n"
+    "                                   search on KIND_A's fast boards, measure the top K on\n"
+    "                                   KIND_B's, and compare the two rankings\n"
     "\n"
     "Costs show as the median per call and its 95 % interval: \"12.3 us +-0.4 %\"; UNSTABLE\n"
     "when the interval is wider than the tracker's threshold (+-3 % by default).\n"
@@ -591,7 +598,12 @@ int SubmitCommand(const TrackerClient& tracker, const RepeatedFlags& repeated, b
 absl::StatusOr<TuneOptions> TuneOptionsFromFlags() {
   TuneOptions options;
   options.op = absl::GetFlag(FLAGS_op).empty() ? "matmul" : absl::GetFlag(FLAGS_op);
-  options.kind = absl::GetFlag(FLAGS_kind).empty() ? "host-process" : absl::GetFlag(FLAGS_kind);
+  const std::string kind = absl::GetFlag(FLAGS_kind), screen = absl::GetFlag(FLAGS_screen);
+  if (!kind.empty() && !screen.empty() && kind != screen) {
+    return absl::InvalidArgumentError("--screen is the search's board kind: give it or --kind");
+  }
+  options.kind = !screen.empty() ? screen : !kind.empty() ? kind : "host-process";
+  options.confirm = absl::GetFlag(FLAGS_confirm);
   options.strategy = absl::GetFlag(FLAGS_strategy);
   options.trials = absl::GetFlag(FLAGS_trials);
   options.batch = absl::GetFlag(FLAGS_batch);
@@ -609,6 +621,14 @@ absl::StatusOr<TuneOptions> TuneOptionsFromFlags() {
   options.measure.set_cooldown_ms(static_cast<int32_t>(absl::GetFlag(FLAGS_cooldown_ms)));
   options.measure.set_timeout_ms(static_cast<int32_t>(absl::GetFlag(FLAGS_timeout_ms)));
   options.recheck = absl::GetFlag(FLAGS_recheck);
+  if (absl::GetFlag(FLAGS_top) != 0) {
+    if (options.recheck != 0 || options.confirm.empty()) {
+      return absl::InvalidArgumentError(
+          "--top K goes with --confirm KIND (two-stage tuning); --recheck K measures again on "
+          "the search's own kind");
+    }
+    options.recheck = absl::GetFlag(FLAGS_top);
+  }
   if (absl::GetFlag(FLAGS_target) > 0 || options.recheck == 0) {
     RETURN_IF_ERROR(SetAdaptive(absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_budget_ms),
                                 absl::GetFlag(FLAGS_max_repeat), &options.measure));

@@ -484,9 +484,14 @@ std::string MeasureText(const v1::MeasureOptions& m) {
 // Both rankings of the rechecked configs (`first` in the first run's order, `second` the same
 // configs measured again), whether the top-1 held, and Kendall's tau between the two runs'
 // medians (over the configs measured both times).
+// `confirm`: the second measurement's board kind when it is not `screen`, the search's (two-stage
+// tuning); empty for a recheck on the same kind.
 void PrintRecheck(const v1::Operator& op, const std::vector<TunePoint>& first,
                   const std::vector<TunePoint>& second, const v1::MeasureOptions& measure,
-                  std::ostream& out) {
+                  const std::string& screen, const std::string& confirm, std::ostream& out) {
+  const bool two_stage = !confirm.empty();
+  const std::string first_run = two_stage ? screen : "first run";
+  const std::string second_run = two_stage ? confirm : "second run";
   const size_t n = first.size();
   std::vector<size_t> order(n);
   for (size_t i = 0; i < n; ++i) order[i] = i;
@@ -496,18 +501,24 @@ void PrintRecheck(const v1::Operator& op, const std::vector<TunePoint>& first,
   for (size_t r = 0; r < n; ++r) {
     if (std::isfinite(second[order[r]].cost)) second_rank[order[r]] = absl::StrCat(r + 1);
   }
-  out << "recheck: the top " << n << " measured again (" << MeasureText(measure) << "):\n";
-  size_t width = std::string("first run").size(), width2 = std::string("second run").size();
+  if (two_stage) {
+    out << "confirm: the top " << n << " of the screen on " << screen << " measured on " << confirm
+        << " (" << MeasureText(measure) << "):\n";
+  } else {
+    out << "recheck: the top " << n << " measured again (" << MeasureText(measure) << "):\n";
+  }
+  size_t width = first_run.size(), width2 = second_run.size();
   for (size_t i = 0; i < n; ++i) {
     width = std::max(width, PointCostText(first[i]).size());
     width2 = std::max(width2, PointCostText(second[i]).size());
   }
-  std::string header = absl::StrFormat("%6s  %-*s %6s  %-*s", "first", width, "first run", "second",
-                                       width2, "second run");
+  std::string header =
+      absl::StrFormat("%7s  %-*s %7s  %-*s", two_stage ? "screen" : "first", width, first_run,
+                      two_stage ? "confirm" : "second", width2, second_run);
   for (const v1::Knob& k : op.spec().knobs()) absl::StrAppendFormat(&header, " %8s", k.name());
   out << header << "\n";
   for (size_t i = 0; i < n; ++i) {
-    std::string line = absl::StrFormat("%6d  %-*s %6s  %-*s", i + 1, width, PointCostText(first[i]),
+    std::string line = absl::StrFormat("%7d  %-*s %7s  %-*s", i + 1, width, PointCostText(first[i]),
                                        second_rank[i], width2, PointCostText(second[i]));
     std::map<std::string, std::string> values = catalog::KnobsOfIndex(op.spec(), first[i].index);
     for (const v1::Knob& k : op.spec().knobs())
@@ -523,7 +534,10 @@ void PrintRecheck(const v1::Operator& op, const std::vector<TunePoint>& first,
   }
   const bool held = std::isfinite(second[0].cost) && order[0] == 0;
   out << "top-1 held: " << (held ? "yes" : "no");
-  if (!held) {
+  if (!held && two_stage) {
+    out << " (the screen's #1 is " << (second_rank[0] == "-" ? "failed" : "#" + second_rank[0])
+        << " on " << confirm << "; its #1 was the screen's #" << order[0] + 1 << ")";
+  } else if (!held) {
     out << " (the first run's #1 is " << (second_rank[0] == "-" ? "failed" : "#" + second_rank[0])
         << " in the second; its #1 was the first run's #" << order[0] + 1 << ")";
   }
@@ -570,6 +584,9 @@ absl::StatusOr<const v1::Operator*> CheckOptions(const catalog::KnobSpace& knobs
   }
   if (options.recheck < 0 || options.recheck > 1000) {
     return absl::InvalidArgumentError("--recheck: 0..1000 (configs to measure again)");
+  }
+  if (!options.confirm.empty() && options.recheck == 0) {
+    return absl::InvalidArgumentError("--confirm KIND: give --top K, the configs to measure there");
   }
   return op;
 }
@@ -880,6 +897,7 @@ absl::Status TuneRun::Recheck() {
 absl::Status TuneRun::RunRecheck(const std::vector<TunePoint>& first) {
   v1::Trial trial_template = TrialTemplate(op_, options_);
   *trial_template.mutable_measure() = RecheckMeasure(options_);
+  if (!options_.confirm.empty()) trial_template.set_board_kind(options_.confirm);
   std::vector<int64_t> indexes;
   for (const TunePoint& p : first) indexes.push_back(p.index);
   v1::SubmitTrialsRequest req = Request(trial_template, indexes);
@@ -895,8 +913,9 @@ absl::Status TuneRun::RunRecheck(const std::vector<TunePoint>& first) {
       RETURN_IF_ERROR(state_.AddRecheckPending(key, first[i].index, resp.job_ids(i)));
     }
   }
-  progress_ << "tune: recheck of the top " << first.size() << " ("
-            << MeasureText(trial_template.measure()) << ")\n"
+  progress_ << "tune: " << (options_.confirm.empty() ? "recheck" : "confirm on " + options_.confirm)
+            << " of the top " << first.size() << " (" << MeasureText(trial_template.measure())
+            << ")\n"
             << std::flush;
   RETURN_IF_ERROR(WaitFor(
       [&]() -> const std::map<int64_t, std::string>& { return state_.recheck(key).pending; },
@@ -913,7 +932,7 @@ absl::Status TuneRun::RunRecheck(const std::vector<TunePoint>& first) {
     missing.error = v1::CANCELLED;
     second.push_back(it != state_.recheck(key).done.end() ? it->second : missing);
   }
-  PrintRecheck(op_, first, second, trial_template.measure(), out_);
+  PrintRecheck(op_, first, second, trial_template.measure(), options_.kind, options_.confirm, out_);
   return absl::OkStatus();
 }
 

@@ -30,6 +30,9 @@
 // --recheck K: after the search the top K configs are measured again in one submission, in
 // adaptive mode (target +-1 % unless the run has its own --target), and both rankings are
 // printed with whether the top-1 held and Kendall's tau between the two runs' medians.
+// Two-stage tuning (--screen KIND_A --confirm KIND_B --top K): the search runs on the fast boards
+// of KIND_A (emulated, e.g. the cycle model) and the recheck of the top K on the target boards of
+// KIND_B, with both rankings and their agreement.
 //
 // State lives in the output directory, so an interrupted run resumes where it stopped:
 //   tune-state.txt          "run <key>" (RunKey: a run with other shapes, measure options or
@@ -91,6 +94,8 @@ struct TuneOptions {
   // unless `measure` has one) and compare the rankings. recheck_budget_ms/max_repeat bound a
   // recheck of a fixed-mode run (0: the agent's defaults); an adaptive run's own bounds apply.
   int recheck = 0;
+  // Two-stage tuning: the board kind the recheck measures on (empty: `kind`, the search's).
+  std::string confirm;
   int recheck_budget_ms = 0;
   int recheck_max_repeat = 0;
   bool tty = false;  // redraw one progress line instead of printing one per batch

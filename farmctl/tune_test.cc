@@ -57,9 +57,12 @@ std::vector<double> DefaultCosts(const v1::Trial& trial, v1::ErrorCode* error) {
   return std::vector<double>(trial.measure().target_rel_ci() > 0 ? 12 : 3, cost);
 }
 
-// A fake agent with one board of many slots that answers every offer at once. It flashes as an
-// agent whose images hold a trial's whole image pool would: when an offer's image (its pool, or
-// its config without one) is not the one on the board.
+// The kind of the fake agent's second board (two-stage tuning's target boards).
+constexpr char kTargetKind[] = "stm32-target";
+
+// A fake agent with a board of many slots of each kind that answers every offer at once. It flashes
+// as an agent whose images hold a trial's whole image pool would: when an offer's image (its pool,
+// or its config without one) is not the one on the board.
 class ScriptedAgent {
  public:
   explicit ScriptedAgent(const std::string& address) {
@@ -104,6 +107,11 @@ class ScriptedAgent {
     b->set_board_id("fake-0");
     b->set_kind("host-process");
     b->set_slots(64);
+    // A board of a second kind: the target boards of two-stage tuning.
+    v1::BoardRegistration* target = reg.mutable_register_()->add_boards();
+    target->set_board_id("target-0");
+    target->set_kind(kTargetKind);
+    target->set_slots(64);
     stream->Write(reg);
     v1::TrackerMessage m;
     while (stream->Read(&m)) {
@@ -149,7 +157,7 @@ class ScriptedAgent {
       } else {
         res->set_message("scripted wrong answer");
       }
-      res->set_board_id("fake-0");
+      res->set_board_id(m.offer().trial().board_kind() == kTargetKind ? "target-0" : "fake-0");
       res->mutable_stages()->set_measure_s(0.01);
       if (flashed) res->mutable_stages()->set_flash_s(0.5);
       stream->Write(r);
@@ -183,7 +191,7 @@ class TuneTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     tracker::JobQueueOptions q;
-    q.known_kinds = {"host-process"};
+    q.known_kinds = {"host-process", kTargetKind};
     tracker::ServiceOptions s;
     s.dispatch_period = absl::Milliseconds(20);
     tracker_ = std::make_unique<testing::InProcessTracker>(dir_ + "/tracker.db", q, s);
@@ -576,6 +584,50 @@ TEST_F(TuneTest, RecheckComparesTwoRankings) {
       << progress3.str();
   EXPECT_TRUE(absl::StrContains(agree.str(), "top-1 held: yes\n")) << agree.str();
   EXPECT_TRUE(absl::StrContains(agree.str(), "Kendall tau: 1.00 over 3 configs")) << agree.str();
+}
+
+// Two-stage tuning (--screen host-process --confirm KIND --top 3): the search on the fast boards,
+// then its top 3 measured on the target kind's boards (adaptive), both rankings printed with their
+// agreement. Here the target's costs order two of the top configs the other way.
+TEST_F(TuneTest, TwoStageTuningConfirmsTheTopOnTheTargetKind) {
+  const v1::Operator& mm = *catalog::BuiltinKnobSpace().Find("matmul");
+  agent_->set_script([&mm](const v1::Trial& trial, v1::ErrorCode* error) {
+    std::vector<double> costs = DefaultCosts(trial, error);
+    if (trial.board_kind() != kTargetKind || costs.empty()) return costs;
+    // On the target, order=ikj costs twice as much... except for the default's tiles.
+    const auto& knobs = trial.op().template_op().knobs();
+    const bool default_tiles = knobs.count("tile_m") > 0 && knobs.at("tile_m") == "8";
+    for (double& c : costs) c *= default_tiles ? 0.5 : 3;
+    (void)mm;
+    return costs;
+  });
+  std::ostringstream out, progress;
+  TuneOptions options = Options("grid", 6, 6);
+  options.confirm = kTargetKind;
+  options.recheck = 3;
+  ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), options, out, progress).ok())
+      << progress.str();
+  const std::string text = out.str();
+  std::printf("%s", text.c_str());
+  EXPECT_TRUE(
+      absl::StrContains(text, absl::StrCat("confirm: the top 3 of the screen on host-process "
+                                           "measured on ",
+                                           kTargetKind, " (adaptive, target +-1 %)")))
+      << text;
+  EXPECT_TRUE(absl::StrContains(text, " screen  host-process")) << text;
+  EXPECT_TRUE(absl::StrContains(text, absl::StrCat("confirm  ", kTargetKind))) << text;
+  // The screen's #2 and #3 swap places on the target; its #1 holds.
+  EXPECT_TRUE(absl::StrContains(text, "top-1 held: yes\n")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "Kendall tau: 0.33 over 3 configs")) << text;
+  int on_target = 0;
+  for (const v1::MeasureOptions& m : agent_->measures()) on_target += m.target_rel_ci() > 0;
+  EXPECT_EQ(on_target, 3) << "the top 3 measured adaptively on the target";
+  EXPECT_EQ(StateLines("done").size(), 6u) << "the screen's trials only";
+  // --confirm without --top.
+  TuneOptions bad = Options("grid", 6, 6);
+  bad.confirm = kTargetKind;
+  EXPECT_TRUE(absl::StrContains(
+      Tune(client_, catalog::BuiltinKnobSpace(), bad, out, progress).message(), "--top"));
 }
 
 TEST_F(TuneTest, BadOptionsNameTheFlag) {

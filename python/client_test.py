@@ -419,6 +419,28 @@ class ClientFarmTest(FarmCase):
         self.assertEqual(result.error_no, 0, result.error_msg)
         self.assertLessEqual(len(result.costs), 30)
 
+    def test_confirm_two_stage(self):
+        # The screen: three configs measured quickly; the top two confirmed adaptively (on the
+        # same kind here: the farm has one live kind; farmctl's tune_test confirms on another).
+        screen = self.farm.measure_jobs(
+            [benchfarm.trial("matmul", KIND, knobs={"tile_m": m}, repeat=3) for m in (1, 4, 16)],
+            timeout=WATCH_S)
+        c = self.farm.confirm(screen, KIND, top=2, target_rel_ci=0.05, budget_ms=2000,
+                              max_repeat=20, timeout=WATCH_S)
+        self.assertEqual(len(c["screen"]), 2)
+        self.assertEqual(len(c["confirm"]), 2)
+        self.assertLessEqual(c["screen_s"][0], c["screen_s"][1])  # the screen's best first
+        for job, first in zip(c["confirm"], c["screen"]):
+            self.assertEqual(job.trial.board_kind, KIND)
+            self.assertAlmostEqual(job.trial.measure.target_rel_ci, 0.05)
+            self.assertEqual(job.trial.op.template_op.knobs, first.trial.op.template_op.knobs)
+            self.assertEqual(job.state, pb.DONE)
+        self.assertEqual(sorted(c["confirm_rank"]), [1, 2])
+        self.assertEqual(c["top1_held"], c["confirm_rank"][0] == 1)
+        self.assertIn(c["kendall_tau"], (-1.0, 1.0))
+        with self.assertRaises(ValueError):
+            self.farm.confirm([], KIND)
+
     def test_invalid_trial_raises(self):
         farm = self.farm
         before = _ids(farm.results(limit=None))
@@ -1033,6 +1055,12 @@ class ClientLocalTest(unittest.TestCase):
         with _Environ(BENCHFARM_CERT=FARM.ca, BENCHFARM_KEY=None):
             with self.assertRaisesRegex(ValueError, "BENCHFARM_CERT and BENCHFARM_KEY"):
                 benchfarm.Client("127.0.0.1:1", ca=FARM.ca)
+
+    def test_kendall_tau(self):
+        self.assertAlmostEqual(benchfarm.kendall_tau([1, 2, 3], [1, 2, 3]), 1.0)
+        self.assertAlmostEqual(benchfarm.kendall_tau([1, 2, 3], [3, 2, 1]), -1.0)
+        self.assertAlmostEqual(benchfarm.kendall_tau([1, 2, 3], [1, 3, 2]), 1 / 3)
+        self.assertEqual(benchfarm.kendall_tau([1], [1]), 0.0)
 
     def test_cost_text(self):
         job = pb.Job(job_id="j-1", state=pb.DONE)

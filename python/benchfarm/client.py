@@ -31,6 +31,7 @@ import collections
 import getpass
 import glob
 import json
+import math
 import os
 import socket
 import ssl
@@ -283,6 +284,30 @@ def cost_text(value):
         unit = "instructions" if result.emulation == "qemu-icount" else "cycles"
         text += " = {:,} {}".format(int(round(stats.median_s * result.cpu_hz)), unit)
     return text
+
+
+def kendall_tau(a, b):
+    """Kendall's tau-b between two lists of numbers (1: the same order, -1: reversed; 0 for fewer
+    than two), as farmctl's recheck computes it (stats::KendallTau)."""
+    if len(a) != len(b) or len(a) < 2:
+        return 0.0
+    concordant = discordant = ties_a = ties_b = 0
+    for i in range(len(a)):
+        for j in range(i + 1, len(a)):
+            da, db = a[i] - a[j], b[i] - b[j]
+            if da == 0 and db == 0:
+                continue
+            if da == 0:
+                ties_a += 1
+            elif db == 0:
+                ties_b += 1
+            elif (da > 0) == (db > 0):
+                concordant += 1
+            else:
+                discordant += 1
+    n0 = concordant + discordant
+    denom = math.sqrt((n0 + ties_a) * (n0 + ties_b))
+    return (concordant - discordant) / denom if denom > 0 else 0.0
 
 
 def measure_result(job):
@@ -673,6 +698,48 @@ class Client:
         (measure_jobs gives the Jobs, with their stats). timeout: seconds for the whole batch
         (None: no limit)."""
         return [measure_result(job) for job in self.measure_jobs(trials, timeout=timeout)]
+
+    def confirm(self, screened, kind, top=5, target_rel_ci=0.01, budget_ms=0, max_repeat=0,
+                timeout=None):
+        """Two-stage tuning (farmctl tune --screen A --confirm B --top K): the best `top` of
+        `screened` — finished Jobs of a search on fast boards (e.g. the cycle model's) — measured
+        again on the target boards of `kind`, adaptive to +-target_rel_ci. Returns a dict:
+        "screen" and "confirm", the top configs' Jobs on each kind (in the screen's order), their
+        medians "screen_s" and "confirm_s" (inf for a failure), "confirm_rank" (each config's
+        rank on the target, 1 = best; None if it failed there), "top1_held" (the screen's best is
+        the target's best) and "kendall_tau" between the two rankings' medians."""
+        if top < 1:
+            raise ValueError("top: at least 1")
+        measured = [j for j in screened if j.state == pb.DONE and j.result.stats.count > 0]
+        measured.sort(key=lambda j: j.result.stats.median_s)
+        first = measured[:top]
+        if not first:
+            raise ValueError("screened: no finished job with costs to confirm")
+        trials = []
+        for job in first:
+            t = pb.Trial()
+            t.CopyFrom(job.trial)
+            t.board_kind = kind
+            t.measure.target_rel_ci = target_rel_ci
+            t.measure.budget_ms = budget_ms
+            t.measure.max_repeat = max_repeat
+            trials.append(t)
+        second = self.measure_jobs(trials, timeout=timeout)
+        median = lambda j: (j.result.stats.median_s
+                            if j.state == pb.DONE and j.result.stats.count > 0 else math.inf)
+        screen_s = [median(j) for j in first]
+        confirm_s = [median(j) for j in second]
+        order = sorted(range(len(second)), key=lambda i: confirm_s[i])
+        rank = [None] * len(second)
+        for r, i in enumerate(order):
+            if math.isfinite(confirm_s[i]):
+                rank[i] = r + 1
+        both = [i for i in range(len(first)) if math.isfinite(confirm_s[i])]
+        return {
+            "screen": first, "confirm": second, "screen_s": screen_s, "confirm_s": confirm_s,
+            "confirm_rank": rank, "top1_held": rank[0] == 1,
+            "kendall_tau": kendall_tau([screen_s[i] for i in both], [confirm_s[i] for i in both]),
+        }
 
     # ---- the farm ----
 
