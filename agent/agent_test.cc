@@ -276,6 +276,35 @@ TEST_F(AgentTest, EachFailureGetsItsOwnCodeAndTheBoardServesTheNextJob) {
                                                  : j.result().autotvm_error_no());
   }
   EXPECT_GE(agent_->counters().boards.resets, 2);  // after the crash and after the hang
+
+  // Each attempt's log came with its result: the build's command and the compiler's error, the
+  // fault line, the timeout and the resets, the result.
+  auto log = [&](int i) {
+    absl::StatusOr<std::vector<v1::AttemptLog>> logs =
+        tracker_->queue()->AttemptLogs(jobs[i].job_id(), 0);
+    EXPECT_TRUE(logs.ok()) << logs.status();
+    EXPECT_TRUE(logs.ok() && logs->size() == 1u) << jobs[i].job_id();
+    return logs.ok() && !logs->empty() ? logs->front().text() : std::string();
+  };
+  const std::string broken = log(0);
+  EXPECT_TRUE(absl::StrContains(broken, "$ /bf/template/build /bf/work")) << broken;
+  EXPECT_TRUE(absl::StrContains(broken, "error: 'undeclared_name' undeclared")) << broken;
+  EXPECT_TRUE(absl::StrContains(broken, "result: COMPILE_DEVICE")) << broken;
+  const std::string fine = log(1);
+  EXPECT_TRUE(absl::StrContains(fine, "build: ")) << fine;
+  EXPECT_TRUE(absl::StrContains(fine, "result: NO_ERROR: 3 cost(s)")) << fine;
+  const std::string crash = log(2);
+  EXPECT_TRUE(absl::StrContains(crash, "fault: SIGSEGV (address not mapped) pc=0x")) << crash;
+  EXPECT_TRUE(absl::StrContains(crash, "reset: the board is restarted")) << crash;
+  const std::string hang = log(4);
+  EXPECT_TRUE(absl::StrContains(hang, "RUN_TIMEOUT")) << hang;
+  EXPECT_TRUE(absl::StrContains(hang, "reset: ")) << hang;
+  int flashed = 0;  // the first image, and each restart after the crash and the hang
+  for (int i = 0; i < static_cast<int>(jobs.size()); ++i) {
+    flashed += absl::StrContains(log(i), "flash: image ");
+  }
+  EXPECT_GE(flashed, 3);
+  EXPECT_TRUE(absl::StrContains(log(9), "max_image_bytes")) << log(9);
 }
 
 TEST_F(AgentTest, EveryResultSaysHowItWasMeasured) {
