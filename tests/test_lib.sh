@@ -16,6 +16,12 @@
 #   agent_config ID GRANT...        an agent config's first lines: its id, the tracker, its
 #                                   directories under $work/agent, its credentials for GRANTs
 #   start_agent N                   the agent of $work/agent.textproto, once it serves N boards
+#   start_host_farm USER AGENT [FIELDS]
+#                                   start_tracker USER and an agent AGENT serving one
+#                                   host-process board hp0 (FIELDS: more of its config, e.g.
+#                                   "batch_size: 8"), its /metrics on $agent_metrics
+#   metric SERIES                   the value of one series on that agent's /metrics, e.g.
+#                                   metric 'benchfarm_agent_builds_total{result="OK"}'
 
 fail() { echo "${TEST_NAME:?}: FAIL: $*" >&2; exit 1; }
 say() { echo "${TEST_NAME:?}: $*" >&2; }
@@ -104,4 +110,17 @@ start_agent() {
   "$farm_root/agent/agent" --config "$work/agent.textproto" >"$work/agent.out" 2>"$work/agent.err" &
   pids+=($!)
   wait_line "$work/agent.out" "serving $1 boards" >/dev/null
+}
+start_host_farm() {
+  agent_metrics=$(free_port)
+  start_tracker "$1"
+  cat >"$work/agent.textproto" <<CONFIG
+$(agent_config "$2" 'hp*=host-process')
+metrics_address: "127.0.0.1:$agent_metrics"
+boards { id: "hp0" kind: "host-process" host_process {} build_template: "agent/templates/host-process"${3:+ $3} }
+CONFIG
+  start_agent 1
+}
+metric() {
+  http_get "http://127.0.0.1:${agent_metrics:?}/metrics" | awk -v name="$1" '$1 == name { print $2 }'
 }
