@@ -663,14 +663,16 @@ void BoardWorker::Report(const v1::JobOffer& offer, v1::Result result, absl::Tim
   result.set_board_id(id());
   // A tool's output in the message is valid UTF-8 from here on (protobuf sends nothing else).
   result.set_message(base::ValidUtf8(result.message()));
-  // The result closes the log (its message, unless an event of the log carried it already).
-  const std::string logged = log->Text();
+  // The result closes the log: its costs, or its message's first line (unless an event of the
+  // log carried the message already; a tool's output in it is in the log above).
+  const absl::string_view first_line =
+      absl::string_view(result.message()).substr(0, result.message().find('\n'));
   log->Add(absl::StrCat("result: ", v1::ErrorCode_Name(result.error_code()),
                         result.error_code() == v1::NO_ERROR
                             ? absl::StrCat(": ", result.costs_s_size(), " cost(s)")
-                        : result.message().empty() || absl::StrContains(logged, result.message())
+                        : first_line.empty() || absl::StrContains(log->Text(), result.message())
                             ? std::string()
-                            : absl::StrCat(": ", result.message())));
+                            : absl::StrCat(": ", first_line)));
   // The image the board reported on the current link; none after a reset or a failed link.
   if (board_->info()) result.set_firmware_hash(board_->info()->firmware_hash);
   result.set_timer_resolution_s(timer_resolution_s_);
