@@ -61,17 +61,7 @@ refuse_op 'op.spec.knobs[2].values[1]: "-fplugin=x.so" is refused' '[]' '["-O2",
 ctl ops >"$work/ops.txt"
 if grep -q "^gemv_opt " "$work/ops.txt"; then fail "a refused operator is in the catalog"; fi
 
-cat >"$work/bad.c" <<'C'
-#include <benchfarm/ops/common.h>
-#include <dlpack/dlpack.h>
-BF_OPS_DECLARE_PACKED(bad_write);
-BF_OPS_DECLARE_PACKED(bad_write) {
-  volatile float* p = (volatile float*)0;
-  (void)args;
-  *p = 1.0f;
-  return 0;
-}
-C
+null_write_c bad_write >"$work/bad.c"
 n=$(jobs_stored)
 if ctl submit --kind host-process --c-source "$work/bad.c" --entry bad_write --no-check --shape 4,4 \
      --cflags "-O1 -fplugin=evil.so" >"$work/sub.out" 2>&1; then fail "submit --cflags took a plugin"; fi

@@ -27,17 +27,7 @@ expect_refusal() {
 
 # ---- a failed compile, a crash, 30 MB of binary compiler output ------------------------------------
 printf 'int broken(void) { return undeclared_name; }\n' >"$work/broken.c"
-cat >"$work/crash.c" <<'C'
-#include <benchfarm/ops/common.h>
-#include <dlpack/dlpack.h>
-BF_OPS_DECLARE_PACKED(crash);
-BF_OPS_DECLARE_PACKED(crash) {
-  volatile float* p = (volatile float*)0;
-  (void)args;
-  *p = 1.0f;
-  return 0;
-}
-C
+null_write_c crash >"$work/crash.c"
 printf '#include "/usr/bin/true"\n' >"$work/binary.c"
 broken=$(ctl submit --kind host-process --c-source "$work/broken.c" --entry broken --no-check --shape 4,4)
 crash=$(ctl submit --kind host-process --c-source "$work/crash.c" --entry crash --no-check --shape 4,4)

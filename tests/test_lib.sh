@@ -6,6 +6,8 @@
 #                                   it; fails early if process PID died, and shows FILE (and
 #                                   FILE's .err beside a .out) on failure
 #   http_get URL                    the body of a GET
+#   null_write_c NAME               a C source trial whose entry NAME writes to address 0 on line
+#                                   7 (a board fault: SIGSEGV, a Cortex-M MemManage fault)
 #   stop_daemons                    TERM to every daemon, and fails unless each exits cleanly
 # A secure farm in the directory $work (set it first; below, "a secure farm"):
 #   start_tracker USER              a tracker on a free port ($tracker_port; /metrics on
@@ -50,6 +52,20 @@ wait_line() {
 
 http_get() {
   python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "$1"
+}
+
+null_write_c() {
+  cat <<C
+#include <benchfarm/ops/common.h>
+#include <dlpack/dlpack.h>
+BF_OPS_DECLARE_PACKED($1);
+BF_OPS_DECLARE_PACKED($1) {
+  volatile float* p = (volatile float*)0;
+  (void)args;
+  *p = 1.0f;
+  return 0;
+}
+C
 }
 
 stop_daemons() {

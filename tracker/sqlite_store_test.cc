@@ -553,17 +553,8 @@ TEST(SqliteStore, VersionFourStoreGetsAttemptLogsKeepingItsJobs) {
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
-  EXPECT_TRUE(store->GetJob("a")->has_value());
-  EXPECT_EQ(store->LoadOperators()->size(), 1u);
-  auto logs = store->GetAttemptLogs("a");
-  ASSERT_TRUE(logs.ok()) << logs.status();
-  EXPECT_TRUE(logs->empty());
-  WriteBatch batch;
-  batch.logs.push_back({"a", v1::AttemptLog()});
-  batch.logs.back().log.set_attempt(1);
-  batch.logs.back().log.set_text("build: ok\n");
-  ASSERT_TRUE(store->Apply(batch).ok());
-  EXPECT_EQ(store->GetAttemptLogs("a")->size(), 1u);
+  absl::Status upgraded = UpgradedToAttemptLogs(*store);
+  EXPECT_TRUE(upgraded.ok()) << upgraded;
 }
 
 TEST(SqliteStore, NewerSchemaVersionFailsOpen) {

@@ -137,14 +137,6 @@ TEST_P(StoreContractTest, OperatorStatesAreSetReplacedAndDurable) {
   EXPECT_TRUE(MessageDifferencer::Equals(states->at({"conv", "1"}), readded));
 }
 
-v1::AttemptLog Log(int attempt, const std::string& board_id, const std::string& text) {
-  v1::AttemptLog log;
-  log.set_attempt(attempt);
-  log.set_board_id(board_id);
-  log.set_text(text);
-  return log;
-}
-
 // Attempt logs travel in write batches beside the jobs they belong to, are kept by (job,
 // attempt) — a log sent again replaces itself —, come back in attempt order, survive a reopen and
 // hold any valid UTF-8 text, 64 KiB of it whole.
@@ -160,28 +152,27 @@ TEST_P(StoreContractTest, AttemptLogsAreStoredByJobAndAttempt) {
   WriteBatch batch;
   batch.jobs.push_back(
       WriteBatch::JobWrite::Of(0, false, MakeJob("a", "alice", "m3", "matmul", v1::RUNNING)));
-  batch.logs.push_back({"a", Log(2, "hp1", "attempt two\n")});
-  batch.logs.push_back({"a", Log(1, "hp0", big)});
-  batch.logs.push_back({"other", Log(1, "hp0", "another job's")});
+  batch.logs.push_back({"a", MakeLog(2, "hp1", "attempt two\n")});
+  batch.logs.push_back({"a", MakeLog(1, "hp0", big)});
+  batch.logs.push_back({"other", MakeLog(1, "hp0", "another job's")});
   ASSERT_TRUE(store().Apply(batch).ok());
-  WriteBatch again;  // attempt 2's log sent again, changed
-  again.logs.push_back({"a", Log(2, "hp1", "attempt two, again\n")});
-  ASSERT_TRUE(store().Apply(again).ok());
+  // Attempt 2's log sent again, changed.
+  ASSERT_TRUE(store().Apply(LogBatch("a", MakeLog(2, "hp1", "attempt two, again\n"))).ok());
 
   Reopen();
   auto logs = store().GetAttemptLogs("a");
   ASSERT_TRUE(logs.ok()) << logs.status();
   ASSERT_EQ(logs->size(), 2u);
-  EXPECT_TRUE(MessageDifferencer::Equals((*logs)[0], Log(1, "hp0", big)));
-  EXPECT_TRUE(MessageDifferencer::Equals((*logs)[1], Log(2, "hp1", "attempt two, again\n")));
+  EXPECT_TRUE(MessageDifferencer::Equals((*logs)[0], MakeLog(1, "hp0", big)));
+  EXPECT_TRUE(MessageDifferencer::Equals((*logs)[1], MakeLog(2, "hp1", "attempt two, again\n")));
   auto other = store().GetAttemptLogs("other");
   ASSERT_TRUE(other.ok() && other->size() == 1);
   EXPECT_EQ(other->front().text(), "another job's");
 
   // A log without its job id is refused, and nothing of its batch is written.
   WriteBatch bad;
-  bad.logs.push_back({"b", Log(1, "hp0", "kept out")});
-  bad.logs.push_back({"", Log(1, "hp0", "no job")});
+  bad.logs.push_back({"b", MakeLog(1, "hp0", "kept out")});
+  bad.logs.push_back({"", MakeLog(1, "hp0", "no job")});
   EXPECT_EQ(store().Apply(bad).code(), absl::StatusCode::kInvalidArgument);
   auto b = store().GetAttemptLogs("b");
   ASSERT_TRUE(b.ok());
