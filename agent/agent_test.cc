@@ -799,6 +799,7 @@ class SerialBoardTest : public AgentTest {
              "# flash.sh IMAGE LINK PIDFILE: 'flashes' IMAGE by starting it behind LINK\n"
              "if [ -f \"$3\" ]; then kill -9 \"$(cat \"$3\")\" 2>/dev/null; sleep 0.1; fi\n"
              "rm -f \"$2\" \"$2.out\"\n"
+             "echo \"flash.sh: starting $1\"\n"
              "setsid \"$1\" --pty </dev/null >\"$2.out\" 2>/dev/null &\n"
              "echo $! >\"$3\"\n"
              "for i in $(seq 200); do\n"
@@ -839,6 +840,14 @@ TEST_F(SerialBoardTest,
   for (const v1::Job& j : jobs)
     EXPECT_EQ(j.result().error_code(), v1::NO_ERROR) << j.result().message();
   EXPECT_EQ(agent_->counters().boards.flashes, 1);
+  // The flash command's line and output are in the log of the attempt that flashed.
+  absl::StatusOr<std::vector<v1::AttemptLog>> logs =
+      tracker_->queue()->AttemptLogs(jobs[0].job_id(), 0);
+  ASSERT_TRUE(logs.ok() && logs->size() == 1) << logs.status();
+  EXPECT_TRUE(absl::StrContains(logs->front().text(), "$ " + dir_ + "/flash.sh "))
+      << logs->front().text();
+  EXPECT_TRUE(absl::StrContains(logs->front().text(), "flash.sh: starting "))
+      << logs->front().text();
 
   // The board goes away under the agent (unplugged). The same two trials again need the same
   // image, which the agent believes is on the board: the first trial meets the dead link and ends

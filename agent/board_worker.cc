@@ -520,7 +520,9 @@ std::optional<TrialError> BoardWorker::EnsureImage(const Image& image, const Ite
     Event(job_id, log,
           absl::StrCat("flash: image ", image.hash, " put on ", board_->Description(), " in ",
                        absl::FormatDuration(out.flash_time)));
-  } else if (out.skipped && first) {
+  }
+  if (!out.flash_output.empty()) log->Add(out.flash_output);
+  if (out.skipped && first) {
     log->Add(absl::StrCat("flash: skipped: the board already runs image ", image.hash));
   }
   if (out.handshake_time > absl::ZeroDuration()) {
