@@ -276,6 +276,35 @@ TEST_F(AgentTest, EachFailureGetsItsOwnCodeAndTheBoardServesTheNextJob) {
                                                  : j.result().autotvm_error_no());
   }
   EXPECT_GE(agent_->counters().boards.resets, 2);  // after the crash and after the hang
+
+  // Each attempt's log came with its result: the build's command and the compiler's error, the
+  // fault line, the timeout and the resets, the result.
+  auto log = [&](int i) {
+    absl::StatusOr<std::vector<v1::AttemptLog>> logs =
+        tracker_->queue()->AttemptLogs(jobs[i].job_id(), 0);
+    EXPECT_TRUE(logs.ok()) << logs.status();
+    EXPECT_TRUE(logs.ok() && logs->size() == 1u) << jobs[i].job_id();
+    return logs.ok() && !logs->empty() ? logs->front().text() : std::string();
+  };
+  const std::string broken = log(0);
+  EXPECT_TRUE(absl::StrContains(broken, "$ /bf/template/build /bf/work")) << broken;
+  EXPECT_TRUE(absl::StrContains(broken, "error: 'undeclared_name' undeclared")) << broken;
+  EXPECT_TRUE(absl::StrContains(broken, "result: COMPILE_DEVICE")) << broken;
+  const std::string fine = log(1);
+  EXPECT_TRUE(absl::StrContains(fine, "build: ")) << fine;
+  EXPECT_TRUE(absl::StrContains(fine, "result: NO_ERROR: 3 cost(s)")) << fine;
+  const std::string crash = log(2);
+  EXPECT_TRUE(absl::StrContains(crash, "fault: SIGSEGV (address not mapped) pc=0x")) << crash;
+  EXPECT_TRUE(absl::StrContains(crash, "reset: the board is restarted")) << crash;
+  const std::string hang = log(4);
+  EXPECT_TRUE(absl::StrContains(hang, "RUN_TIMEOUT")) << hang;
+  EXPECT_TRUE(absl::StrContains(hang, "reset: ")) << hang;
+  int flashed = 0;  // the first image, and each restart after the crash and the hang
+  for (int i = 0; i < static_cast<int>(jobs.size()); ++i) {
+    flashed += absl::StrContains(log(i), "flash: image ");
+  }
+  EXPECT_GE(flashed, 3);
+  EXPECT_TRUE(absl::StrContains(log(9), "max_image_bytes")) << log(9);
 }
 
 TEST_F(AgentTest, EveryResultSaysHowItWasMeasured) {
@@ -770,6 +799,7 @@ class SerialBoardTest : public AgentTest {
              "# flash.sh IMAGE LINK PIDFILE: 'flashes' IMAGE by starting it behind LINK\n"
              "if [ -f \"$3\" ]; then kill -9 \"$(cat \"$3\")\" 2>/dev/null; sleep 0.1; fi\n"
              "rm -f \"$2\" \"$2.out\"\n"
+             "echo \"flash.sh: starting $1\"\n"
              "setsid \"$1\" --pty </dev/null >\"$2.out\" 2>/dev/null &\n"
              "echo $! >\"$3\"\n"
              "for i in $(seq 200); do\n"
@@ -810,6 +840,14 @@ TEST_F(SerialBoardTest,
   for (const v1::Job& j : jobs)
     EXPECT_EQ(j.result().error_code(), v1::NO_ERROR) << j.result().message();
   EXPECT_EQ(agent_->counters().boards.flashes, 1);
+  // The flash command's line and output are in the log of the attempt that flashed.
+  absl::StatusOr<std::vector<v1::AttemptLog>> logs =
+      tracker_->queue()->AttemptLogs(jobs[0].job_id(), 0);
+  ASSERT_TRUE(logs.ok() && logs->size() == 1) << logs.status();
+  EXPECT_TRUE(absl::StrContains(logs->front().text(), "$ " + dir_ + "/flash.sh "))
+      << logs->front().text();
+  EXPECT_TRUE(absl::StrContains(logs->front().text(), "flash.sh: starting "))
+      << logs->front().text();
 
   // The board goes away under the agent (unplugged). The same two trials again need the same
   // image, which the agent believes is on the board: the first trial meets the dead link and ends

@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "agent/fault_names.h"
 #include "agent/measure_request.h"
+#include "base/bounded_text.h"
 #include "base/time_proto.h"
 #include "catalog/cflags.h"
 #include "catalog/trial.h"
@@ -51,6 +52,7 @@ struct BoardWorker::Prepared {
   std::vector<Item> items;
   std::future<absl::StatusOr<Image>> image;
   absl::Time build_started;
+  std::string build_log;  // ImageBuilder::Build's, written by the build until image is ready
 };
 
 device::BoardOptions BoardWorker::BoardOptionsFor(const Options& options) {
@@ -236,7 +238,8 @@ std::unique_ptr<BoardWorker::Prepared> BoardWorker::Prepare(std::vector<v1::JobO
       v1::Result r;
       r.set_error_code(v1::INSTANTIATION_ERROR);
       r.set_message(std::string(s.message()));
-      Report(offer, r, started);
+      AttemptLog log;
+      Report(offer, r, started, &log);
       continue;
     }
     item.offer = std::move(offer);
@@ -289,8 +292,10 @@ void BoardWorker::StartBuild(Prepared& prepared, BuildUnit unit) {
   int64_t limit_s = options_.config.build_time_limit_seconds() > 0
                         ? options_.config.build_time_limit_seconds()
                         : 120;
-  prepared.image = std::async(std::launch::async, [this, unit = std::move(unit), limit_s]() {
-    return builder_->Build(options_.template_dir, unit, absl::Now() + absl::Seconds(limit_s));
+  // Prepared lives on the heap and outlives its build (RunBatch, Run wait for it).
+  prepared.image = std::async(std::launch::async, [this, unit = std::move(unit), limit_s,
+                                                   log = &prepared.build_log]() {
+    return builder_->Build(options_.template_dir, unit, absl::Now() + absl::Seconds(limit_s), log);
   });
 }
 
@@ -346,6 +351,7 @@ struct BoardWorker::Live {
   absl::Time started;
   device::MeasureOutcome outcome;
   bool finished = false;
+  AttemptLog log;
 };
 
 void BoardWorker::RunBatch(Prepared& batch) {
@@ -365,9 +371,24 @@ void BoardWorker::RunBatch(Prepared& batch) {
     metrics_->Stage("BUILD", Seconds(build_time));
   }
   const double build_share = Seconds(build_time) / batch.items.size();
+  // One image for the batch: its build is an event of every trial's attempt.
+  std::vector<std::string> job_ids;
+  for (const Item& item : batch.items) job_ids.push_back(item.offer.job_id());
+  const std::string built =
+      !image.ok() ? absl::StrCat("failed after ", absl::FormatDuration(build_time))
+      : image->cached
+          ? absl::StrCat("image ", image->hash, " from the cache")
+          : absl::StrCat("image ", image->hash, " built in ", absl::FormatDuration(build_time));
+  spdlog::info("board {}: job(s) {}: build of {} trial(s): {}", id(), absl::StrJoin(job_ids, ", "),
+               batch.items.size(), built);
+  const std::string build_event =
+      absl::StrCat("build: ", batch.items.size(), " trial(s) in one image with template ",
+                   options_.template_dir, ": ", built, "\n", batch.build_log);
   if (!image.ok()) {
     for (const Item& item : batch.items) {
       if (IsCancelled(item.offer.job_id())) continue;
+      AttemptLog log;
+      log.Add(build_event);
       v1::Result r;
       const absl::Status& s = image.status();
       r.set_error_code(absl::IsDeadlineExceeded(s) ? v1::BUILD_TIMEOUT
@@ -375,7 +396,7 @@ void BoardWorker::RunBatch(Prepared& batch) {
                                                    : v1::COMPILE_HOST);
       r.set_message(std::string(s.message()));
       r.mutable_stages()->set_build_s(build_share);
-      Report(item.offer, r, batch.build_started);
+      Report(item.offer, r, batch.build_started, &log);
     }
     return;
   }
@@ -386,8 +407,9 @@ void BoardWorker::RunBatch(Prepared& batch) {
   std::vector<Live> live;
   int timing = 0;  // trials that take more than one cost: only they interleave
   for (const Item& item : batch.items) {
-    Live l{&item, v1::Result(), absl::Now(), device::MeasureOutcome()};
+    Live l{&item, v1::Result(), absl::Now(), device::MeasureOutcome(), false, AttemptLog()};
     l.result.mutable_stages()->set_build_s(build_share);
+    l.log.Add(build_event);
     live.push_back(std::move(l));
     timing += item.request.target_rel_ci > 0 || item.request.options.repeat > 1;
   }
@@ -412,10 +434,10 @@ bool BoardWorker::Round(const Image& image, bool interleave, Live& l) {
     Progress(item.offer.job_id(), "flash");
   }
   // Every round: a trial before this one may have crashed or reset the board.
-  if (std::optional<TrialError> e = EnsureImage(image, item, r.mutable_stages())) {
+  if (std::optional<TrialError> e = EnsureImage(image, item, r.mutable_stages(), first, &l.log)) {
     r.set_error_code(e->code);
     r.set_message(e->message);
-    Report(item.offer, r, l.started);
+    Report(item.offer, r, l.started, &l.log);
     return false;
   }
   if (first) Progress(item.offer.job_id(), "measure");
@@ -436,13 +458,18 @@ bool BoardWorker::Round(const Image& image, bool interleave, Live& l) {
       board_->MeasureRound(q, chunk, &l.outcome, measure_start + item.timeout);
   EndCall();
   r.mutable_stages()->set_measure_s(r.stages().measure_s() + Seconds(absl::Now() - measure_start));
-  AfterCall(item.offer.job_id(), call);
+  AfterCall(item.offer.job_id(), call, &l.log);
   if (call.failure && call.failure->kind == device::BoardFailure::kCancelled) {
-    spdlog::info("board {}: job {} cancelled: its call was abandoned after {} and the board {}",
-                 id(), item.offer.job_id(), absl::FormatDuration(absl::Now() - measure_start),
-                 call.reset ? "reset" : "kept");
+    Event(item.offer.job_id(), &l.log,
+          absl::StrCat("cancelled: its call was abandoned after ",
+                       absl::FormatDuration(absl::Now() - measure_start), " and the board ",
+                       call.reset ? "reset" : "kept"));
     (void)IsCancelled(item.offer.job_id());  // forgotten: the tracker has it cancelled
     return false;
+  }
+  if (!call.failure) {
+    l.log.Add(absl::StrCat("measure: round ", l.outcome.rounds, ": ", l.outcome.costs.size(),
+                           " cost(s) so far, ", l.outcome.number, " call(s) each"));
   }
   if (!call.failure && !l.outcome.done) {
     l.finished = false;
@@ -457,6 +484,8 @@ bool BoardWorker::Round(const Image& image, bool interleave, Live& l) {
       failure.message = NameFaultAddresses(failure.message, image.debug_path);
     }
     const TrialError e = ErrorFor(failure, q.function, item.timeout);
+    Event(item.offer.job_id(), &l.log,
+          absl::StrCat("the call failed: ", v1::ErrorCode_Name(e.code), ": ", e.message));
     r.set_error_code(e.code);
     r.set_message(e.message);
   } else if (const device::MeasureOutcome& o = l.outcome; o.matches) {
@@ -477,14 +506,29 @@ bool BoardWorker::Round(const Image& image, bool interleave, Live& l) {
     r.set_message(
         absl::StrCat(q.function, ": ", o.mismatch, " (max abs error ", o.max_abs_error, ")"));
   }
-  Report(item.offer, r, l.started);
+  Report(item.offer, r, l.started, &l.log);
   return false;
 }
 
 std::optional<TrialError> BoardWorker::EnsureImage(const Image& image, const Item& item,
-                                                   v1::StageTimes* stages) {
+                                                   v1::StageTimes* stages, bool first,
+                                                   AttemptLog* log) {
   device::FirmwareImage fw{image.path, image.hash};
   device::EnsureOutcome out = board_->EnsureImage(fw, absl::Now() + options_.connect_timeout);
+  const std::string& job_id = item.offer.job_id();
+  if (out.flashed) {
+    Event(job_id, log,
+          absl::StrCat("flash: image ", image.hash, " put on ", board_->Description(), " in ",
+                       absl::FormatDuration(out.flash_time)));
+  }
+  if (!out.flash_output.empty()) log->Add(out.flash_output);
+  if (out.skipped && first) {
+    log->Add(absl::StrCat("flash: skipped: the board already runs image ", image.hash));
+  }
+  if (out.handshake_time > absl::ZeroDuration()) {
+    log->Add(absl::StrCat("handshake: ", board_->connected() ? "the link is up" : "failed",
+                          " after ", absl::FormatDuration(out.handshake_time)));
+  }
   // A link opened here counts as one handshake, failed or not.
   if (out.handshake_time > absl::ZeroDuration()) {
     stages->set_handshake_s(Seconds(out.handshake_time));
@@ -526,12 +570,22 @@ std::optional<TrialError> BoardWorker::EnsureImage(const Image& image, const Ite
   }
   if (out.failure) {
     reset_pending_ = true;
-    return ErrorFor(*out.failure, item.request.function, item.timeout);
+    TrialError e = ErrorFor(*out.failure, item.request.function, item.timeout);
+    Event(job_id, log,
+          absl::StrCat("the board is not ready: ", v1::ErrorCode_Name(e.code), ": ", e.message));
+    return e;
   }
   reset_pending_ = false;
   // A new link (a new image, a restart, a reconnect) and after a failed calibration: check the
   // timer against the clock before trusting its costs.
-  if (out.handshake_time > absl::ZeroDuration() || calibration_failed_) return CheckCalibration();
+  if (out.handshake_time > absl::ZeroDuration() || calibration_failed_) {
+    std::optional<TrialError> e = CheckCalibration();
+    if (e) {
+      Event(job_id, log,
+            absl::StrCat("calibration: ", v1::ErrorCode_Name(e->code), ": ", e->message));
+    }
+    return e;
+  }
   return std::nullopt;
 }
 
@@ -565,18 +619,29 @@ std::optional<TrialError> BoardWorker::CheckCalibration() {
   return std::nullopt;
 }
 
-void BoardWorker::AfterCall(const std::string& job_id, const device::Board::CallOutcome& call) {
+void BoardWorker::AfterCall(const std::string& job_id, const device::Board::CallOutcome& call,
+                            AttemptLog* log) {
   if (metrics_ != nullptr) metrics_->Link(id(), call.link.crc_failures, call.link.packets_dropped);
   const device::Board::Leftovers& left = call.leftovers;
   if (left.killed > 0 || left.threads > 0) {
     spdlog::warn("board {}: job {}: {}", id(), job_id, left.ToString());
+    log->Add(left.ToString());
     {
       absl::MutexLock lock(&mu_);
       counters_.leftovers_killed += left.killed;
     }
     if (metrics_ != nullptr) metrics_->LeftoversKilled(id(), left.killed);
   }
-  if (call.reset) CountReset();
+  if (call.reset) {
+    Event(job_id, log, "reset: the board is restarted, or reconnected, before its next use");
+    CountReset();
+  }
+}
+
+void BoardWorker::Event(const std::string& job_id, AttemptLog* log, absl::string_view event) {
+  spdlog::info("board {}: job {}: {}", id(), job_id,
+               std::string(event.substr(0, event.find('\n'))));
+  log->Add(event);
 }
 
 void BoardWorker::CountReset() {
@@ -585,7 +650,8 @@ void BoardWorker::CountReset() {
   counters_.resets++;
 }
 
-void BoardWorker::Report(const v1::JobOffer& offer, v1::Result result, absl::Time started) {
+void BoardWorker::Report(const v1::JobOffer& offer, v1::Result result, absl::Time started,
+                         AttemptLog* log) {
   // A trial's own outcome answers the latest attempt (a newer one superseded the offer's); an
   // infrastructure failure answers only the attempt that met it.
   const bool infra = IsInfrastructureError(result.error_code());
@@ -597,6 +663,18 @@ void BoardWorker::Report(const v1::JobOffer& offer, v1::Result result, absl::Tim
     attempt = infra ? offer.attempt() : it->second;
   }
   result.set_board_id(id());
+  // A tool's output in the message is valid UTF-8 from here on (protobuf sends nothing else).
+  result.set_message(base::ValidUtf8(result.message()));
+  // The result closes the log: its costs, or its message's first line (unless an event of the
+  // log carried the message already; a tool's output in it is in the log above).
+  const absl::string_view first_line =
+      absl::string_view(result.message()).substr(0, result.message().find('\n'));
+  log->Add(absl::StrCat("result: ", v1::ErrorCode_Name(result.error_code()),
+                        result.error_code() == v1::NO_ERROR
+                            ? absl::StrCat(": ", result.costs_s_size(), " cost(s)")
+                        : first_line.empty() || absl::StrContains(log->Text(), result.message())
+                            ? std::string()
+                            : absl::StrCat(": ", first_line)));
   // The image the board reported on the current link; none after a reset or a failed link.
   if (board_->info()) result.set_firmware_hash(board_->info()->firmware_hash);
   result.set_timer_resolution_s(timer_resolution_s_);
@@ -610,6 +688,7 @@ void BoardWorker::Report(const v1::JobOffer& offer, v1::Result result, absl::Tim
   jr.set_job_id(offer.job_id());
   jr.set_attempt(attempt);
   *jr.mutable_result() = std::move(result);
+  jr.set_log(log->Text());
   // Spooled and sent (the hook) before the job leaves held_: a heartbeat in between still names
   // it, so its lease holds until the tracker has the result. An attempt that superseded this one
   // meanwhile gets the same result.

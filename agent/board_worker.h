@@ -3,7 +3,9 @@
 // image builds while the current one is measured), puts it on the board unless the board already
 // runs it, and measures each trial. Every job ends in exactly one result through Hooks::result,
 // with the ErrorCode agent/README.md ("BoardWorker") lists; batches are measured in interleaved
-// rounds, and a newer attempt of a job supersedes the one held (same README).
+// rounds, and a newer attempt of a job supersedes the one held (same README). Each attempt's
+// result carries its log (agent/attempt_log.h); the build, each flash, timeout, session error,
+// reset and cancel is logged at info too, naming the board and the job(s).
 //
 // Thread-safety: Offer, Cancel, HeldJobs, State and counters may be called from any thread.
 
@@ -25,6 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "agent/attempt_log.h"
 #include "agent/board_errors.h"
 #include "agent/calibration.h"
 #include "agent/firmware.h"
@@ -125,16 +128,22 @@ class BoardWorker {
   void AddImagePool(const catalog::KnobSpace& space, const v1::TemplateOperator& first,
                     std::vector<Candidate>* candidates) const;
   // The image is on the board and the link is up (and its timer agrees with its clock), or the
-  // error of `item` (the trial it is for) saying why not.
+  // error of `item` (the trial it is for) saying why not. What it did goes into `log` (a skipped
+  // flash only at the trial's `first` round).
   std::optional<TrialError> EnsureImage(const Image& image, const Item& item,
-                                        v1::StageTimes* stages);
+                                        v1::StageTimes* stages, bool first, AttemptLog* log);
   std::optional<TrialError> CheckCalibration();
   // After each round of a trial's code (Board::MeasureRound): the link's counters, what the code
   // left running (ended by the board) and a reset the board applied are logged and counted.
-  void AfterCall(const std::string& job_id, const device::Board::CallOutcome& call);
+  void AfterCall(const std::string& job_id, const device::Board::CallOutcome& call,
+                 AttemptLog* log);
   // The board was reset (restarted, or reconnected after a reboot, before its next use).
   void CountReset();
-  void Report(const v1::JobOffer& offer, v1::Result result, absl::Time started);
+  // The job's result, with its attempt's log (the result's line added to it), to Hooks::result.
+  void Report(const v1::JobOffer& offer, v1::Result result, absl::Time started, AttemptLog* log);
+  // An event of the job's attempt: into its log, and at info into the agent's (its first line,
+  // naming the board and the job).
+  void Event(const std::string& job_id, AttemptLog* log, absl::string_view event);
   bool IsCancelled(const std::string& job_id);
   // A trial's call is about to go to the board (Cancel interrupts it from now on): false when the
   // job was cancelled already. EndCall: the call is over (no interrupt reaches the board after).

@@ -647,7 +647,7 @@ absl::StatusOr<ImageBuilder::Snapshot> ImageBuilder::TemplateSnapshot(
 }
 
 absl::StatusOr<Image> ImageBuilder::Build(const std::string& template_dir, const BuildUnit& unit,
-                                          absl::Time deadline) {
+                                          absl::Time deadline, std::string* log) {
   ASSIGN_OR_RETURN(Snapshot tmpl, TemplateSnapshot(template_dir));
   ASSIGN_OR_RETURN(Snapshot crt, CrtSnapshot());
   // Two independent 64-bit hashes of everything that makes the image.
@@ -664,7 +664,7 @@ absl::StatusOr<Image> ImageBuilder::Build(const std::string& template_dir, const
     mu_.Await(absl::Condition(&free));
     in_flight_.insert(key);
   }
-  absl::StatusOr<Image> image = BuildLocked(tmpl, crt, unit, key, deadline);
+  absl::StatusOr<Image> image = BuildLocked(tmpl, crt, unit, key, deadline, log);
   if (image.ok()) {
     image->functions = unit.functions;
     image->pin = Pin(key);  // before the key leaves in_flight_: never evictable in between
@@ -745,7 +745,7 @@ absl::StatusOr<std::optional<Image>> ImageBuilder::CachedImage(const std::string
 absl::Status ImageBuilder::RunStep(const std::vector<process::SandboxBind>& binds,
                                    const std::vector<std::string>& command,
                                    const std::string& working_dir, const std::string& step,
-                                   absl::Time deadline) {
+                                   absl::Time deadline, std::string* log) {
   process::SandboxOptions sandbox;
   sandbox.binds = binds;
   sandbox.working_dir = working_dir;
@@ -760,6 +760,22 @@ absl::Status ImageBuilder::RunStep(const std::vector<process::SandboxBind>& bind
   run.argv = sandboxed->argv;
   run.time_limit = options_.time_limit;
   absl::StatusOr<process::CommandRun> ran = process::RunCommand(run, deadline, "build");
+  if (log != nullptr) {
+    absl::StrAppend(log, "$ ", process::CommandLine(command), "\n");
+    if (ran.ok()) {
+      if (ran->output_bytes > ran->output.size()) {
+        absl::StrAppend(log, "[... the first ", ran->output_bytes - ran->output.size(), " of ",
+                        ran->output_bytes, " bytes of output were not kept ...]\n");
+      }
+      absl::StrAppend(log, ran->output,
+                      ran->output.empty() || ran->output.back() == '\n' ? "" : "\n",
+                      ran->timed_out ? "stopped at the time limit: " : "",
+                      ran->exit ? ran->exit->ToString() : std::string("no exit status"), " after ",
+                      absl::FormatDuration(ran->elapsed), "\n");
+    } else {
+      absl::StrAppend(log, "not run: ", ran.status().message(), "\n");
+    }
+  }
   if (!ran.ok()) {
     if (absl::IsDeadlineExceeded(ran.status())) return ran.status();
     return absl::FailedPreconditionError(ran.status().message());
@@ -779,7 +795,7 @@ absl::Status ImageBuilder::RunStep(const std::vector<process::SandboxBind>& bind
 }
 
 absl::Status ImageBuilder::PrepareRuntime(const Snapshot& tmpl, const Snapshot& crt,
-                                          absl::Time deadline) {
+                                          absl::Time deadline, std::string* log) {
   const std::string runtime = options_.cache_dir + "/runtime";
   RETURN_IF_ERROR(MakeDirs(runtime));
   const std::string tmp =
@@ -792,7 +808,7 @@ absl::Status ImageBuilder::PrepareRuntime(const Snapshot& tmpl, const Snapshot& 
                               {runtime, kCacheIn, true},
                               {tmp, "/tmp", true}},
                              {absl::StrCat(kTemplateIn, "/build"), "--runtime", kCrtIn, kCacheIn},
-                             "/tmp", "(runtime) ", deadline);
+                             "/tmp", "(runtime) ", deadline, log);
   // In root mode the sandbox's uid owned the runtime cache while it ran: take it back, so that
   // no later sandbox (which sees it read-only anyway) owns anything in it, and let every later
   // sandbox's uid read it.
@@ -803,10 +819,11 @@ absl::Status ImageBuilder::PrepareRuntime(const Snapshot& tmpl, const Snapshot& 
 
 absl::StatusOr<Image> ImageBuilder::BuildLocked(const Snapshot& tmpl, const Snapshot& crt,
                                                 const BuildUnit& unit, const std::string& key,
-                                                absl::Time deadline) {
+                                                absl::Time deadline, std::string* log) {
   ASSIGN_OR_RETURN(std::optional<Image> cached, CachedImage(key));
   if (cached) {
     cache_hits_++;
+    if (log != nullptr) absl::StrAppend(log, "image ", key, " from the cache (built before)\n");
     return *cached;
   }
   Image image;
@@ -818,7 +835,7 @@ absl::StatusOr<Image> ImageBuilder::BuildLocked(const Snapshot& tmpl, const Snap
   const absl::Time start = absl::Now();
 
   // The runtime, from trusted code only.
-  absl::Status prepared = PrepareRuntime(tmpl, crt, deadline);
+  absl::Status prepared = PrepareRuntime(tmpl, crt, deadline, log);
   if (!prepared.ok()) {
     failed_++;
     image.build_time = absl::Now() - start;
@@ -847,7 +864,7 @@ absl::StatusOr<Image> ImageBuilder::BuildLocked(const Snapshot& tmpl, const Snap
                                 {work + "/.tmp", "/tmp", true}},
                                {absl::StrCat(kTemplateIn, "/build"), kWorkIn,
                                 absl::StrCat(kWorkIn, "/image"), kCrtIn, kCacheIn},
-                               kWorkIn, "", deadline);
+                               kWorkIn, "", deadline, log);
   image.build_time = absl::Now() - start;
   if (!built.ok()) {
     failed_++;

@@ -172,9 +172,11 @@ class ImageBuilder {
   // agent's max_image_bytes of M" (both COMPILE_DEVICE); DeadlineExceeded
   // (BUILD_TIMEOUT) with the output so far; FailedPrecondition when the template cannot be run
   // (a broken agent configuration, or no sandbox: bubblewrap missing); Internal for file system
-  // errors.
+  // errors. `log` (may be null) gets what the build did, for the attempts' logs: each step's
+  // command line as the sandbox runs it, its output (the tail RunCommand keeps, saying so when it
+  // is cut) and how it ended; or that the image came from the cache.
   absl::StatusOr<Image> Build(const std::string& template_dir, const BuildUnit& unit,
-                              absl::Time deadline);
+                              absl::Time deadline, std::string* log = nullptr);
 
   int64_t builds() const { return builds_.load(); }         // template runs that succeeded
   int64_t failed_builds() const { return failed_.load(); }  // failures and timeouts
@@ -220,16 +222,18 @@ class ImageBuilder {
   absl::StatusOr<Snapshot> TemplateSnapshot(const std::string& template_dir);
   absl::StatusOr<Image> BuildLocked(const Snapshot& tmpl, const Snapshot& crt,
                                     const BuildUnit& unit, const std::string& key,
-                                    absl::Time deadline);
+                                    absl::Time deadline, std::string* log);
   // The cached image of `key` if its files match their digests; nullopt (after removing a bad
   // entry) otherwise.
   absl::StatusOr<std::optional<Image>> CachedImage(const std::string& key);
   // `build --runtime` for the template, in its sandbox.
-  absl::Status PrepareRuntime(const Snapshot& tmpl, const Snapshot& crt, absl::Time deadline);
-  // Runs one step of a template in a sandbox; the status says how it ended, as Build() does.
+  absl::Status PrepareRuntime(const Snapshot& tmpl, const Snapshot& crt, absl::Time deadline,
+                              std::string* log);
+  // Runs one step of a template in a sandbox; the status says how it ended, as Build() does; what
+  // ran and its output are added to `log` (may be null).
   absl::Status RunStep(const std::vector<process::SandboxBind>& binds,
                        const std::vector<std::string>& command, const std::string& working_dir,
-                       const std::string& step, absl::Time deadline);
+                       const std::string& step, absl::Time deadline, std::string* log);
 
   const ImageBuilderOptions options_;
   std::atomic<int64_t> builds_{0}, failed_{0}, cache_hits_{0}, cache_mismatches_{0},

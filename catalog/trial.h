@@ -79,6 +79,10 @@ inline constexpr int kMaxTimeoutMs = 3600000;
 inline constexpr int kMaxBudgetMs = 3600000;
 inline constexpr int kMaxPriority = 100;
 
+// An attempt's log (JobResult.log: README "Per-job logs"): what the agent sends and the tracker
+// keeps, cut in the middle beyond this (base::BoundedText).
+inline constexpr size_t kMaxAttemptLogBytes = 64 << 10;
+
 // ---- defaults -----------------------------------------------------------------------------------
 
 inline constexpr int kDefaultNumber = 10;

@@ -26,6 +26,7 @@
 #include "device/pty_transport.h"
 #include "device/qemu_flasher.h"
 #include "device/serial_transport.h"
+#include "process/run_command.h"
 #include "spdlog/spdlog.h"
 
 namespace benchfarm::device {
@@ -202,7 +203,9 @@ Board::Board(BoardOptions options) : options_(std::move(options)) {
     o.argv_template.assign(c.flasher().argv().begin(), c.flasher().argv().end());
     if (c.flasher().time_limit_seconds() > 0)
       o.time_limit = absl::Seconds(c.flasher().time_limit_seconds());
-    flasher_ = std::make_unique<CommandFlasher>(o);
+    auto flasher = std::make_unique<CommandFlasher>(o);
+    command_ = flasher.get();
+    flasher_ = std::move(flasher);
   }
   if (timer_ == nullptr) timer_ = std::make_unique<BoardTimer>();
 }
@@ -426,6 +429,11 @@ EnsureOutcome Board::EnsureImage(const FirmwareImage& image, absl::Time deadline
   flashed_hash_.clear();
   absl::Status flashed = flasher_->Flash(image, absl::Now() + options_.flash_timeout);
   out.flash_time = absl::Now() - t0;
+  if (command_ != nullptr) {
+    if (std::optional<process::CommandRun> run = command_->last_run()) {
+      out.flash_output = absl::StrCat("$ ", process::CommandLine(run->argv), "\n", run->output);
+    }
+  }
   if (!flashed.ok()) {
     needs_restart_ = true;
     out.failure = BoardFailure{BoardFailure::kFlash, std::string(flashed.message())};

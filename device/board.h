@@ -78,6 +78,7 @@ struct BoardCrash {
 // a repeated key or a bad value.
 absl::StatusOr<FaultOptions> ParseLinkFaultSpec(absl::string_view text);
 
+class CommandFlasher;
 class HostProcessFlasher;
 class QemuFlasher;
 enum class QemuTiming;
@@ -148,6 +149,10 @@ struct EnsureOutcome {
   absl::Duration flash_time;
   absl::Duration handshake_time;
   std::optional<BoardFailure> failure;
+  // When a flash command ran (a board with `flasher`), failed or not: its command line and the
+  // output it kept (CommandFlasherOptions::max_output_bytes, the tail), for the attempt's log.
+  // Empty for host-process and QEMU boards.
+  std::string flash_output;
 };
 
 class Board {
@@ -312,6 +317,7 @@ class Board {
   std::unique_ptr<BoardTimer> timer_;
   HostProcessFlasher* host_process_ = nullptr;  // flasher_, for host-process boards
   QemuFlasher* qemu_ = nullptr;                 // flasher_, for QEMU boards
+  CommandFlasher* command_ = nullptr;           // flasher_, for boards with a flash command
   std::unique_ptr<Transport> serial_;           // serial boards, once opened
   bool serial_is_pty_ = false;
   // Wraps serial_ or the host process's transport while link faults are on; declared after

@@ -28,6 +28,7 @@
 //   farmctl get JOB... [--json]
 //   farmctl results [--client C] [--kind K] [--op OP] [--limit N] [--json | --autotvm]
 //   farmctl cancel JOB...
+//   farmctl logs JOB [--attempt N] [--json]
 //   farmctl op add DIR|op.json | op show NAME [--version V] | op chown NAME CLIENT |
 //   ops [--op NAME] [--all-versions]
 //   farmctl import-log LOG --op OP --kind K [--shape S] [--out DIR] (the tune run to restore)
@@ -149,6 +150,7 @@ ABSL_FLAG(std::string, request_id, "",
           "submit: request id; a retry with the same one returns the same jobs (default: new)");
 ABSL_FLAG(std::string, file, "", "submit: a SubmitTrialsRequest file, text format or .json");
 ABSL_FLAG(int64_t, limit, 0, "results: at most this many jobs (0: all)");
+ABSL_FLAG(int, attempt, 0, "logs: only this attempt's log (1, 2, ...; 0: every attempt's)");
 ABSL_FLAG(std::string, strategy, "model",
           "tune: grid, random, model (per-knob-value averages) or gbt (a learned cost model: "
           "XGBoost, tuner/)");
@@ -230,6 +232,9 @@ constexpr char kUsage[] =
     "  results [--client C] [--kind K] [--op OP] [--limit N] [--json | --autotvm]\n"
     "                                   finished and pending jobs; --autotvm: AutoTVM log records\n"
     "  cancel JOB...                    cancel queued or running jobs\n"
+    "  logs JOB [--attempt N] [--json]  each attempt's log (or attempt N's): the build command\n"
+    "                                   and compiler output, the flash, the link's events and\n"
+    "                                   fault lines; the job's owner and admins only\n"
     "  submit --kind K --c-source FILE --entry F --reference G --shape S [...]\n"
     "         [--dtype D[,D...]] [--atol A] [--rtol R] [--cflags \"-O3 ...\"]\n"
     "                                   a one-off C source trial (no knobs); dtypes int8, uint8,\n"
@@ -774,9 +779,9 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
   if (command != "submit" && (!repeated.knobs.empty() || !repeated.labels.empty())) {
     return Usage(absl::StrCat(command, ": --knob and --label belong to submit"));
   }
-  if (command != "watch" && command != "cancel" && command != "get" && command != "op" &&
-      command != "import-log" && command != "quarantine" && command != "release" &&
-      command != "move" && !operands.empty()) {
+  if (command != "watch" && command != "cancel" && command != "get" && command != "logs" &&
+      command != "op" && command != "import-log" && command != "quarantine" &&
+      command != "release" && command != "move" && !operands.empty()) {
     return Usage(absl::StrCat(command, ": unexpected argument \"", operands[0], "\""));
   }
   absl::Status status;
@@ -791,6 +796,10 @@ int TrackerCommand(const std::vector<std::string>& args, const RepeatedFlags& re
   } else if (command == "get") {
     if (operands.empty()) return Usage("get needs at least one job id");
     status = ShowJobs(tracker, operands, json, std::cout);
+  } else if (command == "logs") {
+    if (operands.size() != 1) return Usage("logs needs one job id");
+    if (absl::GetFlag(FLAGS_attempt) < 0) return Usage("logs: --attempt is 1, 2, ... (0: all)");
+    status = PrintJobLog(tracker, operands[0], absl::GetFlag(FLAGS_attempt), json, std::cout);
   } else if (command == "watch") {
     WatchOptions options;
     options.client_id = absl::GetFlag(FLAGS_client);
@@ -887,8 +896,8 @@ int main(int argc, char** argv) {
     return BoardCommand(args, argv[0]);
   }
   for (const char* command :
-       {"whoami", "boards", "queue", "submit", "watch", "get", "results", "cancel", "tune", "op",
-        "ops", "import-log", "quarantine", "release"}) {
+       {"whoami", "boards", "queue", "submit", "watch", "get", "results", "cancel", "logs", "tune",
+        "op", "ops", "import-log", "quarantine", "release"}) {
     if (args[0] == command) return TrackerCommand(args, repeated, argv[0]);
   }
   return Usage(absl::StrCat("unknown command \"", args[0], "\""));

@@ -835,6 +835,27 @@ absl::Status ShowJobs(const TrackerClient& tracker, const std::vector<std::strin
 
 // ---- cancel -------------------------------------------------------------------------------------
 
+absl::Status PrintJobLog(const TrackerClient& tracker, const std::string& job_id, int attempt,
+                         bool json, std::ostream& out) {
+  v1::GetJobLogRequest request;
+  request.set_job_id(job_id);
+  request.set_attempt(attempt);
+  v1::GetJobLogResponse response;
+  RETURN_IF_ERROR(Call(tracker, &v1::Tracker::StubInterface::GetJobLog, request, &response,
+                       absl::StrCat("GetJobLog ", job_id)));
+  if (json) return JsonOut(response, out);
+  if (response.logs().empty()) {
+    out << "job " << job_id << " has no log yet (an attempt's log comes with its result)\n";
+  }
+  for (const v1::AttemptLog& log : response.logs()) {
+    out << "--- job " << job_id << " attempt " << log.attempt() << " on board " << log.board_id()
+        << " ---\n"
+        << log.text();
+    if (!log.text().empty() && log.text().back() != '\n') out << "\n";
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Cancel(const TrackerClient& tracker, const std::vector<std::string>& job_ids,
                     std::ostream& out) {
   absl::Status first;

@@ -247,6 +247,15 @@ absl::Status ShowJobs(const TrackerClient& tracker, const std::vector<std::strin
 // One job as ShowJobs prints it.
 std::string FormatJob(const v1::Job& job, const catalog::KnobSpace& knobs);
 
+// ---- logs ------------------------------------------------------------------------------------
+
+// GetJobLog: each attempt's log (attempt 0: every attempt that has one; else that attempt's),
+// each under a line "--- job JOB attempt N on board B ---"; `json`: the GetJobLogResponse. The
+// tracker's refusals as they come (NotFound for a job that does not exist or an attempt without a
+// log; PermissionDenied for another user's job), their message naming the job.
+absl::Status PrintJobLog(const TrackerClient& tracker, const std::string& job_id, int attempt,
+                         bool json, std::ostream& out);
+
 // ---- cancel ----------------------------------------------------------------------------------
 
 // CancelJob for each id in turn; prints "<job> <STATE>" for each cancelled one. Tries every id;

@@ -364,6 +364,25 @@ class ClientFarmTest(FarmCase):
         self.assertNotIn(ids[0], _ids(self.farm.results(kind=PARKED_KIND)))
         self.assertNotIn(ids[0], _ids(self.farm.results(state="QUEUED")))
 
+        # The attempt's log came with its result: the build, the board, the result.
+        [log] = self.farm.logs(ids[0])
+        self.assertEqual((log.attempt, log.board_id), (1, BOARD))
+        self.assertIn("build: ", log.text)
+        self.assertIn("result: NO_ERROR: 2 cost(s)", log.text)
+        self.assertEqual([l.text for l in self.farm.logs(ids[0], attempt=1)], [log.text])
+        with self.assertRaises(benchfarm.TrackerError) as cm:
+            self.farm.logs(ids[0], attempt=2)
+        self.assertCode(cm, grpc.StatusCode.NOT_FOUND, "has no log of attempt 2")
+        with self.assertRaises(benchfarm.TrackerError) as cm:
+            self.farm.logs(ids[0] + "0")
+        self.assertCode(cm, grpc.StatusCode.NOT_FOUND, "no job " + ids[0] + "0")
+        bob = FARM.client(OTHER)
+        self.addCleanup(bob.close)
+        with self.assertRaises(benchfarm.TrackerError) as cm:
+            bob.logs(ids[0])
+        # Answered as a job that does not exist: no one learns which job ids exist.
+        self.assertCode(cm, grpc.StatusCode.NOT_FOUND, "no job " + ids[0])
+
     def test_measure_batch_in_order(self):
         # Three configs, each with its own repeat count, so each result shows which trial it is.
         configs = [({"tile_m": 4, "order": "ijk"}, 1),

@@ -9,7 +9,8 @@
 #     them; -O3 and -Os are two images (two firmware hashes), and AutoTVM records carry the knob;
 #   - a NULL write on each board — a C source trial with its own options, and a user operator's
 #     candidate on the Cortex-M3 — ends in a message naming the faulting function, file and line
-#     (`farmctl get` shows it).
+#     (`farmctl get` shows it), and the Cortex-M3's fault line is in the job's log (`farmctl logs`,
+#     README "Per-job logs") after the flash that put the image on the board.
 set -euo pipefail
 
 TEST_NAME=cflags
@@ -60,17 +61,7 @@ refuse_op 'op.spec.knobs[2].values[1]: "-fplugin=x.so" is refused' '[]' '["-O2",
 ctl ops >"$work/ops.txt"
 if grep -q "^gemv_opt " "$work/ops.txt"; then fail "a refused operator is in the catalog"; fi
 
-cat >"$work/bad.c" <<'C'
-#include <benchfarm/ops/common.h>
-#include <dlpack/dlpack.h>
-BF_OPS_DECLARE_PACKED(bad_write);
-BF_OPS_DECLARE_PACKED(bad_write) {
-  volatile float* p = (volatile float*)0;
-  (void)args;
-  *p = 1.0f;
-  return 0;
-}
-C
+null_write_c bad_write >"$work/bad.c"
 n=$(jobs_stored)
 if ctl submit --kind host-process --c-source "$work/bad.c" --entry bad_write --no-check --shape 4,4 \
      --cflags "-O1 -fplugin=evil.so" >"$work/sub.out" 2>&1; then fail "submit --cflags took a plugin"; fi
@@ -121,6 +112,12 @@ cat "$work/m3.txt" "$work/hp.txt" >&2
 grep -q "DEVICE_RESET" "$work/m3.txt" && grep -qE "^cflags +-O1$" "$work/m3.txt" || fail "the M3's fault"
 grep -qE "fault: MemManage \(data access violation\) pc=0x[0-9a-f]{8} in bad_write \(trial\.c:7\) lr=0x[0-9a-f]{8} in " "$work/m3.txt" \
   || fail "the M3's fault does not name bad_write (trial.c:7)"
+ctl logs "$m3" >"$work/m3.log"
+cat "$work/m3.log" >&2
+grep -qE "flash: image [0-9a-f]{16} put on qemu mps2-an385" "$work/m3.log" || fail "the M3's log has no flash"
+grep -qE "the call failed: DEVICE_RESET: .*fault: MemManage \(data access violation\) pc=0x[0-9a-f]{8} in bad_write \(trial\.c:7\)" "$work/m3.log" \
+  || fail "the M3's log has no fault line"
+grep -q "reset: the board is restarted, or reconnected" "$work/m3.log" || fail "the M3's log has no reset"
 grep -q "RUNTIME_DEVICE" "$work/hp.txt" || fail "the host-process board's crash"
 grep -qE "killed by signal 11 .*fault: SIGSEGV \(address not mapped\) pc=0x[0-9a-f]+ in bad_write \(trial\.c:7\)" "$work/hp.txt" \
   || fail "the host-process board's crash does not name bad_write (trial.c:7)"

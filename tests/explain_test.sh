@@ -68,14 +68,7 @@ grep -q '#define BENCHFARM_BUILD_VERSION "1.2.3"' "$work/stamp.h" && grep -q '#d
 say "stamp: a fresh clone's commit, unknown outside git"
 
 # ---- 3. /metrics ------------------------------------------------------------------------------
-agent_metrics=$(free_port)
-start_tracker dana
-cat >"$work/agent.textproto" <<CONFIG
-$(agent_config explain-agent 'hp*=host-process')
-metrics_address: "127.0.0.1:$agent_metrics"
-boards { id: "hp0" kind: "host-process" host_process {} build_template: "agent/templates/host-process" }
-CONFIG
-start_agent 1
+start_host_farm dana explain-agent
 
 good=$(ctl submit --kind host-process --op add --number 2 --repeat 1) || fail "submit add"
 printf 'int broken(void) { return }\n' >"$work/bad.c"

@@ -17,10 +17,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
 
 work="${TEST_TMPDIR:?}/friction"
 rm -rf "$work" && mkdir -p "$work"
-agent_metrics=$(free_port)
-metric() {  # the value of one agent series, e.g. metric 'benchfarm_agent_builds_total{result="OK"}'
-  http_get "http://127.0.0.1:$agent_metrics/metrics" | awk -v name="$1" '$1 == name { print $2 }'
-}
 # wait_get JOB REGEX [SECONDS]: waits until `farmctl get JOB` prints a line matching REGEX.
 wait_get() {
   local limit=$((${3:-60} * 10))
@@ -33,13 +29,7 @@ wait_get() {
   fail "job $1: no line matching '$2' in farmctl get within ${3:-60} s"
 }
 
-start_tracker erin
-cat >"$work/agent.textproto" <<CONFIG
-$(agent_config friction-agent 'hp*=host-process')
-metrics_address: "127.0.0.1:$agent_metrics"
-boards { id: "hp0" kind: "host-process" host_process {} build_template: "agent/templates/host-process" }
-CONFIG
-start_agent 1
+start_host_farm erin friction-agent
 
 # ---- cancel reaches the board -----------------------------------------------------------------
 cat >"$work/spin.c" <<'C'
@@ -91,7 +81,7 @@ free_s=$(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[
 tail -1 "$work/next.watch" | grep -qE " DONE host-process/add on hp0 attempt 1 [0-9.]+ (ns|us|ms) " || { cat "$work/next.watch" >&2; fail "the next trial did not succeed"; }
 say "the next trial finished ${free_s} s after the cancel"
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 15 else 1)" "$free_s" || fail "the board took ${free_s} s to be free"
-grep -q "job $spin cancelled: its call was abandoned" "$work/agent.err" "$work/agent.out" || { tail -20 "$work/agent.err" >&2; fail "the agent did not abandon the call"; }
+grep -q "job $spin: cancelled: its call was abandoned" "$work/agent.err" "$work/agent.out" || { tail -20 "$work/agent.err" >&2; fail "the agent did not abandon the call"; }
 ctl get "$spin" >"$work/spin.get"
 grep -qE "^state +CANCELLED$" "$work/spin.get" || { cat "$work/spin.get" >&2; fail "farmctl get prints CANCELLED"; }
 ctl results >"$work/results.txt"

@@ -6,6 +6,8 @@
 #                                   it; fails early if process PID died, and shows FILE (and
 #                                   FILE's .err beside a .out) on failure
 #   http_get URL                    the body of a GET
+#   null_write_c NAME               a C source trial whose entry NAME writes to address 0 on line
+#                                   7 (a board fault: SIGSEGV, a Cortex-M MemManage fault)
 #   stop_daemons                    TERM to every daemon, and fails unless each exits cleanly
 # A secure farm in the directory $work (set it first; below, "a secure farm"):
 #   start_tracker USER              a tracker on a free port ($tracker_port; /metrics on
@@ -16,6 +18,12 @@
 #   agent_config ID GRANT...        an agent config's first lines: its id, the tracker, its
 #                                   directories under $work/agent, its credentials for GRANTs
 #   start_agent N                   the agent of $work/agent.textproto, once it serves N boards
+#   start_host_farm USER AGENT [FIELDS]
+#                                   start_tracker USER and an agent AGENT serving one
+#                                   host-process board hp0 (FIELDS: more of its config, e.g.
+#                                   "batch_size: 8"), its /metrics on $agent_metrics
+#   metric SERIES                   the value of one series on that agent's /metrics, e.g.
+#                                   metric 'benchfarm_agent_builds_total{result="OK"}'
 
 fail() { echo "${TEST_NAME:?}: FAIL: $*" >&2; exit 1; }
 say() { echo "${TEST_NAME:?}: $*" >&2; }
@@ -44,6 +52,20 @@ wait_line() {
 
 http_get() {
   python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "$1"
+}
+
+null_write_c() {
+  cat <<C
+#include <benchfarm/ops/common.h>
+#include <dlpack/dlpack.h>
+BF_OPS_DECLARE_PACKED($1);
+BF_OPS_DECLARE_PACKED($1) {
+  volatile float* p = (volatile float*)0;
+  (void)args;
+  *p = 1.0f;
+  return 0;
+}
+C
 }
 
 stop_daemons() {
@@ -104,4 +126,17 @@ start_agent() {
   "$farm_root/agent/agent" --config "$work/agent.textproto" >"$work/agent.out" 2>"$work/agent.err" &
   pids+=($!)
   wait_line "$work/agent.out" "serving $1 boards" >/dev/null
+}
+start_host_farm() {
+  agent_metrics=$(free_port)
+  start_tracker "$1"
+  cat >"$work/agent.textproto" <<CONFIG
+$(agent_config "$2" 'hp*=host-process')
+metrics_address: "127.0.0.1:$agent_metrics"
+boards { id: "hp0" kind: "host-process" host_process {} build_template: "agent/templates/host-process"${3:+ $3} }
+CONFIG
+  start_agent 1
+}
+metric() {
+  http_get "http://127.0.0.1:${agent_metrics:?}/metrics" | awk -v name="$1" '$1 == name { print $2 }'
 }

@@ -15,18 +15,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
 
 work="${TEST_TMPDIR:?}/user_op"
 rm -rf "$work" && mkdir -p "$work"
-metric() {  # the value of one agent series, e.g. metric 'benchfarm_agent_builds_total{result="OK"}'
-  http_get "http://127.0.0.1:$agent_metrics/metrics" | awk -v name="$1" '$1 == name { print $2 }'
-}
 
-agent_metrics=$(free_port)
-start_tracker carol
-cat >"$work/agent.textproto" <<CONFIG
-$(agent_config user-op-agent 'hp*=host-process')
-metrics_address: "127.0.0.1:$agent_metrics"
-boards { id: "hp0" kind: "host-process" host_process {} build_template: "agent/templates/host-process" batch_size: 8 }
-CONFIG
-start_agent 1
+start_host_farm carol user-op-agent "batch_size: 8"
 
 # ---- register it ---------------------------------------------------------------------------------
 cp -r deploy/examples/ops/gemv "$work/gemv"

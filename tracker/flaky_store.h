@@ -65,6 +65,9 @@ class FlakyStore final : public Store {
   absl::StatusOr<std::vector<StoredJob>> ListJobs(const JobFilter& filter) override {
     return real_->ListJobs(filter);
   }
+  absl::StatusOr<std::vector<v1::AttemptLog>> GetAttemptLogs(const std::string& job_id) override {
+    return real_->GetAttemptLogs(job_id);
+  }
   absl::StatusOr<std::vector<StoredJob>> LoadUnfinishedJobs() override {
     return real_->LoadUnfinishedJobs();
   }

@@ -76,6 +76,12 @@ void GroupCommit::UndeferLocked(absl::Time now, bool all) {
   if (moved) ++last_;  // a ticket for them: waiting for last() waits for them too
 }
 
+GroupCommit::Ticket GroupCommit::PutLog(const std::string& job_id, v1::AttemptLog log) {
+  absl::MutexLock lock(&mu_);
+  pending_.logs.push_back({job_id, std::move(log)});
+  return ++last_;
+}
+
 GroupCommit::Ticket GroupCommit::PutBoard(const v1::Board& board) {
   absl::MutexLock lock(&mu_);
   AddBoardLocked(board);
@@ -231,11 +237,13 @@ void GroupCommit::Run() {
         pending_.submissions = std::move(batch.submissions);
         for (WriteBatch::JobWrite& write : batch.jobs) AddJobLocked(std::move(write));
         for (v1::Board& board : batch.boards) AddBoardLocked(std::move(board));
+        pending_.logs = std::move(batch.logs);
         for (WriteBatch::Submission& s : newer.submissions) {
           pending_.submissions.push_back(std::move(s));
         }
         for (WriteBatch::JobWrite& write : newer.jobs) AddJobLocked(std::move(write));
         for (v1::Board& board : newer.boards) AddBoardLocked(std::move(board));
+        for (WriteBatch::LogWrite& log : newer.logs) pending_.logs.push_back(std::move(log));
         verdict = Refused();
       }
       // Waiters of the batch's tickets (on failure: and of every ticket, the store failing).

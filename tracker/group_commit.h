@@ -81,6 +81,9 @@ class GroupCommit {
   // insert: a new job with sequence number seq; else the stored job is replaced.
   Ticket PutJob(int64_t seq, bool insert, const v1::Job& job);
   Ticket PutBoard(const v1::Board& board);
+  // An attempt's log (WriteBatch::logs): never coalesced (a log sent twice is written twice, the
+  // later replacing the earlier), so it costs one row write and no read.
+  Ticket PutLog(const std::string& job_id, v1::AttemptLog log);
   // An update of a stored job that may wait (see above); nothing to wait for. A newer change
   // of the job replaces it.
   void PutJobDeferred(int64_t seq, const v1::Job& job);

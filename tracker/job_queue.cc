@@ -367,6 +367,25 @@ absl::StatusOr<v1::Job> JobQueue::GetJob(const std::string& job_id) {
   return stored->job;
 }
 
+absl::StatusOr<std::vector<v1::AttemptLog>> JobQueue::AttemptLogs(const std::string& job_id,
+                                                                  int attempt) {
+  ASSIGN_OR_RETURN(v1::Job job, GetJob(job_id));
+  RETURN_IF_ERROR(commit_.Wait(commit_.last()));
+  ASSIGN_OR_RETURN(std::vector<v1::AttemptLog> logs, store_->GetAttemptLogs(job_id));
+  if (attempt == 0) return logs;
+  std::vector<std::string> have;
+  for (v1::AttemptLog& log : logs) {
+    if (log.attempt() == attempt) return std::vector<v1::AttemptLog>{std::move(log)};
+    have.push_back(absl::StrCat(log.attempt()));
+  }
+  return absl::NotFoundError(
+      absl::StrCat("job ", job_id, " has no log of attempt ", attempt, " (it has ",
+                   job.attempts_size(), " attempt(s); ",
+                   have.empty() ? std::string("none has a log yet")
+                                : absl::StrCat("logs of attempt ", absl::StrJoin(have, ", ")),
+                   ")"));
+}
+
 absl::StatusOr<v1::Job> JobQueue::Cancel(const std::string& job_id) {
   GroupCommit::Ticket ticket = 0;
   v1::Job cancelled;

@@ -134,6 +134,11 @@ class JobQueue {
     commit_.WhenDurable(ticket, std::move(done));
   }
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
+  // The logs of a job's attempts (attempt 0: every attempt that has one), read once every change
+  // made so far is stored (a result just reported has its log there). NotFound "no job X"; for a
+  // given attempt without a log, NotFound saying which attempts have one. Unavailable while the
+  // store is failing. (Who may read them is the service's to check.)
+  absl::StatusOr<std::vector<v1::AttemptLog>> AttemptLogs(const std::string& job_id, int attempt);
   // A queued job is cancelled at once; a running one is cancelled and its agent told to stop
   // (PendingCancels); a finished one is FailedPrecondition.
   absl::StatusOr<v1::Job> Cancel(const std::string& job_id);
@@ -271,8 +276,9 @@ class JobQueue {
   // its write.
   GroupCommit::Ticket Finish(LiveJob* job, const v1::Result& result, v1::JobState state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `log`: the report's log made fit to store (ReportResult makes it so outside the lock).
   absl::Status ReportResultLocked(const std::string& agent_id, const v1::JobResult& report,
-                                  bool* superseded, GroupCommit::Ticket* ticket)
+                                  std::string log, bool* superseded, GroupCommit::Ticket* ticket)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The result of the board's health check: the board serves again or stays quarantined.
   absl::Status ReportHealthCheck(BoardRecord* record, const v1::JobResult& report,

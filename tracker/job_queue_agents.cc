@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/bounded_text.h"
 #include "base/status_macros.h"
 #include "base/time_proto.h"
 #include "catalog/trial.h"
@@ -330,9 +331,12 @@ Offer JobQueue::OfferJob(LiveJob* job, BoardRecord* record, const std::string& a
 absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobResult& report,
                                     bool* superseded, GroupCommit::Ticket* ticket) {
   GroupCommit::Ticket stored = 0;
+  // Valid UTF-8 without NUL and within its cap whatever the agent sent (PostgreSQL's text takes
+  // nothing else), made so before the lock.
+  std::string log = base::BoundedText(report.log(), catalog::kMaxAttemptLogBytes);
   {
     absl::MutexLock lock(&mu_);
-    RETURN_IF_ERROR(ReportResultLocked(agent_id, report, superseded, &stored));
+    RETURN_IF_ERROR(ReportResultLocked(agent_id, report, std::move(log), superseded, &stored));
   }
   if (ticket != nullptr) {
     *ticket = stored;
@@ -342,7 +346,8 @@ absl::Status JobQueue::ReportResult(const std::string& agent_id, const v1::JobRe
 }
 
 absl::Status JobQueue::ReportResultLocked(const std::string& agent_id, const v1::JobResult& report,
-                                          bool* superseded, GroupCommit::Ticket* ticket) {
+                                          std::string log, bool* superseded,
+                                          GroupCommit::Ticket* ticket) {
   if (superseded != nullptr) *superseded = false;
   if (BoardRecord* checked = boards_.HealthCheck(report.job_id())) {
     return ReportHealthCheck(checked, report, ticket);
@@ -364,6 +369,14 @@ absl::Status JobQueue::ReportResultLocked(const std::string& agent_id, const v1:
     return absl::OkStatus();
   }
   LiveJob& job = it->second;
+  // The attempt's log, in the batch before its result's write (whose ticket is waited for).
+  if (!log.empty()) {
+    v1::AttemptLog attempt_log;
+    attempt_log.set_attempt(report.attempt());
+    attempt_log.set_board_id(job.job.board_id());
+    attempt_log.set_text(std::move(log));
+    (void)commit_.PutLog(report.job_id(), std::move(attempt_log));
+  }
   // A malformed result is the board's (or its agent's) failure, not the trial's: the attempt ends
   // as an infrastructure error and the job re-queues (or, out of attempts, ends BOARD_LOST).
   const v1::MeasureOptions& measure = job.job.trial().measure();

@@ -1,6 +1,6 @@
-// JobQueue's results and board health: results recorded exactly once, trial failures as results,
-// cost statistics, adaptive trials, quarantine after infrastructure errors (calibration too) until
-// a health check passes, and an admin's quarantine.
+// JobQueue's results and board health: results recorded exactly once, each attempt's log kept,
+// trial failures as results, cost statistics, adaptive trials, quarantine after infrastructure
+// errors (calibration too) until a health check passes, and an admin's quarantine.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "catalog/trial.h"
 #include "tracker/job_queue_test_fixture.h"
 
 namespace benchfarm::tracker {
@@ -24,6 +25,49 @@ TEST_F(JobQueueTest, ResultsAreRecordedExactlyOnce) {
   ASSERT_EQ(job->result().costs_s_size(), 1);
   EXPECT_EQ(job->result().costs_s(0), 2e-3);
   EXPECT_EQ(job->result().attempts(), 1);
+}
+
+// Each attempt's log travels with its result and is kept by attempt — a failed attempt's too —,
+// bounded and valid UTF-8 whatever the agent sent; a result sent again stores nothing new.
+TEST_F(JobQueueTest, EachAttemptsLogIsKeptBoundedAndValid) {
+  auto ids = Submit({MakeTrial()});
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  auto none = queue_->AttemptLogs(ids[0], 0);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+  v1::JobOffer first = TakeOne("a");
+  v1::JobResult lost = Failed(first, v1::FLASH_ERROR);
+  lost.set_log("flash: openocd: error: no device\n");
+  ASSERT_TRUE(queue_->ReportResult("a", lost).ok());
+  v1::JobOffer second = TakeOne("a");
+  ASSERT_EQ(second.attempt(), 2);
+  v1::JobResult done = Ok(second, 1e-3);
+  std::string huge(1 << 20, 'x');
+  huge[10] = '\0';
+  done.set_log(huge);
+  ASSERT_TRUE(queue_->ReportResult("a", done).ok());
+  v1::JobResult again = done;
+  again.set_log("sent again");
+  ASSERT_TRUE(queue_->ReportResult("a", again).ok());  // ignored: the attempt is over
+
+  auto logs = queue_->AttemptLogs(ids[0], 0);
+  ASSERT_TRUE(logs.ok()) << logs.status();
+  ASSERT_EQ(logs->size(), 2u);
+  EXPECT_EQ((*logs)[0].attempt(), 1);
+  EXPECT_EQ((*logs)[0].board_id(), "b1");
+  EXPECT_EQ((*logs)[0].text(), "flash: openocd: error: no device\n");
+  const std::string& text = (*logs)[1].text();
+  EXPECT_LE(text.size(), catalog::kMaxAttemptLogBytes);
+  EXPECT_EQ(text.substr(0, 13), "xxxxxxxxxx\xEF\xBF\xBD");  // the NUL replaced
+  EXPECT_NE(text.find("bytes cut here"), std::string::npos);
+  auto second_only = queue_->AttemptLogs(ids[0], 2);
+  ASSERT_TRUE(second_only.ok() && second_only->size() == 1);
+  EXPECT_EQ(second_only->front().attempt(), 2);
+  auto third = queue_->AttemptLogs(ids[0], 3);
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(third.status().message().find("logs of attempt 1, 2"), std::string::npos)
+      << third.status();
+  EXPECT_EQ(queue_->AttemptLogs("no-such-job", 0).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(JobQueueTest, RepeatedInfraFailuresQuarantineUntilAHealthCheckPasses) {

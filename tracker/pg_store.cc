@@ -91,6 +91,17 @@ CREATE TABLE operator_states (
 );
 )sql";
 
+// Version 4 adds the attempts' logs (text: valid UTF-8 without NUL, as JobResult.log is).
+constexpr char kSchemaV4Sql[] = R"sql(
+CREATE TABLE attempt_logs (
+  job_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  board_id TEXT NOT NULL,
+  text TEXT NOT NULL,
+  PRIMARY KEY (job_id, attempt)
+);
+)sql";
+
 // Taken while Open creates or checks the schema (transaction-scoped), so trackers opening an
 // empty database at once do not both create it.
 constexpr char kSchemaLock[] = "SELECT pg_advisory_xact_lock(7206000001)";
@@ -168,6 +179,16 @@ constexpr Statement kSetOperatorState =
                   kTextOid, kTextOid, kByteaOid);
 constexpr Statement kLoadOperatorStates =
     MakeStatement("load_operator_states", "SELECT name, version, data FROM operator_states");
+constexpr Statement kUpsertAttemptLog =
+    MakeStatement("upsert_attempt_log",
+                  "INSERT INTO attempt_logs (job_id, attempt, board_id, text) VALUES ($1, $2, $3, "
+                  "$4) ON CONFLICT (job_id, attempt) DO UPDATE SET board_id = EXCLUDED.board_id, "
+                  "text = EXCLUDED.text",
+                  kTextOid, kInt4Oid, kTextOid, kTextOid);
+constexpr Statement kGetAttemptLogs = MakeStatement(
+    "get_attempt_logs",
+    "SELECT attempt::BIGINT, board_id, text FROM attempt_logs WHERE job_id = $1 ORDER BY attempt",
+    kTextOid);
 
 // ListJobs' statement for a set of conditions: only the set fields become conditions, so the
 // planner can pick the matching index. Parameters: $1 after_seq, then each set field in bit
@@ -271,9 +292,10 @@ absl::StatusOr<std::unique_ptr<PgStore>> PgStore::Open(const std::string& connin
         return absl::FailedPreconditionError(
             absl::StrCat(prefix, "unknown schema version ", version));
       }
-      if (version < kSchemaVersion) {  // from before operator owners (1) or states (2)
+      if (version < kSchemaVersion) {  // from before operator owners (1), states (2) or logs (3)
         if (version < 2) RETURN_IF_ERROR(writer.Exec(kSchemaV2Sql, "Open: upgrading the schema"));
-        RETURN_IF_ERROR(writer.Exec(kSchemaV3Sql, "Open: upgrading the schema"));
+        if (version < 3) RETURN_IF_ERROR(writer.Exec(kSchemaV3Sql, "Open: upgrading the schema"));
+        RETURN_IF_ERROR(writer.Exec(kSchemaV4Sql, "Open: upgrading the schema"));
         RETURN_IF_ERROR(writer.Exec(
             absl::StrCat("UPDATE benchfarm_meta SET schema_version = ", kSchemaVersion).c_str(),
             "Open: upgrading the schema"));
@@ -293,6 +315,7 @@ absl::StatusOr<std::unique_ptr<PgStore>> PgStore::Open(const std::string& connin
       RETURN_IF_ERROR(writer.Exec(kSchemaSql, "Open: creating the schema"));
       RETURN_IF_ERROR(writer.Exec(kSchemaV2Sql, "Open: creating the schema"));
       RETURN_IF_ERROR(writer.Exec(kSchemaV3Sql, "Open: creating the schema"));
+      RETURN_IF_ERROR(writer.Exec(kSchemaV4Sql, "Open: creating the schema"));
       RETURN_IF_ERROR(
           writer.Exec(absl::StrCat("INSERT INTO benchfarm_meta (schema_version, last_seq) VALUES (",
                                    kSchemaVersion, ", 0)")
@@ -339,7 +362,14 @@ absl::Status PgStore::Apply(const WriteBatch& batch) {
     }
   }
 
-  // Submissions, jobs, boards (commands in that order), then the highest sequence number.
+  for (const WriteBatch::LogWrite& log : batch.logs) {
+    if (log.job_id.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(prefix, "Apply: an attempt log has no job_id"));
+    }
+  }
+
+  // Submissions, jobs, boards, logs (commands in that order), then the highest sequence number.
   std::deque<Connection::Command> commands;
   for (size_t i = 0; i < batch.submissions.size(); ++i) {
     const WriteBatch::Submission& submission = batch.submissions[i];
@@ -375,6 +405,14 @@ absl::Status PgStore::Apply(const WriteBatch& batch) {
     command.statement = &kUpsertBoard;
     command.params.Bytes(batch.boards[i].board_id()).Bytes(board_data[i]);
   }
+  for (const WriteBatch::LogWrite& log : batch.logs) {
+    Connection::Command& command = commands.emplace_back();
+    command.statement = &kUpsertAttemptLog;
+    command.params.Bytes(log.job_id)
+        .Int4(log.log.attempt())
+        .Bytes(log.log.board_id())
+        .Bytes(log.log.text());
+  }
   if (max_seq > 0) {
     Connection::Command& command = commands.emplace_back();
     command.statement = &kRaiseLastSeq;
@@ -394,6 +432,11 @@ absl::Status PgStore::Apply(const WriteBatch& batch) {
     }
     i -= batch.jobs.size();
     if (i < batch.boards.size()) return absl::StrCat("board ", batch.boards[i].board_id());
+    i -= batch.boards.size();
+    if (i < batch.logs.size()) {
+      return absl::StrCat("the log of job ", batch.logs[i].job_id, " attempt ",
+                          batch.logs[i].log.attempt());
+    }
     return std::string("the highest sequence number");
   };
   absl::MutexLock lock(&writer_->mu);
@@ -500,6 +543,22 @@ absl::StatusOr<std::optional<StoredJob>> PgStore::GetJob(const std::string& job_
     ASSIGN_OR_RETURN(std::vector<StoredJob> jobs, ReadJobs(result.get(), name_, "GetJob"));
     if (jobs.empty()) return std::nullopt;
     return std::move(jobs.front());
+  });
+}
+
+absl::StatusOr<std::vector<v1::AttemptLog>> PgStore::GetAttemptLogs(const std::string& job_id) {
+  return WithRetry(*reader_, [&]() -> absl::StatusOr<std::vector<v1::AttemptLog>> {
+    Params params;
+    params.Bytes(job_id);
+    ASSIGN_OR_RETURN(Result result, reader_->Execute(kGetAttemptLogs, params, "GetAttemptLogs"));
+    std::vector<v1::AttemptLog> logs;
+    for (int row = 0; row < PQntuples(result.get()); ++row) {
+      v1::AttemptLog& log = logs.emplace_back();
+      log.set_attempt(static_cast<int32_t>(Int8Cell(result.get(), row, 0).value_or(0)));
+      log.set_board_id(std::string(Cell(result.get(), row, 1)));
+      log.set_text(std::string(Cell(result.get(), row, 2)));
+    }
+    return logs;
   });
 }
 

@@ -5,7 +5,8 @@
 // BYTEA beside indexed copies of the fields ListJobs filters on), submissions ((client_id,
 // request_id) -> job ids), boards, operators (the catalog, one row per (name, version), in
 // insertion order), operator_owners (who each operator name belongs to), operator_states (what
-// changed about each version after it was added: retired, added again) — and benchfarm_meta, one
+// changed about each version after it was added: retired, added again), attempt_logs (each
+// attempt's log, by job and attempt) — and benchfarm_meta, one
 // row with the schema version (kSchemaVersion) and the highest job sequence number ever given, so
 // LastSeq never goes backwards even when the newest job row is deleted by hand. Open creates the
 // schema in an empty database (under an advisory lock, so trackers opening it at once do not race)
@@ -88,7 +89,7 @@ struct PgStoreOptions {
 class PgStore final : public Store {
  public:
   // The schema this build writes and reads (benchfarm_meta.schema_version).
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
   // Statements sent per pipeline synchronization point in Apply.
   static constexpr int kPipelineChunk = 256;
 
@@ -121,6 +122,7 @@ class PgStore final : public Store {
   absl::StatusOr<std::optional<StoredJob>> GetJob(const std::string& job_id) override;
   // filter.limit <= 0 returns no jobs.
   absl::StatusOr<std::vector<StoredJob>> ListJobs(const JobFilter& filter) override;
+  absl::StatusOr<std::vector<v1::AttemptLog>> GetAttemptLogs(const std::string& job_id) override;
   absl::StatusOr<std::vector<StoredJob>> LoadUnfinishedJobs() override;
   // Boards are keyed by board_id; LoadBoards returns them in board_id order (bytewise, as
   // SqliteStore, whatever the database's collation).

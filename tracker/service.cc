@@ -355,6 +355,33 @@ grpc::ServerUnaryReactor* TrackerService::GetJob(grpc::CallbackServerContext* co
   return Done(context, job.status());
 }
 
+grpc::ServerUnaryReactor* TrackerService::GetJobLog(grpc::CallbackServerContext* context,
+                                                    const v1::GetJobLogRequest* request,
+                                                    v1::GetJobLogResponse* response) {
+  absl::StatusOr<Caller> caller = Authorize(*context, kUsers, "GetJobLog");
+  if (!caller.ok()) return Done(context, caller.status());
+  if (absl::Status s = CheckField("job_id", request->job_id(), kMaxIdBytes); !s.ok()) {
+    return Done(context, s);
+  }
+  if (request->attempt() < 0) {
+    return Done(context, absl::InvalidArgumentError("attempt: 0 (every attempt) or more"));
+  }
+  absl::StatusOr<v1::Job> job = queue_->GetJob(request->job_id());
+  if (!job.ok()) return Done(context, job.status());
+  // A log shows the owner's code and its compiler's output: the job's owner and admins only;
+  // another client's job is answered as one that does not exist (as GetJob does).
+  if (!caller->may_act_for(job->client_id())) {
+    if (metrics_ != nullptr) metrics_->AuthRefused("GetJobLog", "PERMISSION_DENIED");
+    return Done(context, NoSuchJob(request->job_id()));
+  }
+  absl::StatusOr<std::vector<v1::AttemptLog>> logs =
+      queue_->AttemptLogs(request->job_id(), request->attempt());
+  if (!logs.ok()) return Done(context, logs.status());
+  response->set_job_id(request->job_id());
+  for (v1::AttemptLog& log : *logs) *response->add_logs() = std::move(log);
+  return Done(context, absl::OkStatus());
+}
+
 grpc::ServerWriteReactor<v1::JobEvent>* TrackerService::WatchJobs(
     grpc::CallbackServerContext* context, const v1::WatchJobsRequest* request) {
   v1::WatchJobsRequest watch = *request;

@@ -108,6 +108,9 @@ class TrackerService final : public v1::Tracker::CallbackService,
   grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
                                       const v1::CancelJobRequest* request,
                                       v1::CancelJobResponse* response) override;
+  grpc::ServerUnaryReactor* GetJobLog(grpc::CallbackServerContext* context,
+                                      const v1::GetJobLogRequest* request,
+                                      v1::GetJobLogResponse* response) override;
   grpc::ServerUnaryReactor* ListResults(grpc::CallbackServerContext* context,
                                         const v1::ListResultsRequest* request,
                                         v1::ListResultsResponse* response) override;

@@ -271,6 +271,22 @@ absl::Status SqliteStore::WriteBoard(const v1::Board& board, std::string* data) 
   return absl::OkStatus();
 }
 
+absl::Status SqliteStore::WriteLog(const WriteBatch::LogWrite& write) {
+  if (write.job_id.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sqlite store ", path_, ": Apply: an attempt log has no job_id"));
+  }
+  sqlite3_stmt* statement = statements_[kUpsertAttemptLog].get();
+  StatementUse use(statement);
+  RETURN_IF_ERROR(BindText(statement, 1, write.job_id));
+  RETURN_IF_ERROR(BindInt(statement, 2, write.log.attempt()));
+  RETURN_IF_ERROR(BindText(statement, 3, write.log.board_id()));
+  RETURN_IF_ERROR(BindText(statement, 4, write.log.text()));
+  const int rc = sqlite3_step(statement);
+  if (rc != SQLITE_DONE) return Error("Apply: attempt log", rc);
+  return absl::OkStatus();
+}
+
 absl::Status SqliteStore::Apply(const WriteBatch& batch) {
   if (batch.empty()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
@@ -283,6 +299,7 @@ absl::Status SqliteStore::Apply(const WriteBatch& batch) {
       RETURN_IF_ERROR(WriteJob(write, batch.replay));
     }
     for (const v1::Board& board : batch.boards) RETURN_IF_ERROR(WriteBoard(board, &data));
+    for (const WriteBatch::LogWrite& log : batch.logs) RETURN_IF_ERROR(WriteLog(log));
     return absl::OkStatus();
   });
 }
@@ -303,6 +320,23 @@ absl::StatusOr<std::optional<StoredJob>> SqliteStore::GetJob(const std::string& 
   ASSIGN_OR_RETURN(std::vector<StoredJob> jobs, ReadJobs(statement, "GetJob"));
   if (jobs.empty()) return std::nullopt;
   return std::move(jobs.front());
+}
+
+absl::StatusOr<std::vector<v1::AttemptLog>> SqliteStore::GetAttemptLogs(const std::string& job_id) {
+  absl::MutexLock lock(&read_mu_);
+  sqlite3_stmt* statement = ReadStatement(kGetAttemptLogs);
+  StatementUse use(statement);
+  RETURN_IF_ERROR(BindText(statement, 1, job_id));
+  std::vector<v1::AttemptLog> logs;
+  int rc;
+  while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {
+    v1::AttemptLog& log = logs.emplace_back();
+    log.set_attempt(sqlite3_column_int(statement, 0));
+    log.set_board_id(std::string(ColumnBytes(statement, 1)));
+    log.set_text(std::string(ColumnBytes(statement, 2)));
+  }
+  if (rc != SQLITE_DONE) return ReadError("GetAttemptLogs", rc);
+  return logs;
 }
 
 absl::StatusOr<sqlite3_stmt*> SqliteStore::ListStatement(int mask) {

@@ -1,11 +1,12 @@
 // SqliteStore: the tracker's Store on one SQLite database file (Debian's libsqlite3), in WAL mode.
 //
-// The file holds six tables: jobs (each v1::Job serialized, beside indexed copies of the fields
+// The file holds seven tables: jobs (each v1::Job serialized, beside indexed copies of the fields
 // ListJobs filters on), submissions ((client_id, request_id) -> job ids), boards, operators (the
-// catalog: one row per (name, version)), operator_owners (name -> client id) and operator_states
-// ((name, version) -> v1::OperatorState). Its schema version is the database's `PRAGMA
-// user_version` (kSchemaVersion); a file without the schema gets it on Open, and an older file
-// the tables it lacks (version 1: the catalog; 2: owners; 3: states).
+// catalog: one row per (name, version)), operator_owners (name -> client id), operator_states
+// ((name, version) -> v1::OperatorState) and attempt_logs ((job_id, attempt) -> board id and
+// text). Its schema version is the database's `PRAGMA user_version` (kSchemaVersion); a file
+// without the schema gets it on Open, and an older file the tables it lacks (version 1: the
+// catalog; 2: owners; 3: states; 4: attempt logs).
 //
 // Durability: every mutating call (Apply: a batch of writes) is one `BEGIN IMMEDIATE ... COMMIT`
 // transaction, rolled back if any part fails. With synchronous=NORMAL a committed call survives
@@ -96,7 +97,7 @@ struct SqliteStoreOptions {
 class SqliteStore final : public Store {
  public:
   // The schema this build writes and reads (PRAGMA user_version).
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
   // ListJobs reads this many sequence numbers per read transaction.
   static constexpr int64_t kListSliceSeqs = 4096;
   // How long truncating the WAL waits for other processes' readers.
@@ -126,6 +127,7 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::optional<StoredJob>> GetJob(const std::string& job_id) override;
   // filter.limit <= 0 returns no jobs.
   absl::StatusOr<std::vector<StoredJob>> ListJobs(const JobFilter& filter) override;
+  absl::StatusOr<std::vector<v1::AttemptLog>> GetAttemptLogs(const std::string& job_id) override;
   absl::StatusOr<std::vector<StoredJob>> LoadUnfinishedJobs() override;
   // Boards are keyed by board_id; LoadBoards returns them in board_id order.
   absl::StatusOr<std::vector<v1::Board>> LoadBoards() override;
@@ -162,6 +164,7 @@ class SqliteStore final : public Store {
     kInsertOperator,
     kSetOperatorOwner,
     kSetOperatorState,
+    kUpsertAttemptLog,
     kLastSeq,
     kInsertSubmissionReplay,  // WriteBatch::replay: an existing row is kept
     kInsertJobReplay,         // WriteBatch::replay: an existing row is replaced
@@ -175,6 +178,7 @@ class SqliteStore final : public Store {
     kGetOperator,
     kLoadOperatorOwners,
     kLoadOperatorStates,
+    kGetAttemptLogs,
     kMaxSeq,  // ListJobs: where the table ends
     kStatementCount,
   };
@@ -248,6 +252,7 @@ class SqliteStore final : public Store {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteBoard(const v1::Board& board, std::string* data)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteLog(const WriteBatch::LogWrite& write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Error(const char* what, int rc) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return Error(absl::StatusCode::kInternal, what, rc);
   }

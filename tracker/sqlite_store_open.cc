@@ -84,6 +84,17 @@ CREATE TABLE IF NOT EXISTS operator_states (
 ) WITHOUT ROWID;
 )sql";
 
+// Version 5 adds the attempts' logs (text: valid UTF-8, as JobResult.log is).
+constexpr char kSchemaV5Sql[] = R"sql(
+CREATE TABLE IF NOT EXISTS attempt_logs (
+  job_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  board_id TEXT NOT NULL,
+  text TEXT NOT NULL,
+  PRIMARY KEY (job_id, attempt)
+) WITHOUT ROWID;
+)sql";
+
 // Failures that mean "this file cannot serve as the store" when they happen while opening it;
 // anything else at that point is an unexpected SQLite failure (Internal).
 absl::StatusCode OpenErrorCode(int rc) {
@@ -221,6 +232,8 @@ absl::Status SqliteStore::OpenReader(const SqliteStoreOptions& options) {
       {kGetOperator, "SELECT name, data FROM operators WHERE name = ?1 AND version = ?2"},
       {kLoadOperatorOwners, "SELECT name, owner FROM operator_owners ORDER BY name"},
       {kLoadOperatorStates, "SELECT name, version, data FROM operator_states"},
+      {kGetAttemptLogs,
+       "SELECT attempt, board_id, text FROM attempt_logs WHERE job_id = ?1 ORDER BY attempt"},
       {kMaxSeq, "SELECT coalesce(max(seq), 0) FROM jobs"},
   };
   static_assert(std::size(sqls) == kStatementCount - kFirstRead);
@@ -309,10 +322,11 @@ absl::Status SqliteStore::CreateOrCheckSchema() {
                        version, "; this build knows versions up to ", kSchemaVersion, ")"));
     }
     if (version == kSchemaVersion) return absl::OkStatus();
-    if (version >= 1) {  // from before the catalog, its owners or its states: add them
+    if (version >= 1) {  // from before the catalog, its owners, its states or the logs: add them
       if (version < 2) RETURN_IF_ERROR(Exec(kSchemaV2Sql));
       if (version < 3) RETURN_IF_ERROR(Exec(kSchemaV3Sql));
-      RETURN_IF_ERROR(Exec(kSchemaV4Sql));
+      if (version < 4) RETURN_IF_ERROR(Exec(kSchemaV4Sql));
+      RETURN_IF_ERROR(Exec(kSchemaV5Sql));
       return Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
     }
     // Version 0: a new, empty file gets the schema; a file with someone else's tables is left
@@ -327,6 +341,7 @@ absl::Status SqliteStore::CreateOrCheckSchema() {
     RETURN_IF_ERROR(Exec(kSchemaV2Sql));
     RETURN_IF_ERROR(Exec(kSchemaV3Sql));
     RETURN_IF_ERROR(Exec(kSchemaV4Sql));
+    RETURN_IF_ERROR(Exec(kSchemaV5Sql));
     return Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
   });
 }
@@ -353,6 +368,10 @@ absl::Status SqliteStore::PrepareStatements() {
       {kSetOperatorState,
        "INSERT INTO operator_states (name, version, data) VALUES (?1, ?2, ?3) "
        "ON CONFLICT (name, version) DO UPDATE SET data = excluded.data"},
+      {kUpsertAttemptLog,
+       "INSERT INTO attempt_logs (job_id, attempt, board_id, text) VALUES (?1, ?2, ?3, ?4) "
+       "ON CONFLICT (job_id, attempt) DO UPDATE SET board_id = excluded.board_id, "
+       "text = excluded.text"},
       // AUTOINCREMENT's high-water mark: a number once given is never given again.
       {kInsertSubmissionReplay,
        "INSERT INTO submissions (client_id, request_id, job_ids) VALUES (?1, ?2, ?3) "

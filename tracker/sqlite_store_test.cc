@@ -92,7 +92,7 @@ TEST(SqliteStore, OpenCreatesAWalDatabaseWithTheSchemaVersion) {
   EXPECT_EQ(store->path(), path);
   // Asked on a second connection: WAL is a property of the file, not of the store's connection.
   EXPECT_EQ(RawQuery(path, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "4");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
   EXPECT_EQ(RawQuery(path,
                      "SELECT count(*) FROM sqlite_master WHERE name IN "
                      "('jobs', 'submissions', 'boards', 'jobs_client_seq', "
@@ -282,10 +282,11 @@ TEST(SqliteStore, VersionOneStoreGetsTheCatalogOnOpen) {
   ASSERT_EQ(RawQuery(path, "DROP TABLE operators"), "");
   ASSERT_EQ(RawQuery(path, "DROP TABLE operator_owners"), "");
   ASSERT_EQ(RawQuery(path, "DROP TABLE operator_states"), "");
+  ASSERT_EQ(RawQuery(path, "DROP TABLE attempt_logs"), "");
   ASSERT_EQ(RawQuery(path, "PRAGMA user_version=1"), "");
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "4");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
   EXPECT_EQ(store->LoadBoards()->size(), 1u);
   v1::Operator op;
   op.set_name("gemv");
@@ -313,10 +314,11 @@ TEST(SqliteStore, VersionTwoStoreGetsOperatorOwnersKeepingItsOperators) {
   // What a version-2 tracker left: operators, no owners.
   ASSERT_EQ(RawQuery(path, "DROP TABLE operator_owners"), "");
   ASSERT_EQ(RawQuery(path, "DROP TABLE operator_states"), "");
+  ASSERT_EQ(RawQuery(path, "DROP TABLE attempt_logs"), "");
   ASSERT_EQ(RawQuery(path, "PRAGMA user_version=2"), "");
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "4");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
   EXPECT_EQ(store->LoadOperators()->size(), 1u);
   auto owners = store->LoadOperatorOwners();
   ASSERT_TRUE(owners.ok()) << owners.status();
@@ -329,10 +331,11 @@ TEST(SqliteStore, VersionThreeStoreGetsOperatorStatesKeepingItsCatalog) {
   StoreGemv(path, /*owned=*/true);
   // What a version-3 tracker left: operators and owners, no states.
   ASSERT_EQ(RawQuery(path, "DROP TABLE operator_states"), "");
+  ASSERT_EQ(RawQuery(path, "DROP TABLE attempt_logs"), "");
   ASSERT_EQ(RawQuery(path, "PRAGMA user_version=3"), "");
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "4");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
   EXPECT_EQ(store->LoadOperators()->size(), 1u);
   EXPECT_EQ(store->LoadOperatorOwners()->size(), 1u);
   auto states = store->LoadOperatorStates();
@@ -536,10 +539,28 @@ TEST(SqliteStore, TruncatedFileFailsOpen) {
   std::cout << "truncated: " << store.status() << std::endl;
 }
 
+TEST(SqliteStore, VersionFourStoreGetsAttemptLogsKeepingItsJobs) {
+  const std::string path = TestDir() + "/v4.db";
+  StoreGemv(path, /*owned=*/true);
+  {
+    auto store = OpenOrDie(path);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->InsertSubmission("alice", "r1", {MakeJob("a", "alice", "m3", "add")}).ok());
+  }
+  // What a version-4 tracker left: jobs and the catalog, no attempt logs.
+  ASSERT_EQ(RawQuery(path, "DROP TABLE attempt_logs"), "");
+  ASSERT_EQ(RawQuery(path, "PRAGMA user_version=4"), "");
+  auto store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
+  absl::Status upgraded = UpgradedToAttemptLogs(*store);
+  EXPECT_TRUE(upgraded.ok()) << upgraded;
+}
+
 TEST(SqliteStore, NewerSchemaVersionFailsOpen) {
   const std::string path = TestDir() + "/store.db";
   { ASSERT_NE(OpenOrDie(path), nullptr); }
-  ASSERT_EQ(RawQuery(path, "PRAGMA user_version=5"), "");
+  ASSERT_EQ(RawQuery(path, "PRAGMA user_version=6"), "");
   auto store = SqliteStore::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition) << store.status();

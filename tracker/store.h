@@ -57,7 +57,7 @@ struct StoredJob {
   v1::Job job;
 };
 
-// What one transaction writes, in this order: submissions, jobs, boards.
+// What one transaction writes, in this order: submissions, jobs, boards, attempt logs.
 struct WriteBatch {
   struct Submission {
     std::string client_id;
@@ -82,14 +82,23 @@ struct WriteBatch {
   std::vector<Submission> submissions;
   std::vector<JobWrite> jobs;
   std::vector<v1::Board> boards;  // inserted or replaced, by board_id
+  // An attempt's log (JobResult.log), inserted or replaced, by (job_id, log.attempt()); the job
+  // need not be stored in the same batch.
+  struct LogWrite {
+    std::string job_id;
+    v1::AttemptLog log;
+  };
+  std::vector<LogWrite> logs;
   // The batch may already be stored, wholly or in part: it is sent again after a failure that
   // may have come after its commit (a connection lost during COMMIT). Then a submission already
   // stored is kept and a job to insert that is already stored is replaced — neither is
   // AlreadyExists — so applying it twice stores it once.
   bool replay = false;
 
-  bool empty() const { return submissions.empty() && jobs.empty() && boards.empty(); }
-  size_t size() const { return submissions.size() + jobs.size() + boards.size(); }
+  bool empty() const {
+    return submissions.empty() && jobs.empty() && boards.empty() && logs.empty();
+  }
+  size_t size() const { return submissions.size() + jobs.size() + boards.size() + logs.size(); }
 };
 
 // What a store did on its own to stay healthy, for /metrics; zero where a backend has nothing of
@@ -140,6 +149,10 @@ class Store {
 
   // Jobs matching the filter, in sequence order, at most filter.limit.
   virtual absl::StatusOr<std::vector<StoredJob>> ListJobs(const JobFilter& filter) = 0;
+
+  // The logs of a job's attempts (WriteBatch::logs), by attempt; none for a job without any (or
+  // that is not stored).
+  virtual absl::StatusOr<std::vector<v1::AttemptLog>> GetAttemptLogs(const std::string& job_id) = 0;
 
   // Every job in state QUEUED or RUNNING, in sequence order (for recovery after a restart).
   virtual absl::StatusOr<std::vector<StoredJob>> LoadUnfinishedJobs() = 0;

@@ -1,6 +1,6 @@
 // The Store contract (tracker/store.h) on every backend (store_contract_test_fixture.h): boards,
-// operators and their owners, data across closing and reopening, large jobs with every byte value,
-// 10,000 jobs in one submission, and concurrent callers.
+// operators and their owners, attempt logs, data across closing and reopening, large jobs with
+// every byte value, 10,000 jobs in one submission, and concurrent callers.
 #include <cstdint>
 #include <cstring>
 #include <iostream>
@@ -135,6 +135,48 @@ TEST_P(StoreContractTest, OperatorStatesAreSetReplacedAndDurable) {
   EXPECT_TRUE(MessageDifferencer::Equals(states->at({"gemv", "1"}), readded));
   EXPECT_TRUE(MessageDifferencer::Equals(states->at({"gemv", "2"}), retired));
   EXPECT_TRUE(MessageDifferencer::Equals(states->at({"conv", "1"}), readded));
+}
+
+// Attempt logs travel in write batches beside the jobs they belong to, are kept by (job,
+// attempt) — a log sent again replaces itself —, come back in attempt order, survive a reopen and
+// hold any valid UTF-8 text, 64 KiB of it whole.
+TEST_P(StoreContractTest, AttemptLogsAreStoredByJobAndAttempt) {
+  ASSERT_TRUE(
+      store().InsertSubmission("alice", "req-1", {MakeJob("a", "alice", "m3", "matmul")}).ok());
+  auto none = store().GetAttemptLogs("a");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_THAT(*none, IsEmpty());
+
+  std::string big;
+  while (big.size() < (64 << 10) - 16) big += "trial.c:3: error: «ü» 日本 \x1b[1m\t\n";
+  WriteBatch batch;
+  batch.jobs.push_back(
+      WriteBatch::JobWrite::Of(0, false, MakeJob("a", "alice", "m3", "matmul", v1::RUNNING)));
+  batch.logs.push_back({"a", MakeLog(2, "hp1", "attempt two\n")});
+  batch.logs.push_back({"a", MakeLog(1, "hp0", big)});
+  batch.logs.push_back({"other", MakeLog(1, "hp0", "another job's")});
+  ASSERT_TRUE(store().Apply(batch).ok());
+  // Attempt 2's log sent again, changed.
+  ASSERT_TRUE(store().Apply(LogBatch("a", MakeLog(2, "hp1", "attempt two, again\n"))).ok());
+
+  Reopen();
+  auto logs = store().GetAttemptLogs("a");
+  ASSERT_TRUE(logs.ok()) << logs.status();
+  ASSERT_EQ(logs->size(), 2u);
+  EXPECT_TRUE(MessageDifferencer::Equals((*logs)[0], MakeLog(1, "hp0", big)));
+  EXPECT_TRUE(MessageDifferencer::Equals((*logs)[1], MakeLog(2, "hp1", "attempt two, again\n")));
+  auto other = store().GetAttemptLogs("other");
+  ASSERT_TRUE(other.ok() && other->size() == 1);
+  EXPECT_EQ(other->front().text(), "another job's");
+
+  // A log without its job id is refused, and nothing of its batch is written.
+  WriteBatch bad;
+  bad.logs.push_back({"b", MakeLog(1, "hp0", "kept out")});
+  bad.logs.push_back({"", MakeLog(1, "hp0", "no job")});
+  EXPECT_EQ(store().Apply(bad).code(), absl::StatusCode::kInvalidArgument);
+  auto b = store().GetAttemptLogs("b");
+  ASSERT_TRUE(b.ok());
+  EXPECT_THAT(*b, IsEmpty());
 }
 
 TEST_P(StoreContractTest, DataSurvivesClosingAndReopening) {

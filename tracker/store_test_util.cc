@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -50,6 +51,40 @@ std::vector<std::string> JobIds(const std::vector<StoredJob>& jobs) {
   std::vector<std::string> ids;
   for (const StoredJob& stored : jobs) ids.push_back(stored.job.job_id());
   return ids;
+}
+
+v1::AttemptLog MakeLog(int attempt, const std::string& board_id, const std::string& text) {
+  v1::AttemptLog log;
+  log.set_attempt(attempt);
+  log.set_board_id(board_id);
+  log.set_text(text);
+  return log;
+}
+
+WriteBatch LogBatch(const std::string& job_id, const v1::AttemptLog& log) {
+  WriteBatch batch;
+  batch.logs.push_back({job_id, log});
+  return batch;
+}
+
+absl::Status UpgradedToAttemptLogs(Store& store) {
+  absl::StatusOr<std::optional<StoredJob>> job = store.GetJob("a");
+  if (!job.ok()) return job.status();
+  absl::StatusOr<std::vector<v1::Operator>> ops = store.LoadOperators();
+  if (!ops.ok()) return ops.status();
+  if (!job->has_value() || ops->size() != 1) {
+    return absl::InternalError("the upgrade lost job a or the operator");
+  }
+  absl::StatusOr<std::vector<v1::AttemptLog>> logs = store.GetAttemptLogs("a");
+  if (!logs.ok()) return logs.status();
+  if (!logs->empty()) return absl::InternalError("job a has logs before any was written");
+  if (absl::Status s = store.Apply(LogBatch("a", MakeLog(1, "hp0", "build: ok\n"))); !s.ok()) {
+    return s;
+  }
+  logs = store.GetAttemptLogs("a");
+  if (!logs.ok()) return logs.status();
+  if (logs->size() != 1) return absl::InternalError("the log written is not read back");
+  return absl::OkStatus();
 }
 
 }  // namespace benchfarm::tracker

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "proto/benchfarm.pb.h"
 #include "tracker/store.h"
 
@@ -22,6 +23,15 @@ v1::Job MakeJob(const std::string& job_id, const std::string& client_id,
 
 // The job ids of `jobs`, in order.
 std::vector<std::string> JobIds(const std::vector<StoredJob>& jobs);
+
+// An attempt's log, and a batch of its own writing it for `job_id`.
+v1::AttemptLog MakeLog(int attempt, const std::string& board_id, const std::string& text);
+WriteBatch LogBatch(const std::string& job_id, const v1::AttemptLog& log);
+
+// The upgrade tests' check of a store opened on a schema from before attempt logs that held job
+// "a" and one operator: it still holds them, has no log of "a", and takes one. Else Internal
+// saying what differs (or the store's error).
+absl::Status UpgradedToAttemptLogs(Store& store);
 
 }  // namespace benchfarm::tracker
 

@@ -655,6 +655,15 @@ class Client:
         FAILED_PRECONDITION when it has already finished, NOT_FOUND when there is no such job."""
         return self._call("CancelJob", pb.CancelJobRequest(job_id=job_id)).job
 
+    def logs(self, job_id, attempt=None):
+        """The logs of a job's attempts (README "Per-job logs"): a list of AttemptLog (attempt,
+        board_id, text: the build's command and compiler output, the flash, the link's events and
+        fault lines, the result), by attempt; attempt N: only that one's. Only the job's owner and
+        admins may read them: TrackerError PERMISSION_DENIED for another user's job, NOT_FOUND for
+        a job that does not exist (or an attempt without a log)."""
+        return list(self._call("GetJobLog", pb.GetJobLogRequest(
+            job_id=job_id, attempt=attempt or 0)).logs)
+
     def results(self, op=None, kind=None, state=None, limit=1000, client_id=None, page_size=1000):
         """Jobs from ListResults, oldest first, following its pages: of template op `op`, board
         kind `kind`, JobState `state` ("DONE", pb.DONE, ...) and client (None: every one of each).
