@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -47,6 +48,17 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // A finished job as a point: its median cost (the tracker's stats, or computed from the costs
 // of a result stored before stats existed), +inf when it failed.
+// A message's first line, at most 160 bytes (cut on a UTF-8 boundary).
+std::string FirstLine(absl::string_view message) {
+  std::string line(message.substr(0, message.find('\n')));
+  if (line.size() > 160) {
+    size_t cut = 157;
+    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+    line = line.substr(0, cut) + "...";
+  }
+  return line;
+}
+
 TunePoint PointOf(int64_t index, const v1::Job& job) {
   TunePoint p;
   p.index = index;
@@ -54,6 +66,9 @@ TunePoint PointOf(int64_t index, const v1::Job& job) {
   const v1::Result& r = job.result();
   if (job.state() != v1::DONE || r.error_code() != v1::NO_ERROR || r.costs_s().empty()) {
     p.cost = kInf;
+    p.message = job.state() != v1::DONE          ? "the job was cancelled"
+                : r.error_code() == v1::NO_ERROR ? "no costs reported"
+                                                 : FirstLine(r.message());
     return p;
   }
   p.stats = stats::StatsOf(r);
@@ -63,8 +78,10 @@ TunePoint PointOf(int64_t index, const v1::Job& job) {
   return p;
 }
 
-// " n=3 hw=0.004 u=0 hz=1.68e+08": what a state line keeps of a point's quality.
+// " n=3 hw=0.004 u=0 hz=1.68e+08": what a state line keeps of a point's quality; a failure's
+// " msg=<its first line, web-safe base64>".
 std::string QualityFields(const TunePoint& p) {
+  if (!p.message.empty()) return absl::StrCat(" msg=", absl::WebSafeBase64Escape(p.message));
   if (p.stats.count() == 0) return "";
   return absl::StrCat(" n=", p.stats.count(), " hw=", p.stats.rel_half_width(),
                       " u=", p.stats.unstable() ? 1 : 0, " hz=", p.cpu_hz,
@@ -80,6 +97,7 @@ bool ParsePoint(const std::vector<std::string>& f, size_t first, TunePoint* p) {
   for (size_t i = first + 3; i < f.size(); ++i) {
     std::pair<std::string, std::string> kv = absl::StrSplit(f[i], absl::MaxSplits('=', 1));
     if (kv.first == "emu") p->emulation = kv.second;
+    if (kv.first == "msg") (void)absl::WebSafeBase64Unescape(kv.second, &p->message);
     double v = 0;
     if (!absl::SimpleAtod(kv.second, &v)) continue;
     if (kv.first == "n") p->stats.set_count(static_cast<int32_t>(v));
@@ -395,15 +413,13 @@ std::string PlotSvg(const std::string& title, const std::vector<TunePoint>& poin
   const double w = 640, h = 400, left = 70, right = 20, top = 40, bottom = 50;
   std::vector<double> best;
   double b = kInf;
+  double ymax = 0, ymin = kInf;
   for (const TunePoint& p : points) {
     b = std::min(b, p.cost);
     best.push_back(b * 1e6);
-  }
-  double ymax = 0, ymin = kInf;
-  for (double v : best) {
-    if (std::isfinite(v)) {
-      ymax = std::max(ymax, v);
-      ymin = std::min(ymin, v);
+    if (std::isfinite(p.cost)) {
+      ymax = std::max(ymax, p.cost * 1e6);
+      ymin = std::min(ymin, p.cost * 1e6);
     }
   }
   if (!std::isfinite(ymin)) ymin = 0, ymax = 1;
@@ -439,16 +455,36 @@ std::string PlotSvg(const std::string& title, const std::vector<TunePoint>& poin
   absl::StrAppendFormat(&svg,
                         "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">trials</text>\n"
                         "<text x=\"16\" y=\"%.1f\" transform=\"rotate(-90 16 %.1f)\" "
-                        "text-anchor=\"middle\">best cost (µs per call)</text>\n",
+                        "text-anchor=\"middle\">cost (µs per call)</text>\n",
                         (left + w - right) / 2, h - 10, (top + h - bottom) / 2,
                         (top + h - bottom) / 2);
+  // Every trial: a grey dot at its cost, or a red cross on the top edge for a failure.
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (std::isfinite(points[i].cost)) {
+      absl::StrAppendFormat(&svg,
+                            "<circle class=\"trial\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" "
+                            "fill=\"#999\"/>\n",
+                            x(i), y(points[i].cost * 1e6));
+    } else {
+      absl::StrAppendFormat(&svg,
+                            "<path class=\"failed\" d=\"M%.1f %.1fl6 6m0 -6l-6 6\" "
+                            "stroke=\"#d62728\" stroke-width=\"1.5\"/>\n",
+                            x(i) - 3, top - 3);
+    }
+  }
   std::string line;
   for (size_t i = 0; i < best.size(); ++i) {
     if (!std::isfinite(best[i])) continue;
     absl::StrAppendFormat(&line, "%s%.1f,%.1f", line.empty() ? "" : " ", x(i), y(best[i]));
   }
   absl::StrAppend(&svg, "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"",
-                  line, "\"/>\n</svg>\n");
+                  line, "\"/>\n");
+  absl::StrAppendFormat(
+      &svg,
+      "<text x=\"%.1f\" y=\"24\" text-anchor=\"end\" font-size=\"11\">"
+      "<tspan fill=\"#1f77b4\">— best so far</tspan>  <tspan fill=\"#999\">● a trial</tspan>  "
+      "<tspan fill=\"#d62728\">✕ failed</tspan></text>\n</svg>\n",
+      w - right);
   return svg;
 }
 
@@ -484,11 +520,23 @@ std::string MeasureText(const v1::MeasureOptions& m) {
 // Both rankings of the rechecked configs (`first` in the first run's order, `second` the same
 // configs measured again), whether the top-1 held, and Kendall's tau between the two runs'
 // medians (over the configs measured both times).
-// `confirm`: the second measurement's board kind when it is not `screen`, the search's (two-stage
-// tuning); empty for a recheck on the same kind.
+// "recheck: the top 3 measured again (adaptive, target +-1 %):", or for two-stage tuning
+// (`confirm` not empty) "confirm: the top 3 of the screen on A measured on B (...):".
+std::string RecheckHeading(size_t n, const v1::MeasureOptions& measure, const std::string& screen,
+                           const std::string& confirm) {
+  if (!confirm.empty()) {
+    return absl::StrCat("confirm: the top ", n, " of the screen on ", screen, " measured on ",
+                        confirm, " (", MeasureText(measure), "):\n");
+  }
+  return absl::StrCat("recheck: the top ", n, " measured again (", MeasureText(measure), "):\n");
+}
+
+// The two rankings under RecheckHeading (printed before the measurement). `confirm`: the second
+// measurement's board kind when it is not `screen`, the search's (two-stage tuning); empty for a
+// recheck on the same kind.
 void PrintRecheck(const v1::Operator& op, const std::vector<TunePoint>& first,
-                  const std::vector<TunePoint>& second, const v1::MeasureOptions& measure,
-                  const std::string& screen, const std::string& confirm, std::ostream& out) {
+                  const std::vector<TunePoint>& second, const std::string& screen,
+                  const std::string& confirm, std::ostream& out) {
   const bool two_stage = !confirm.empty();
   const std::string first_run = two_stage ? screen : "first run";
   const std::string second_run = two_stage ? confirm : "second run";
@@ -500,12 +548,6 @@ void PrintRecheck(const v1::Operator& op, const std::vector<TunePoint>& first,
   std::vector<std::string> second_rank(n, "-");
   for (size_t r = 0; r < n; ++r) {
     if (std::isfinite(second[order[r]].cost)) second_rank[order[r]] = absl::StrCat(r + 1);
-  }
-  if (two_stage) {
-    out << "confirm: the top " << n << " of the screen on " << screen << " measured on " << confirm
-        << " (" << MeasureText(measure) << "):\n";
-  } else {
-    out << "recheck: the top " << n << " measured again (" << MeasureText(measure) << "):\n";
   }
   size_t width = first_run.size(), width2 = second_run.size();
   for (size_t i = 0; i < n; ++i) {
@@ -870,6 +912,23 @@ void TuneRun::PrintBest() {
   for (const TunePoint& p : state_.points()) {
     if (p.index == default_index_) row("default", p);
   }
+  // The failed configs, each with its error and the first line of its message.
+  int listed = 0;
+  for (const TunePoint& p : state_.points()) {
+    if (std::isfinite(p.cost)) continue;
+    if (listed == 0) out_ << "failed:\n";
+    if (++listed > 10) continue;
+    std::map<std::string, std::string> values = catalog::KnobsOfIndex(op_.spec(), p.index);
+    std::vector<std::string> knobs;
+    for (const v1::Knob& k : op_.spec().knobs()) {
+      knobs.push_back(absl::StrCat(k.name(), "=", values[k.name()]));
+    }
+    out_ << "  " << absl::StrJoin(knobs, " ") << ": " << v1::ErrorCode_Name(p.error)
+         << (p.message.empty() ? "" : ": ") << p.message << "\n";
+  }
+  if (listed > 10) {
+    out_ << "  ... and " << listed - 10 << " more (farmctl results, farmctl logs JOB)\n";
+  }
   int unstable = 0;
   for (size_t i = 0; i < ranked_.size() && i < 5; ++i) unstable += ranked_[i].stats.unstable();
   if (unstable > 0) {
@@ -913,10 +972,8 @@ absl::Status TuneRun::RunRecheck(const std::vector<TunePoint>& first) {
       RETURN_IF_ERROR(state_.AddRecheckPending(key, first[i].index, resp.job_ids(i)));
     }
   }
-  progress_ << "tune: " << (options_.confirm.empty() ? "recheck" : "confirm on " + options_.confirm)
-            << " of the top " << first.size() << " (" << MeasureText(trial_template.measure())
-            << ")\n"
-            << std::flush;
+  out_ << RecheckHeading(first.size(), trial_template.measure(), options_.kind, options_.confirm)
+       << std::flush;
   RETURN_IF_ERROR(WaitFor(
       [&]() -> const std::map<int64_t, std::string>& { return state_.recheck(key).pending; },
       [&](int64_t index, const v1::Job& job) {
@@ -932,7 +989,7 @@ absl::Status TuneRun::RunRecheck(const std::vector<TunePoint>& first) {
     missing.error = v1::CANCELLED;
     second.push_back(it != state_.recheck(key).done.end() ? it->second : missing);
   }
-  PrintRecheck(op_, first, second, trial_template.measure(), options_.kind, options_.confirm, out_);
+  PrintRecheck(op_, first, second, options_.kind, options_.confirm, out_);
   return absl::OkStatus();
 }
 

@@ -114,6 +114,8 @@ struct TunePoint {
   double cpu_hz = 0;
   // The result's emulation ("qemu-icount": cpu_hz counts instructions per second, not cycles).
   std::string emulation;
+  // A failure's message, its first line (at most 160 bytes); empty for a success.
+  std::string message;
 };
 
 // "12.3 us +-0.4 %[ UNSTABLE][ = 12,345 cycles]" of a point; "failed" for a failed one.
@@ -145,7 +147,8 @@ absl::Status Tune(const TrackerClient& tracker, const catalog::KnobSpace& knobs,
 absl::Status ImportLog(const v1::Operator& op, const TuneOptions& options,
                        const std::string& log_path, std::ostream& out);
 
-// The SVG plot of best-so-far cost (µs) against trial number, in measurement order.
+// The SVG plot against trial number, in measurement order: the best-so-far cost (µs) as a line,
+// every trial's cost as a dot, a failed trial as a red cross on the top edge.
 std::string PlotSvg(const std::string& title, const std::vector<TunePoint>& points);
 
 }  // namespace benchfarm::farmctl

@@ -282,6 +282,46 @@ TEST_F(TuneTest, GridMeasuresTheDefaultFirstThenIndexOrderAndResumes) {
   EXPECT_EQ(records, 20);
 }
 
+// The summary names each failed config with its error code and the first line of its message (kept
+// in the state, so a resumed run names them too); the plot shows every trial, failures included.
+TEST_F(TuneTest, TheSummaryNamesFailedConfigsAndThePlotShowsEveryTrial) {
+  agent_->set_script([](const v1::Trial& trial, v1::ErrorCode* error) {
+    const auto& knobs = trial.op().template_op().knobs();
+    if (knobs.count("tile_m") > 0 && knobs.at("tile_m") == "2") {
+      *error = v1::COMPILE_DEVICE;
+      return std::vector<double>();
+    }
+    return DefaultCosts(trial, error);
+  });
+  std::ostringstream out, progress;
+  ASSERT_TRUE(
+      Tune(client_, catalog::BuiltinKnobSpace(), Options("grid", 8, 8), out, progress).ok());
+  // The default first, then grid order (tile_m fastest: 1, 2, 4, ...): index 1 has tile_m=2.
+  const std::string failed =
+      "failed:\n"
+      "  tile_m=2 tile_n=1 tile_k=1 unroll=1 order=ijk: COMPILE_DEVICE: scripted wrong answer\n";
+  EXPECT_TRUE(absl::StrContains(out.str(), failed)) << out.str();
+  EXPECT_TRUE(absl::StrContains(out.str(), "8 trials, 1 failed")) << out.str();
+  std::ifstream svg(dir_ + "/out/tune-plot.svg");
+  std::stringstream text;
+  text << svg.rdbuf();
+  auto count = [&](const std::string& what) {
+    int n = 0;
+    for (size_t at = text.str().find(what); at != std::string::npos;
+         at = text.str().find(what, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count("class=\"trial\""), 7) << text.str();
+  EXPECT_EQ(count("class=\"failed\""), 1) << text.str();
+  // Resumed: the messages come back from the state.
+  std::ostringstream again, progress2;
+  ASSERT_TRUE(
+      Tune(client_, catalog::BuiltinKnobSpace(), Options("grid", 8, 8), again, progress2).ok());
+  EXPECT_TRUE(absl::StrContains(again.str(), failed)) << again.str();
+}
+
 TEST_F(TuneTest, ModelGuidedSearchFindsAFastConfigAndPlotsIt) {
   std::ostringstream out, progress;
   TuneOptions options = Options("model", 96, 16);
@@ -556,6 +596,9 @@ TEST_F(TuneTest, RecheckComparesTwoRankings) {
   const std::string text = out.str();
   EXPECT_TRUE(absl::StrContains(text, "recheck: the top 3 measured again (adaptive, target +-1 %)"))
       << text;
+  // The heading once, on out (before the measurement), not again on the progress stream.
+  EXPECT_EQ(text.find("recheck: the top"), text.rfind("recheck: the top")) << text;
+  EXPECT_FALSE(absl::StrContains(progress.str(), "recheck")) << progress.str();
   EXPECT_TRUE(absl::StrContains(text,
                                 "top-1 held: no (the first run's #1 is #2 in the second; "
                                 "its #1 was the first run's #2)"))
