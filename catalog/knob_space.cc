@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/json.h"
 #include "base/status_macros.h"
@@ -220,6 +221,60 @@ const v1::Operator* KnobSpace::Find(absl::string_view op) const {
     if (entry.name() == op) return &entry;
   }
   return nullptr;
+}
+
+absl::StatusOr<FeatureProduct> ParseFeature(const v1::OpTemplate& spec, absl::string_view expr) {
+  FeatureProduct product;
+  int factors = 0;
+  for (absl::string_view factor : absl::StrSplit(expr, '*')) {
+    factor = absl::StripAsciiWhitespace(factor);
+    ++factors;
+    int64_t number = 0;
+    if (absl::SimpleAtoi(factor, &number)) {
+      if (number <= 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("\"", expr, "\": ", number, " is not a positive whole number"));
+      }
+      product.constant *= static_cast<double>(number);
+      continue;
+    }
+    int k = 0;
+    for (; k < spec.knobs_size() && spec.knobs(k).name() != factor; ++k) {
+    }
+    if (k == spec.knobs_size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", expr, "\": \"", factor, "\" is neither a knob nor a whole number"));
+    }
+    if (!IsNumeric(spec.knobs(k))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", expr, "\": knob ", factor, " has values that are not integers"));
+    }
+    product.knobs.push_back(k);
+  }
+  if (factors == 0 || product.knobs.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", expr, "\": name at least one knob"));
+  }
+  return product;
+}
+
+absl::Status CheckFeatures(const v1::OpTemplate& spec) {
+  if (spec.features_size() > kMaxFeatures) {
+    return absl::InvalidArgumentError(absl::StrCat("features: more than ", kMaxFeatures));
+  }
+  for (const auto& [name, expr] : spec.features()) {
+    bool identifier = !name.empty() && !absl::ascii_isdigit(static_cast<unsigned char>(name[0]));
+    for (char c : name)
+      identifier &= absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
+    if (!identifier) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("features: \"", name, "\" is not a C identifier"));
+    }
+    absl::StatusOr<FeatureProduct> p = ParseFeature(spec, expr);
+    if (!p.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("features.", name, ": ", p.status().message()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace benchfarm::catalog

@@ -62,6 +62,20 @@ const v1::Knob* FindKnob(const v1::OpTemplate& spec, absl::string_view name);
 // The number of configs: the product of the knobs' value counts (1 for an op without knobs).
 int64_t SpaceSize(const v1::OpTemplate& spec);
 
+// A derived feature (OpTemplate.features): the product of integer knobs' values (`knobs`: their
+// positions in spec.knobs, repeats allowed) and `constant`.
+struct FeatureProduct {
+  std::vector<int> knobs;
+  double constant = 1;
+};
+inline constexpr int kMaxFeatures = 16;
+// "tile_m * tile_n * 2": InvalidArgument naming what is wrong (a factor that is neither a knob
+// with integer values nor a positive whole number; an empty product).
+absl::StatusOr<FeatureProduct> ParseFeature(const v1::OpTemplate& spec, absl::string_view expr);
+// Every spec.features parsed, at most kMaxFeatures, names C identifiers: InvalidArgument
+// "features.NAME: ..." for the first bad one.
+absl::Status CheckFeatures(const v1::OpTemplate& spec);
+
 // The knobs a trial gives, checked building nothing (the tracker's check at submission): every
 // name a knob of the op, every value one the knob allows; a knob left out takes its default, which
 // is one of its values (ValidateUserOperator checks a user's operator; a test, the built-ins).

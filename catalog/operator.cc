@@ -168,6 +168,10 @@ absl::Status ValidateUserOperator(v1::Operator* op) {
   }
   // Compile options: the operator's and its cflag knobs' values.
   RETURN_IF_ERROR(CheckOperatorCflags(*spec));
+  // Derived features for the learned model.
+  if (absl::Status s = CheckFeatures(*spec); !s.ok()) {
+    return Invalid("op.spec", std::string(s.message()));
+  }
   // Arguments.
   if (spec->args_size() < 1 || spec->args_size() > kMaxArgs) {
     return Invalid("op.spec.args", absl::StrCat("need 1..", kMaxArgs, " arguments"));

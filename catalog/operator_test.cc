@@ -91,6 +91,10 @@ TEST(Catalog, BadManifestsNameTheField) {
       {replace(kManifest, "\"dims\"", "\"dimz\""), Files(), "op.json"},
       {kManifest, {{"gemv.c", "x"}, {"../etc", "y"}}, "op.files"},
       {replace(kManifest, "\"K\": 8", "\"K\": 0"), Files(), "op.spec.dims.K"},
+      // Derived features for the learned model: products of integer knobs.
+      {replace(kManifest, "\"sources\"", "\"features\": {\"x\": \"unroll * mode\"}, \"sources\""),
+       Files(),
+       "op.spec: features.x: \"unroll * mode\": knob mode has values that are not integers"},
       // Compile options: the manifest's and a cflag knob's, refused at the door with the cause.
       {replace(kManifest, "\"sources\"",
                "\"cflags\": [\"-O3\", \"-fplugin=evil.so\"], \"sources\""),

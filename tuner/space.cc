@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -31,6 +33,20 @@ Space::Space(v1::OpTemplate spec) : spec_(std::move(spec)) {
     }
     features_.push_back(std::move(f));
   }
+  std::map<std::string, std::string> by_name(spec_.features().begin(), spec_.features().end());
+  for (const auto& [name, expr] : by_name) {
+    absl::StatusOr<catalog::FeatureProduct> p = catalog::ParseFeature(spec_, expr);
+    if (!p.ok()) continue;
+    Derived d;
+    d.product = *std::move(p);
+    for (int k : d.product.knobs) {
+      for (const google::protobuf::Value& v : spec_.knobs(k).values()) {
+        if (std::strtod(catalog::ValueText(v).c_str(), nullptr) <= 0) d.log2 = false;
+      }
+    }
+    num_features_ += d.log2 ? 2 : 1;
+    derived_.push_back(std::move(d));
+  }
 }
 
 int Space::ValueOf(int64_t index, int k) const {
@@ -53,6 +69,18 @@ void Space::AppendFeatures(int64_t index, std::vector<float>* out) const {
       for (int i = 0; i < radix_[k]; ++i) out->push_back(i == v ? 1.0f : 0.0f);
     }
   }
+  for (const Derived& d : derived_) {
+    double value = d.product.constant;
+    for (int k : d.product.knobs) value *= KnobValue(index, k);
+    out->push_back(static_cast<float>(value));
+    if (d.log2) out->push_back(static_cast<float>(std::log2(value)));
+  }
+}
+
+double Space::KnobValue(int64_t index, int k) const {
+  const KnobFeatures& f = features_[k];
+  if (!f.values.empty()) return f.values[ValueOf(index, k)];
+  return std::strtod(catalog::ValueText(spec_.knobs(k).values(ValueOf(index, k))).c_str(), nullptr);
 }
 
 std::string Space::Describe(int64_t index) const {

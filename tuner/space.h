@@ -4,7 +4,11 @@
 //   an integer knob   two features: its value and log2 of its value (log2 only when every value
 //                     of the knob is positive)
 //   a string knob     one-hot: one feature per value, 1 for the config's value
-// A knob with a single value gives no feature.
+//   a derived feature (OpTemplate.features, catalog::ParseFeature: a product of integer knobs)
+//                     its value and log2 of it (when every factor's values are positive), in
+//                     the features' name order after the knobs'
+// A knob with a single value gives no feature; a derived feature that does not parse gives none
+// (catalog::CheckFeatures refuses it at the door).
 //
 // Thread-safety: immutable after construction.
 
@@ -15,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "catalog/knob_space.h"
 #include "proto/knobs.pb.h"
 
 namespace benchfarm::tuner {
@@ -38,6 +43,9 @@ class Space {
   // The features of config `index` appended to `out` (num_features of them).
   void AppendFeatures(int64_t index, std::vector<float>* out) const;
 
+  // An integer knob k's value in config `index`.
+  double KnobValue(int64_t index, int k) const;
+
   // "tile_m=8 tile_n=4 order=ikj".
   std::string Describe(int64_t index) const;
 
@@ -52,6 +60,11 @@ class Space {
   std::vector<int> radix_;
   std::vector<int64_t> stride_;
   std::vector<KnobFeatures> features_;
+  struct Derived {
+    catalog::FeatureProduct product;
+    bool log2 = true;
+  };
+  std::vector<Derived> derived_;
   int64_t size_ = 1;
   int num_features_ = 0;
 };

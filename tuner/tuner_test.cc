@@ -41,6 +41,32 @@ TEST(SpaceTest, FeaturesAndIndices) {
   EXPECT_EQ(space.Describe(space.WithValue(index, 3, 0)), "a=8 b=16 c=8 order=p");
 }
 
+// Derived features a template declares (OpTemplate.features): a product of integer knobs, its
+// value and log2, after the knobs' own, in name order; one that does not parse gives none.
+TEST(SpaceTest, DerivedFeatures) {
+  Table t = SyntheticTable();
+  (*t.spec.mutable_features())["ab"] = "a * b";
+  (*t.spec.mutable_features())["abc2"] = "2 * a * b * c";
+  (*t.spec.mutable_features())["bad"] = "a * order";
+  const Space space(t.spec);
+  EXPECT_EQ(space.num_features(), 2 + 2 + 2 + 3 + 2 + 2);
+  const int64_t index = 3 + 6 * 4 + 36 * 3 + 144 * 2;  // a=8 b=16 c=8 order=r
+  std::vector<float> f;
+  space.AppendFeatures(index, &f);
+  EXPECT_EQ(f, (std::vector<float>{8, 3, 16, 4, 8, 3, 0, 0, 1, 128, 7, 2048, 11}));
+  EXPECT_TRUE(
+      catalog::CheckFeatures(space.spec())
+          .message()
+          .find("features.bad: \"a * order\": knob order has values that are not integers") !=
+      std::string::npos)
+      << catalog::CheckFeatures(space.spec());
+  (*t.spec.mutable_features()).erase("bad");
+  EXPECT_TRUE(catalog::CheckFeatures(t.spec).ok());
+  for (const char* bad : {"", "a * 0", "q * a", "2 * 3"}) {
+    EXPECT_FALSE(catalog::ParseFeature(t.spec, bad).ok()) << bad;
+  }
+}
+
 TEST(TableTest, SyntheticOptimum) {
   const Table t = SyntheticTable();
   ASSERT_EQ(t.cost.size(), 432u);
