@@ -340,7 +340,7 @@ v1::Trial Adaptive(double target, int budget_ms, int max_repeat) {
 TEST_F(AgentTest, AdaptiveTrialsStopAtTheTargetTheBudgetOrMaxRepeatAndSayWhich) {
   StartAgent();
   std::vector<v1::Job> jobs = Run({
-      Adaptive(0.5, 10000, 200),  // +-50 %: reached with the first costs
+      Adaptive(0.5, 10000, 200),  // +-50 %: reached within a few rounds
       Adaptive(1e-9, 10000, 17),  // never reached: max_repeat first
       Adaptive(1e-9, 300, 1000),  // never reached: the budget first
   });
@@ -358,7 +358,11 @@ TEST_F(AgentTest, AdaptiveTrialsStopAtTheTargetTheBudgetOrMaxRepeatAndSayWhich) 
     EXPECT_GT(r.measured().number() * r.stats().median_s(), 5e-4) << r.ShortDebugString();
   }
   EXPECT_EQ(jobs[0].result().measured().stop(), "target");
-  EXPECT_EQ(jobs[0].result().costs_s_size(), device::kAdaptiveMinRepeats);
+  // From kAdaptiveMinRepeats on, judged with the spread between its rounds (of 5, interleaved):
+  // two rounds may not say enough (t with 1 degree of freedom), a few more do.
+  EXPECT_GE(jobs[0].result().costs_s_size(), device::kAdaptiveMinRepeats);
+  EXPECT_EQ(jobs[0].result().measured().round_sizes_size(), jobs[0].result().measured().rounds());
+  EXPECT_EQ(jobs[0].result().stats().rounds(), jobs[0].result().measured().rounds());
   EXPECT_LE(jobs[0].result().stats().rel_half_width(), 0.5);
   EXPECT_EQ(jobs[1].result().measured().stop(), "max_repeat");
   EXPECT_EQ(jobs[1].result().costs_s_size(), 17);

@@ -417,13 +417,24 @@ void BoardWorker::RunBatch(Prepared& batch) {
   for (bool any = true; any;) {
     any = false;
     for (Live& l : live) {
-      if (!l.finished && Round(*image, interleave, l)) any = true;
+      if (l.finished) continue;
+      // The spread between rounds so far, pooled over the batch: its candidates took the same
+      // turns, so they saw the same drift (reported with each result; the tracker widens by it).
+      std::vector<stats::RoundSpread> spreads;
+      if (interleave) {
+        for (const Live& other : live) {
+          spreads.push_back(
+              stats::IntervalOf(other.outcome.costs, other.outcome.round_sizes).spread);
+        }
+      }
+      if (Round(*image, interleave, stats::PoolSpreads(spreads), l)) any = true;
     }
   }
   board_->ReleaseArgs(absl::Now() + options_.connect_timeout);
 }
 
-bool BoardWorker::Round(const Image& image, bool interleave, Live& l) {
+bool BoardWorker::Round(const Image& image, bool interleave, const stats::RoundSpread& pooled,
+                        Live& l) {
   const Item& item = *l.item;
   l.finished = true;  // unless it takes another round
   if (IsCancelled(item.offer.job_id())) return false;
@@ -444,7 +455,7 @@ bool BoardWorker::Round(const Image& image, bool interleave, Live& l) {
   const device::MeasureRequest& q = item.request;
   int chunk;
   if (q.target_rel_ci > 0) {
-    chunk = interleave ? kAdaptiveChunk : device::kAdaptiveMinRepeats;
+    chunk = interleave ? kAdaptiveChunk : device::kAdaptiveRoundSize;
   } else {
     const int repeat = static_cast<int>(q.options.repeat);
     chunk = interleave ? (repeat + kFixedRounds - 1) / kFixedRounds : repeat;
@@ -500,6 +511,9 @@ bool BoardWorker::Round(const Image& image, bool interleave, Live& l) {
     m->set_stop(o.stop);
     m->set_target_rel_ci(q.target_rel_ci);
     m->set_interleaved(interleave && o.rounds > 1);
+    for (int size : o.round_sizes) m->add_round_sizes(size);
+    m->set_batch_round_log_sd(pooled.log_sd);
+    m->set_batch_round_df(pooled.df);
     r.set_wall_over_cpu(o.WallOverCpu());
   } else {
     r.set_error_code(v1::WRONG_ANSWER);

@@ -20,15 +20,24 @@
 //      grid) built into ONE image, measured twice (the board restarted before each pass), each
 //      pass interleaved round by round (device::MeasureRound: a chunk of repeats per candidate
 //      per round); Kendall's tau of the two passes' medians and whether the best is the same.
+//   4. Coverage (issue 37 §5): do the stated intervals hold? A few configs measured adaptively
+//      (+-1 %, interleaved in rounds of 5 as the agent does), idle and beside the hog, then
+//      measured again after other work (the board restarted, the other mode's pass in between): how
+//      often the second median lands inside the first's interval. A/B in the same run, passes
+//      alternating: "old" stops on and states the costs' interval as one sample (stats::Summarize),
+//      "new" on the rounds' (stats::IntervalOf, pooled over the batch as the agent reports it; the
+//      tracker's CostStats). Target 90 %; below it every miss should at least have been flagged
+//      UNSTABLE.
 // Not a test: the figures depend on the machine and what else runs on it (the load average is
 // printed). `./farm bench fidelity`.
 //
 //   fidelity_bench [--runs N] [--quick] [--boards host,qemu,icount,cycles] [--verbose]
-//                  [--crt DIR] [--templates DIR]
-// --quick: one run, 6 repeats, 8 configs, no hog (the smoke test). Finds crt/ and
-// agent/templates/ in its runfiles (or the working directory) by default. A "-" in a table is a
-// figure that could not be taken (the reason is on stderr, and the exit status is 1); "n/a" is a
-// figure that does not apply.
+//                  [--coverage-only] [--pairs N] [--crt DIR] [--templates DIR]
+// --quick: one run, 6 repeats, 8 configs, no hog, coverage of 4 configs once (the smoke test).
+// --coverage-only: table 4 alone; --pairs N: coverage measurement pairs per mode and load (3).
+// Finds crt/ and agent/templates/ in its runfiles (or the working directory) by default. A "-" in a
+// table is a figure that could not be taken (the reason is on stderr, and the exit status is 1);
+// "n/a" is a figure that does not apply.
 
 #include <sched.h>
 #include <signal.h>
@@ -43,6 +52,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -68,6 +78,8 @@
 #include "device/measure.h"
 #include "device/rpc_client.h"
 #include "proto/config.pb.h"
+#include "stats/cost_stats.h"
+#include "stats/round_interval.h"
 #include "stats/summary.h"
 
 namespace benchfarm {
@@ -81,6 +93,10 @@ constexpr int kTuneN = 32;              // the ranking's matmul: knobs.json's de
 constexpr int kTuneRoundChunk = 3;      // repeats per candidate per round (ranking)
 constexpr uint32_t kSampleSeed = 15;    // the configs of the ranking (issue 15)
 const absl::Duration kCallTime = absl::Minutes(10);  // deadline of one measurement
+constexpr int kCoverageChunk = 5;         // repeats per config per round (the agent's adaptive)
+constexpr double kCoverageTarget = 0.01;  // adaptive target (farmctl --target 1)
+constexpr int kCoverageMaxRepeat = 100;
+const absl::Duration kCoverageBudget = absl::Seconds(3);  // per config
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers.
@@ -183,6 +199,9 @@ struct Settings {
   int tune_repeats = 12;  // costs per candidate per ranking pass (in rounds of kTuneRoundChunk)
   bool hog = true;
   bool verbose = false;  // every cell's costs on stderr
+  bool coverage_only = false;
+  int coverage_configs = 8;
+  int pairs = 3;  // coverage: measurement pairs per mode and load
   std::vector<std::string> boards = {"host", "qemu", "icount", "cycles"};
   std::string crt, templates, work;
   std::string plugin;  // the cycle model (the cycles board)
@@ -319,6 +338,15 @@ struct Ranking {
 
 enum Load { kIdle = 0, kHogged = 1 };
 
+// Coverage of one mode under one load: a sample per config per pair.
+struct CoverageCell {
+  int samples = 0, covered = 0, flagged = 0, silent_misses = 0;
+  std::vector<double> half_widths;  // stated, relative
+  std::vector<double> costs;        // taken per config
+  std::vector<double> shifts;       // |second / first - 1|
+  bool failed = false;
+};
+
 struct Figures {
   Kind kind;
   std::string description;  // Board::Description(), pinned CPU
@@ -326,6 +354,7 @@ struct Figures {
   Cell cells[2][2];        // [kernel: 0 ~1 ms, 1 ~50 us][load]
   CalibrationCell cal[2];  // [load]
   Ranking ranking;
+  CoverageCell coverage[2][2];  // [load][mode: 0 old, 1 new]
   std::vector<std::string> errors;
 };
 
@@ -384,30 +413,43 @@ class BoardRun {
     f_->cells[0][kIdle].n = f_->cells[0][kHogged].n = n_long;
     f_->cells[1][kIdle].n = f_->cells[1][kHogged].n = n_short;
 
-    for (int run = 0; run < s_.runs; ++run) {
+    for (int run = 0; run < s_.runs && !s_.coverage_only; ++run) {
       std::fprintf(stderr, "fidelity_bench: %s: run %d of %d (load average %s)\n",
                    f_->kind.key.c_str(), run + 1, s_.runs, LoadAverage().c_str());
       if (run > 0 && !Restart()) return;
-      for (int load : {kIdle, kHogged}) {
-        if (load == kHogged && !s_.hog) continue;
-        Hog hog;
-        if (load == kHogged) {
-          absl::StatusOr<std::vector<int>> allowed = device::AllowedCpus();
-          absl::Status st = hog.Start(allowed.ok() ? *allowed : std::vector<int>{});
-          if (!st.ok()) return Fail("hog", st);
-        }
+      const bool ran = UnderEachLoad([&](int load) {
         for (int kernel = 0; kernel < 2; ++kernel) Repeat(&f_->cells[kernel][load]);
         Calibrate(&f_->cal[load]);
-        hog.Stop();
-      }
+      });
+      if (!ran) return;
     }
-    Rank();
+    if (!s_.coverage_only) Rank();
+    if (!UnderEachLoad([&](int load) { Cover(load); })) return;
     board_->Stop();
   }
 
  private:
   void Fail(const std::string& what, const absl::Status& s) {
     f_->errors.push_back(absl::StrCat(f_->kind.key, ": ", what, ": ", s.message()));
+  }
+
+  // `work(load)` idle, then beside the hog (when it is on); false when the hog would not start.
+  bool UnderEachLoad(const std::function<void(int)>& work) {
+    for (int load : {kIdle, kHogged}) {
+      if (load == kHogged && !s_.hog) continue;
+      Hog hog;
+      if (load == kHogged) {
+        absl::StatusOr<std::vector<int>> allowed = device::AllowedCpus();
+        absl::Status st = hog.Start(allowed.ok() ? *allowed : std::vector<int>{});
+        if (!st.ok()) {
+          Fail("hog", st);
+          return false;
+        }
+      }
+      work(load);
+      hog.Stop();
+    }
+    return true;
   }
 
   // A fresh board (host process or QEMU restarted) running the image.
@@ -559,6 +601,91 @@ class BoardRun {
     r.regret = medians[0][r.best2] / medians[0][r.best1] - 1;
     r.range = Max(medians[0]) / medians[0][r.best1];
   }
+
+  // One interleaved adaptive pass over the first coverage_configs configs (rounds of
+  // kCoverageChunk, as the agent takes them), each judged old or new; the stats the tracker would
+  // store: old, the costs as one sample; new, with the rounds and the batch's pooled spread.
+  std::optional<std::vector<v1::CostStats>> CoveragePass(bool rounds) {
+    if (!Restart()) return std::nullopt;
+    const size_t n = std::min<size_t>(cands_.size(), s_.coverage_configs);
+    std::vector<device::MeasureRequest> reqs;
+    std::vector<device::MeasureOutcome> outs(n);
+    for (size_t i = 0; i < n; ++i) {
+      device::MeasureRequest q = Request(cands_[i], kTuneN, kCoverageMaxRepeat, i == 0);
+      q.target_rel_ci = kCoverageTarget;
+      q.budget = kCoverageBudget;
+      q.rounds_in_interval = rounds;
+      reqs.push_back(q);
+    }
+    for (bool any = true; any;) {
+      any = false;
+      for (size_t i = 0; i < n; ++i) {
+        if (outs[i].done) continue;
+        absl::Status st = device::MeasureRound(*board_->rpc(), reqs[i], kCoverageChunk, &outs[i],
+                                               absl::Now() + kCallTime, nullptr, &board_->timer());
+        if (!st.ok()) {
+          Fail(absl::StrCat("coverage ", cands_[i].function), st);
+          return std::nullopt;
+        }
+        if (!outs[i].matches) {
+          Fail(absl::StrCat("coverage ", cands_[i].function),
+               absl::DataLossError(outs[i].mismatch));
+          return std::nullopt;
+        }
+        any = any || !outs[i].done;
+      }
+    }
+    std::vector<stats::RoundSpread> spreads;
+    for (const device::MeasureOutcome& o : outs) {
+      spreads.push_back(stats::IntervalOf(o.costs, o.round_sizes).spread);
+    }
+    const stats::RoundSpread pooled = stats::PoolSpreads(spreads);
+    std::vector<v1::CostStats> out;
+    for (const device::MeasureOutcome& o : outs) {
+      out.push_back(rounds ? stats::CostStatsOf(o.costs, o.round_sizes, pooled, 0)
+                           : stats::CostStatsOf(o.costs, 0));
+    }
+    return out;
+  }
+
+  // Pairs of passes per mode, alternating A/B (A1 B1 A2 B2, then B1 A1 B2 A2, ...): each mode's
+  // re-measurement comes after the other mode's pass and a board restart.
+  void Cover(int load) {
+    std::fprintf(stderr, "fidelity_bench: %s: coverage %s (load average %s)\n",
+                 f_->kind.key.c_str(), load == kIdle ? "idle" : "beside the hog",
+                 LoadAverage().c_str());
+    for (int pair = 0; pair < s_.pairs; ++pair) {
+      std::optional<std::vector<v1::CostStats>> first[2], second[2];
+      const int order[2] = {pair % 2, 1 - pair % 2};
+      for (int mode : order) {
+        if (!(first[mode] = CoveragePass(mode == 1))) return Failed(load);
+      }
+      for (int mode : order) {
+        if (!(second[mode] = CoveragePass(mode == 1))) return Failed(load);
+      }
+      for (int mode : {0, 1}) {
+        CoverageCell& c = f_->coverage[load][mode];
+        for (size_t i = 0; i < first[mode]->size(); ++i) {
+          const v1::CostStats& a = (*first[mode])[i];
+          const double m = (*second[mode])[i].median_s();
+          const bool in = a.ci_low_s() <= m && m <= a.ci_high_s();
+          c.samples++;
+          c.covered += in;
+          c.flagged += a.unstable();
+          c.silent_misses += !in && !a.unstable();
+          c.half_widths.push_back(a.rel_half_width());
+          c.costs.push_back(a.count());
+          c.shifts.push_back(a.median_s() > 0 ? std::fabs(m / a.median_s() - 1) : 0);
+          if (s_.verbose) {
+            std::fprintf(stderr, "fidelity_bench: %s %s %s: %s then %s: %s\n", f_->kind.key.c_str(),
+                         mode == 0 ? "old" : "new", KnobText(cands_[i]).c_str(),
+                         stats::CostText(a).c_str(), Seconds(m).c_str(), in ? "inside" : "OUTSIDE");
+          }
+        }
+      }
+    }
+  }
+  void Failed(int load) { f_->coverage[load][0].failed = f_->coverage[load][1].failed = true; }
 
   const Settings& s_;
   const catalog::KnobSpace& space_;
@@ -718,6 +845,49 @@ void PrintRanking(const Settings& s, const std::vector<Figures>& all) {
   }
 }
 
+void PrintCoverage(const Settings& s, const std::vector<Figures>& all) {
+  std::printf(
+      "\n4. Coverage (issue 37 sec. 5): %d matmul configs %dx%dx%d measured adaptively (+-%g %%, "
+      "rounds of %d interleaved, at most %d costs or %lld ms each), then again after other work "
+      "(board restarted, the other mode's pass between); %d pair(s) per mode and load, modes "
+      "alternating A/B. old: stop and interval on the costs as one sample; new: on the rounds "
+      "(pooled over the configs).\n   cover: second median inside the first's interval; +- "
+      "med: the median stated half-width; shift med/max: |second/first - 1|; UNSTABLE: first "
+      "results flagged; silent: misses not flagged.\n",
+      s.coverage_configs, kTuneN, kTuneN, kTuneN, kCoverageTarget * 100, kCoverageChunk,
+      kCoverageMaxRepeat, static_cast<long long>(absl::ToInt64Milliseconds(kCoverageBudget)),
+      s.pairs);
+  const std::vector<int> w = {7, 5, 5, 8, 8, 9, 8, 16, 9, 7, 30};
+  PrintRow({"board", "load", "mode", "samples", "cover", "+- med", "costs", "shift med/max",
+            "UNSTABLE", "silent", "target: cover >= 90 %?"},
+           w);
+  for (const Figures& f : all) {
+    for (int load : {kIdle, kHogged}) {
+      if (load == kHogged && !s.hog) continue;
+      for (int mode : {0, 1}) {
+        const CoverageCell& c = f.coverage[load][mode];
+        const bool ok = !c.failed && c.samples > 0;
+        auto pct = [&](int k) { return ok ? Percent(static_cast<double>(k) / c.samples) : "-"; };
+        std::string verdict = "-";
+        if (ok) {
+          const bool met = c.covered >= 0.9 * c.samples;
+          verdict = met ? "yes"
+                    : c.silent_misses == 0
+                        ? "no (every miss flagged UNSTABLE)"
+                        : absl::StrCat("no: UNSTABLE (", c.silent_misses, " silent misses)");
+        }
+        PrintRow({f.kind.key, load == kIdle ? "idle" : "hog", mode == 0 ? "old" : "new",
+                  ok ? absl::StrCat(c.samples) : "-", pct(c.covered),
+                  ok ? Percent(Median(c.half_widths)) : "-",
+                  ok ? absl::StrFormat("%.0f", Median(c.costs)) : "-",
+                  ok ? absl::StrCat(Percent(Median(c.shifts)), "/", Percent(Max(c.shifts))) : "-",
+                  pct(c.flagged), pct(c.silent_misses), verdict},
+                 w);
+      }
+    }
+  }
+}
+
 int Main(int argc, char** argv) {
   Settings s;
   const std::string root = DataRoot(argv[0]);
@@ -732,6 +902,10 @@ int Main(int argc, char** argv) {
       s.quick = true;
     } else if (flag == "--verbose") {
       s.verbose = true;
+    } else if (flag == "--coverage-only") {
+      s.coverage_only = true;
+    } else if (flag == "--pairs" && has_value) {
+      s.pairs = std::max(1, std::atoi(argv[++i]));
     } else if (flag == "--runs" && has_value) {
       s.runs = std::max(1, std::atoi(argv[++i]));
       runs_set = true;
@@ -744,7 +918,7 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: fidelity_bench [--runs N] [--quick] [--boards host,qemu,icount,cycles] "
-                   "[--verbose] [--crt DIR] [--templates DIR]\n");
+                   "[--verbose] [--coverage-only] [--pairs N] [--crt DIR] [--templates DIR]\n");
       return 2;
     }
   }
@@ -754,6 +928,8 @@ int Main(int argc, char** argv) {
     s.configs = 8;
     s.tune_repeats = 6;
     s.hog = false;
+    s.coverage_configs = 4;
+    s.pairs = 1;
   }
   std::vector<Kind> kinds;
   for (const std::string& b : s.boards) {
@@ -805,9 +981,12 @@ int Main(int argc, char** argv) {
     std::printf("  %-7s %s%s%s\n", f.kind.key.c_str(), f.kind.label.c_str(),
                 f.description.empty() ? "" : "; ", f.description.c_str());
   }
-  PrintRepeatability(s, all);
-  PrintCalibration(s, all);
-  PrintRanking(s, all);
+  if (!s.coverage_only) {
+    PrintRepeatability(s, all);
+    PrintCalibration(s, all);
+    PrintRanking(s, all);
+  }
+  PrintCoverage(s, all);
   std::fflush(stdout);
   const std::string cleanup = absl::StrCat("rm -rf '", s.work, "'");
   (void)!std::system(cleanup.c_str());

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "stats/round_interval.h"
 #include "stats/summary.h"
 
 namespace benchfarm::device {
@@ -36,6 +37,12 @@ void Record(const MeasureRequest& request, const CheckReport& report, MeasureOut
       ", the reference ", request.reference, " gives ", FormatValue(report.want, dtype), " (",
       report.mismatches, " of ", request.args.back().Elements(), " elements differ, max error ",
       FormatValue(report.max_abs_error, DlDataType{}), ")");
+}
+
+// The relative half-width the adaptive stop judges.
+double AdaptiveHalfWidth(const MeasureRequest& request, const MeasureOutcome& outcome) {
+  if (!request.rounds_in_interval) return stats::Summarize(outcome.costs).rel_half_width;
+  return stats::IntervalOf(outcome.costs, outcome.round_sizes).rel_half_width;
 }
 
 }  // namespace
@@ -122,6 +129,7 @@ absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chu
                                  costs->instructions.end());
     if (costs->number > 0) outcome->number = costs->number;
     outcome->rounds++;
+    outcome->round_sizes.push_back(static_cast<int>(costs->costs.size()));
     absl::StatusOr<TimerTotals> totals = rpc.GetTimerTotals(deadline);
     if (totals.ok() && totals->cpu_s > 0) {
       outcome->timer_cpu_s += totals->cpu_s;
@@ -133,7 +141,7 @@ absl::Status MeasureRound(RpcClient& rpc, const MeasureRequest& request, int chu
   if (!adaptive) {
     outcome->done = n >= limit;
   } else if (n >= kAdaptiveMinRepeats &&
-             stats::Summarize(outcome->costs).rel_half_width <= request.target_rel_ci) {
+             AdaptiveHalfWidth(request, *outcome) <= request.target_rel_ci) {
     outcome->stop = "target";
     outcome->done = true;
   } else if (n >= limit) {
@@ -150,7 +158,7 @@ absl::StatusOr<MeasureOutcome> Measure(RpcClient& rpc, const MeasureRequest& req
                                        absl::Time deadline, BoardTimer* timer) {
   MeasureOutcome outcome;
   const bool adaptive = request.target_rel_ci > 0;
-  const int chunk = adaptive ? kAdaptiveMinRepeats : static_cast<int>(request.options.repeat);
+  const int chunk = adaptive ? kAdaptiveRoundSize : static_cast<int>(request.options.repeat);
   BoardArgs args;  // one upload for every round
   while (!outcome.done) {
     absl::Status s = MeasureRound(rpc, request, chunk, &outcome, deadline, &args, timer);

@@ -45,9 +45,16 @@ struct MeasureRequest {
   double target_rel_ci = 0;
   absl::Duration budget = absl::Seconds(5);
   int max_repeat = 200;
+  // Adaptive mode judges the target on the interval that counts the spread between rounds
+  // (stats::IntervalOf: what a re-measurement needs). false: on all costs as one sample (the
+  // rule before issue 37 §5; fidelity_bench measures both).
+  bool rounds_in_interval = true;
 };
 
 inline constexpr int kAdaptiveMinRepeats = 10;
+// Costs an adaptive round takes when nothing else decides (Measure): small rounds give the
+// between-round interval enough rounds to judge.
+inline constexpr int kAdaptiveRoundSize = 5;
 
 struct MeasureOutcome {
   std::vector<double> costs;  // seconds per call, one per repeat
@@ -60,8 +67,9 @@ struct MeasureOutcome {
   // Where the first mismatch is, for the message: "output element 3 is 12, the reference
   // dwconv_reference gives 11 (2 of 64 elements differ, max error 1)".
   std::string mismatch;
-  int64_t number = 0;  // calls per repeat (adaptive: as calibrated)
-  int rounds = 0;      // MeasureRound calls that timed
+  int64_t number = 0;            // calls per repeat (adaptive: as calibrated)
+  int rounds = 0;                // MeasureRound calls that timed
+  std::vector<int> round_sizes;  // costs each of them took, in order
   // "fixed", or why adaptive mode stopped: "target", "budget", "max_repeat".
   std::string stop;
   // The board timer's CPU and wall seconds over the timed calls, for boards that time with a CPU

@@ -149,7 +149,8 @@ absl::StatusOr<TimeResult> TimeOperator(device::RpcClient& rpc, device::BoardTim
   result.rounds = outcome.rounds;
   result.stop = outcome.stop;
   result.wall_over_cpu = outcome.WallOverCpu();
-  result.stats = stats::CostStatsOf(result.costs, result.info.timer_resolution_s);
+  result.stats =
+      stats::CostStatsOf(result.costs, outcome.round_sizes, {}, result.info.timer_resolution_s);
   return result;
 }
 
@@ -214,7 +215,10 @@ std::string TimeJson(const TimeResult& r, absl::string_view board) {
                   ", \"ci_high\": ", JsonNumber(s.ci_high_s()),
                   ", \"ci_level\": ", JsonNumber(s.ci_level()),
                   ", \"rel_half_width\": ", JsonNumber(s.rel_half_width()),
-                  ", \"unstable\": ", s.unstable() ? "true" : "false");
+                  ", \"unstable\": ", s.unstable() ? "true" : "false",
+                  ", \"within_rel_half_width\": ", JsonNumber(s.within_rel_half_width()),
+                  ", \"between_rel_half_width\": ", JsonNumber(s.between_rel_half_width()),
+                  ", \"rounds_disagree\": ", s.rounds_disagree() ? "true" : "false");
   std::vector<std::string> cycles, instructions;
   for (double c : r.cycles) cycles.push_back(JsonNumber(c));
   for (double i : r.instructions) instructions.push_back(JsonNumber(i));
@@ -275,6 +279,12 @@ std::string TimeTable(const TimeResult& r, absl::string_view board) {
     absl::StrAppendFormat(&out, "  %-8s [%.3f, %.3f] us at %.1f %%: %s%s\n", "interval",
                           s.ci_low_s() * 1e6, s.ci_high_s() * 1e6, s.ci_level() * 100,
                           stats::PlusMinus(s), s.unstable() ? " UNSTABLE" : "");
+    if (s.rounds() > 1) {
+      absl::StrAppendFormat(
+          &out, "  %-8s within the run +-%.2f %%, between %d rounds +-%.2f %%%s\n", "",
+          s.within_rel_half_width() * 100, s.rounds(), s.between_rel_half_width() * 100,
+          s.rounds_disagree() ? " (the rounds disagree)" : "");
+    }
   }
   absl::StrAppendFormat(&out, "\nresult   %s", stats::CostText(s));
   const bool instructions = r.emulation == "qemu-icount";

@@ -720,6 +720,12 @@ void AppendCosts(const v1::Job& job, std::string* out) {
     std::string interval =
         absl::StrCat("[", SecondsText(s.ci_low_s()), ", ", SecondsText(s.ci_high_s()), "] at ",
                      Percent(s.ci_level()), " (", stats::PlusMinus(s), "; ");
+    if (s.rounds() > 1) {
+      absl::StrAppend(&interval, "within the run +-", Percent(s.within_rel_half_width()),
+                      ", between its ", s.rounds(), " rounds +-",
+                      Percent(s.between_rel_half_width()),
+                      s.rounds_disagree() ? ", the rounds disagree" : "", "; ");
+    }
     absl::StrAppend(&interval, s.unstable() ? "UNSTABLE: " : "",
                     s.unstable_threshold() > 0
                         ? absl::StrCat("unstable past +-", Percent(s.unstable_threshold()))

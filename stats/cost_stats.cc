@@ -1,6 +1,7 @@
 #include "stats/cost_stats.h"
 
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -10,9 +11,17 @@ namespace benchfarm::stats {
 
 v1::CostStats CostStatsOf(absl::Span<const double> costs_s, double timer_resolution_s,
                           double unstable_threshold) {
+  return CostStatsOf(costs_s, {}, {}, timer_resolution_s, unstable_threshold);
+}
+
+v1::CostStats CostStatsOf(absl::Span<const double> costs_s, absl::Span<const int> round_sizes,
+                          RoundSpread pooled, double timer_resolution_s,
+                          double unstable_threshold) {
   v1::CostStats out;
   if (costs_s.empty()) return out;
   const Summary s = Summarize(costs_s);
+  const RoundInterval r = IntervalOf(costs_s, round_sizes, pooled);
+  auto finite = [](double x) { return std::isfinite(x) ? x : 1e9; };
   out.set_count(s.count);
   out.set_mean_s(s.mean);
   out.set_median_s(s.median);
@@ -20,19 +29,32 @@ v1::CostStats CostStatsOf(absl::Span<const double> costs_s, double timer_resolut
   out.set_max_s(s.max);
   out.set_stddev_s(s.stddev);
   out.set_cv(s.cv);
-  out.set_ci_low_s(s.ci_low);
-  out.set_ci_high_s(s.ci_high);
+  out.set_ci_low_s(r.ci_low);
+  out.set_ci_high_s(r.ci_high);
   out.set_ci_level(s.ci_level);
-  out.set_rel_half_width(std::isfinite(s.rel_half_width) ? s.rel_half_width : 1e9);
+  out.set_rel_half_width(finite(r.rel_half_width));
+  out.set_within_rel_half_width(finite(r.within_rel_half_width));
+  out.set_between_rel_half_width(finite(r.between_rel_half_width));
+  out.set_rounds(r.rounds);
+  out.set_rounds_disagree(r.rounds_disagree);
   out.set_unstable_threshold(unstable_threshold);
-  out.set_unstable(s.count >= 2 && out.rel_half_width() > unstable_threshold);
+  out.set_unstable(s.count >= 2 &&
+                   (out.rel_half_width() > unstable_threshold || r.rounds_disagree));
   out.set_timer_resolution_s(timer_resolution_s);
   return out;
 }
 
+v1::CostStats CostStatsOfResult(const v1::Result& result, double unstable_threshold) {
+  const v1::MeasureReport& m = result.measured();
+  const std::vector<int> sizes(m.round_sizes().begin(), m.round_sizes().end());
+  return CostStatsOf(result.costs_s(), sizes,
+                     RoundSpread{m.batch_round_log_sd(), m.batch_round_df()},
+                     result.timer_resolution_s(), unstable_threshold);
+}
+
 v1::CostStats StatsOf(const v1::Result& result) {
   if (result.stats().count() > 0 || result.costs_s().empty()) return result.stats();
-  return CostStatsOf(result.costs_s(), result.timer_resolution_s());
+  return CostStatsOfResult(result);
 }
 
 std::string PlusMinus(const v1::CostStats& stats) {

@@ -11,6 +11,7 @@
 
 #include "absl/types/span.h"
 #include "proto/benchfarm.pb.h"
+#include "stats/round_interval.h"
 
 namespace benchfarm::stats {
 
@@ -18,10 +19,23 @@ namespace benchfarm::stats {
 // differ by a few percent.
 inline constexpr double kDefaultUnstableThreshold = 0.03;
 
-// Of `costs_s` (seconds per call). Unstable when the interval's relative half-width exceeds
-// `unstable_threshold` (from two costs on; one cost says nothing about its spread).
+// Of `costs_s` (seconds per call) taken in one round. Unstable when the interval's relative
+// half-width exceeds `unstable_threshold` (from two costs on; one cost says nothing about its
+// spread).
 v1::CostStats CostStatsOf(absl::Span<const double> costs_s, double timer_resolution_s,
                           double unstable_threshold = kDefaultUnstableThreshold);
+
+// Of costs taken in rounds (`round_sizes`, stats/round_interval.h): the interval is the wider of
+// the within-run and the between-rounds one (widened further by `pooled`, the batch's spread), and
+// the result is also unstable when its rounds disagree.
+v1::CostStats CostStatsOf(absl::Span<const double> costs_s, absl::Span<const int> round_sizes,
+                          RoundSpread pooled, double timer_resolution_s,
+                          double unstable_threshold = kDefaultUnstableThreshold);
+
+// A result's, from its costs and how they were measured (Result.measured: round sizes, the
+// batch's spread): what the tracker stores.
+v1::CostStats CostStatsOfResult(const v1::Result& result,
+                                double unstable_threshold = kDefaultUnstableThreshold);
 
 // A result's stats: its own when it has them (the tracker stored them), else computed from its
 // costs (results stored before stats existed). Empty for a result without costs.

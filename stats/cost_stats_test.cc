@@ -52,6 +52,38 @@ TEST(CostStatsTest, StatsOfOldResultsAreComputed) {
   EXPECT_DOUBLE_EQ(StatsOf(r).median_s(), 5e-3);  // stored stats win
 }
 
+TEST(CostStatsTest, RoundsWidenAndFlag) {
+  // Three tight rounds 4 % apart: as one sample +-2 %; between the rounds much wider, and the
+  // rounds disagree (unstable even under a loose threshold).
+  std::vector<double> costs;
+  for (double level : {1.0, 1.04, 1.02}) {
+    for (double n : {0.999, 1.001, 1.0, 0.998, 1.002}) costs.push_back(1e-3 * level * n);
+  }
+  const v1::CostStats one = CostStatsOf(costs, 0, 0.5);
+  EXPECT_EQ(one.rounds(), 1);
+  EXPECT_EQ(one.within_rel_half_width(), one.rel_half_width());
+  EXPECT_FALSE(one.unstable());
+  const v1::CostStats s = CostStatsOf(costs, std::vector<int>{5, 5, 5}, {}, 0, 0.5);
+  EXPECT_EQ(s.rounds(), 3);
+  EXPECT_DOUBLE_EQ(s.within_rel_half_width(), one.rel_half_width());
+  EXPECT_GT(s.between_rel_half_width(), 0.05);
+  EXPECT_GE(s.rel_half_width(), s.between_rel_half_width() - 1e-12);
+  EXPECT_LT(s.ci_low_s(), one.ci_low_s());
+  EXPECT_GT(s.ci_high_s(), one.ci_high_s());
+  EXPECT_TRUE(s.rounds_disagree());
+  EXPECT_TRUE(s.unstable());
+  // The same through a Result's MeasureReport (what the tracker stores).
+  v1::Result r;
+  for (double c : costs) r.add_costs_s(c);
+  for (int size : {5, 5, 5}) r.mutable_measured()->add_round_sizes(size);
+  EXPECT_DOUBLE_EQ(CostStatsOfResult(r, 0.5).rel_half_width(), s.rel_half_width());
+  EXPECT_DOUBLE_EQ(StatsOf(r).rel_half_width(), s.rel_half_width());
+  // The batch's pooled spread only widens.
+  r.mutable_measured()->set_batch_round_log_sd(0.2);
+  r.mutable_measured()->set_batch_round_df(20);
+  EXPECT_GT(CostStatsOfResult(r, 0.5).rel_half_width(), s.rel_half_width());
+}
+
 TEST(CostStatsTest, SecondsText) {
   EXPECT_EQ(SecondsText(1.5), "1.5 s");
   EXPECT_EQ(SecondsText(0.0012345), "1.234 ms");

@@ -403,8 +403,7 @@ absl::Status JobQueue::ReportResultLocked(const std::string& agent_id, const v1:
   attempt->set_message(report.result().message());
   // The result's quality is the tracker's to compute: it agrees with the costs it describes.
   v1::Result result = report.result();
-  *result.mutable_stats() = stats::CostStatsOf(result.costs_s(), result.timer_resolution_s(),
-                                               options_.unstable_threshold);
+  *result.mutable_stats() = stats::CostStatsOfResult(result, options_.unstable_threshold);
   const std::string board_id = job.job.board_id();
   const std::string job_id = job.job.job_id();
   *ticket = Finish(&job, result, v1::DONE);
