@@ -270,14 +270,19 @@ class FarmCase(unittest.TestCase):
         self.assertAlmostEqual(s.mean_s, sum(costs) / n, delta=1e-12)
         self.assertLessEqual(s.ci_low_s, s.median_s)
         self.assertGreaterEqual(s.ci_high_s, s.median_s)
-        self.assertGreaterEqual(s.ci_low_s, s.min_s)
-        self.assertLessEqual(s.ci_high_s, s.max_s)
+        # The interval covers a re-measurement (the spread between rounds, and between a batch's
+        # candidates, too), so it may reach past this run's costs; never narrower than the
+        # interval inside the run.
+        self.assertGreater(s.ci_low_s, 0.0)
+        self.assertGreaterEqual(s.rel_half_width, s.within_rel_half_width - 1e-12)
         self.assertGreaterEqual(s.rel_half_width, 0.0)
         self.assertAlmostEqual(s.rel_half_width,
                                (s.ci_high_s - s.ci_low_s) / 2 / s.median_s, delta=1e-9)
         self.assertGreater(s.unstable_threshold, 0.0)
         if n >= 2:
-            self.assertEqual(s.unstable, s.rel_half_width > s.unstable_threshold)
+            # UNSTABLE: wider than the threshold, or rounds that disagree beyond their noise.
+            self.assertEqual(s.unstable,
+                             s.rel_half_width > s.unstable_threshold or s.rounds_disagree)
         self.assertEqual(benchfarm.stats_of(job), s)
         text = benchfarm.cost_text(job)
         self.assertRegex(text, r"^[0-9.]+ (ns|us|ms|s) \+-([0-9.]+ %|\?)")
