@@ -20,8 +20,16 @@
 // once by the cycle model (deterministic), written as tuner/table.h's TSV ("# knob" lines, then
 // "index<TAB>cost_s" rows in index order, AutoTVM's numbering). Always the whole space.
 //
+// --op-dir=DIR: a user operator (its op.json and sources, as `farmctl op add DIR` takes them) is
+// measured too: after --ops in the comparison, instead of them with --table. Its candidates are
+// built into images as the agent builds them (agent::UserOperatorUnit, 64 to an image), its
+// arguments have the manifest's dtypes, ranges and default shapes, and every candidate's output is
+// checked against its reference (exactly, for an integer output) before it is timed. A candidate
+// that computes a wrong answer, faults or hangs is a failed config: "inf" in the table, named on
+// stderr (an image that does not build stops the run).
+//
 //   cycles_bench [--quick] [--configs N] [--targets m3,f4] [--ops matmul,conv2d]
-//                [--rounds R] [--crt DIR] [--templates DIR] [--table=FILE]
+//                [--op-dir=DIR] [--rounds R] [--crt DIR] [--templates DIR] [--table=FILE]
 
 #include <unistd.h>
 
@@ -46,11 +54,16 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "agent/firmware.h"
+#include "agent/measure_request.h"
 #include "base/data_roots.h"
+#include "base/files.h"
 #include "base/process_stat.h"
 #include "catalog/knob_space.h"
+#include "catalog/operator.h"
+#include "catalog/trial.h"
 #include "device/board.h"
 #include "device/measure.h"
+#include "google/protobuf/util/json_util.h"
 #include "proto/config.pb.h"
 #include "stats/summary.h"
 #include "tuner/strategy.h"
@@ -85,8 +98,61 @@ struct Settings {
   std::vector<std::string> targets = {"m3", "f4"};
   std::vector<std::string> ops = {"matmul", "conv2d"};
   std::string crt, templates, work, plugin;
-  std::string table;  // --table: write a ground-truth table instead of the three tables
+  std::string table;   // --table: write a ground-truth table instead of the three tables
+  std::string op_dir;  // --op-dir: a user operator's directory, the op measured
+  // The user operator of --op-dir and how each of its candidates is measured (checked, one call;
+  // the function set per candidate).
+  std::optional<v1::Operator> user_op;
+  device::MeasureRequest user_request;
 };
+
+// The user operator in `dir` (op.json and the sources it names, with any headers beside them), as
+// `farmctl op add DIR` reads it; the errors name the file.
+absl::StatusOr<v1::Operator> LoadOperatorDir(const std::string& dir) {
+  const std::string manifest = dir + "/op.json";
+  absl::StatusOr<std::string> json = base::ReadFile(manifest);
+  if (!json.ok()) return json.status();
+  v1::OpTemplate spec;
+  if (!google::protobuf::util::JsonStringToMessage(*json, &spec).ok()) {
+    absl::StatusOr<v1::Operator> op = catalog::OperatorFromManifest(*json, {});
+    return absl::InvalidArgumentError(absl::StrCat(manifest, ": ", op.status().message()));
+  }
+  std::map<std::string, std::string> files;
+  for (const std::string& source : spec.sources()) {
+    absl::StatusOr<std::string> text = base::ReadFile(dir + "/" + source);
+    if (!text.ok()) return text.status();
+    files[source] = *std::move(text);
+  }
+  absl::StatusOr<v1::Operator> op = catalog::OperatorFromManifest(*json, std::move(files));
+  if (!op.ok())
+    return absl::InvalidArgumentError(absl::StrCat(manifest, ": ", op.status().message()));
+  return op;
+}
+
+// Sets s->user_op and s->user_request from s->op_dir: the manifest's default shapes, its dtypes and
+// ranges, data seed 1, outputs checked, one cost of one call.
+absl::Status LoadUserOperator(Settings* s) {
+  absl::StatusOr<v1::Operator> op = LoadOperatorDir(s->op_dir);
+  if (!op.ok()) return op.status();
+  absl::StatusOr<std::vector<std::vector<int64_t>>> shapes = catalog::DefaultShapes(op->spec());
+  if (!shapes.ok()) return shapes.status();
+  absl::StatusOr<catalog::TrialArgs> args = catalog::TemplateArgs(op->spec(), *shapes);
+  if (!args.ok()) return args.status();
+  v1::Trial trial;
+  trial.set_seed(1);
+  trial.set_check_outputs(true);
+  trial.mutable_measure()->set_number(1);
+  trial.mutable_measure()->set_repeat(1);
+  trial.mutable_measure()->set_min_repeat_ms(0);
+  s->user_request = agent::MeasureRequestFor(trial, *args);
+  s->user_request.reference = op->spec().reference_entry();
+  s->user_op = *std::move(op);
+  return absl::OkStatus();
+}
+
+bool IsUserOp(const Settings& s, const std::string& op) {
+  return s.user_op && s.user_op->spec().op() == op;
+}
 
 std::string DataRoot(const char* argv0) {
   const std::string templates = base::FindDataFile(argv0, "agent/templates");
@@ -137,7 +203,14 @@ std::vector<std::vector<int64_t>> Shapes(const std::string& op) {
   return {{1, 4, 16, 16}, {8, 4, 3, 3}, {1, 8, 14, 14}};
 }
 
-device::MeasureRequest Request(const std::string& function, const std::string& op, int number) {
+device::MeasureRequest Request(const Settings& s, const std::string& function,
+                               const std::string& op, int number) {
+  if (IsUserOp(s, op)) {
+    device::MeasureRequest q = s.user_request;
+    q.function = function;
+    q.options.number = number;
+    return q;
+  }
   device::MeasureRequest q;
   q.function = function;
   q.reference = op + "_reference";
@@ -217,7 +290,7 @@ bool Speed(const Settings& s, const Target& t, const device::FirmwareImage& imag
   }
   // One call in each mode first (its arguments uploaded to the board: the UART is slow), and the
   // instructions the calls execute, as the model counts them.
-  device::MeasureRequest q = Request(function, "matmul", number);
+  device::MeasureRequest q = Request(s, function, "matmul", number);
   auto measure = [&](const std::string& mode) -> absl::StatusOr<device::MeasureOutcome> {
     device::Board& b = *boards[mode];
     device::MeasureOutcome o;
@@ -280,7 +353,9 @@ std::optional<device::FirmwareImage> BuildPart(const Settings& s, const Target& 
                                                const std::vector<agent::Candidate>& part,
                                                std::vector<std::string>* errors) {
   absl::StatusOr<agent::Image> image =
-      builder->Build(absl::StrCat(s.templates, "/", t.tmpl), agent::CandidatesUnit(space, part),
+      builder->Build(absl::StrCat(s.templates, "/", t.tmpl),
+                     IsUserOp(s, op) ? agent::UserOperatorUnit(*s.user_op, part)
+                                     : agent::CandidatesUnit(space, part),
                      absl::Now() + absl::Minutes(20));
   if (!image.ok()) {
     errors->push_back(absl::StrCat(t.key, " ", op, ": build: ", image.status().message()));
@@ -290,11 +365,13 @@ std::optional<device::FirmwareImage> BuildPart(const Settings& s, const Target& 
 }
 
 // Each candidate of `part` measured once (one call) on a fresh board of `t` in `mode` running
-// `fw`, its cost (seconds) appended to `costs`. A failed call is an error; with keep_going its
-// cost is tuner::kFailed and the rest are measured, otherwise it returns false there.
+// `fw`, its cost (seconds) appended to `costs`. A failed call (or, for a checked request, a wrong
+// answer) is an error; with `failed` (not null) its cost is tuner::kFailed, the failure goes to
+// `failed` instead and the rest are measured (on a fresh board if the call lost this one),
+// otherwise it returns false there.
 bool MeasurePart(const Settings& s, const Target& t, const std::string& op,
                  v1::QemuMachine::Timing mode, const device::FirmwareImage& fw,
-                 const std::vector<agent::Candidate>& part, bool keep_going,
+                 const std::vector<agent::Candidate>& part, std::vector<std::string>* failed,
                  std::vector<double>* costs, std::vector<std::string>* errors) {
   std::string error;
   std::unique_ptr<device::Board> b = StartBoard(s, t, mode, fw, &error);
@@ -304,15 +381,32 @@ bool MeasurePart(const Settings& s, const Target& t, const std::string& op,
   }
   device::BoardArgs args;
   for (const agent::Candidate& c : part) {
-    device::MeasureRequest q = Request(c.function, op, 1);
+    device::MeasureRequest q = Request(s, c.function, op, 1);
     device::MeasureOutcome o;
     absl::Status st =
         device::MeasureRound(*b->rpc(), q, 1, &o, absl::Now() + kCallTime, &args, &b->timer());
     if (!st.ok() || o.costs.empty()) {
-      errors->push_back(absl::StrCat(t.key, " ", op, " ", c.function, " (", TimingName(mode),
-                                     "): ", st.message()));
-      if (!keep_going) return false;
+      const std::string why = !st.ok()     ? std::string(st.message())
+                              : !o.matches ? absl::StrCat("wrong answer: ", o.mismatch)
+                                           : "no cost";
+      const std::string message =
+          absl::StrCat(t.key, " ", op, " ", c.function, " (", TimingName(mode), "): ", why);
+      if (failed == nullptr) {
+        errors->push_back(message);
+        return false;
+      }
+      std::fprintf(stderr, "cycles_bench: failed: %s\n", message.c_str());
+      failed->push_back(message);
       costs->push_back(tuner::kFailed);  // never the best
+      if (!st.ok()) {                    // a fault, a hang, a lost link: the rest on a fresh board
+        args.Forget();
+        b->Stop();
+        b = StartBoard(s, t, mode, fw, &error);
+        if (b == nullptr) {
+          errors->push_back(absl::StrCat(t.key, " ", TimingName(mode), ": ", error));
+          return false;
+        }
+      }
       continue;
     }
     costs->push_back(o.costs[0]);
@@ -349,7 +443,7 @@ bool Space(const Settings& s, const Target& t, const std::string& op,
     if (!image) return false;
     const device::FirmwareImage& fw = *image;
     for (v1::QemuMachine::Timing mode : {v1::QemuMachine::INSTRUCTIONS, v1::QemuMachine::CYCLES}) {
-      if (!MeasurePart(s, t, op, mode, fw, part, /*keep_going=*/false,
+      if (!MeasurePart(s, t, op, mode, fw, part, /*failed=*/nullptr,
                        mode == v1::QemuMachine::CYCLES ? &row->cycles : &row->instr, errors)) {
         return false;
       }
@@ -374,6 +468,7 @@ bool Table(const Settings& s, const Target& t, const std::string& op,
   tuner::Table table;
   table.spec = entry->spec();
   const int64_t size = catalog::SpaceSize(table.spec);
+  std::vector<std::string> failed;
   for (int64_t first = 0; first < size; first += kCandidatesPerImage) {
     std::vector<agent::Candidate> part;
     for (int64_t i = first; i < std::min<int64_t>(size, first + kCandidatesPerImage); ++i) {
@@ -389,21 +484,30 @@ bool Table(const Settings& s, const Target& t, const std::string& op,
       part.push_back(*c);
     }
     std::optional<device::FirmwareImage> fw = BuildPart(s, t, op, space, builder, part, errors);
-    if (!fw || !MeasurePart(s, t, op, v1::QemuMachine::CYCLES, *fw, part, /*keep_going=*/true,
-                            &table.cost, errors)) {
+    if (!fw ||
+        !MeasurePart(s, t, op, v1::QemuMachine::CYCLES, *fw, part, &failed, &table.cost, errors)) {
       return false;
     }
-    std::fprintf(stderr, "cycles_bench: table %s %s: %zu of %lld measured\n", t.key.c_str(),
-                 op.c_str(), table.cost.size(), static_cast<long long>(size));
+    std::fprintf(stderr, "cycles_bench: table %s %s: %zu of %lld measured, %zu failed\n",
+                 t.key.c_str(), op.c_str(), table.cost.size(), static_cast<long long>(size),
+                 failed.size());
+  }
+  std::vector<std::string> comment = {
+      absl::StrCat("benchfarm tuner ground truth: ", op, " on ", t.label,
+                   ", every config measured once by the cycle model (seconds per call)")};
+  if (IsUserOp(s, op)) {
+    comment.push_back(absl::StrCat(
+        "the user operator ", s.op_dir, " (version ", s.user_op->version(),
+        "), its default shapes, data seed 1; every config's output checked against ",
+        s.user_op->spec().reference_entry(), " first (", failed.size(), " failed: inf)"));
+    comment.push_back(absl::StrCat("regenerate: ./farm bench cycles --table=benchmarks/data/", op,
+                                   "-", t.key, ".tsv --op-dir=", s.op_dir, " --targets=", t.key));
+  } else {
+    comment.push_back(absl::StrCat("regenerate: ./farm bench cycles --table=benchmarks/data/", op,
+                                   "-", t.key, ".tsv --ops=", op, " --targets=", t.key));
   }
   std::ofstream out(path);
-  tuner::WriteTable(
-      table,
-      {absl::StrCat("benchfarm tuner ground truth: ", op, " on ", t.label,
-                    ", every config measured once by the cycle model (seconds per call)"),
-       absl::StrCat("regenerate: ./farm bench cycles --table=benchmarks/data/", op, "-", t.key,
-                    ".tsv --ops=", op, " --targets=", t.key)},
-      out);
+  tuner::WriteTable(table, comment, out);
   out.flush();
   if (!out) {
     errors->push_back(absl::StrCat("cannot write ", path));
@@ -504,11 +608,14 @@ int main(int argc, char** argv) {
       s.templates = value("--templates");
     } else if (!value("--table").empty()) {
       s.table = value("--table");
+    } else if (!value("--op-dir").empty()) {
+      s.op_dir = value("--op-dir");
+      while (s.op_dir.size() > 1 && s.op_dir.back() == '/') s.op_dir.pop_back();
     } else {
       std::fprintf(stderr,
                    "usage: cycles_bench [--quick] [--configs=N] [--targets=m3,f4] "
-                   "[--ops=matmul,conv2d] [--rounds=R] [--crt=DIR] [--templates=DIR] "
-                   "[--table=FILE]\n");
+                   "[--ops=matmul,conv2d] [--op-dir=DIR] [--rounds=R] [--crt=DIR] "
+                   "[--templates=DIR] [--table=FILE]\n");
       return 2;
     }
   }
@@ -517,6 +624,19 @@ int main(int argc, char** argv) {
     s.rounds = 1;
     s.targets = {"m3"};
     s.ops = {"matmul"};
+  }
+  if (!s.op_dir.empty()) {
+    absl::Status loaded = LoadUserOperator(&s);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "cycles_bench: --op-dir: %s\n", std::string(loaded.message()).c_str());
+      return 2;
+    }
+    // The op of a table; beside the built-ins in the comparison.
+    if (s.table.empty()) {
+      s.ops.push_back(s.user_op->spec().op());
+    } else {
+      s.ops = {s.user_op->spec().op()};
+    }
   }
   if (s.plugin.empty()) {
     std::fprintf(stderr,
@@ -531,6 +651,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cycles_bench: %s\n", std::string(space.status().message()).c_str());
     return 1;
   }
+  // The space each op's candidates come from: the built-ins', or the user operator's own.
+  const catalog::KnobSpace user_space(s.user_op ? std::vector<v1::Operator>{*s.user_op}
+                                                : std::vector<v1::Operator>{});
+  auto op_space = [&](const std::string& op) -> const catalog::KnobSpace& {
+    return IsUserOp(s, op) ? user_space : *space;
+  };
   agent::ImageBuilderOptions bo;
   bo.cache_dir = s.work + "/cache";
   bo.scratch_dir = s.work + "/scratch";
@@ -547,7 +673,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "cycles_bench: --table: unknown target %s\n", s.targets[0].c_str());
       return 2;
     }
-    Table(s, *target, s.ops[0], *space, &builder, s.table, &errors);
+    Table(s, *target, s.ops[0], op_space(s.ops[0]), &builder, s.table, &errors);
     for (const std::string& e : errors) std::fprintf(stderr, "cycles_bench: %s\n", e.c_str());
     const std::string cleanup = absl::StrCat("rm -rf '", s.work, "'");
     (void)!std::system(cleanup.c_str());
@@ -576,7 +702,7 @@ int main(int argc, char** argv) {
     }
     for (const std::string& op : s.ops) {
       SpaceRow sr;
-      if (Space(s, t, op, *space, &builder, &sr, &errors)) spaces.push_back(sr);
+      if (Space(s, t, op, op_space(op), &builder, &sr, &errors)) spaces.push_back(sr);
     }
   }
   PrintSpeed(speed);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Smoke test for tuner_bench: a short replay (3 seeds, budgets 16 and 32) of every strategy and
-# of the image-round scheme on every committed table exits 0 and prints a figure in every row; --write-synthetic writes a table
-# the bench reads back.
+# of the image-round scheme on every committed table exits 0 and prints a figure in every row
+# (checked on the M3's matmul, the int8 space dwconv_s8_tiled on the F4 and the synthetic space);
+# --write-synthetic writes a table the bench reads back.
 set -euo pipefail
 source "$(dirname "$0")/smoke_lib.sh"
 tmp="${TEST_TMPDIR:-$(mktemp -d)}"
@@ -10,7 +11,7 @@ run "$out" "$1" --seeds=3 --budgets=16,32
 row() {
   grep -qE "$1" "$out" || fail "no row matching '$1'"
 }
-for space in matmul-m3 synthetic; do
+for space in matmul-m3 dwconv_s8_tiled-f4 synthetic; do
   for strategy in random additive gbt; do
     for budget in 16 32; do
       row "^$space +[0-9]+ +$strategy +$budget +[0-9.]+ +[0-9.]+ +[0-9]+% +[0-9]+ +[0-9.]+s$"
