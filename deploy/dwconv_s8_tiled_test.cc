@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "agent/firmware.h"
 #include "agent/measure_request.h"
+#include "base/data_roots.h"
 #include "base/files.h"
 #include "catalog/knob_space.h"
 #include "catalog/operator.h"
@@ -30,11 +31,8 @@
 namespace benchfarm {
 namespace {
 
-std::string Runfiles(const std::string& path) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir ? srcdir : ".", "/", workspace ? workspace : "benchfarm", "/", path);
-}
+// A file the test ships with (base/data_roots.h: its runfiles).
+std::string Runfiles(const std::string& path) { return base::FindDataFile(nullptr, path); }
 
 std::string TestDir() {
   const std::string dir =

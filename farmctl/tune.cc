@@ -292,7 +292,7 @@ class Searcher {
 
   std::vector<int64_t> Next(int n, const TuneState& state) {
     // A function of the seed and the results: a resumed run picks what the uninterrupted one would.
-    rng_.seed(seed_ ^ (0x9e3779b97f4a7c15ull * (state.points().size() + 1)));
+    rng_.seed(tuner::BatchSeed(seed_, state.points().size()));
     std::vector<int64_t> out;
     auto take = [&](int64_t index) {
       if (static_cast<int>(out.size()) < n && !state.Known(index) &&

@@ -74,8 +74,13 @@ absl::StatusOr<google::protobuf::Value> RunInput(const v1::Operator& op,
 LogLine ParseLogLine(const std::string& line, const v1::OpTemplate& spec,
                      const google::protobuf::Value& want_input, TunePoint* p) {
   google::protobuf::Struct record;
-  if (!google::protobuf::util::JsonStringToMessage(line, &record).ok() ||
-      record.fields().count("input") == 0 || record.fields().count("config") == 0 ||
+  if (!google::protobuf::util::JsonStringToMessage(line, &record).ok()) return LogLine::kMalformed;
+  return ParseRecord(record, spec, want_input, p);
+}
+
+LogLine ParseRecord(const google::protobuf::Struct& record, const v1::OpTemplate& spec,
+                    const google::protobuf::Value& want_input, TunePoint* p) {
+  if (record.fields().count("input") == 0 || record.fields().count("config") == 0 ||
       record.fields().count("result") == 0) {
     return LogLine::kMalformed;
   }
@@ -122,7 +127,7 @@ absl::StatusOr<std::vector<TransferSet>> LoadTransfer(const v1::Operator& op,
       }
       // Read as a record of its own run (its input): any shapes, any board kind.
       TunePoint p;
-      if (ParseLogLine(line, op.spec(), input, &p) != LogLine::kPoint) {
+      if (ParseRecord(record, op.spec(), input, &p) != LogLine::kPoint) {
         ++malformed_here;
         continue;
       }

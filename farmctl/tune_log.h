@@ -32,6 +32,9 @@ enum class LogLine { kPoint, kOtherRun, kMalformed };
 // The line's point (into *p) if it is a record of the run whose records have `want_input`.
 LogLine ParseLogLine(const std::string& line, const v1::OpTemplate& spec,
                      const google::protobuf::Value& want_input, TunePoint* p);
+// The same for a record already parsed.
+LogLine ParseRecord(const google::protobuf::Struct& record, const v1::OpTemplate& spec,
+                    const google::protobuf::Value& want_input, TunePoint* p);
 
 // One run's results from a transfer log: configs and median costs (+inf for a failure).
 using TransferSet = std::vector<std::pair<int64_t, double>>;

@@ -18,10 +18,14 @@ std::vector<int64_t> Strategy::Propose(int n) {
   if (n <= 0) return out;
   // A function of the seed and the results alone: a resumed run (a new strategy told the same
   // results) proposes what the uninterrupted one would.
-  rng_.seed(seed_ ^ (0x9e3779b97f4a7c15ull * (observed_.size() + 1)));
+  rng_.seed(BatchSeed(seed_, observed_.size()));
   Choose(n, &out);
   FillRandom(n, &out);
   return out;
+}
+
+uint64_t BatchSeed(uint64_t seed, size_t results) {
+  return seed ^ (0x9e3779b97f4a7c15ull * (results + 1));
 }
 
 void Strategy::Observe(int64_t index, double cost) {

@@ -110,6 +110,10 @@ class Strategy {
   std::vector<std::pair<int64_t, double>> observed_;
 };
 
+// The seed of a batch's random choices: a function of the run's seed and how many results it holds,
+// so a resumed run (told the same results) makes the choices the uninterrupted one would.
+uint64_t BatchSeed(uint64_t seed, size_t results);
+
 // "random", "additive", "gbt".
 const std::vector<std::string>& StrategyNames();
 // InvalidArgument "unknown strategy \"x\" (one of random, additive, gbt)". `space` must outlive
