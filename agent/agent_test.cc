@@ -363,7 +363,10 @@ TEST_F(AgentTest, AdaptiveTrialsStopAtTheTargetTheBudgetOrMaxRepeatAndSayWhich) 
   EXPECT_GE(jobs[0].result().costs_s_size(), device::kAdaptiveMinRepeats);
   EXPECT_EQ(jobs[0].result().measured().round_sizes_size(), jobs[0].result().measured().rounds());
   EXPECT_EQ(jobs[0].result().stats().rounds(), jobs[0].result().measured().rounds());
-  EXPECT_LE(jobs[0].result().stats().rel_half_width(), 0.5);
+  // The stop judged the interval the tracker states (with the batch's pooled spread between
+  // rounds, MeasureReport.batch_round_log_sd): a result that stopped on the target is within it.
+  EXPECT_LE(jobs[0].result().stats().rel_half_width(), 0.5 + 1e-12)
+      << jobs[0].result().measured().ShortDebugString();
   EXPECT_EQ(jobs[1].result().measured().stop(), "max_repeat");
   EXPECT_EQ(jobs[1].result().costs_s_size(), 17);
   EXPECT_EQ(jobs[2].result().measured().stop(), "budget");

@@ -427,14 +427,14 @@ void BoardWorker::RunBatch(Prepared& batch) {
               stats::IntervalOf(other.outcome.costs, other.outcome.round_sizes).spread);
         }
       }
-      if (Round(*image, interleave, stats::PoolSpreads(spreads), l)) any = true;
+      l.outcome.batch_spread = stats::PoolSpreads(spreads);
+      if (Round(*image, interleave, l)) any = true;
     }
   }
   board_->ReleaseArgs(absl::Now() + options_.connect_timeout);
 }
 
-bool BoardWorker::Round(const Image& image, bool interleave, const stats::RoundSpread& pooled,
-                        Live& l) {
+bool BoardWorker::Round(const Image& image, bool interleave, Live& l) {
   const Item& item = *l.item;
   l.finished = true;  // unless it takes another round
   if (IsCancelled(item.offer.job_id())) return false;
@@ -512,8 +512,8 @@ bool BoardWorker::Round(const Image& image, bool interleave, const stats::RoundS
     m->set_target_rel_ci(q.target_rel_ci);
     m->set_interleaved(interleave && o.rounds > 1);
     for (int size : o.round_sizes) m->add_round_sizes(size);
-    m->set_batch_round_log_sd(pooled.log_sd);
-    m->set_batch_round_df(pooled.df);
+    m->set_batch_round_log_sd(o.batch_spread.log_sd);
+    m->set_batch_round_df(o.batch_spread.df);
     r.set_wall_over_cpu(o.WallOverCpu());
   } else {
     r.set_error_code(v1::WRONG_ANSWER);

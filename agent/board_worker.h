@@ -121,9 +121,9 @@ class BoardWorker {
   void StartBuild(Prepared& prepared, BuildUnit unit);
   void RunBatch(Prepared& batch);
   // One round of a trial's measurement, the image put on the board first; the trial is reported
-  // when it ends (finished), with `pooled` (the batch's spread between rounds so far). True when it
-  // takes another round.
-  bool Round(const Image& image, bool interleave, const stats::RoundSpread& pooled, Live& trial);
+  // when it ends (finished), with its outcome's batch_spread (the batch's spread between rounds so
+  // far, which its adaptive stop also judges by). True when it takes another round.
+  bool Round(const Image& image, bool interleave, Live& trial);
   // Flash economy: when the board's images may hold the tuning run's whole candidate pool
   // (first.image_pool, config.image_candidates), `candidates` becomes that pool plus the batch,
   // in a fixed order, so every batch of the run shares one image. Otherwise unchanged.

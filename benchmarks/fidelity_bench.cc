@@ -341,6 +341,7 @@ enum Load { kIdle = 0, kHogged = 1 };
 // Coverage of one mode under one load: a sample per config per pair.
 struct CoverageCell {
   int samples = 0, covered = 0, flagged = 0, silent_misses = 0;
+  int contended = 0;                // flagged because the board shared its CPU (wall/CPU)
   std::vector<double> half_widths;  // stated, relative
   std::vector<double> costs;        // taken per config
   std::vector<double> shifts;       // |second / first - 1|
@@ -617,10 +618,20 @@ class BoardRun {
       q.rounds_in_interval = rounds;
       reqs.push_back(q);
     }
+    auto pool = [&] {
+      std::vector<stats::RoundSpread> spreads;
+      for (const device::MeasureOutcome& o : outs) {
+        spreads.push_back(stats::IntervalOf(o.costs, o.round_sizes).spread);
+      }
+      return stats::PoolSpreads(spreads);
+    };
     for (bool any = true; any;) {
       any = false;
       for (size_t i = 0; i < n; ++i) {
         if (outs[i].done) continue;
+        // As the agent does (board_worker.cc): the new stop judges the interval with the batch's
+        // spread so far, the one the tracker states.
+        if (rounds) outs[i].batch_spread = pool();
         absl::Status st = device::MeasureRound(*board_->rpc(), reqs[i], kCoverageChunk, &outs[i],
                                                absl::Now() + kCallTime, nullptr, &board_->timer());
         if (!st.ok()) {
@@ -635,14 +646,12 @@ class BoardRun {
         any = any || !outs[i].done;
       }
     }
-    std::vector<stats::RoundSpread> spreads;
-    for (const device::MeasureOutcome& o : outs) {
-      spreads.push_back(stats::IntervalOf(o.costs, o.round_sizes).spread);
-    }
-    const stats::RoundSpread pooled = stats::PoolSpreads(spreads);
     std::vector<v1::CostStats> out;
     for (const device::MeasureOutcome& o : outs) {
-      out.push_back(rounds ? stats::CostStatsOf(o.costs, o.round_sizes, pooled, 0)
+      // new: as the tracker judges a Result (the rounds, the batch's spread at the candidate's
+      // last round as the agent reports it, the board's wall/CPU).
+      out.push_back(rounds ? stats::CostStatsOf(o.costs, o.round_sizes, o.batch_spread, 0,
+                                                stats::kDefaultUnstableThreshold, o.WallOverCpu())
                            : stats::CostStatsOf(o.costs, 0));
     }
     return out;
@@ -672,6 +681,7 @@ class BoardRun {
           c.samples++;
           c.covered += in;
           c.flagged += a.unstable();
+          c.contended += a.contended();
           c.silent_misses += !in && !a.unstable();
           c.half_widths.push_back(a.rel_half_width());
           c.costs.push_back(a.count());
@@ -853,13 +863,14 @@ void PrintCoverage(const Settings& s, const std::vector<Figures>& all) {
       "alternating A/B. old: stop and interval on the costs as one sample; new: on the rounds "
       "(pooled over the configs).\n   cover: second median inside the first's interval; +- "
       "med: the median stated half-width; shift med/max: |second/first - 1|; UNSTABLE: first "
-      "results flagged; silent: misses not flagged.\n",
+      "results flagged (contended: of them, because the board shared its CPU: wall/CPU > %.2f); "
+      "silent: misses not flagged.\n",
       s.coverage_configs, kTuneN, kTuneN, kTuneN, kCoverageTarget * 100, kCoverageChunk,
       kCoverageMaxRepeat, static_cast<long long>(absl::ToInt64Milliseconds(kCoverageBudget)),
-      s.pairs);
-  const std::vector<int> w = {7, 5, 5, 8, 8, 9, 8, 16, 9, 7, 30};
+      s.pairs, stats::kContendedWallOverCpu);
+  const std::vector<int> w = {7, 5, 5, 8, 8, 9, 8, 16, 9, 10, 7, 30};
   PrintRow({"board", "load", "mode", "samples", "cover", "+- med", "costs", "shift med/max",
-            "UNSTABLE", "silent", "target: cover >= 90 %?"},
+            "UNSTABLE", "contended", "silent", "target: cover >= 90 %?"},
            w);
   for (const Figures& f : all) {
     for (int load : {kIdle, kHogged}) {
@@ -881,7 +892,7 @@ void PrintCoverage(const Settings& s, const std::vector<Figures>& all) {
                   ok ? Percent(Median(c.half_widths)) : "-",
                   ok ? absl::StrFormat("%.0f", Median(c.costs)) : "-",
                   ok ? absl::StrCat(Percent(Median(c.shifts)), "/", Percent(Max(c.shifts))) : "-",
-                  pct(c.flagged), pct(c.silent_misses), verdict},
+                  pct(c.flagged), pct(c.contended), pct(c.silent_misses), verdict},
                  w);
       }
     }

@@ -42,7 +42,7 @@ void Record(const MeasureRequest& request, const CheckReport& report, MeasureOut
 // The relative half-width the adaptive stop judges.
 double AdaptiveHalfWidth(const MeasureRequest& request, const MeasureOutcome& outcome) {
   if (!request.rounds_in_interval) return stats::Summarize(outcome.costs).rel_half_width;
-  return stats::IntervalOf(outcome.costs, outcome.round_sizes).rel_half_width;
+  return stats::IntervalOf(outcome.costs, outcome.round_sizes, outcome.batch_spread).rel_half_width;
 }
 
 }  // namespace

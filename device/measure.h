@@ -18,6 +18,7 @@
 #include "device/board_args.h"
 #include "device/board_timer.h"
 #include "device/rpc_client.h"
+#include "stats/round_interval.h"
 
 namespace benchfarm::device {
 
@@ -76,7 +77,11 @@ struct MeasureOutcome {
   // clock (benchfarm.TimerTotals); 0 when the board does not say.
   double timer_cpu_s = 0, timer_wall_s = 0;
   absl::Duration timing_spent;  // host time spent in timing calls (adaptive budget)
-  bool done = false;            // every cost taken (or a stop rule fired, or a mismatch)
+  // The spread between rounds of the batch this candidate takes turns with, pooled over its
+  // candidates so far (stats::PoolSpreads; set by the caller before each round, df 0: none).
+  // The adaptive stop judges the interval the tracker will state, which widens by it.
+  stats::RoundSpread batch_spread;
+  bool done = false;  // every cost taken (or a stop rule fired, or a mismatch)
 
   // Wall time / CPU time over the timed calls; 0 when the board does not say.
   double WallOverCpu() const { return timer_cpu_s > 0 ? timer_wall_s / timer_cpu_s : 0; }

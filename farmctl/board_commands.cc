@@ -150,7 +150,8 @@ absl::StatusOr<TimeResult> TimeOperator(device::RpcClient& rpc, device::BoardTim
   result.stop = outcome.stop;
   result.wall_over_cpu = outcome.WallOverCpu();
   result.stats =
-      stats::CostStatsOf(result.costs, outcome.round_sizes, {}, result.info.timer_resolution_s);
+      stats::CostStatsOf(result.costs, outcome.round_sizes, {}, result.info.timer_resolution_s,
+                         stats::kDefaultUnstableThreshold, result.wall_over_cpu);
   return result;
 }
 

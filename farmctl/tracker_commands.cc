@@ -726,6 +726,10 @@ void AppendCosts(const v1::Job& job, std::string* out) {
                       Percent(s.between_rel_half_width()),
                       s.rounds_disagree() ? ", the rounds disagree" : "", "; ");
     }
+    if (s.contended()) {
+      absl::StrAppendFormat(&interval, "the board shared its CPU (wall/CPU %.2f); ",
+                            r.wall_over_cpu());
+    }
     absl::StrAppend(&interval, s.unstable() ? "UNSTABLE: " : "",
                     s.unstable_threshold() > 0
                         ? absl::StrCat("unstable past +-", Percent(s.unstable_threshold()))

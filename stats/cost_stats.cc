@@ -15,8 +15,8 @@ v1::CostStats CostStatsOf(absl::Span<const double> costs_s, double timer_resolut
 }
 
 v1::CostStats CostStatsOf(absl::Span<const double> costs_s, absl::Span<const int> round_sizes,
-                          RoundSpread pooled, double timer_resolution_s,
-                          double unstable_threshold) {
+                          RoundSpread pooled, double timer_resolution_s, double unstable_threshold,
+                          double wall_over_cpu) {
   v1::CostStats out;
   if (costs_s.empty()) return out;
   const Summary s = Summarize(costs_s);
@@ -37,9 +37,10 @@ v1::CostStats CostStatsOf(absl::Span<const double> costs_s, absl::Span<const int
   out.set_between_rel_half_width(finite(r.between_rel_half_width));
   out.set_rounds(r.rounds);
   out.set_rounds_disagree(r.rounds_disagree);
+  out.set_contended(wall_over_cpu > kContendedWallOverCpu);
   out.set_unstable_threshold(unstable_threshold);
-  out.set_unstable(s.count >= 2 &&
-                   (out.rel_half_width() > unstable_threshold || r.rounds_disagree));
+  out.set_unstable(s.count >= 2 && (out.rel_half_width() > unstable_threshold ||
+                                    r.rounds_disagree || out.contended()));
   out.set_timer_resolution_s(timer_resolution_s);
   return out;
 }
@@ -49,7 +50,7 @@ v1::CostStats CostStatsOfResult(const v1::Result& result, double unstable_thresh
   const std::vector<int> sizes(m.round_sizes().begin(), m.round_sizes().end());
   return CostStatsOf(result.costs_s(), sizes,
                      RoundSpread{m.batch_round_log_sd(), m.batch_round_df()},
-                     result.timer_resolution_s(), unstable_threshold);
+                     result.timer_resolution_s(), unstable_threshold, result.wall_over_cpu());
 }
 
 v1::CostStats StatsOf(const v1::Result& result) {

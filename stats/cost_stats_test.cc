@@ -84,6 +84,33 @@ TEST(CostStatsTest, RoundsWidenAndFlag) {
   EXPECT_GT(CostStatsOfResult(r, 0.5).rel_half_width(), s.rel_half_width());
 }
 
+TEST(CostStatsTest, ABoardThatSharedItsCpuIsContendedAndUnstable) {
+  // Tight costs in agreeing rounds: stable on their own, however the board's CPU was shared.
+  std::vector<double> costs;
+  for (int round = 0; round < 3; ++round) {
+    for (double n : {0.999, 1.001, 1.0, 0.998, 1.002}) costs.push_back(1e-3 * n);
+  }
+  v1::Result r;
+  for (double c : costs) r.add_costs_s(c);
+  for (int size : {5, 5, 5}) r.mutable_measured()->add_round_sizes(size);
+  for (double ratio : {0.0, 1.0, 1.02, kContendedWallOverCpu}) {
+    r.set_wall_over_cpu(ratio);
+    const v1::CostStats s = CostStatsOfResult(r);
+    EXPECT_FALSE(s.contended()) << ratio;
+    EXPECT_FALSE(s.unstable()) << ratio;
+  }
+  // Its thread waited for the CPU: the costs moved with the other load whatever they say.
+  r.set_wall_over_cpu(1.9);
+  const v1::CostStats s = CostStatsOfResult(r);
+  EXPECT_TRUE(s.contended());
+  EXPECT_TRUE(s.unstable());
+  EXPECT_FALSE(s.rounds_disagree());
+  EXPECT_LT(s.rel_half_width(), 0.01);  // the interval itself is unchanged: the flag says it
+  EXPECT_EQ(CostText(s).substr(CostText(s).size() - 9), " UNSTABLE");
+  // One cost says nothing about anything (as with the threshold).
+  EXPECT_FALSE(CostStatsOf(std::vector<double>{1e-3}, {}, {}, 0, 0.03, 1.9).unstable());
+}
+
 TEST(CostStatsTest, SecondsText) {
   EXPECT_EQ(SecondsText(1.5), "1.5 s");
   EXPECT_EQ(SecondsText(0.0012345), "1.234 ms");

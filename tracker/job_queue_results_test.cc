@@ -139,7 +139,7 @@ TEST_F(JobQueueTest, StoredResultsCarryStatsComputedFromTheirCosts) {
   Restart(options);
   v1::Trial t = MakeTrial();
   t.mutable_measure()->set_repeat(10);
-  auto ids = Submit({t, t});
+  auto ids = Submit({t, t, t});
   ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
   // Steady costs, and a lie in the agent's own stats that the tracker replaces.
   v1::JobOffer o = TakeOne("a");
@@ -170,6 +170,20 @@ TEST_F(JobQueueTest, StoredResultsCarryStatsComputedFromTheirCosts) {
   EXPECT_EQ(s.unstable_threshold(), 0.05);
   EXPECT_GT(s.rel_half_width(), 0.05);
   EXPECT_EQ(queue_->Stats().unstable_results, 1);  // benchfarm_tracker_unstable_results_total
+  // Steady costs from a board that shared its CPU while timing (issue 37 sec. 5): contended.
+  o = TakeOne("a");
+  r = Ok(o, 1.00e-3);
+  for (double c :
+       {0.99e-3, 1.01e-3, 1.00e-3, 1.00e-3, 0.99e-3, 1.01e-3, 1.00e-3, 1.00e-3, 1.00e-3}) {
+    r.mutable_result()->add_costs_s(c);
+  }
+  r.mutable_result()->set_wall_over_cpu(1.8);
+  ASSERT_TRUE(queue_->ReportResult("a", r).ok());
+  s = queue_->GetJob(ids[2])->result().stats();
+  EXPECT_NEAR(s.rel_half_width(), 0.01, 1e-9);
+  EXPECT_TRUE(s.contended());
+  EXPECT_TRUE(s.unstable());
+  EXPECT_EQ(queue_->Stats().unstable_results, 2);
 }
 
 TEST_F(JobQueueTest, AdaptiveTrialsMayReportUpToMaxRepeatCosts) {
