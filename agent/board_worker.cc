@@ -528,12 +528,15 @@ std::optional<TrialError> BoardWorker::EnsureImage(const Image& image, const Ite
                                                    v1::StageTimes* stages, bool first,
                                                    AttemptLog* log) {
   device::FirmwareImage fw{image.path, image.hash};
+  // A flash after a reset (a hang, a fault, a failed flash or calibration) says so.
+  const bool after_reset = reset_pending_;
   device::EnsureOutcome out = board_->EnsureImage(fw, absl::Now() + options_.connect_timeout);
   const std::string& job_id = item.offer.job_id();
   if (out.flashed) {
     Event(job_id, log,
           absl::StrCat("flash: image ", image.hash, " put on ", board_->Description(), " in ",
-                       absl::FormatDuration(out.flash_time)));
+                       absl::FormatDuration(out.flash_time),
+                       after_reset ? " (after the board's reset)" : ""));
   }
   if (!out.flash_output.empty()) log->Add(out.flash_output);
   if (out.skipped && first) {

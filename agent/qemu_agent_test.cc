@@ -6,7 +6,9 @@
 // A candidate that faults on the chip (a NULL write caught by the MPU, TVMPlatformAbort) gets
 // DEVICE_RESET with the fault named in the message (the faulting function, file and line from the
 // image's debug information), and the next trial on the board succeeds; a hang gets RUN_TIMEOUT
-// and a reset; an image too big for the part's flash is COMPILE_DEVICE with the linker's numbers;
+// and a reset; each attempt's log has QEMU's start (its command line and output) and says when a
+// flash follows a reset of the board; an image too big for the part's flash is COMPILE_DEVICE
+// with the linker's numbers;
 // a C source trial's own compile options build; a tuning batch of 16 candidates is one build and
 // one flash, and its costs say they are emulated. The host-process board keeps serving its own jobs
 // meanwhile; a board whose QEMU is missing (FLASH_ERROR) or that never answers (SESSION_ERROR) gets
@@ -170,6 +172,19 @@ class QemuAgentTest : public ::testing::Test {
     return jobs.ok() ? *jobs : std::vector<v1::Job>{};
   }
 
+  // Every attempt's log of the job, one after another.
+  std::string Logs(const std::string& job_id) {
+    v1::GetJobLogRequest req;
+    req.set_job_id(job_id);
+    v1::GetJobLogResponse resp;
+    grpc::ClientContext context;
+    const grpc::Status s = tracker_->client()->GetJobLog(&context, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    std::string text;
+    for (const v1::AttemptLog& log : resp.logs()) text += log.text();
+    return text;
+  }
+
  protected:
   std::string dir_;
   std::unique_ptr<testing::InProcessTracker> tracker_;
@@ -219,6 +234,19 @@ TEST_F(QemuAgentTest, FaultsAreNamedHangsAreResetAndTheBoardServesTheNextTrial) 
     EXPECT_EQ(jobs[i].result().costs_s_size(), 2);
   }
   for (const v1::Job& j : jobs) EXPECT_EQ(j.result().attempts(), 1) << j.DebugString();
+  // A job whose trial started QEMU has QEMU's start in its log (the command line, what QEMU
+  // printed); a flash after the faults' and the hang's resets says it follows a reset.
+  int flashed = 0, restarted = 0;
+  for (int i = 0; i < 6; ++i) {
+    const std::string log = Logs(jobs[i].job_id());
+    if (!absl::StrContains(log, "flash: image ")) continue;
+    ++flashed;
+    EXPECT_TRUE(absl::StrContains(log, " $ qemu-system-arm -M mps2-an385 ")) << log;
+    EXPECT_TRUE(absl::StrContains(log, "char device redirected to /dev/pts/")) << log;
+    restarted += absl::StrContains(log, "(after the board's reset)");
+  }
+  EXPECT_GE(flashed, 2);
+  EXPECT_GE(restarted, 1);
 }
 
 // A broken board of `kind` (`board_id`) beside working ones: its trial ends in `code` with a

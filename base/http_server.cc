@@ -1,9 +1,6 @@
 // HttpServer: see http_server.h.
 #include "base/http_server.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -25,12 +22,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "base/os_error.h"
 #include "base/status_macros.h"
+#include "base/tcp_listen.h"
 #include "spdlog/spdlog.h"
 
 namespace benchfarm::base {
@@ -46,57 +43,11 @@ constexpr int kDrainBatch = 16;
 // How long accepting stops when accept() finds no descriptor and no connection to give one back.
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 
-// accept()'s errors for a connection that failed before it was accepted (accept(2): Linux
-// passes the connection's pending network error on): the next one may succeed.
-bool FailedBeforeAccept(int err) {
-  switch (err) {
-    case ECONNABORTED:
-    case EPROTO:
-    case ENETDOWN:
-    case ENOPROTOOPT:
-    case EHOSTDOWN:
-    case ENONET:
-    case EHOSTUNREACH:
-    case EOPNOTSUPP:
-    case ENETUNREACH:
-      return true;
-  }
-  return false;
-}
-
 void CloseFd(int fd) {
   // On Linux the descriptor is released even when close() reports EINTR.
   if (close(fd) != 0 && errno != EINTR) {
     spdlog::warn("http server: close({}): {}", fd, ErrnoText(errno));
   }
-}
-
-// "HOST:PORT" or "[IPv6]:PORT" -> {host, port}.
-absl::StatusOr<std::pair<std::string, std::string>> SplitAddress(const std::string& address) {
-  std::string host;
-  absl::string_view rest;
-  if (absl::StartsWith(address, "[")) {
-    const size_t close = address.find(']');
-    if (close == std::string::npos) {
-      return absl::InvalidArgumentError("no ']' after '['");
-    }
-    host = address.substr(1, close - 1);
-    rest = absl::string_view(address).substr(close + 1);
-  } else {
-    const size_t colon = address.find(':');
-    if (colon == std::string::npos) {
-      return absl::InvalidArgumentError("no port (HOST:PORT)");
-    }
-    host = address.substr(0, colon);
-    rest = absl::string_view(address).substr(colon);
-  }
-  int port = -1;
-  if (host.empty() || !absl::ConsumePrefix(&rest, ":") || rest.empty() ||
-      !std::all_of(rest.begin(), rest.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-      !absl::SimpleAtoi(rest, &port) || port > 65535) {
-    return absl::InvalidArgumentError("not HOST:PORT or [IPv6]:PORT with a port up to 65535");
-  }
-  return std::make_pair(host, std::string(rest));
 }
 
 const char* Reason(int status) {
@@ -151,7 +102,8 @@ class HttpServer::Loop {
 
   ~Loop() {
     for (const auto& [fd, connection] : connections_) CloseFd(fd);
-    for (int fd : {listener_, epoll_, wake_}) {
+    for (int fd : listeners_) CloseFd(fd);
+    for (int fd : {epoll_, wake_}) {
       if (fd >= 0) CloseFd(fd);
     }
   }
@@ -188,9 +140,9 @@ class HttpServer::Loop {
   Place NewPlace(int fd, SteadyClock::time_point now) {
     return {now + timeout_, next_order_++, fd};
   }
-  void Accept(SteadyClock::time_point now);
-  // Whether the listener has a connection to accept (poll(), which needs no descriptor).
-  bool ConnectionWaiting();
+  void Accept(int listener, SteadyClock::time_point now);
+  // Whether `listener` has a connection to accept (poll(), which needs no descriptor).
+  bool ConnectionWaiting(int listener);
   void PauseAccepting(SteadyClock::time_point now);
   void ResumeAccepting();
   // Closes the idle connection nearest its deadline, else the answered one nearest it. False
@@ -211,7 +163,7 @@ class HttpServer::Loop {
   const HttpResource resource_;
   const SteadyClock::duration timeout_;
   const size_t max_connections_;
-  int listener_ = -1;
+  std::vector<int> listeners_;  // one per address the host resolves to (ListenTcp)
   int epoll_ = -1;
   int wake_ = -1;
   int port_ = 0;
@@ -226,55 +178,16 @@ class HttpServer::Loop {
 };
 
 absl::Status HttpServer::Loop::Open(const std::string& address) {
-  ASSIGN_OR_RETURN(auto host_port, SplitAddress(address));
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const int resolved =
-      getaddrinfo(host_port.first.c_str(), host_port.second.c_str(), &hints, &found);
-  if (resolved != 0) {
-    return absl::UnavailableError(resolved == EAI_SYSTEM ? ErrnoText(errno)
-                                                         : gai_strerror(resolved));
-  }
-  std::string error = "no address";
-  for (addrinfo* a = found; a != nullptr && listener_ < 0; a = a->ai_next) {
-    const int fd =
-        socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) {
-      error = absl::StrCat("socket: ", ErrnoText(errno));
-      continue;
-    }
-    const int on = 1;
-    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0) {
-      error = absl::StrCat("SO_REUSEADDR: ", ErrnoText(errno));
-    } else if (bind(fd, a->ai_addr, a->ai_addrlen) != 0) {
-      error = absl::StrCat("bind: ", ErrnoText(errno));
-    } else if (listen(fd, SOMAXCONN) != 0) {
-      error = absl::StrCat("listen: ", ErrnoText(errno));
-    } else {
-      listener_ = fd;
-      continue;
-    }
-    CloseFd(fd);
-  }
-  freeaddrinfo(found);
-  if (listener_ < 0) return absl::UnavailableError(error);
-
-  sockaddr_storage bound{};
-  socklen_t length = sizeof(bound);
-  if (getsockname(listener_, reinterpret_cast<sockaddr*>(&bound), &length) != 0) {
-    return absl::UnavailableError(absl::StrCat("getsockname: ", ErrnoText(errno)));
-  }
-  port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-
+  ASSIGN_OR_RETURN(TcpListeners listening, ListenTcp(address));
+  listeners_ = std::move(listening.fds);
+  port_ = listening.port;
   epoll_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_ < 0) return absl::InternalError(absl::StrCat("epoll_create1: ", ErrnoText(errno)));
   wake_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_ < 0) return absl::InternalError(absl::StrCat("eventfd: ", ErrnoText(errno)));
-  for (int fd : {listener_, wake_}) {
+  std::vector<int> watched = listeners_;
+  watched.push_back(wake_);
+  for (int fd : watched) {
     epoll_event event{};
     event.events = EPOLLIN;
     event.data.fd = fd;
@@ -312,8 +225,8 @@ void HttpServer::Loop::Run() {
     for (int i = 0; i < n; ++i) {
       const int fd = events[i].data.fd;
       if (fd == wake_) return;
-      if (fd == listener_) {
-        Accept(now);
+      if (std::find(listeners_.begin(), listeners_.end(), fd) != listeners_.end()) {
+        Accept(fd, now);
         continue;
       }
       // Gone when closed earlier in this batch. The fd may since belong to a new connection;
@@ -350,9 +263,9 @@ int HttpServer::Loop::WaitMillis(SteadyClock::time_point now) const {
   return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(*next - now).count());
 }
 
-void HttpServer::Loop::Accept(SteadyClock::time_point now) {
+void HttpServer::Loop::Accept(int listener, SteadyClock::time_point now) {
   for (int i = 0; i < kAcceptBatch; ++i) {
-    const int fd = accept4(listener_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    const int fd = accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       const int err = errno;
       if (err == EAGAIN || err == EWOULDBLOCK) return;
@@ -360,7 +273,7 @@ void HttpServer::Loop::Accept(SteadyClock::time_point now) {
       if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
         // accept() wants a descriptor even to find no connection waiting: give one back only for
         // a waiting connection, and with none to give, wait rather than spin.
-        if (!ConnectionWaiting()) return;
+        if (!ConnectionWaiting(listener)) return;
         if (CloseOne()) continue;
       }
       if (!accept_failing_) {  // once a streak: a retry every 100 ms need not be logged
@@ -391,9 +304,9 @@ void HttpServer::Loop::Accept(SteadyClock::time_point now) {
   }
 }
 
-bool HttpServer::Loop::ConnectionWaiting() {
+bool HttpServer::Loop::ConnectionWaiting(int fd) {
   pollfd listener{};
-  listener.fd = listener_;
+  listener.fd = fd;
   listener.events = POLLIN;
   int n;
   while ((n = poll(&listener, 1, 0)) < 0 && errno == EINTR) {
@@ -407,21 +320,26 @@ bool HttpServer::Loop::ConnectionWaiting() {
 }
 
 void HttpServer::Loop::PauseAccepting(SteadyClock::time_point now) {
-  if (epoll_ctl(epoll_, EPOLL_CTL_DEL, listener_, nullptr) != 0) {
-    spdlog::error("http server on port {}: epoll_ctl: {}", port_, ErrnoText(errno));
+  for (int listener : listeners_) {
+    if (epoll_ctl(epoll_, EPOLL_CTL_DEL, listener, nullptr) != 0 && errno != ENOENT) {
+      spdlog::error("http server on port {}: epoll_ctl: {}", port_, ErrnoText(errno));
+    }
   }
   accept_paused_until_ = now + kAcceptPause;
 }
 
 void HttpServer::Loop::ResumeAccepting() {
-  epoll_event event{};
-  event.events = EPOLLIN;
-  event.data.fd = listener_;
-  if (epoll_ctl(epoll_, EPOLL_CTL_ADD, listener_, &event) != 0) {
-    // Try again after another pause rather than never accept again.
-    spdlog::error("http server on port {}: epoll_ctl: {}", port_, ErrnoText(errno));
-    accept_paused_until_ = SteadyClock::now() + kAcceptPause;
-    return;
+  for (int listener : listeners_) {
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.fd = listener;
+    // EEXIST: added on an earlier try that failed for another listener.
+    if (epoll_ctl(epoll_, EPOLL_CTL_ADD, listener, &event) != 0 && errno != EEXIST) {
+      // Try again after another pause rather than never accept again.
+      spdlog::error("http server on port {}: epoll_ctl: {}", port_, ErrnoText(errno));
+      accept_paused_until_ = SteadyClock::now() + kAcceptPause;
+      return;
+    }
   }
   accept_paused_until_.reset();
 }

@@ -62,11 +62,10 @@ struct HttpResource {
 
 class HttpServer {
  public:
-  // Listens on address — "HOST:PORT" with an IPv4 address or name ("127.0.0.1:9470",
-  // "0.0.0.0:9470", "localhost:9470") or "[IPv6]:PORT" ("[::]:9470"); port 0 picks one — and
-  // starts the server's thread. Errors, "cannot listen on ADDRESS: why": InvalidArgument when
-  // address is not of that form; Unavailable when it cannot be resolved or bound (e.g. in use);
-  // Internal when epoll or eventfd cannot be set up.
+  // Listens on address (ListenTcp in tcp_listen.h: "HOST:PORT" or "[IPv6]:PORT", every
+  // address HOST resolves to; port 0 picks one) and starts the server's thread. Errors, "cannot
+  // listen on ADDRESS: why": InvalidArgument when address is not of that form; Unavailable when it
+  // cannot be resolved or bound (e.g. in use); Internal when epoll or eventfd cannot be set up.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const std::string& address,
                                                            HttpResource resource,
                                                            HttpServerOptions options = {});

@@ -429,10 +429,12 @@ EnsureOutcome Board::EnsureImage(const FirmwareImage& image, absl::Time deadline
   flashed_hash_.clear();
   absl::Status flashed = flasher_->Flash(image, absl::Now() + options_.flash_timeout);
   out.flash_time = absl::Now() - t0;
-  if (command_ != nullptr) {
-    if (std::optional<process::CommandRun> run = command_->last_run()) {
-      out.flash_output = absl::StrCat("$ ", process::CommandLine(run->argv), "\n", run->output);
-    }
+  // The flash command's run, or QEMU's start: its command line and output, for the attempt's log.
+  std::optional<process::CommandRun> run = command_ != nullptr ? command_->last_run()
+                                           : qemu_ != nullptr  ? qemu_->last_start()
+                                                               : std::nullopt;
+  if (run) {
+    out.flash_output = absl::StrCat("$ ", process::CommandLine(run->argv), "\n", run->output);
   }
   if (!flashed.ok()) {
     needs_restart_ = true;

@@ -150,8 +150,9 @@ struct EnsureOutcome {
   absl::Duration handshake_time;
   std::optional<BoardFailure> failure;
   // When a flash command ran (a board with `flasher`), failed or not: its command line and the
-  // output it kept (CommandFlasherOptions::max_output_bytes, the tail), for the attempt's log.
-  // Empty for host-process and QEMU boards.
+  // output it kept (CommandFlasherOptions::max_output_bytes, the tail); when QEMU was started
+  // (an emulated board), its command line and what it printed as it started
+  // (QemuFlasher::last_start()). For the attempt's log. Empty for host-process boards.
   std::string flash_output;
 };
 

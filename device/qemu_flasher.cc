@@ -153,6 +153,11 @@ std::map<std::string, uint64_t> QemuFlasher::last_summary() const {
   return last_summary_;
 }
 
+std::optional<process::CommandRun> QemuFlasher::last_start() const {
+  absl::MutexLock lock(&mu_);
+  return last_start_;
+}
+
 CycleStream* QemuFlasher::cycle_stream() {
   absl::MutexLock lock(&mu_);
   return cycle_stream_.get();
@@ -218,6 +223,7 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
   }
   absl::MutexLock lock(&mu_);
   (void)StopLocked();
+  last_start_.reset();
 
   // QEMU itself is looked up here: in the sandbox a missing one is only an exit code.
   std::string binary = options_.binary.empty() ? "qemu-system-arm" : options_.binary;
@@ -303,6 +309,18 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
   std::unique_ptr<process::Subprocess> qemu = *std::move(started);
   const int fd = qemu->TakeStdout();
   std::string output;
+  // What it printed as it started, whatever comes of it (every return below).
+  last_start_.emplace();
+  last_start_->argv = CommandLine(image.path, plugin_args);
+  last_start_->pid = qemu->pid();
+  const absl::Time start = absl::Now();
+  size_t printed = 0;  // output keeps the last kMaxStartOutput bytes
+  auto remember = [&](std::optional<base::ProcessExit> exit) {
+    last_start_->output = output;
+    last_start_->output_bytes = std::max(printed, output.size());
+    last_start_->exit = exit;
+    last_start_->elapsed = absl::Now() - start;
+  };
   std::optional<std::string> pty;
   bool eof = false;
   while (!pty && !eof) {
@@ -321,9 +339,11 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
       break;
     }
     output.append(buf, static_cast<size_t>(n));
+    printed += static_cast<size_t>(n);
     if (output.size() > kMaxStartOutput) output.erase(0, output.size() - kMaxStartOutput);
     pty = FindPty(output);
   }
+  remember(std::nullopt);
   if (pty && stream != nullptr) {
     // The plugin greets when QEMU loads it; a plugin that fails makes QEMU exit saying why.
     if (absl::Status ready = stream->WaitReady(deadline); !ready.ok()) {
@@ -334,9 +354,12 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
         const ssize_t n = read(fd, buf, sizeof(buf));
         if (n <= 0) break;
         output.append(buf, static_cast<size_t>(n));
+        printed += static_cast<size_t>(n);
       }
       close(fd);
-      (void)qemu->Stop(absl::Milliseconds(200), absl::Now() + kStopGrace);
+      absl::StatusOr<base::ProcessExit> ended =
+          qemu->Stop(absl::Milliseconds(200), absl::Now() + kStopGrace);
+      remember(ended.ok() ? std::optional<base::ProcessExit>(*ended) : std::nullopt);
       return absl::FailedPreconditionError(
           absl::StrCat(ready.message(), "; QEMU said: ", absl::StripAsciiWhitespace(output)));
     }
@@ -346,6 +369,7 @@ absl::Status QemuFlasher::Flash(const FirmwareImage& image, absl::Time deadline)
     absl::StatusOr<base::ProcessExit> ended =
         eof ? qemu->WaitExit(absl::Now() + kStopGrace)
             : qemu->Stop(absl::Milliseconds(200), absl::Now() + kStopGrace);
+    if (ended.ok()) remember(*ended);
     std::string text(absl::StripAsciiWhitespace(output));
     if (eof) {
       return absl::FailedPreconditionError(absl::StrCat(

@@ -53,6 +53,7 @@
 #include "absl/time/time.h"
 #include "device/cycle_stream.h"
 #include "device/flasher.h"
+#include "process/run_command.h"
 #include "process/subprocess.h"
 
 namespace benchfarm::device {
@@ -74,7 +75,8 @@ struct QemuFlasherOptions {
   std::string board_id;
   // A symlink made to point at QEMU's pty after each start; empty: none (use port()).
   std::string serial_link;
-  // QEMU's own output (warnings, errors) is appended here; empty: discarded after start.
+  // QEMU's own output after its start (warnings, errors) is appended here; empty: discarded.
+  // What it printed as it started is last_start()'s.
   std::string log_path;
 };
 
@@ -107,6 +109,11 @@ class QemuFlasher final : public Flasher {
   std::vector<std::string> CommandLine(const std::string& image,
                                        const std::vector<std::string>& plugin_args = {},
                                        const std::string& plugin = "") const;
+  // The last Flash()'s QEMU: its command line (CommandLine(), the image's own path) and what it
+  // printed as it started — up to its pty line when it started, everything when it exited at
+  // start (then its exit too), the last 16 KiB of it — for the attempt's log (EnsureOutcome's
+  // flash_output). nullopt before a Flash() that started QEMU.
+  std::optional<process::CommandRun> last_start() const;
   // kCycles: the running QEMU's cycle model records; null when none runs or in other modes. Valid
   // until the next Flash or Stop.
   CycleStream* cycle_stream();
@@ -123,6 +130,7 @@ class QemuFlasher final : public Flasher {
   std::unique_ptr<CycleStream> cycle_stream_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, uint64_t> last_summary_ ABSL_GUARDED_BY(mu_);
   std::string port_ ABSL_GUARDED_BY(mu_);
+  std::optional<process::CommandRun> last_start_ ABSL_GUARDED_BY(mu_);
   int keeper_fd_ ABSL_GUARDED_BY(mu_) = -1;  // the pty's slave, held open while QEMU runs
 };
 

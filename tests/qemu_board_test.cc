@@ -3,13 +3,15 @@
 // the flasher, the UART on QEMU's pty opened through the serial code path, the session handshake,
 // MinRPC, and the board's own timer measuring the sample operators.
 //
-// For every package: the image boots and handshakes; DeviceInfo reports the kind, the firmware id
-// the build wrote, cpu_hz and the timer and its resolution; tvm.contrib.random.random_fill fills a
-// tensor on the chip; every sample operator passes its output
-// check against the reference kernel on the chip and the time evaluator returns costs; garbage and
-// a packet of a wrong session on the UART do not wedge the firmware. Deterministic mode (-icount)
-// gives identical costs run to run. The calibration kernel (benchfarm.Calibrate) is described in
-// DeviceInfo, refuses bad counts, and under -icount measures exactly 2 instructions per iteration.
+// For every package: the image boots and handshakes, and the flash's output (the attempt's log) is
+// QEMU's command line and what it printed as it started (a QEMU that refuses an option: its
+// words); DeviceInfo reports the kind, the firmware id the build wrote, cpu_hz and the timer and
+// its resolution; tvm.contrib.random.random_fill fills a tensor on the chip; every sample operator
+// passes its output check against the reference kernel on the chip and the time evaluator returns
+// costs; garbage and a packet of a wrong session on the UART do not wedge the firmware.
+// Deterministic mode (-icount) gives identical costs run to run. The calibration kernel
+// (benchfarm.Calibrate) is described in DeviceInfo, refuses bad counts, and under -icount measures
+// exactly 2 instructions per iteration.
 
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -77,6 +80,11 @@ std::unique_ptr<device::Board> StartBoard(const Package& p, bool deterministic,
   EXPECT_FALSE(out.failure.has_value()) << (out.failure ? out.failure->message : "");
   if (out.failure) return nullptr;
   EXPECT_TRUE(out.flashed);
+  // QEMU's start, for the attempt's log: its command line and what it printed up to its pty.
+  EXPECT_TRUE(absl::StartsWith(out.flash_output, absl::StrCat("$ qemu-system-arm -M ", p.machine)))
+      << out.flash_output;
+  EXPECT_TRUE(absl::StrContains(out.flash_output, "char device redirected to /dev/pts/"))
+      << out.flash_output;
   return *std::move(board);
 }
 
@@ -425,6 +433,37 @@ TEST_P(QemuBoardTest, DeterministicModeGivesIdenticalCostsRunToRun) {
       }
     }
   }
+}
+
+// A QEMU that refuses its command line: the flash fails, and its output (for the attempt's log)
+// has the command line and QEMU's own words.
+TEST(QemuBoardStart, AQemuThatRefusesAnOptionSaysSoInTheFlashOutput) {
+  v1::BoardConfig c;
+  c.set_id("bad-option");
+  c.set_kind("qemu-mps2-an385");
+  c.mutable_serial();
+  c.mutable_qemu()->set_machine("mps2-an385");
+  c.mutable_qemu()->set_timing(v1::QemuMachine::HOST);
+  c.mutable_qemu()->add_extra_args("-no-such-option");
+  device::BoardOptions o;
+  o.config = c;
+  o.scratch_dir = ScratchDir();
+  absl::StatusOr<std::unique_ptr<device::Board>> board = device::Board::Create(o);
+  ASSERT_TRUE(board.ok()) << board.status();
+  absl::StatusOr<device::FirmwareImage> fw =
+      device::FirmwareImageFromFile(Runfile("tests/firmware/qemu-mps2-an385.elf"));
+  ASSERT_TRUE(fw.ok()) << fw.status();
+  device::EnsureOutcome out = (*board)->EnsureImage(*fw, absl::Now() + absl::Seconds(20));
+  ASSERT_TRUE(out.failure.has_value());
+  EXPECT_EQ(out.failure->kind, device::BoardFailure::kFlash) << out.failure->message;
+  EXPECT_TRUE(absl::StrContains(out.failure->message, "invalid option")) << out.failure->message;
+  EXPECT_FALSE(out.flashed);
+  EXPECT_TRUE(absl::StartsWith(out.flash_output, "$ qemu-system-arm -M mps2-an385 "))
+      << out.flash_output;
+  EXPECT_TRUE(absl::StrContains(out.flash_output, " -no-such-option\n")) << out.flash_output;
+  EXPECT_TRUE(
+      absl::StrContains(out.flash_output, "qemu-system-arm: -no-such-option: invalid option"))
+      << out.flash_output;
 }
 
 INSTANTIATE_TEST_SUITE_P(Packages, QemuBoardTest,

@@ -116,7 +116,29 @@ for series in 'method="Handshake",reason="PLAINTEXT_CLIENT"' 'method="WhoAmI",re
   grep -qE "^benchfarm_tracker_auth_refusals_total\{$series\} [1-9]" "$work/metrics.txt" \
     || { grep auth_refusals "$work/metrics.txt" >&2; fail "not counted: $series"; }
 done
-grep -q "refused a TLS handshake (PLAINTEXT_CLIENT)" "$work/tracker.err" || fail "the tracker did not log the plain-text handshake"
+# The front door (tracker/front_door.h) names the plain-text client's address and what it sent.
+grep -qE "refused a TLS handshake from ipv4:127\.0\.0\.1:[0-9]+ \(PLAINTEXT_CLIENT\): it spoke plain text \(\"PRI \* HTTP/2\.0" "$work/tracker.err" \
+  || { grep "TLS handshake" "$work/tracker.err" >&2; fail "the tracker did not log the plain-text handshake with its address"; }
+# Hostile connections do not hold the door: one that never sends, one that closes at once and
+# one that sends garbage are open or gone while a TLS client is served; the garbage is logged
+# with its address.
+python3 - "$tracker_port" >"$work/silent.out" <<'PY' &
+import socket, sys, time
+port = int(sys.argv[1])
+silent = socket.create_connection(("127.0.0.1", port))
+socket.create_connection(("127.0.0.1", port)).close()
+junk = socket.create_connection(("127.0.0.1", port))
+junk.sendall(b"GET / HTTP/1.1\r\n\r\n")
+print(junk.getsockname()[1], flush=True)
+time.sleep(30)
+PY
+silent_pid=$!
+pids+=($silent_pid)
+junk_port=$(wait_line "$work/silent.out" "^[0-9]+$" "$silent_pid")
+as alice whoami; [[ $rc -eq 0 ]] || { cat "$work/as.err" >&2; fail "a TLS client is not served while a silent connection is open"; }
+wait_line "$work/tracker.err" "refused a TLS handshake from ipv4:127\.0\.0\.1:$junk_port \(PLAINTEXT_CLIENT\): it spoke plain text \(\"GET / HTTP/1\.1" >/dev/null
+kill "$silent_pid"; wait "$silent_pid" 2>/dev/null || true
+unset 'pids[-1]'  # it, gone: stop_daemons waits for the daemons only
 
 # ---- agents: certificates only, their own id, their own boards -----------------------------------
 agent_config() {  # agent_config FILE AGENT_ID BOARD CREDENTIALS-BLOCK

@@ -8,7 +8,8 @@
 // RouteGrpcLogs sends gRPC's own log lines to spdlog instead of gRPC's stderr format, and hands a
 // failed TLS handshake (gRPC's "Handshake failed with fatal error ...", with OpenSSL's reason) to
 // a callback with its reason label (HandshakeFailureReason). gRPC 1.51's handshaker does not name
-// the peer of a failed handshake; a call refused after a handshake is logged with its peer.
+// the peer of a failed handshake (not even in its debug lines); a plain-text client is refused
+// with its peer before gRPC sees it (front_door.h), a call refused after a handshake with its.
 //
 // Thread-safety: RefusalLog::Note and the callback may be called from any thread.
 

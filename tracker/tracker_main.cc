@@ -29,6 +29,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -43,6 +44,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "proto/config.pb.h"
 #include "spdlog/spdlog.h"
+#include "tracker/front_door.h"
 #include "tracker/job_queue.h"
 #include "tracker/leadership.h"
 #include "tracker/metrics.h"
@@ -344,15 +346,24 @@ int main(int argc, char** argv) {
       benchfarm::tracker::SetUpServerSecurity(config, argv[0]);
   if (!security.ok()) return Fail(std::string(security.status().message()));
   // A failed TLS handshake (a plain-text client, one that does not trust this tracker's
-  // certificate): counted and logged a burst at a time, not once per retry on stderr.
+  // certificate): counted and logged a burst at a time, not once per retry on stderr. The front
+  // door names a plain-text client's address; gRPC reports the rest without one (front_door.h).
   benchfarm::tracker::RefusalLog handshake_log;
-  benchfarm::tracker::RouteGrpcLogs([&](const char* reason, const std::string& detail) {
+  auto refuse_handshake = [&](const char* reason, const std::string& from,
+                              const std::string& detail) {
     metrics.AuthRefused("Handshake", reason);
-    handshake_log.Note(absl::StrCat("refused a TLS handshake (", reason, "): ", detail,
+    handshake_log.Note(absl::StrCat("refused a TLS handshake", from, " (", reason, "): ", detail,
                                     std::string_view(reason) == "PLAINTEXT_CLIENT"
                                         ? " (a client without TLS: farmctl --insecure?)"
                                         : ""));
-  });
+  };
+  benchfarm::tracker::RouteGrpcLogs(
+      [&](const char* reason, const std::string& detail) { refuse_handshake(reason, "", detail); });
+  benchfarm::tracker::FrontDoorOptions door_options;
+  door_options.expect_tls = security->auth != nullptr;
+  absl::StatusOr<std::unique_ptr<benchfarm::tracker::FrontDoor>> door =
+      benchfarm::tracker::FrontDoor::Listen(config.listen_address(), door_options);
+  if (!door.ok()) return Fail(std::string(door.status().message()));
   absl::StatusOr<std::unique_ptr<benchfarm::tracker::Store>> store = OpenStore(*db);
   if (!store.ok()) return Fail(std::string(store.status().message()));
   spdlog::info(
@@ -374,13 +385,19 @@ int main(int argc, char** argv) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(config.listen_address(), security->credentials, &port);
+  // Connections come from the front door, which accepted them (front_door.h).
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor =
+      builder.experimental().AddExternalConnectionAcceptor(
+          grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
+          security->credentials);
   service.AddTo(&builder);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    return Fail(absl::StrCat("cannot listen on ", config.listen_address()));
-  }
+  if (server == nullptr) return Fail("cannot start the gRPC server");
+  (*door)->Start(acceptor.get(), [&](const std::string& peer, const std::string& sent) {
+    refuse_handshake("PLAINTEXT_CLIENT", absl::StrCat(" from ", peer),
+                     absl::StrCat("it spoke plain text (\"", absl::CHexEscape(sent), "...\")"));
+  });
+  const int port = (*door)->port();
   const std::string host = config.listen_address().substr(0, config.listen_address().rfind(':'));
   LogHowToReach(*security, host, port);
   std::printf("tracker: listening on %s:%d", host.c_str(), port);
@@ -389,5 +406,6 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   while (!g_stop) absl::SleepFor(absl::Milliseconds(100));
+  door->reset();  // no new connection for a server shutting down
   StopServing(service, *server, queue);
 }
