@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "agent/board_core.h"
 #include "base/files.h"
 #include "client/channel.h"
 #include "device/board.h"
@@ -114,6 +116,8 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
   crt = absolute(crt);
   std::set<std::string> ids;
   std::vector<std::string> templates;
+  std::vector<std::string> cores;           // each board's (BoardRegistration.cpu)
+  std::map<std::string, int> core_of_kind;  // kind -> the first board naming a core
   for (int i = 0; i < c.boards_size(); ++i) {
     const v1::BoardConfig& b = c.boards(i);
     const std::string field = absl::StrCat("boards[", i, "]");
@@ -135,6 +139,22 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
                        b.build_template(), "\""));
     }
     templates.push_back(absolute(dir));
+    // The board's core, from its package's data: the template's package, its board.conf.
+    absl::StatusOr<std::string> core = BoardCore(templates.back(), crt);
+    if (!core.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".build_template: ", core.status().message()));
+    }
+    cores.push_back(*core);
+    if (!core->empty()) {
+      auto [first, fresh] = core_of_kind.try_emplace(b.kind(), i);
+      if (!fresh && cores[first->second] != *core) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            field, ".build_template: its package makes board ", b.id(), " a ", *core,
+            ", but board ", c.boards(first->second).id(), " of the same kind ", b.kind(), " is a ",
+            cores[first->second], "; a kind is one core (give one of them another kind)"));
+      }
+    }
   }
   // The cycle model's QEMU plugin, for emulated boards in CYCLES timing that name none themselves.
   std::string plugin = Find(kCycleModelPlugin, roots, "");
@@ -183,6 +203,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
     BoardWorker::Options wo;
     wo.config = c.boards(i);
     wo.template_dir = templates[i];
+    wo.cpu = cores[i];
     wo.scratch_dir = c.scratch_dir();
     wo.cycle_model_plugin = plugin;
     if (c.batch_linger_ms() > 0) wo.linger = absl::Milliseconds(c.batch_linger_ms());
@@ -505,6 +526,7 @@ bool Agent::RunStream(grpc::ClientContext* context) {
     v1::BoardRegistration* b = r->add_boards();
     b->set_board_id(w->id());
     b->set_kind(w->config().kind());
+    b->set_cpu(w->cpu());
     *b->mutable_labels() = w->config().labels();
     b->add_capabilities(w->config().has_host_process() ? "host-process" : "serial");
     if (w->config().has_qemu()) {

@@ -937,5 +937,48 @@ TEST_F(AgentTest, RejectsABadConfigNamingTheField) {
   }
 }
 
+// A board's core comes from its template's package (agent/templates/<kind>/package, the package's
+// board.conf): two boards of one kind whose packages are different cores, or a template naming a
+// package that is not there, are refused naming the field.
+TEST_F(AgentTest, ABoardsCoreComesFromItsPackageAndAKindIsOneCore) {
+  v1::AgentConfig c;
+  c.set_agent_id("a");
+  c.set_tracker_address("127.0.0.1:1");
+  c.mutable_credentials()->set_insecure(true);
+  for (const char* tmpl :
+       {"agent/templates/qemu-mps2-an385", "agent/templates/qemu-netduinoplus2"}) {
+    v1::BoardConfig* b = c.add_boards();
+    b->set_id(absl::StrCat("b", c.boards_size() - 1));
+    b->set_kind("mixed");
+    b->mutable_serial();
+    b->mutable_qemu()->set_machine("mps2-an385");
+    b->set_build_template(tmpl);
+  }
+  AgentOptions o;
+  o.config = c;
+  absl::StatusOr<std::unique_ptr<Agent>> agent = Agent::Create(o);
+  ASSERT_FALSE(agent.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(agent.status())) << agent.status();
+  EXPECT_EQ(agent.status().message(),
+            "boards[1].build_template: its package makes board b1 a cortex-m4, but board b0 of "
+            "the same kind mixed is a cortex-m3; a kind is one core (give one of them another "
+            "kind)");
+
+  // A template whose package file names no package of the crt tree.
+  const std::string tmpl = absl::StrCat(dir_, "/broken-template");
+  ASSERT_TRUE(base::MakeDirs(tmpl).ok());
+  ASSERT_TRUE(base::WriteFile(tmpl + "/build", "#!/bin/sh\nexit 1\n").ok());
+  ASSERT_TRUE(base::WriteFile(tmpl + "/package", "no-such-package\n").ok());
+  c.mutable_boards()->DeleteSubrange(1, 1);
+  c.mutable_boards(0)->set_build_template(tmpl);
+  o.config = c;
+  agent = Agent::Create(o);
+  ASSERT_FALSE(agent.ok());
+  EXPECT_TRUE(absl::StrContains(
+      agent.status().message(),
+      "boards[0].build_template: " + tmpl + "/package: no board package \"no-such-package\""))
+      << agent.status();
+}
+
 }  // namespace
 }  // namespace benchfarm::agent

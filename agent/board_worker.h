@@ -61,7 +61,10 @@ class BoardWorker {
   };
   struct Options {
     v1::BoardConfig config;
-    std::string template_dir;        // resolved
+    std::string template_dir;  // resolved
+    // The board's core as -mcpu names it, from its package's data (board_core.h); "" for a
+    // host-process board. Registered with the tracker (BoardRegistration.cpu).
+    std::string cpu;
     std::string scratch_dir;         // board logs
     std::string cycle_model_plugin;  // for an emulated board in CYCLES timing (BoardOptions)
     absl::Duration linger = absl::Milliseconds(200);
@@ -93,6 +96,7 @@ class BoardWorker {
 
   const std::string& id() const { return options_.config.id(); }
   const v1::BoardConfig& config() const { return options_.config; }
+  const std::string& cpu() const { return options_.cpu; }  // Options.cpu
   int batch_size() const { return batch_size_; }
   // Jobs it holds — queued here, being built or measured — each with its latest attempt.
   std::vector<v1::HeldAttempt> HeldJobs() const;

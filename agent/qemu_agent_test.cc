@@ -16,11 +16,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "agent/agent.h"
 #include "agent/firmware.h"
 #include "base/files.h"
@@ -278,6 +280,26 @@ void ExpectQuarantinedWhileOthersServe(QemuAgentTest* t, const std::string& kind
     EXPECT_TRUE(b.state() == v1::QUARANTINED || b.state() == v1::HEALTH_CHECK) << b.DebugString();
   }
   EXPECT_TRUE(seen);
+}
+
+// Each board registers its core, read from its template's package data: the Cortex-M3 boards
+// (agent/templates/qemu-mps2-an385 -> crt/boards/mps2-an385/board.conf -mcpu=cortex-m3) and none
+// for the host-process board — what AutoTVM records name in their target.
+TEST_F(QemuAgentTest, EachBoardRegistersItsPackagesCore) {
+  std::map<std::string, std::string> cores;
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (cores.size() < 7 && absl::Now() < deadline) {
+    cores.clear();
+    for (const v1::Board& b : tracker()->queue()->Boards("")) cores[b.board_id()] = b.cpu();
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_EQ(cores, (std::map<std::string, std::string>{{"m3-0", "cortex-m3"},
+                                                       {"hp-0", ""},
+                                                       {"ghost-0", "cortex-m3"},
+                                                       {"mute-0", "cortex-m3"},
+                                                       {"icount-0", "cortex-m3"},
+                                                       {"cycles-0", "cortex-m3"},
+                                                       {"mute-model-0", "cortex-m3"}}));
 }
 
 // QEMU cannot start: FLASH_ERROR naming the binary and how to install it.

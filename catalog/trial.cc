@@ -305,6 +305,20 @@ std::string LabelsProblem(absl::string_view field,
   return "";
 }
 
+std::string CpuNameProblem(absl::string_view field, absl::string_view cpu) {
+  if (std::string p = Oversized(field, cpu, kMaxBoardCpuBytes); !p.empty()) return p;
+  if (cpu.empty()) return "";
+  const bool named = absl::ascii_islower(static_cast<unsigned char>(cpu[0])) &&
+                     std::all_of(cpu.begin(), cpu.end(), [](char c) {
+                       return absl::ascii_islower(static_cast<unsigned char>(c)) ||
+                              absl::ascii_isdigit(static_cast<unsigned char>(c)) || c == '.' ||
+                              c == '+' || c == '-';
+                     });
+  if (named) return "";
+  return absl::StrCat(field, ": \"", cpu,
+                      "\" is not a core as -mcpu names it (lowercase letters, digits, . + -)");
+}
+
 bool IsCIdentifier(absl::string_view s) {
   if (s.empty() || s.size() > 64 || absl::ascii_isdigit(static_cast<unsigned char>(s[0]))) {
     return false;

@@ -50,7 +50,8 @@ namespace benchfarm::catalog {
 // registrations too).
 inline constexpr size_t kMaxBoardIdBytes = 128;  // Trial.board_id (and boards, results)
 inline constexpr size_t kMaxBoardKindBytes = 128;
-inline constexpr int kMaxLabels = 32;  // per trial and per board
+inline constexpr size_t kMaxBoardCpuBytes = 32;  // BoardRegistration.cpu ("cortex-m55")
+inline constexpr int kMaxLabels = 32;            // per trial and per board
 inline constexpr size_t kMaxLabelKeyBytes = 128;
 inline constexpr size_t kMaxLabelValueBytes = 256;
 inline constexpr size_t kMaxOpNameBytes = 128;  // TemplateOperator.op (a user operator's: 48)
@@ -134,6 +135,11 @@ std::string Oversized(absl::string_view field, absl::string_view value, size_t m
 // board's labels.
 std::string LabelsProblem(absl::string_view field,
                           const google::protobuf::Map<std::string, std::string>& labels);
+
+// A board's core as GCC's -mcpu names it (BoardRegistration.cpu; it goes into AutoTVM targets as
+// "-mcpu=<core>"): at most kMaxBoardCpuBytes of lowercase letters, digits, '.', '+' and '-',
+// starting with a letter; "" (no core) is one too. "FIELD: PROBLEM" otherwise, "" if it is one.
+std::string CpuNameProblem(absl::string_view field, absl::string_view cpu);
 
 // The op's argument shapes from its default dims (and derived dims).
 absl::StatusOr<std::vector<std::vector<int64_t>>> DefaultShapes(const v1::OpTemplate& spec);

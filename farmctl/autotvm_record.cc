@@ -11,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "base/json.h"
 #include "catalog/knob_space.h"
 #include "catalog/trial.h"
@@ -110,8 +112,54 @@ std::string JsonDouble(double value) {
   return buffer;
 }
 
-std::string AutoTvmTarget(absl::string_view board_kind) {
-  return absl::StrCat("c -keys=cpu -model=", board_kind);
+std::string AutoTvmTarget(absl::string_view board_kind, absl::string_view cpu) {
+  if (cpu.empty()) return absl::StrCat("c -keys=cpu -model=", board_kind);
+  return absl::StrCat("c -keys=arm_cpu,cpu -mcpu=", cpu, " -model=", board_kind);
+}
+
+AutoTvmTargetParts ParseAutoTvmTarget(absl::string_view target) {
+  AutoTvmTargetParts parts;
+  for (absl::string_view word : absl::StrSplit(target, ' ', absl::SkipWhitespace())) {
+    if (absl::ConsumePrefix(&word, "-model=")) parts.model = std::string(word);
+    if (absl::ConsumePrefix(&word, "-mcpu=")) parts.cpu = std::string(word);
+  }
+  return parts;
+}
+
+bool SameBoardTarget(absl::string_view a, absl::string_view b) {
+  if (a == b) return true;
+  const AutoTvmTargetParts pa = ParseAutoTvmTarget(a), pb = ParseAutoTvmTarget(b);
+  return pa.model == pb.model && (pa.cpu == pb.cpu || pa.cpu.empty() || pb.cpu.empty());
+}
+
+absl::StatusOr<BoardCores> CoresOfBoards(
+    const google::protobuf::RepeatedPtrField<v1::Board>& boards) {
+  // kind -> core -> its boards, of the serving boards and of all.
+  using Named = std::map<std::string, std::map<std::string, std::vector<std::string>>>;
+  Named serving, all;
+  BoardCores cores;
+  for (const v1::Board& b : boards) {
+    cores.emplace(b.kind(), "");
+    if (b.cpu().empty()) continue;
+    all[b.kind()][b.cpu()].push_back(b.board_id());
+    if (b.state() != v1::OFFLINE) serving[b.kind()][b.cpu()].push_back(b.board_id());
+  }
+  for (auto& [kind, core] : cores) {
+    auto it = serving.find(kind);
+    const auto& named = it != serving.end() ? it->second : all[kind];
+    if (named.empty()) continue;
+    if (named.size() > 1) {
+      std::vector<std::string> which;
+      for (const auto& [cpu, ids] : named) {
+        which.push_back(absl::StrCat(cpu, " (", absl::StrJoin(ids, ", "), ")"));
+      }
+      return absl::FailedPreconditionError(absl::StrCat(
+          "board kind ", kind, ": its boards name different cores: ", absl::StrJoin(which, "; "),
+          "; an AutoTVM target names one (give the boards of each core their own kind)"));
+    }
+    core = named.begin()->first;
+  }
+  return cores;
 }
 
 std::string AutoTvmTaskName(const v1::OperatorSpec& op) {
@@ -123,7 +171,8 @@ std::string AutoTvmTaskName(const v1::OperatorSpec& op) {
   return absl::StrCat("benchfarm/c_source/", op.entry_function());
 }
 
-std::string FormatAutoTvmRecord(const v1::Job& job, const catalog::KnobSpace& knobs) {
+std::string FormatAutoTvmRecord(const v1::Job& job, const catalog::KnobSpace& knobs,
+                                absl::string_view cpu) {
   const v1::Trial& trial = job.trial();
   const v1::Result& result = job.result();
   int64_t index;
@@ -141,7 +190,7 @@ std::string FormatAutoTvmRecord(const v1::Job& job, const catalog::KnobSpace& kn
   double all_cost = s.build_s() + s.flash_s() + s.handshake_s() + s.measure_s();
 
   return absl::StrCat(
-      "{\"input\": [", base::JsonQuote(AutoTvmTarget(trial.board_kind())), ", ",
+      "{\"input\": [", base::JsonQuote(AutoTvmTarget(trial.board_kind(), cpu)), ", ",
       base::JsonQuote(AutoTvmTaskName(trial.op())), ", ", Args(trial, knobs), ", {}], ",
       "\"config\": {\"index\": ", index, ", \"code_hash\": null, \"entity\": ", entity, "}, ",
       "\"result\": [[", absl::StrJoin(costs, ", "), "], ", error_no, ", ", JsonDouble(all_cost),

@@ -65,7 +65,7 @@ std::set<std::string> Keys(const Struct& s) {
 // The input (target, task, args) is a record's key: versions and shapes never share one.
 TEST(FormatAutoTvmRecord, InputNamesVersionAndShapes) {
   auto input = [](const v1::Job& job) {
-    Struct record = Parse(FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace()));
+    Struct record = Parse(FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace(), ""));
     std::string out;
     google::protobuf::util::MessageToJsonString(record.fields().at("input"), &out);
     return out;
@@ -88,7 +88,7 @@ TEST(FormatAutoTvmRecord, InputNamesVersionAndShapes) {
 }
 
 TEST(FormatAutoTvmRecord, SuccessfulJob) {
-  std::string line = FormatAutoTvmRecord(MatmulJob(), catalog::BuiltinKnobSpace());
+  std::string line = FormatAutoTvmRecord(MatmulJob(), catalog::BuiltinKnobSpace(), "cortex-m7");
   EXPECT_EQ(line.find('\n'), std::string::npos);
   // Key order as record.encode writes it.
   size_t input = line.find("\"input\""), config = line.find("\"config\""),
@@ -108,7 +108,9 @@ TEST(FormatAutoTvmRecord, SuccessfulJob) {
 
   const auto& in = record.fields().at("input").list_value();
   ASSERT_EQ(in.values_size(), 4);
-  EXPECT_EQ(in.values(0).string_value(), "c -keys=cpu -model=nucleo-f746zg");
+  // microTVM's target for the board (tvm.target.target.micro("stm32f746xx")), its kind as -model.
+  EXPECT_EQ(in.values(0).string_value(),
+            "c -keys=arm_cpu,cpu -mcpu=cortex-m7 -model=nucleo-f746zg");
   EXPECT_EQ(in.values(1).string_value(), "benchfarm/matmul");
   ASSERT_EQ(in.values(2).list_value().values_size(), 3);
   const auto& arg = in.values(2).list_value().values(2).list_value();
@@ -150,7 +152,7 @@ TEST(FormatAutoTvmRecord, FailedJobCostsOneBillion) {
   job.mutable_result()->clear_costs_s();
   job.mutable_result()->set_error_code(v1::WRONG_ANSWER);
   job.mutable_result()->set_autotvm_error_no(5);
-  Struct record = Parse(FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace()));
+  Struct record = Parse(FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace(), ""));
   const auto& res = record.fields().at("result").list_value();
   ASSERT_EQ(res.values(0).list_value().values_size(), 1);
   EXPECT_EQ(res.values(0).list_value().values(0).number_value(), 1e9);
@@ -159,12 +161,14 @@ TEST(FormatAutoTvmRecord, FailedJobCostsOneBillion) {
   // Costs reported alongside an error are not written; a success without costs is an error.
   job = MatmulJob();
   job.mutable_result()->set_autotvm_error_no(4);
-  EXPECT_NE(FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace()).find("\"result\": [[1e+09], 4,"),
-            std::string::npos);
+  EXPECT_NE(
+      FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace(), "").find("\"result\": [[1e+09], 4,"),
+      std::string::npos);
   job = MatmulJob();
   job.mutable_result()->clear_costs_s();
-  EXPECT_NE(FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace()).find("\"result\": [[1e+09], 8,"),
-            std::string::npos);
+  EXPECT_NE(
+      FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace(), "").find("\"result\": [[1e+09], 8,"),
+      std::string::npos);
 }
 
 TEST(FormatAutoTvmRecord, OpsOutsideTheTable) {
@@ -174,7 +178,7 @@ TEST(FormatAutoTvmRecord, OpsOutsideTheTable) {
   op->clear_knobs();
   (*op->mutable_knobs())["vec"] = "4";
   (*op->mutable_knobs())["layout"] = "nhwc";
-  std::string line = FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace());
+  std::string line = FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace(), "");
   EXPECT_NE(line.find("\"benchfarm/softmax\""), std::string::npos);
   EXPECT_NE(line.find("\"index\": -1, \"code_hash\": null, "
                       "\"entity\": [[\"layout\", \"ot\", \"nhwc\"], [\"vec\", \"ot\", 4]]"),
@@ -184,7 +188,7 @@ TEST(FormatAutoTvmRecord, OpsOutsideTheTable) {
   // A known op with a knob it does not have: listed after the op's own, outside the space.
   job = MatmulJob();
   (*job.mutable_trial()->mutable_op()->mutable_template_op()->mutable_knobs())["extra"] = "1";
-  line = FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace());
+  line = FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace(), "");
   EXPECT_NE(line.find("\"index\": -1,"), std::string::npos) << line;
   EXPECT_NE(line.find("[\"order\", \"ot\", \"ijk\"], [\"extra\", \"ot\", 1]]"), std::string::npos)
       << line;
@@ -192,14 +196,14 @@ TEST(FormatAutoTvmRecord, OpsOutsideTheTable) {
 
   job.mutable_trial()->mutable_op()->set_c_source("int f(void) { return 0; }");
   job.mutable_trial()->mutable_op()->set_entry_function("my_kernel");
-  line = FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace());
+  line = FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace(), "");
   EXPECT_NE(line.find("\"benchfarm/c_source/my_kernel\""), std::string::npos) << line;
   EXPECT_NE(line.find("\"entity\": []"), std::string::npos) << line;
   Parse(line);
   // Its compile options are part of its identity.
   job.mutable_trial()->mutable_op()->add_cflags("-O3");
   job.mutable_trial()->mutable_op()->add_cflags("-funroll-loops");
-  line = FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace());
+  line = FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace(), "");
   EXPECT_NE(line.find("\"entity\": [[\"cflags\", \"ot\", \"-O3 -funroll-loops\"]]"),
             std::string::npos)
       << line;
@@ -210,8 +214,99 @@ TEST(FormatAutoTvmRecord, TimestampFallsBackToTheLastAttempt) {
   v1::Job job = MatmulJob();
   job.mutable_result()->clear_finished_at();
   *job.add_attempts()->mutable_ended_at() = TimeUtil::SecondsToTimestamp(1600000000);
-  Struct record = Parse(FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace()));
+  Struct record = Parse(FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace(), ""));
   EXPECT_EQ(record.fields().at("result").list_value().values(3).number_value(), 1600000000);
+}
+
+// AutoTVM target per core: microTVM's form for a board with a core, the plain C target for one
+// without; records of two cores of the same operator and shapes never share a key.
+TEST(AutoTvmTarget, PerCore) {
+  EXPECT_EQ(AutoTvmTarget("qemu-mps2-an385", "cortex-m3"),
+            "c -keys=arm_cpu,cpu -mcpu=cortex-m3 -model=qemu-mps2-an385");
+  EXPECT_EQ(AutoTvmTarget("stm32f4", "cortex-m4"),
+            "c -keys=arm_cpu,cpu -mcpu=cortex-m4 -model=stm32f4");
+  EXPECT_EQ(AutoTvmTarget("qemu-mps3-an547", "cortex-m55"),
+            "c -keys=arm_cpu,cpu -mcpu=cortex-m55 -model=qemu-mps3-an547");
+  EXPECT_EQ(AutoTvmTarget("host-process", ""), "c -keys=cpu -model=host-process");
+
+  v1::Job m3 = MatmulJob(), m4 = MatmulJob();
+  m3.mutable_trial()->set_board_kind("qemu-mps2-an385");
+  m4.mutable_trial()->set_board_kind("qemu-netduinoplus2");
+  auto input = [](const v1::Job& job, const std::string& cpu) {
+    const Struct record = Parse(FormatAutoTvmRecord(job, catalog::BuiltinKnobSpace(), cpu));
+    return record.fields().at("input").list_value();
+  };
+  EXPECT_EQ(input(m3, "cortex-m3").values(0).string_value(),
+            "c -keys=arm_cpu,cpu -mcpu=cortex-m3 -model=qemu-mps2-an385");
+  EXPECT_EQ(input(m4, "cortex-m4").values(0).string_value(),
+            "c -keys=arm_cpu,cpu -mcpu=cortex-m4 -model=qemu-netduinoplus2");
+  // Task and arguments alike: only the target tells the cores apart.
+  EXPECT_EQ(input(m3, "cortex-m3").values(1).string_value(),
+            input(m4, "cortex-m4").values(1).string_value());
+  EXPECT_NE(input(m3, "cortex-m3").values(0).string_value(),
+            input(m4, "cortex-m4").values(0).string_value());
+}
+
+TEST(AutoTvmTarget, ParsedAndComparedByKindAndCore) {
+  AutoTvmTargetParts p = ParseAutoTvmTarget("c -keys=arm_cpu,cpu -mcpu=cortex-m3 -model=m3kind");
+  EXPECT_EQ(p.model, "m3kind");
+  EXPECT_EQ(p.cpu, "cortex-m3");
+  p = ParseAutoTvmTarget("c -keys=cpu -model=host-process");
+  EXPECT_EQ(p.model, "host-process");
+  EXPECT_EQ(p.cpu, "");
+
+  const std::string m3 = AutoTvmTarget("k", "cortex-m3"), m4 = AutoTvmTarget("k", "cortex-m4");
+  EXPECT_TRUE(SameBoardTarget(m3, m3));
+  EXPECT_FALSE(SameBoardTarget(m3, m4));  // another core: another run
+  EXPECT_FALSE(SameBoardTarget(m3, AutoTvmTarget("other", "cortex-m3")));
+  // A record written before targets named cores ("c -keys=cpu -model=k") is the kind's.
+  EXPECT_TRUE(SameBoardTarget("c -keys=cpu -model=k", m3));
+  EXPECT_TRUE(SameBoardTarget(m4, "c -keys=cpu -model=k"));
+  EXPECT_FALSE(SameBoardTarget("c -keys=cpu -model=other", m3));
+}
+
+v1::Board Board(const std::string& id, const std::string& kind, const std::string& cpu,
+                v1::BoardState state = v1::IDLE) {
+  v1::Board b;
+  b.set_board_id(id);
+  b.set_kind(kind);
+  b.set_cpu(cpu);
+  b.set_state(state);
+  return b;
+}
+
+TEST(CoresOfBoards, OneCorePerKind) {
+  google::protobuf::RepeatedPtrField<v1::Board> boards;
+  *boards.Add() = Board("m3-0", "qemu-mps2-an385", "cortex-m3");
+  *boards.Add() = Board("m3-1", "qemu-mps2-an385", "cortex-m3", v1::OFFLINE);
+  *boards.Add() = Board("m3-old", "qemu-mps2-an385", "");  // an agent older than Board.cpu
+  *boards.Add() = Board("hp-0", "host-process", "");
+  // A kind re-based on another package: its serving board decides, not the stale offline one.
+  *boards.Add() = Board("x-old", "rebased", "cortex-m3", v1::OFFLINE);
+  *boards.Add() = Board("x-new", "rebased", "cortex-m4", v1::BUSY);
+  absl::StatusOr<BoardCores> cores = CoresOfBoards(boards);
+  ASSERT_TRUE(cores.ok()) << cores.status();
+  EXPECT_EQ(*cores,
+            (BoardCores{
+                {"qemu-mps2-an385", "cortex-m3"}, {"host-process", ""}, {"rebased", "cortex-m4"}}));
+
+  // Offline boards alone: theirs.
+  google::protobuf::RepeatedPtrField<v1::Board> offline;
+  *offline.Add() = Board("m3-0", "qemu-mps2-an385", "cortex-m3", v1::OFFLINE);
+  cores = CoresOfBoards(offline);
+  ASSERT_TRUE(cores.ok()) << cores.status();
+  EXPECT_EQ(cores->at("qemu-mps2-an385"), "cortex-m3");
+
+  // Two serving cores in one kind: no target can name both.
+  *boards.Add() = Board("x-m7", "rebased", "cortex-m7", v1::IDLE);
+  cores = CoresOfBoards(boards);
+  ASSERT_FALSE(cores.ok());
+  EXPECT_EQ(cores.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(cores.status().message().find(
+                "board kind rebased: its boards name different cores: cortex-m4 (x-new); "
+                "cortex-m7 (x-m7)"),
+            std::string::npos)
+      << cores.status();
 }
 
 TEST(JsonDouble, ShortestRoundTrip) {

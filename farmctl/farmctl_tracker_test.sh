@@ -66,7 +66,7 @@ done
 export BENCHFARM_TRACKER="$address"
 
 run boards;  [[ $rc -eq 0 ]] || fail "boards: exit $rc"
-grep -q "^BOARD  *KIND  *TIMING  *LABELS  *STATE  *AGENT  *JOB  *JOBS/SLOTS  *FLASHES  *FAILS$" "$out" || fail "boards header"
+grep -q "^BOARD  *KIND  *CPU  *TIMING  *LABELS  *STATE  *AGENT  *JOB  *JOBS/SLOTS  *FLASHES  *FAILS$" "$out" || fail "boards header"
 run queue --json; [[ $rc -eq 0 ]] || fail "queue --json: exit $rc"
 python3 -m json.tool "$out" >/dev/null || fail "queue --json is not JSON"
 run results --json --kind host-process; [[ $rc -eq 0 ]] || fail "results --json: exit $rc"

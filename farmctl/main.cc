@@ -714,6 +714,7 @@ int ResultsCommand(const TrackerClient& tracker, bool json) {
   options.format = json                           ? ResultsFormat::kJson
                    : absl::GetFlag(FLAGS_autotvm) ? ResultsFormat::kAutoTvm
                                                   : ResultsFormat::kTable;
+  options.notes = &std::cerr;
   return Done(PrintResults(tracker, options, std::cout));
 }
 
@@ -736,7 +737,12 @@ int TuneCommand(const TrackerClient& tracker, const std::string& command,
   }
   absl::Status status;
   if (command == "import-log") {
-    status = ImportLog(*op, *options, operands[0], std::cout);
+    // The kind's core: records of another core are another run's.
+    absl::StatusOr<BoardCores> cores = FetchBoardCores(tracker);
+    if (!cores.ok()) return Fail(cores.status());
+    auto core = cores->find(options->kind);
+    status =
+        ImportLog(*op, *options, core == cores->end() ? "" : core->second, operands[0], std::cout);
   } else {
     const catalog::KnobSpace table({*std::move(op)});
     options->derive_client = !insecure;

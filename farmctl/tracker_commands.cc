@@ -254,11 +254,13 @@ absl::Status PrintBoards(const TrackerClient& tracker, const std::string& kind, 
   std::sort(boards.begin(), boards.end(), [](const v1::Board* a, const v1::Board* b) {
     return std::tie(a->kind(), a->board_id()) < std::tie(b->kind(), b->board_id());
   });
-  // TIMING: an emulated board's timing mode (cycles, instructions, host); "-" for the others.
-  Table table({"BOARD", "KIND", "TIMING", "LABELS", "STATE", "AGENT", "JOB", "JOBS/SLOTS",
+  // CPU: the board's core (its package's -mcpu); "-" for a host-process board. TIMING: an
+  // emulated board's timing mode (cycles, instructions, host); "-" for the others.
+  Table table({"BOARD", "KIND", "CPU", "TIMING", "LABELS", "STATE", "AGENT", "JOB", "JOBS/SLOTS",
                "FLASHES", "FAILS"});
   for (const v1::Board* b : boards) {
-    table.Add({b->board_id(), b->kind(), OrDash(b->timing()), OrDash(JoinSorted(b->labels())),
+    table.Add({b->board_id(), b->kind(), OrDash(b->cpu()), OrDash(b->timing()),
+               OrDash(JoinSorted(b->labels())),
                v1::BoardState_Name(b->state()) + (b->held() ? " (held)" : ""),
                OrDash(b->agent_id()), OrDash(b->current_job_id()),
                absl::StrCat(b->running_jobs(), "/", std::max(b->slots(), 1)),
@@ -304,6 +306,13 @@ absl::Status MoveBoard(const TrackerClient& tracker, const std::string& board_id
   out << board.board_id() << " " << v1::BoardState_Name(board.state()) << ", held by agent "
       << board.agent_id() << "\n";
   return absl::OkStatus();
+}
+
+absl::StatusOr<BoardCores> FetchBoardCores(const TrackerClient& tracker) {
+  v1::ListBoardsResponse response;
+  RETURN_IF_ERROR(Call(tracker, &v1::Tracker::StubInterface::ListBoards, v1::ListBoardsRequest(),
+                       &response, "ListBoards"));
+  return CoresOfBoards(response.boards());
 }
 
 absl::Status PrintQueue(const TrackerClient& tracker, bool json, std::ostream& out) {
@@ -648,11 +657,22 @@ absl::Status PrintResults(const TrackerClient& tracker, const ResultsOptions& op
   switch (options.format) {
     case ResultsFormat::kJson:
       return JsonOut(all, out);
-    case ResultsFormat::kAutoTvm:
+    case ResultsFormat::kAutoTvm: {
+      ASSIGN_OR_RETURN(const BoardCores cores, FetchBoardCores(tracker));
+      std::set<std::string> unknown;
       for (const v1::Job& job : all.jobs()) {
-        if (job.state() == v1::DONE) out << FormatAutoTvmRecord(job, knobs) << "\n";
+        if (job.state() != v1::DONE) continue;
+        const std::string& kind = job.trial().board_kind();
+        auto core = cores.find(kind);
+        if (core == cores.end() && unknown.insert(kind).second && options.notes != nullptr) {
+          *options.notes << "results: no board of kind " << kind
+                         << " is registered, so its core is not known: its records' target is \""
+                         << AutoTvmTarget(kind, "") << "\"\n";
+        }
+        out << FormatAutoTvmRecord(job, knobs, core == cores.end() ? "" : core->second) << "\n";
       }
       return absl::OkStatus();
+    }
     case ResultsFormat::kTable:
       break;
   }

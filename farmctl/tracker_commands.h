@@ -31,6 +31,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "catalog/knob_space.h"
+#include "farmctl/autotvm_record.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/benchfarm.grpc.pb.h"
 
@@ -69,8 +70,8 @@ absl::Status PrintWhoAmI(const TrackerClient& tracker, const std::string& client
 
 // ---- boards, queue ---------------------------------------------------------------------------
 
-// ListBoards (kind empty: every kind). Table columns: BOARD KIND LABELS STATE AGENT JOB
-// JOBS/SLOTS FLASHES FAILS (consecutive infrastructure failures).
+// ListBoards (kind empty: every kind). Table columns: BOARD KIND CPU (the core) TIMING LABELS
+// STATE AGENT JOB JOBS/SLOTS FLASHES FAILS (consecutive infrastructure failures).
 absl::Status PrintBoards(const TrackerClient& tracker, const std::string& kind, bool json,
                          std::ostream& out);
 
@@ -78,6 +79,11 @@ absl::Status PrintBoards(const TrackerClient& tracker, const std::string& kind, 
 // priority, highest first) and running, and a TOTAL row when there are several kinds; then a
 // "<kind>: waiting: ..." line for each reason queued jobs wait (KindSummary.waiting).
 absl::Status PrintQueue(const TrackerClient& tracker, bool json, std::ostream& out);
+
+// The core of every board kind the tracker has boards of (one ListBoards; autotvm_record.h
+// CoresOfBoards), for AutoTVM targets. The tracker's errors, and FailedPrecondition for a kind
+// whose boards name different cores.
+absl::StatusOr<BoardCores> FetchBoardCores(const TrackerClient& tracker);
 
 // MoveBoard (admins): "<board> OFFLINE, held by agent <agent>".
 absl::Status MoveBoard(const TrackerClient& tracker, const std::string& board_id,
@@ -225,12 +231,16 @@ struct ResultsOptions {
   int64_t limit = 0;  // jobs in all; 0: every job
   ResultsFormat format = ResultsFormat::kTable;
   const catalog::KnobSpace* knobs = nullptr;  // for kAutoTvm; null: the built-in operators
+  // kAutoTvm: where a kind with no registered board is said (its records' target names no core);
+  // null: not said.
+  std::ostream* notes = nullptr;
 };
 
 // ListResults, following next_page_token. kTable: JOB CLIENT STATE KIND OP KNOBS BOARD ATTEMPTS
 // RESULT (ResultCostText: the median per call +- its interval, or the error name); kJson: one
 // ListResultsResponse with every page's jobs (each result with its stats, measured, cpu_hz);
-// kAutoTvm: one AutoTVM record per DONE job (unfinished jobs are skipped; costs as measured).
+// kAutoTvm: one AutoTVM record per DONE job (unfinished jobs are skipped; costs as measured),
+// each target naming its kind's core (FetchBoardCores: one ListBoards).
 absl::Status PrintResults(const TrackerClient& tracker, const ResultsOptions& options,
                           std::ostream& out);
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -26,6 +27,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "catalog/operator.h"
+#include "farmctl/autotvm_record.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
@@ -376,6 +378,57 @@ TEST_F(TrackerCommandsTest, SubmitWatchAndResultsInEveryFormat) {
   EXPECT_EQ(failed.values(1).number_value(), 5);  // WRONG_ANSWER
 }
 
+// AutoTVM target per core: each record's target names the core its kind's boards registered
+// (BoardRegistration.cpu, from their package's data), a host-process board's none.
+TEST_F(TrackerCommandsTest, AutoTvmRecordsNameTheirKindsCore) {
+  v1::BoardRegistration m3 = FakeAgent::Board("m3-0", "qemu-mps2-an385");
+  m3.set_cpu("cortex-m3");
+  v1::BoardRegistration m4 = FakeAgent::Board("m4-0", "qemu-netduinoplus2");
+  m4.set_cpu("cortex-m4");
+  FakeAgent agent(agents_.get(), "agent-1", {FakeAgent::Board("hp0", "host-process"), m3, m4});
+  std::vector<std::string> ids = SubmitTrials({Matmul({"tile_m=4"}, 1, "host-process"),
+                                               Matmul({"tile_m=4"}, 1, "qemu-mps2-an385"),
+                                               Matmul({"tile_m=4"}, 1, "qemu-netduinoplus2")});
+  ASSERT_EQ(ids.size(), 3u);
+  for (const std::string& id : ids) ASSERT_TRUE(WaitForState(id, v1::DONE)) << id;
+
+  absl::StatusOr<BoardCores> cores = FetchBoardCores(tracker_);
+  ASSERT_TRUE(cores.ok()) << cores.status();
+  EXPECT_EQ(*cores, (BoardCores{{"host-process", ""},
+                                {"qemu-mps2-an385", "cortex-m3"},
+                                {"qemu-netduinoplus2", "cortex-m4"}}));
+
+  std::ostringstream autotvm, notes;
+  ResultsOptions results;
+  results.format = ResultsFormat::kAutoTvm;
+  results.notes = &notes;
+  ASSERT_TRUE(PrintResults(tracker_, results, autotvm).ok());
+  std::map<std::string, std::string> target_of_kind;
+  for (const std::string& line : Lines(autotvm.str())) {
+    google::protobuf::Struct record;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(line, &record).ok()) << line;
+    const std::string target = record.fields().at("input").list_value().values(0).string_value();
+    target_of_kind[ParseAutoTvmTarget(target).model] = target;
+  }
+  EXPECT_EQ(
+      target_of_kind,
+      (std::map<std::string, std::string>{
+          {"host-process", "c -keys=cpu -model=host-process"},
+          {"qemu-mps2-an385", "c -keys=arm_cpu,cpu -mcpu=cortex-m3 -model=qemu-mps2-an385"},
+          {"qemu-netduinoplus2", "c -keys=arm_cpu,cpu -mcpu=cortex-m4 -model=qemu-netduinoplus2"}}))
+      << autotvm.str();
+  EXPECT_EQ(notes.str(), "");  // every kind has a registered board
+
+  // `farmctl boards` shows each board's core.
+  std::ostringstream boards;
+  ASSERT_TRUE(PrintBoards(tracker_, "qemu-mps2-an385", false, boards).ok());
+  std::vector<std::string> rows = Lines(boards.str());
+  ASSERT_EQ(rows.size(), 2u) << boards.str();
+  EXPECT_EQ(std::vector<std::string>(absl::StrSplit(rows[1], ' ', absl::SkipEmpty()))[2],
+            "cortex-m3")
+      << boards.str();
+}
+
 TEST_F(TrackerCommandsTest, CancelQueuedAndRunningJobs) {
   FakeAgent agent(agents_.get(), "agent-1", {FakeAgent::Board("slow0", "nucleo")}, {"slow0"});
   std::vector<std::string> ids = SubmitTrials({Matmul({}, 1, "nucleo"), Matmul({}, 2, "nucleo")});
@@ -438,6 +491,7 @@ TEST_F(TrackerCommandsTest, BoardsAndQueueTablesAndJson) {
   FakeAgent agent(agents_.get(), "agent-1", {hp0, FakeAgent::Board("hp1", "host-process")});
   v1::BoardRegistration st0 = FakeAgent::Board("st0", "nucleo");
   st0.set_timing("cycles");  // an emulated board under the cycle model
+  st0.set_cpu("cortex-m4");
   FakeAgent other(agents_.get(), "agent-2", {st0}, {"st0"});
 
   std::ostringstream boards;
@@ -445,11 +499,11 @@ TEST_F(TrackerCommandsTest, BoardsAndQueueTablesAndJson) {
   std::vector<std::string> rows = Lines(boards.str());
   ASSERT_EQ(rows.size(), 4u) << boards.str();
   EXPECT_EQ(std::vector<std::string>(absl::StrSplit(rows[0], ' ', absl::SkipEmpty())),
-            (std::vector<std::string>{"BOARD", "KIND", "TIMING", "LABELS", "STATE", "AGENT", "JOB",
-                                      "JOBS/SLOTS", "FLASHES", "FAILS"}));
+            (std::vector<std::string>{"BOARD", "KIND", "CPU", "TIMING", "LABELS", "STATE", "AGENT",
+                                      "JOB", "JOBS/SLOTS", "FLASHES", "FAILS"}));
   EXPECT_EQ(std::vector<std::string>(absl::StrSplit(rows[1], ' ', absl::SkipEmpty())),
-            (std::vector<std::string>{"hp0", "host-process", "-", "desk=a,usb=1", "IDLE", "agent-1",
-                                      "-", "0/2", "7", "0"}))
+            (std::vector<std::string>{"hp0", "host-process", "-", "-", "desk=a,usb=1", "IDLE",
+                                      "agent-1", "-", "0/2", "7", "0"}))
       << boards.str();
   EXPECT_TRUE(absl::StartsWith(rows[2], "hp1 ")) << boards.str();
   EXPECT_TRUE(absl::StartsWith(rows[3], "st0 ")) << boards.str();
@@ -462,8 +516,8 @@ TEST_F(TrackerCommandsTest, BoardsAndQueueTablesAndJson) {
   rows = Lines(nucleo.str());
   ASSERT_EQ(rows.size(), 2u) << nucleo.str();
   EXPECT_EQ(std::vector<std::string>(absl::StrSplit(rows[1], ' ', absl::SkipEmpty())),
-            (std::vector<std::string>{"st0", "nucleo", "cycles", "-", "BUSY", "agent-2", ids[0],
-                                      "1/1", "0", "0"}))
+            (std::vector<std::string>{"st0", "nucleo", "cortex-m4", "cycles", "-", "BUSY",
+                                      "agent-2", ids[0], "1/1", "0", "0"}))
       << nucleo.str();
 
   std::ostringstream json;

@@ -703,6 +703,8 @@ class TuneRun {
                        absl::string_view late_prefix, absl::string_view late_suffix,
                        const std::function<void()>& recorded);
   absl::Status WaitPending();
+  // The job's AutoTVM record, its target naming the core of its kind's boards (cores_).
+  absl::StatusOr<std::string> Record(const v1::Job& job);
   absl::Status RunRecheck(const std::vector<TunePoint>& first);
   std::string RequestIdPrefix() const { return client_.empty() ? run_name_ : client_; }
 
@@ -723,7 +725,30 @@ class TuneRun {
   int flashed_ = 0, finished_now_ = 0;        // trials of this run whose board was flashed for them
   std::map<std::string, int> board_flashes_;  // of this run's trials, by board
   std::vector<TunePoint> ranked_;             // the measured configs by cost (PrintBest)
+  // The core of each board kind, for the records' targets: fetched from the tracker (ListBoards)
+  // when the first record is written, and again when a record's kind is not among them yet.
+  std::optional<BoardCores> cores_;
+  std::set<std::string> coreless_;  // kinds said to have no registered board
 };
+
+absl::StatusOr<std::string> TuneRun::Record(const v1::Job& job) {
+  const std::string& kind = job.trial().board_kind();
+  if (!cores_ || (cores_->count(kind) == 0 && coreless_.count(kind) == 0)) {
+    ASSIGN_OR_RETURN(cores_, FetchBoardCores(tracker_));
+  }
+  auto core = cores_->find(kind);
+  if (core == cores_->end()) {
+    // A finished job's board is registered (the tracker keeps its boards), so this is rare: a
+    // job finished before its board's registration was stored, say. Said once.
+    if (coreless_.insert(kind).second) {
+      progress_ << "tune: no board of kind " << kind
+                << " is registered, so its core is not known: its AutoTVM records' target is \""
+                << AutoTvmTarget(kind, "") << "\"\n";
+    }
+    return FormatAutoTvmRecord(job, knobs_, "");
+  }
+  return FormatAutoTvmRecord(job, knobs_, core->second);
+}
 
 absl::Status TuneRun::LoadState() {
   ASSIGN_OR_RETURN(std::vector<TransferSet> prior, LoadTransfer(op_, options_, progress_));
@@ -823,18 +848,19 @@ absl::Status TuneRun::WaitFor(const std::function<const std::map<int64_t, std::s
 
 // Waits for the pending jobs, recording each as it finishes.
 absl::Status TuneRun::WaitPending() {
-  return WaitFor(
-      [&]() -> const std::map<int64_t, std::string>& { return state_.pending(); },
-      [&](int64_t index, const v1::Job& job) {
-        RETURN_IF_ERROR(state_.AddDone(PointOf(index, job), FormatAutoTvmRecord(job, knobs_)));
-        finished_now_++;
-        if (job.result().stages().flash_s() > 0) {
-          flashed_++;
-          board_flashes_[job.result().board_id()]++;
-        }
-        return absl::OkStatus();
-      },
-      "", absl::StrCat(" (is an agent serving kind ", options_.kind, "?)"), [&] { Draw(false); });
+  return WaitFor([&]() -> const std::map<int64_t, std::string>& { return state_.pending(); },
+                 [&](int64_t index, const v1::Job& job) {
+                   ASSIGN_OR_RETURN(const std::string record, Record(job));
+                   RETURN_IF_ERROR(state_.AddDone(PointOf(index, job), record));
+                   finished_now_++;
+                   if (job.result().stages().flash_s() > 0) {
+                     flashed_++;
+                     board_flashes_[job.result().board_id()]++;
+                   }
+                   return absl::OkStatus();
+                 },
+                 "", absl::StrCat(" (is an agent serving kind ", options_.kind, "?)"),
+                 [&] { Draw(false); });
 }
 
 // The next batch (an image round with max_flashes): the default config first while it is
@@ -977,7 +1003,8 @@ absl::Status TuneRun::RunRecheck(const std::vector<TunePoint>& first) {
   RETURN_IF_ERROR(WaitFor(
       [&]() -> const std::map<int64_t, std::string>& { return state_.recheck(key).pending; },
       [&](int64_t index, const v1::Job& job) {
-        return state_.AddRecheckDone(key, PointOf(index, job), FormatAutoTvmRecord(job, knobs_));
+        ASSIGN_OR_RETURN(const std::string record, Record(job));
+        return state_.AddRecheckDone(key, PointOf(index, job), record);
       },
       "recheck: ", "", nullptr));
   std::vector<TunePoint> second;
@@ -1040,7 +1067,7 @@ absl::Status Tune(const TrackerClient& tracker, const catalog::KnobSpace& knobs,
   return run.Finish();
 }
 
-absl::Status ImportLog(const v1::Operator& op, const TuneOptions& options,
+absl::Status ImportLog(const v1::Operator& op, const TuneOptions& options, absl::string_view cpu,
                        const std::string& log_path, std::ostream& out) {
   if (options.out_dir.empty()) return absl::InvalidArgumentError("--out: required");
   std::ifstream in(log_path);
@@ -1053,7 +1080,7 @@ absl::Status ImportLog(const v1::Operator& op, const TuneOptions& options,
     out << "import-log: " << state.StatePath() << " was of another run; kept as " << set_aside
         << "\n";
   }
-  ASSIGN_OR_RETURN(const google::protobuf::Value want_input, RunInput(op, options));
+  ASSIGN_OR_RETURN(const google::protobuf::Value want_input, RunInput(op, options, cpu));
   int imported = 0, known = 0, other_run = 0, malformed = 0;
   for (std::string line; std::getline(in, line);) {
     if (line.empty()) continue;
@@ -1073,7 +1100,7 @@ absl::Status ImportLog(const v1::Operator& op, const TuneOptions& options,
       << options.kind << " restored into " << state.StatePath();
   if (known > 0) out << "; " << known << " already there";
   if (other_run > 0)
-    out << "; " << other_run << " of another operator, version, kind or shapes skipped";
+    out << "; " << other_run << " of another operator, version, kind, core or shapes skipped";
   if (malformed > 0) out << "; " << malformed << " unreadable lines skipped";
   out << "\n";
   return absl::OkStatus();

@@ -44,7 +44,10 @@
 //                           "recheck <key> done <index> ..." lines (key: a hash of the recheck's
 //                           trials, so the same recheck resumes and another one starts afresh)
 //   <op>.autotvm.log        AutoTVM log records (version 0.2) of every finished trial, the
-//                           recheck's included
+//                           recheck's included; each target names the core of its kind's boards
+//                           (autotvm_record.h; the cores from one ListBoards, fetched again for a
+//                           kind not among them). A resumed run appends to it: records written
+//                           before targets named cores stay as they are, of the same kind.
 //   tune-plot.svg           best cost against trials
 // A progress line (trials done, best so far) goes to `progress`; the table of the best configs
 // and their speed-up over the default to `out`.
@@ -61,6 +64,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "catalog/knob_space.h"
 #include "farmctl/tracker_commands.h"
@@ -143,8 +147,11 @@ absl::Status Tune(const TrackerClient& tracker, const catalog::KnobSpace& knobs,
 // `farmctl import-log`: the records of an AutoTVM log (this tool's, or a copy from another farm)
 // that belong to the run `options` describes — same target kind, operator version and shapes —
 // restored into out_dir's state and log, so `tune` with the same options resumes without
-// measuring them again. Prints what it took and what it skipped.
-absl::Status ImportLog(const v1::Operator& op, const TuneOptions& options,
+// measuring them again. `cpu`: the core of the kind's boards (BoardCores; "" for none or not
+// known): a record whose target names another core is another run's; one whose target names
+// none (a log written before targets named cores) is the kind's. Prints what it took and what it
+// skipped.
+absl::Status ImportLog(const v1::Operator& op, const TuneOptions& options, absl::string_view cpu,
                        const std::string& log_path, std::ostream& out);
 
 // The SVG plot against trial number, in measurement order: the best-so-far cost (µs) as a line,

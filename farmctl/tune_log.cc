@@ -55,16 +55,48 @@ TunePoint RecordPoint(int64_t index,
   return p;
 }
 
+// Whether a record's input is the run's: the same task and arguments, and a target of the same
+// board kind (SameBoardTarget: a record written before targets named cores is the kind's too).
+bool SameRun(const google::protobuf::Value& input, const google::protobuf::Value& want) {
+  const auto& got = input.list_value().values();
+  const auto& run = want.list_value().values();
+  if (got.size() != run.size() || got.empty()) return false;
+  if (got[0].kind_case() != google::protobuf::Value::kStringValue ||
+      run[0].kind_case() != google::protobuf::Value::kStringValue ||
+      !SameBoardTarget(got[0].string_value(), run[0].string_value())) {
+    return false;
+  }
+  for (int i = 1; i < got.size(); ++i) {
+    if (!google::protobuf::util::MessageDifferencer::Equals(got[i], run[i])) return false;
+  }
+  return true;
+}
+
+// A transfer record's run: its input with the target reduced to its board kind (-model), so
+// records of one kind and shapes are one run whether or not their target names the core.
+std::string TransferRunKey(const google::protobuf::Value& input) {
+  google::protobuf::Value key = input;
+  google::protobuf::Value* target =
+      key.list_value().values_size() > 0 ? key.mutable_list_value()->mutable_values(0) : nullptr;
+  if (target != nullptr && target->kind_case() == google::protobuf::Value::kStringValue) {
+    target->set_string_value(ParseAutoTvmTarget(target->string_value()).model);
+  }
+  std::string text;
+  (void)google::protobuf::util::MessageToJsonString(key, &text);
+  return text;
+}
+
 }  // namespace
 
 // The "input" every AutoTVM record of the run has: the one a trial of it would get.
-absl::StatusOr<google::protobuf::Value> RunInput(const v1::Operator& op,
-                                                 const TuneOptions& options) {
+absl::StatusOr<google::protobuf::Value> RunInput(const v1::Operator& op, const TuneOptions& options,
+                                                 absl::string_view cpu) {
   v1::Job probe;
   *probe.mutable_trial() = TrialTemplate(op, options);
   const catalog::KnobSpace table({op});
   google::protobuf::Struct want;
-  if (!google::protobuf::util::JsonStringToMessage(FormatAutoTvmRecord(probe, table), &want).ok()) {
+  if (!google::protobuf::util::JsonStringToMessage(FormatAutoTvmRecord(probe, table, cpu), &want)
+           .ok()) {
     return absl::InternalError("cannot parse this run's own AutoTVM record");
   }
   return want.fields().at("input");
@@ -84,9 +116,8 @@ LogLine ParseRecord(const google::protobuf::Struct& record, const v1::OpTemplate
       record.fields().count("result") == 0) {
     return LogLine::kMalformed;
   }
-  if (!google::protobuf::util::MessageDifferencer::Equals(record.fields().at("input"),
-                                                          want_input)) {
-    return LogLine::kOtherRun;  // another operator, version, board kind or shapes
+  if (!SameRun(record.fields().at("input"), want_input)) {
+    return LogLine::kOtherRun;  // another operator, version, board kind, core or shapes
   }
   const auto& result = record.fields().at("result").list_value().values();
   const int64_t index = RecordIndex(spec, record);
@@ -100,9 +131,9 @@ absl::StatusOr<std::vector<TransferSet>> LoadTransfer(const v1::Operator& op,
                                                       std::ostream& progress) {
   std::vector<TransferSet> sets;
   if (options.transfer.empty()) return sets;
-  ASSIGN_OR_RETURN(const google::protobuf::Value run_input, RunInput(op, options));
+  ASSIGN_OR_RETURN(const google::protobuf::Value run_input, RunInput(op, options, ""));
   const std::string task = run_input.list_value().values(1).string_value();
-  std::map<std::string, size_t> set_of_input;  // a run's input (JSON) -> its set
+  std::map<std::string, size_t> set_of_input;  // a run (TransferRunKey) -> its set
   int taken = 0, other_task = 0, malformed = 0;
   for (const std::string& path : options.transfer) {
     std::ifstream in(path);
@@ -131,9 +162,7 @@ absl::StatusOr<std::vector<TransferSet>> LoadTransfer(const v1::Operator& op,
         ++malformed_here;
         continue;
       }
-      std::string key;
-      (void)google::protobuf::util::MessageToJsonString(input, &key);
-      auto [it, fresh] = set_of_input.emplace(key, sets.size());
+      auto [it, fresh] = set_of_input.emplace(TransferRunKey(input), sets.size());
       if (fresh) sets.emplace_back();
       sets[it->second].emplace_back(p.index, p.cost);
       ++taken_here;

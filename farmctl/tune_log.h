@@ -15,21 +15,26 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "farmctl/tune.h"
 #include "google/protobuf/struct.pb.h"
 #include "proto/benchfarm.pb.h"
 
 namespace benchfarm::farmctl {
 
-// The "input" every AutoTVM record of the run has: the one a trial of it would get.
-absl::StatusOr<google::protobuf::Value> RunInput(const v1::Operator& op,
-                                                 const TuneOptions& options);
+// The "input" every AutoTVM record of the run has: the one a trial of it would get, on boards
+// whose core is `cpu` ("" for none or not known).
+absl::StatusOr<google::protobuf::Value> RunInput(const v1::Operator& op, const TuneOptions& options,
+                                                 absl::string_view cpu);
 
 // What a line of an AutoTVM log is to a run: one of its points, a record of another run, or
 // unreadable.
 enum class LogLine { kPoint, kOtherRun, kMalformed };
 
-// The line's point (into *p) if it is a record of the run whose records have `want_input`.
+// The line's point (into *p) if it is a record of the run whose records have `want_input`: the
+// same task and arguments, and a target of the same board kind — the same -model, and the same
+// core or none named on one side (SameBoardTarget), so a log written before targets named the
+// board's core is still the run's.
 LogLine ParseLogLine(const std::string& line, const v1::OpTemplate& spec,
                      const google::protobuf::Value& want_input, TunePoint* p);
 // The same for a record already parsed.
@@ -40,7 +45,8 @@ LogLine ParseRecord(const google::protobuf::Struct& record, const v1::OpTemplate
 using TransferSet = std::vector<std::pair<int64_t, double>>;
 
 // The records of `options.transfer`'s logs that are of the run's operator and version (its
-// AutoTVM task), grouped by run (their "input": board kind and shapes), for
+// AutoTVM task), grouped by run (their "input": board kind — the target's -model, whether or not
+// it names the core — and shapes), for
 // tuner::StrategyOptions::prior; says on `progress` what it took and skipped. Errors:
 // NotFound "--transfer: cannot read PATH"; InvalidArgument "--transfer PATH: no records of TASK
 // (it holds ...)" naming what the log holds instead (another operator or version, unreadable

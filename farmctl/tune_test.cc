@@ -21,11 +21,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "catalog/knob_space.h"
 #include "catalog/operator.h"
 #include "farmctl/tracker_commands.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "tests/example_ops.h"
 #include "tests/in_process_tracker.h"
 
@@ -112,6 +115,7 @@ class ScriptedAgent {
     target->set_board_id("target-0");
     target->set_kind(kTargetKind);
     target->set_slots(64);
+    target->set_cpu("cortex-m4");  // its core: its kind's AutoTVM records name it
     stream->Write(reg);
     v1::TrackerMessage m;
     while (stream->Read(&m)) {
@@ -235,6 +239,23 @@ class TuneTest : public ::testing::Test {
       if (f.size() >= 4 && absl::SimpleAtod(f[2], &c)) best = std::min(best, c);
     }
     return best;
+  }
+
+  // A record's target (its input's first value).
+  static std::string Target(const std::string& record) {
+    google::protobuf::Struct s;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(record, &s).ok()) << record;
+    return s.fields().at("input").list_value().values(0).string_value();
+  }
+
+  // The log's lines with their target replaced by `target`.
+  static void Retarget(const std::string& from, const std::string& to, const std::string& target) {
+    std::ifstream in(from);
+    std::ofstream out(to, std::ios::trunc);
+    for (std::string line; std::getline(in, line);) {
+      const std::string old = absl::StrCat("\"", Target(line), "\"");
+      out << absl::StrReplaceAll(line, {{old, absl::StrCat("\"", target, "\"")}}) << "\n";
+    }
   }
 
   std::string dir_;
@@ -666,11 +687,83 @@ TEST_F(TuneTest, TwoStageTuningConfirmsTheTopOnTheTargetKind) {
   for (const v1::MeasureOptions& m : agent_->measures()) on_target += m.target_rel_ci() > 0;
   EXPECT_EQ(on_target, 3) << "the top 3 measured adaptively on the target";
   EXPECT_EQ(StateLines("done").size(), 6u) << "the screen's trials only";
+  // AutoTVM target per core: the screen's records name the host (no core), the confirmation's the
+  // target boards' Cortex-M4.
+  std::map<std::string, int> targets;
+  std::ifstream log(dir_ + "/out/matmul.autotvm.log");
+  for (std::string line; std::getline(log, line);) targets[Target(line)]++;
+  EXPECT_EQ(targets,
+            (std::map<std::string, int>{
+                {"c -keys=cpu -model=host-process", 6},
+                {absl::StrCat("c -keys=arm_cpu,cpu -mcpu=cortex-m4 -model=", kTargetKind), 3}}));
   // --confirm without --top.
   TuneOptions bad = Options("grid", 6, 6);
   bad.confirm = kTargetKind;
   EXPECT_TRUE(absl::StrContains(
       Tune(client_, catalog::BuiltinKnobSpace(), bad, out, progress).message(), "--top"));
+}
+
+// Logs written before AutoTVM targets named the board's core ("c -keys=cpu -model=KIND") still
+// load: import-log restores their records into a run on the kind whose boards now name a core,
+// and --transfer takes them as the same run as the new records of that kind. A log of the kind
+// on another core is another run's.
+TEST_F(TuneTest, LogsWrittenBeforeTargetsNamedTheCoreStillLoad) {
+  TuneOptions options = Options("grid", 8, 8);
+  options.kind = kTargetKind;
+  std::ostringstream out, progress;
+  ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), options, out, progress).ok())
+      << progress.str();
+  const std::string log = dir_ + "/out/matmul.autotvm.log";
+  const std::string target =
+      absl::StrCat("c -keys=arm_cpu,cpu -mcpu=cortex-m4 -model=", kTargetKind);
+  int records = 0;
+  {
+    std::ifstream in(log);
+    for (std::string line; std::getline(in, line); ++records) EXPECT_EQ(Target(line), target);
+  }
+  ASSERT_EQ(records, 8);
+  Retarget(log, dir_ + "/legacy.log", absl::StrCat("c -keys=cpu -model=", kTargetKind));
+  Retarget(log, dir_ + "/m7.log",
+           absl::StrCat("c -keys=arm_cpu,cpu -mcpu=cortex-m7 -model=", kTargetKind));
+  const v1::Operator& mm = *catalog::BuiltinKnobSpace().Find("matmul");
+
+  // import-log: the old log's records are the run's; the other core's are not.
+  TuneOptions restored = options;
+  restored.out_dir = dir_ + "/restored";
+  std::ostringstream imported;
+  ASSERT_TRUE(ImportLog(mm, restored, "cortex-m4", dir_ + "/legacy.log", imported).ok());
+  EXPECT_TRUE(absl::StartsWith(imported.str(), "import-log: 8 records of matmul@"))
+      << imported.str();
+  TuneOptions other_core = options;
+  other_core.out_dir = dir_ + "/other-core";
+  std::ostringstream skipped;
+  ASSERT_TRUE(ImportLog(mm, other_core, "cortex-m4", dir_ + "/m7.log", skipped).ok());
+  EXPECT_TRUE(absl::StartsWith(skipped.str(), "import-log: 0 records of matmul@")) << skipped.str();
+  EXPECT_TRUE(
+      absl::StrContains(skipped.str(), "8 of another operator, version, kind, core or shapes"))
+      << skipped.str();
+
+  // The restored run resumes: nothing measured again, and its log keeps the old records as they
+  // were (new records, had there been any, name the core).
+  const int offers = agent_->offers();
+  std::ostringstream resumed_out, resumed;
+  ASSERT_TRUE(Tune(client_, catalog::BuiltinKnobSpace(), restored, resumed_out, resumed).ok())
+      << resumed.str();
+  EXPECT_TRUE(absl::StrContains(resumed.str(), "resuming from")) << resumed.str();
+  EXPECT_EQ(agent_->offers(), offers);
+
+  // --transfer: the old and the new log of the kind are one run, not two.
+  TuneOptions transfer = Options("gbt", 16, 16);
+  transfer.out_dir = dir_ + "/transfer";
+  transfer.transfer = {dir_ + "/legacy.log", log};
+  std::ostringstream transfer_out, transfer_progress;
+  ASSERT_TRUE(
+      Tune(client_, catalog::BuiltinKnobSpace(), transfer, transfer_out, transfer_progress).ok())
+      << transfer_progress.str();
+  EXPECT_TRUE(
+      absl::StrContains(transfer_progress.str(), "transfer: 16 records of benchfarm/matmul@"))
+      << transfer_progress.str();
+  EXPECT_TRUE(absl::StrContains(transfer_progress.str(), "from 1 runs")) << transfer_progress.str();
 }
 
 TEST_F(TuneTest, BadOptionsNameTheFlag) {

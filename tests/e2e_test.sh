@@ -69,6 +69,10 @@ http_get "http://127.0.0.1:$prom_port/-/ready" >/dev/null || { cat "$work/promet
 farmctl/farmctl boards --tracker "127.0.0.1:$tracker_port" >"$work/boards.txt"
 grep -q "hp-pty" "$work/boards.txt" && grep -q "hp-pipe" "$work/boards.txt" && grep -q "m3-0" "$work/boards.txt" || {
   cat "$work/boards.txt" >&2; fail "farmctl boards does not list the three boards"; }
+# Each board's core, from its template's board package (crt/boards/mps2-an385/board.conf).
+grep -qE "^m3-0 +qemu-mps2-an385 +cortex-m3 " "$work/boards.txt" &&
+  grep -qE "^hp-pty +host-process +- " "$work/boards.txt" || {
+  cat "$work/boards.txt" >&2; fail "farmctl boards: each board's core (CPU)"; }
 
 # ---- a small tuning job ----------------------------------------------------------------------
 say "tuning matmul: 24 trials in batches of 8"
@@ -99,6 +103,8 @@ for l in lines:
     assert all_cost > 0 and ts > 1.6e9
     names = [e[0] for e in r["config"]["entity"]]
     assert names == ["tile_m", "tile_n", "tile_k", "unroll", "order"], names
+    # A host-process board has no core: the plain C target.
+    assert r["input"][0] == "c -keys=cpu -model=host-process", r["input"]
 PY
 
 # ---- the same on the emulated Cortex-M3: the learned model, 24 trials in 2 image rounds --------
@@ -117,9 +123,12 @@ import json, sys
 lines = [l for l in open(sys.argv[1]) if l.strip()]
 assert len(lines) == 24, f"{len(lines)} records"
 for l in lines:
-    costs, error_no, all_cost, ts = json.loads(l)["result"]
+    r = json.loads(l)
+    costs, error_no, all_cost, ts = r["result"]
     assert error_no == 0, l
     assert all(0 < c < 1 for c in costs), costs
+    # The target names the board's core, as microTVM's did for a board.
+    assert r["input"][0] == "c -keys=arm_cpu,cpu -mcpu=cortex-m3 -model=qemu-mps2-an385", r["input"]
 PY
 farmctl/farmctl results --tracker "127.0.0.1:$tracker_port" --kind qemu-mps2-an385 --json >"$work/results-m3.json"
 python3 - "$work/results-m3.json" <<'PY' || fail "Cortex-M3 results do not say they are the cycle model's"
@@ -135,6 +144,9 @@ grep -qE "= [0-9,]+ cycles" "$work/tune-m3.out" || fail "the Cortex-M3 tune does
 farmctl/farmctl results --tracker "127.0.0.1:$tracker_port" --op matmul --kind host-process --autotvm >"$work/results.log"
 [[ $(grep -c '"version": *0.2' "$work/results.log") -eq 24 ]] || {
   head -3 "$work/results.log" >&2; fail "farmctl results --autotvm: want 24 records"; }
+farmctl/farmctl results --tracker "127.0.0.1:$tracker_port" --op matmul --kind qemu-mps2-an385 --autotvm >"$work/results-m3.log"
+[[ $(grep -c '"c -keys=arm_cpu,cpu -mcpu=cortex-m3 -model=qemu-mps2-an385"' "$work/results-m3.log") -eq 24 ]] || {
+  head -3 "$work/results-m3.log" >&2; fail "farmctl results --autotvm on the Cortex-M3: want 24 records naming its core"; }
 farmctl/farmctl results --tracker "127.0.0.1:$tracker_port" --op matmul --kind host-process >"$work/results.txt"
 [[ $(grep -cE " DONE .* [0-9.]+ (ns|us|ms) \+-([0-9.]+ %|\?)( UNSTABLE)?( = [0-9,]+ cycles)?$" "$work/results.txt") -eq 24 ]] || { cat "$work/results.txt" >&2; fail "results table"; }
 

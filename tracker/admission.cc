@@ -1,6 +1,8 @@
 #include "tracker/admission.h"
 
 #include <cmath>
+#include <map>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -42,6 +44,7 @@ std::string RegistrationProblem(const v1::Register& reg, int max_slots) {
     return absl::StrCat("register.boards: ", reg.boards_size(), " boards, at most ",
                         kMaxBoardsPerAgent);
   }
+  std::map<std::string, const v1::BoardRegistration*> core_of_kind;  // the first board naming one
   for (int k = 0; k < reg.boards_size(); ++k) {
     const v1::BoardRegistration& b = reg.boards(k);
     const std::string field = absl::StrCat("register.boards[", k, "]");
@@ -64,6 +67,18 @@ std::string RegistrationProblem(const v1::Register& reg, int max_slots) {
     if (b.flashes() < 0) return absl::StrCat(field, ".flashes: ", b.flashes(), "; not a count");
     if (b.memory_bytes() < 0) {
       return absl::StrCat(field, ".memory_bytes: ", b.memory_bytes(), "; not a size");
+    }
+    if (std::string p = catalog::CpuNameProblem(field + ".cpu", b.cpu()); !p.empty()) return p;
+    // One core per kind (BoardRegistration.cpu): within the registration here, across agents in
+    // JobQueue::RegisterAgent.
+    if (!b.cpu().empty()) {
+      auto [first, fresh] = core_of_kind.try_emplace(b.kind(), &b);
+      const v1::BoardRegistration& o = *first->second;
+      if (!fresh && o.cpu() != b.cpu()) {
+        return absl::StrCat(field, ".cpu: board ", b.board_id(), " of kind ", b.kind(), " is a ",
+                            b.cpu(), ", board ", o.board_id(), " of the same kind a ", o.cpu(),
+                            "; a kind is one core (give one of them another kind)");
+      }
     }
     for (int c = 0; c < b.capabilities_size(); ++c) {
       std::string p = Oversized(absl::StrCat(field, ".capabilities[", c, "]"), b.capabilities(c),

@@ -23,7 +23,8 @@ inline constexpr size_t kMaxResultFieldBytes = 128;  // Result.firmware_hash, ti
 
 // What is wrong with a registration ("register.FIELD: ..."; "" if nothing is): ids, kinds,
 // labels and capabilities over their caps or missing, slots outside 0..max_slots, negative
-// counts or sizes.
+// counts or sizes, a cpu that is not a core's name (catalog::CpuNameProblem), two boards of one
+// kind naming different cores.
 std::string RegistrationProblem(const v1::Register& reg, int max_slots);
 
 // The longest a trial's measurement may take on the board, in seconds (its effective timeout).

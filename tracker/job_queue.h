@@ -161,7 +161,9 @@ class JobQueue {
   // with `boards_bound` (agents with verified identities) always — PermissionDenied until an
   // admin moves it (MoveBoard) —, else while that agent is connected (AlreadyExists).
   // InvalidArgument for a malformed registration (slots outside 0..max_slots_per_board, negative
-  // counts, oversized strings).
+  // counts, oversized strings, two of its boards of one kind naming different cores);
+  // FailedPrecondition for a board naming another core (BoardRegistration.cpu) than a board of
+  // its kind a connected agent serves (a kind is one core: AutoTVM records name it).
   absl::Status RegisterAgent(const v1::Register& registration, bool boards_bound = false);
   // The agent's stream ended: its boards go OFFLINE; its jobs keep their leases (it may return).
   void DisconnectAgent(const std::string& agent_id);
@@ -236,6 +238,9 @@ class JobQueue {
   static void SortBySeq(std::vector<LiveJob*>* jobs);
   // Notes in running_ that `job` went RUNNING on its board.
   void NoteRunning(const LiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OK unless a board of the registration names another core than a board of its kind that
+  // another connected agent serves (RegisterAgent's FailedPrecondition).
+  absl::Status CoresAgree(const v1::Register& reg) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Checks the trial (README.md, "Validation at the door") and resolves its operator version in
   // place.
   absl::Status ValidateTrial(v1::Trial* trial, int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);

@@ -63,6 +63,7 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg, bool boards_bound)
           absl::StrCat("board ", b.board_id(), " is registered by connected agent ", holder));
     }
   }
+  if (absl::Status cores = CoresAgree(reg); !cores.ok()) return cores;
   connected_agents_.insert(reg.agent_id());
   silent_agents_.erase(reg.agent_id());
   heard_[reg.agent_id()] = clock_->Now();
@@ -80,6 +81,7 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg, bool boards_bound)
     board.set_slots(std::max(1, b.slots()));
     board.set_memory_bytes(std::max<int64_t>(0, b.memory_bytes()));
     board.set_timing(b.timing().substr(0, 32));
+    board.set_cpu(b.cpu());  // checked: RegistrationProblem, CoresAgree
     boards_.CountMemory(board, 1);
     record.running.clear();
     board.clear_current_job_id();
@@ -110,6 +112,34 @@ absl::Status JobQueue::RegisterAgent(const v1::Register& reg, bool boards_bound)
     // Ended in memory whatever the store says (a failed write is counted and logged).
     (void)EndAttemptWithoutResult(job, v1::BOARD_LOST,
                                   "the agent reconnected without this attempt of the job");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobQueue::CoresAgree(const v1::Register& reg) const {
+  // The cores the registration names, by kind (RegistrationProblem saw they agree among
+  // themselves), and its boards: they replace what the tracker knows of them.
+  std::map<std::string, std::string> cores;
+  std::set<std::string> ids;
+  for (const v1::BoardRegistration& b : reg.boards()) {
+    ids.insert(b.board_id());
+    if (!b.cpu().empty()) cores.emplace(b.kind(), b.cpu());
+  }
+  if (cores.empty()) return absl::OkStatus();
+  // Against the boards other connected agents serve. An offline board's core is what it said
+  // last: it is checked again when its agent comes back.
+  for (const auto& [id, record] : boards_) {
+    const v1::Board& other = record.board;
+    if (other.cpu().empty() || ids.count(id) > 0 || other.agent_id() == reg.agent_id() ||
+        connected_agents_.count(other.agent_id()) == 0) {
+      continue;
+    }
+    auto core = cores.find(other.kind());
+    if (core == cores.end() || core->second == other.cpu()) continue;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "board kind ", other.kind(), ": this agent's boards are a ", core->second, ", board ", id,
+        " of agent ", other.agent_id(), " a ", other.cpu(),
+        "; a kind is one core (AutoTVM records name it): give these boards another kind"));
   }
   return absl::OkStatus();
 }

@@ -336,6 +336,61 @@ TEST_F(JobQueueTest, TheLargestBoardOfAKindFollowsRegistrationsAndRestarts) {
   EXPECT_TRUE(submit("r6").ok()) << submit("r6");
 }
 
+// A board's core (BoardRegistration.cpu) is listed and stored with it. A kind is one core: a
+// registration naming another core than a board of the kind a connected agent serves is refused,
+// as is one whose own boards of a kind disagree or whose core is not a -mcpu name; an offline
+// board's core does not keep a rebased kind out, and a board that names none (an older agent) is
+// never refused for it.
+TEST_F(JobQueueTest, ABoardsCoreIsListedStoredAndOnePerKind) {
+  auto agent = [](const std::string& id, const std::vector<std::string>& boards,
+                  const std::string& cpu, const std::string& kind = "stm32") {
+    v1::Register r = MakeAgent(id, boards, kind);
+    for (v1::BoardRegistration& b : *r.mutable_boards()) b.set_cpu(cpu);
+    return r;
+  };
+  auto core_of = [&](const std::string& board) {
+    for (const v1::Board& b : queue_->Boards("")) {
+      if (b.board_id() == board) return b.cpu();
+    }
+    return std::string("(not listed)");
+  };
+  ASSERT_TRUE(queue_->RegisterAgent(agent("a", {"h1"}, "", "host")).ok());
+  ASSERT_TRUE(queue_->RegisterAgent(agent("b", {"s1", "s2"}, "cortex-m4")).ok());
+  EXPECT_EQ(core_of("h1"), "");
+  EXPECT_EQ(core_of("s1"), "cortex-m4");
+
+  absl::Status other = queue_->RegisterAgent(agent("c", {"s3"}, "cortex-m3"));
+  EXPECT_TRUE(absl::IsFailedPrecondition(other)) << other;
+  EXPECT_NE(other.message().find("board kind stm32: this agent's boards are a cortex-m3, board s"),
+            absl::string_view::npos)
+      << other;
+  EXPECT_EQ(core_of("s3"), "(not listed)");
+  ASSERT_TRUE(queue_->RegisterAgent(agent("c", {"s3"}, "")).ok());  // says nothing: not refused
+  ASSERT_TRUE(queue_->RegisterAgent(agent("c", {"s3"}, "cortex-m4")).ok());
+
+  v1::Register mixed = agent("d", {"s4", "s5"}, "cortex-m4");
+  mixed.mutable_boards(1)->set_cpu("cortex-m7");
+  absl::Status own = queue_->RegisterAgent(mixed);
+  EXPECT_TRUE(absl::IsInvalidArgument(own)) << own;
+  EXPECT_NE(own.message().find("register.boards[1].cpu: board s5 of kind stm32 is a cortex-m7, "
+                               "board s4 of the same kind a cortex-m4"),
+            absl::string_view::npos)
+      << own;
+  absl::Status bad = queue_->RegisterAgent(agent("d", {"s4"}, "Cortex M4"));
+  EXPECT_TRUE(absl::IsInvalidArgument(bad)) << bad;
+  EXPECT_NE(bad.message().find("register.boards[0].cpu: \"Cortex M4\" is not a core"),
+            absl::string_view::npos)
+      << bad;
+
+  // Stored: listed after a restart. No agent is connected then: a kind rebased on another core
+  // registers, and the old boards, coming back, are the ones refused.
+  Restart();
+  EXPECT_EQ(core_of("s1"), "cortex-m4");
+  ASSERT_TRUE(queue_->RegisterAgent(agent("e", {"s6"}, "cortex-m7")).ok());
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition(queue_->RegisterAgent(agent("b", {"s1", "s2"}, "cortex-m4"))));
+}
+
 TEST_F(JobQueueTest, PerClientCapsAreResourceExhaustedAndStoreNothing) {
   JobQueueOptions options = Defaults();
   options.max_queued_per_client = 5;

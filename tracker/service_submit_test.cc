@@ -1,7 +1,7 @@
 // The tracker's gRPC surface (tracker/service.h), submissions and results: malformed requests,
 // offers and acknowledgements (batched ones too, and offers that wait for the store), watch
-// streams, the agent stream's first message, the operator catalog, result pages, refused results
-// and per-client caps.
+// streams, the agent stream's first message, a board's core, the operator catalog, result pages,
+// refused results and per-client caps.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -206,6 +206,35 @@ TEST_F(ServiceTest, AMessageBeforeRegisterEndsTheStream) {
   v1::TrackerMessage reply;
   EXPECT_FALSE(stream->Read(&reply));
   EXPECT_EQ(stream->Finish().error_code(), grpc::FAILED_PRECONDITION);
+}
+
+// A board's core (BoardRegistration.cpu, from its package's data) is listed with it; a board of
+// the same kind naming another core is refused while the first one's agent is connected.
+TEST_F(ServiceTest, ABoardsCoreReachesListBoardsAndAKindIsOneCore) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  v1::BoardRegistration m3 = Board("m3-0", "qemu-mps2-an385");
+  m3.set_cpu("cortex-m3");
+  auto agent = Agent(Registration("agent-1", {m3, Board("hp-0")}));
+  EXPECT_EQ(ListedBoard("m3-0").cpu(), "cortex-m3");
+  EXPECT_EQ(ListedBoard("hp-0").cpu(), "");  // a host-process board: no core
+
+  grpc::ClientContext context;
+  context.set_deadline(Soon());
+  auto stream = agents_->Connect(&context);
+  v1::BoardRegistration m4 = Board("m4-0", "qemu-mps2-an385");
+  m4.set_cpu("cortex-m4");
+  v1::AgentMessage m;
+  *m.mutable_register_() = Registration("agent-2", {m4});
+  ASSERT_TRUE(stream->Write(m));
+  v1::TrackerMessage reply;
+  EXPECT_FALSE(stream->Read(&reply));
+  const grpc::Status refused = stream->Finish();
+  EXPECT_EQ(refused.error_code(), grpc::FAILED_PRECONDITION);
+  EXPECT_NE(refused.error_message().find("board kind qemu-mps2-an385: this agent's boards are a "
+                                         "cortex-m4, board m3-0 of agent agent-1 a cortex-m3"),
+            std::string::npos)
+      << refused.error_message();
+  EXPECT_EQ(ListedBoard("m4-0").board_id(), "");  // not registered
 }
 
 TEST_F(ServiceTest, OperatorsAreAddedListedAndFetched) {

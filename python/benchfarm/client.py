@@ -759,7 +759,9 @@ class Client:
         return self._call("WhoAmI", pb.WhoAmIRequest(client_id=self.client_id))
 
     def boards(self, kind=None):
-        """Every registered Board (of one kind), with its state, slots and flashes."""
+        """Every registered Board (of one kind), with its state, slots and flashes, and its core
+        (cpu: "cortex-m3" as -mcpu names it, from its board package's data; "" for a host-process
+        board) — what farmctl's AutoTVM records name in their target."""
         return list(self._call("ListBoards", pb.ListBoardsRequest(board_kind=kind or "")).boards)
 
     def queue(self):
