@@ -541,6 +541,17 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
     return false;
   }
   row->config.clients = clients;
+  // A connection is a descriptor here and one in the tracker (which inherits this limit).
+  const int64_t connections = (agents + c.agents_per_connection - 1) / c.agents_per_connection;
+  if (struct rlimit limit; getrlimit(RLIMIT_NOFILE, &limit) == 0 &&
+                           static_cast<int64_t>(limit.rlim_cur) < connections + 100) {
+    std::fprintf(stderr,
+                 "tracker_bench: %lld connections want more open files than RLIMIT_NOFILE's %llu "
+                 "(raise the hard limit: ulimit -Hn)\n",
+                 static_cast<long long>(connections),
+                 static_cast<unsigned long long>(limit.rlim_cur));
+    return false;
+  }
   ScenarioTracker tracker(tracker_path);
   std::string address = tracker.Start(database);
   if (address.empty()) return false;
@@ -1422,8 +1433,13 @@ int VsTvmMain(const std::string& tracker, const Stores& stores, const std::strin
       "server; p99: the REQUEST\nwritten -> its match read, servers free (%d samples; %d as "
       "shipped, where Nagle holds each reply).\nCPU: each tracker process's utime+stime "
       "(/proc/PID/stat) over the window; the load generators' apart.\nload: the 1-minute load "
-      "average at each run's start (waiting up to %s for it to fall below %.1f).\n",
-      samples, samples, stock_samples, absl::FormatDuration(patience).c_str(), kCalmLoad);
+      "average at each run's start (%s).\n",
+      samples, samples, stock_samples,
+      patience > absl::ZeroDuration()
+          ? absl::StrFormat("each waited up to %s for it to fall below %.1f",
+                            absl::FormatDuration(patience), kCalmLoad)
+                .c_str()
+          : "--quick: none waited for a calm machine");
   if (!ok || g_tracker_hung) {
     std::fprintf(stderr, "tracker_bench: FAILED (see above)\n");
     return 1;
@@ -1483,6 +1499,13 @@ int Main(int argc, char** argv) {
                  "tracker_bench: --agents-per-connection applies to one dispatch row: give it "
                  "with --only=STORE:AGENTS:QUEUED[...]\n");
     return 2;
+  }
+  // One connection per agent: as many descriptors as agents, here and in the tracker (a child,
+  // which inherits the limit). The soft limit goes as high as the hard one allows.
+  if (struct rlimit limit;
+      getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
   }
   std::string tracker = testing::FindTrackerBinary(tracker_flag, argv[0]);
   if (tracker.empty()) {
