@@ -469,8 +469,9 @@ struct DispatchConfig {
 // The row's topology, as the table names it.
 std::string Topology(const DispatchConfig& c) {
   const std::string boards = absl::StrCat(c.boards, c.boards == 1 ? " board" : " boards");
-  if (c.agents_per_connection == 1)
+  if (c.agents_per_connection == 1) {
     return absl::StrCat("one connection per agent, ", boards, " per agent");
+  }
   return absl::StrCat("multiplexed: ", c.agents_per_connection,
                       " agents per connection (not how a farm connects)",
                       c.boards == 1 ? "" : absl::StrCat(", ", boards, " per agent"));
