@@ -3,10 +3,14 @@
 // scenario) and prints a table:
 //   - submission throughput (trials/s) with SubmitTrials batches of 100 and 1,000, and the
 //     tracker's CPU per trial submitted;
-//   - dispatch throughput (trials/s through offer -> result -> ack) with 100 and 1,000
-//     simulated agents (one board and one stream each, a thread per stream), and the dispatch
-//     latency p50/p99: from SubmitTrials returning to the offer arriving at an agent, measured
-//     one trial at a time with every board idle.
+//   - dispatch throughput (trials/s through offer -> result -> ack) with 100 and 1,000 boards in
+//     named topologies: one connection per agent (as a farm connects: each agent host dials the
+//     tracker) with 1, 4 and 16 boards per agent, and, kept and labelled as such, 50 agents
+//     multiplexed on one connection (not how a farm connects; the bench's shape before issue 39);
+//     the tracker's CPU per dispatch without and with the submissions' share (the tracker's and
+//     the submitting client's CPU over SubmitTrials, per trial); and the dispatch latency
+//     p50/p99: from SubmitTrials returning to the offer arriving at an agent, measured one trial
+//     at a time with every board idle.
 //
 //   - with --flood instead: a flood beside a baseline in the same run — 500 WatchJobs streams of
 //     every job (one in five reads, the rest never do), 50,000 jobs pinned to a registered
@@ -17,19 +21,34 @@
 //     with it and after the watchers end, and how many never-reading streams the tracker cut off
 //     (RESOURCE_EXHAUSTED).
 //
-//   tracker_bench [--quick] [--flood] [--tracker PATH]
-//                 [--only=STORE:AGENTS:QUEUED[:BOARDS[:CLIENTS]]] [--only=submit:BATCH]
-//                 [--drain=DISPATCHES] [--repeat=N] [--unbatched-acks]
+//   - with --vs-tvm=DIR instead: benchfarm's tracker beside Apache TVM v0.18's RPC tracker (DIR:
+//     the peer outside the project, ../shared/peers/tvm-tracker: run_tvm_tracker.py and the C
+//     load generator tvmgen.c, built here with gcc into a temporary directory) in one run, in
+//     alternating repetitions, one connection per simulated board on both sides, with 100 and
+//     1,000 boards: TVM's tracker with TCP_NODELAY and as shipped. Prints dispatches (TVM: matches)
+//     per second, p99 and CPU per dispatch of each tracker process (/proc/PID/stat), the load
+//     generators' CPU apart, and the machine's load at each start. Without DIR's files or Debian's
+//     python3-tornado, it says so and runs benchfarm's rows alone.
+//
+//   tracker_bench [--quick] [--flood | --restart | --vs-tvm=DIR] [--tracker PATH]
+//                 [--only=STORE:AGENTS:QUEUED[:BOARDS[:CLIENTS]] [--agents-per-connection=N]]
+//                 [--only=submit:BATCH] [--drain=DISPATCHES] [--repeat=N] [--unbatched-acks]
 //
 // The tracker is found with --tracker, else in the runfiles ($RUNFILES_DIR, $TEST_SRCDIR or
 // argv[0].runfiles). --quick uses tiny sizes (the smoke test). --only runs one dispatch row
-// (e.g. disk:1000:1000) or one submission row (e.g. submit:100), and --drain sets the dispatch
-// row's dispatches: for profiling and A/B runs, with --tracker naming a wrapper script (perf
-// record, valgrind --tool=callgrind). The simulated agents take acknowledgements with their next
-// offer (Register.batched_acks, as benchfarm's agent does); --unbatched-acks has them sent alone,
-// for A/B runs.
+// (e.g. disk:1000:1000), one connection per agent unless --agents-per-connection=N puts N agents'
+// streams on each connection (50: the multiplexed rows), or one submission row (e.g. submit:100),
+// and --drain sets the dispatch row's dispatches: for profiling and A/B runs, with --tracker
+// naming a wrapper script (perf record, valgrind --tool=callgrind). --repeat=N: rounds over the
+// dispatch rows (with --vs-tvm: repetitions). The simulated agents take acknowledgements with
+// their next offer (Register.batched_acks, as benchfarm's agent does); --unbatched-acks has them
+// sent alone, for A/B runs.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,6 +77,8 @@
 #include "absl/time/time.h"
 #include "base/process_exit.h"
 #include "grpcpp/grpcpp.h"
+#include "process/run_command.h"
+#include "process/subprocess.h"
 #include "proto/benchfarm.grpc.pb.h"
 #include "tests/postgres_server.h"
 #include "tests/tracker_process.h"
@@ -286,8 +307,10 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
   bool done_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-// One channel (one TCP connection) per this many agent streams.
-constexpr int kStreamsPerChannel = 50;
+// Streams on one channel (one TCP connection) in the multiplexed dispatch rows, for the --flood
+// watchers and for the --restart agents. A farm's agents each dial the tracker: the dispatch rows
+// that model one have one connection per agent.
+constexpr int kMultiplexedStreams = 50;
 // The most trials the bench gives one client: under the tracker's per-client cap
 // (max_queued_per_client, 100,000 by default).
 constexpr int kTrialsPerClient = 90000;
@@ -299,14 +322,16 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& address, int index)
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
-// Simulated agents "agent-0", "agent-1", ... of one tracker, kStreamsPerChannel streams to a
-// connection.
+// Simulated agents "agent-0", "agent-1", ... of one tracker, `agents_per_connection` agents'
+// streams to a connection (1: each agent on a connection of its own, as a farm's agents are).
 class SimFarm {
  public:
+  explicit SimFarm(int agents_per_connection) : agents_per_connection_(agents_per_connection) {}
+
   // The next agent, with `boards` boards, not started yet.
   SimAgent* Add(const std::string& address, Board* board, int boards = 1) {
     const int i = static_cast<int>(sims_.size());
-    if (i % kStreamsPerChannel == 0) channels_.push_back(NewChannel(address, i));
+    if (i % agents_per_connection_ == 0) channels_.push_back(NewChannel(address, i));
     sims_.push_back(
         std::make_unique<SimAgent>(channels_.back(), absl::StrCat("agent-", i), board, boards));
     return sims_.back().get();
@@ -314,6 +339,7 @@ class SimFarm {
   std::vector<std::unique_ptr<SimAgent>>& agents() { return sims_; }
 
  private:
+  const int agents_per_connection_;
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
   std::vector<std::unique_ptr<SimAgent>> sims_;  // stopped before their connections go
 };
@@ -430,15 +456,36 @@ double SelfCpuSeconds() {
 
 double RssMiB(pid_t pid);
 
-struct DispatchRow {
-  std::string store;  // where the database is: "disk" or "tmpfs"
+// One dispatch row's setup.
+struct DispatchConfig {
+  std::string store;  // where the database is: "disk", "tmpfs" or "pg"
   int agents = 0;
-  int boards = 1;       // per agent
-  int64_t backlog = 0;  // trials still queued when the run ends
-  int clients = 0;      // whose trials they are
-  int64_t trials = 0;   // dispatched in the run
+  int64_t backlog = 0;            // trials still queued when the run ends
+  int boards = 1;                 // per agent
+  int clients = 0;                // 0: as few as the per-client cap allows
+  int agents_per_connection = 1;  // 1: each agent on its own connection, as a farm connects
+};
+
+// The row's topology, as the table names it.
+std::string Topology(const DispatchConfig& c) {
+  const std::string boards = absl::StrCat(c.boards, c.boards == 1 ? " board" : " boards");
+  if (c.agents_per_connection == 1) {
+    return absl::StrCat("one connection per agent, ", boards, " per agent");
+  }
+  return absl::StrCat("multiplexed: ", c.agents_per_connection,
+                      " agents per connection (not how a farm connects)",
+                      c.boards == 1 ? "" : absl::StrCat(", ", boards, " per agent"));
+}
+
+struct DispatchRow {
+  DispatchConfig config;  // its clients as run
+  int64_t trials = 0;     // dispatched in the run
   double seconds = 0;
-  double tracker_cpu_s = -1, bench_cpu_s = -1;
+  double tracker_cpu_s = -1, bench_cpu_s = -1;  // over the dispatches
+  // Over the SubmitTrials calls that queued the run's trials: the tracker's CPU and this
+  // process's (the submitting client; the paused agents only take their boards' first offers).
+  int64_t submitted = 0;
+  double submit_tracker_cpu_s = -1, submit_client_cpu_s = -1;
   double p50_ms = -1, p99_ms = -1;
   int early = 0;  // offers that arrived before SubmitTrials returned (counted as 0 ms)
   double kib_per_agent = -1, kib_per_queued = -1;
@@ -449,37 +496,63 @@ double CpuPerDispatchUs(const DispatchRow& row) {
   return row.trials > 0 ? row.tracker_cpu_s * 1e6 / static_cast<double>(row.trials) : -1;
 }
 
-// Dispatch on a fresh tracker with its database in `db_dir`: `agents` simulated agents, `boards`
-// boards each (one stream per agent, whatever its boards). Latency: `samples` single trials, one
-// at a time, boards idle, each from SubmitTrials returning to its offer arriving. Throughput:
-// with the agents not answering yet, one trial per board (its offer) and `drain + backlog` more
-// are submitted; then the agents answer, and the run lasts until `drain` results are
-// acknowledged (offer -> result stored -> ack). Every board is busy throughout and `backlog`
-// trials are still queued at the end (the trials held as offers are counted: without them, with
-// more boards than `backlog`, the queue ran dry before the end and the last dispatches had no next
-// trial to offer). The trials are `clients` clients' (at least as many as the per-client cap
-// needs; 0: that many), in shares that differ by at most one trial, each submitted in turn, so
-// each client's trials are consecutive in the database: the tracker's fair share takes turns
-// between clients, and each client is one place in the jobs table and its indexes that
-// dispatches update. The tracker's and this process's CPU time over the run, and the tracker's
-// memory per agent and per queued trial (RSS growth) come with it.
+// The submissions' CPU per trial in microseconds: the tracker's, and the submitting client's.
+double SubmitTrackerUs(const DispatchRow& row) {
+  return row.submitted > 0 ? row.submit_tracker_cpu_s * 1e6 / static_cast<double>(row.submitted)
+                           : 0;
+}
+double SubmitClientUs(const DispatchRow& row) {
+  return row.submitted > 0 ? row.submit_client_cpu_s * 1e6 / static_cast<double>(row.submitted) : 0;
+}
+
+// CPU per dispatch with the submissions' share: the tracker's per dispatch, plus the tracker's
+// and the submitting client's per trial submitted (each dispatch is one trial submitted).
+double CpuPerDispatchWithSubmitsUs(const DispatchRow& row) {
+  return CpuPerDispatchUs(row) + SubmitTrackerUs(row) + SubmitClientUs(row);
+}
+
+// Dispatch on a fresh tracker with its database at `database`, set up as `c` says: `c.agents`
+// simulated agents of `c.boards` boards each (one stream per agent, whatever its boards;
+// `c.agents_per_connection` streams to a connection). Latency: `samples` single trials, one at a
+// time, boards idle, each from SubmitTrials returning to its offer arriving. Throughput: with the
+// agents not answering yet, one trial per board (its offer) and `drain + backlog` more are
+// submitted (the submissions' CPU, the tracker's and this process's, is taken apart); then the
+// agents answer, and the run lasts until `drain` results are acknowledged (offer -> result stored
+// -> ack). Every board is busy throughout and `backlog` trials are still queued at the end (the
+// trials held as offers are counted: without them, with more boards than `backlog`, the queue ran
+// dry before the end and the last dispatches had no next trial to offer). The trials are
+// `c.clients` clients' (at least as many as the per-client cap needs; 0: that many), in shares
+// that differ by at most one trial, each submitted in turn, so each client's trials are
+// consecutive in the database: the tracker's fair share takes turns between clients, and each
+// client is one place in the jobs table and its indexes that dispatches update. The tracker's and
+// this process's CPU time over the run, and the tracker's memory per agent and per queued trial
+// (RSS growth) come with it.
 bool DispatchScenario(const std::string& tracker_path, const std::string& database,
-                      const std::string& store, int agents, int boards, int64_t backlog,
-                      int clients, int64_t drain, int samples, DispatchRow* row) {
-  row->store = store;
-  row->agents = agents;
-  row->boards = boards;
-  row->backlog = backlog;
+                      const DispatchConfig& c, int64_t drain, int samples, DispatchRow* row) {
+  row->config = c;
+  const int agents = c.agents, boards = c.boards;
+  const int64_t backlog = c.backlog;
   const int64_t farm = static_cast<int64_t>(agents) * boards;  // boards in all
   const int64_t total = farm + drain + backlog;
-  clients = static_cast<int>(
-      std::max<int64_t>(clients, (total + kTrialsPerClient - 1) / kTrialsPerClient));
+  const int clients = static_cast<int>(
+      std::max<int64_t>(c.clients, (total + kTrialsPerClient - 1) / kTrialsPerClient));
   if (clients > total) {
     std::fprintf(stderr, "tracker_bench: %d clients for %lld trials: some would have none\n",
                  clients, static_cast<long long>(total));
     return false;
   }
-  row->clients = clients;
+  row->config.clients = clients;
+  // A connection is a descriptor here and one in the tracker (which inherits this limit).
+  const int64_t connections = (agents + c.agents_per_connection - 1) / c.agents_per_connection;
+  if (struct rlimit limit; getrlimit(RLIMIT_NOFILE, &limit) == 0 &&
+                           static_cast<int64_t>(limit.rlim_cur) < connections + 100) {
+    std::fprintf(stderr,
+                 "tracker_bench: %lld connections want more open files than RLIMIT_NOFILE's %llu "
+                 "(raise the hard limit: ulimit -Hn)\n",
+                 static_cast<long long>(connections),
+                 static_cast<unsigned long long>(limit.rlim_cur));
+    return false;
+  }
   ScenarioTracker tracker(tracker_path);
   std::string address = tracker.Start(database);
   if (address.empty()) return false;
@@ -487,7 +560,7 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   absl::SleepFor(absl::Milliseconds(200));
   const double rss_empty = RssMiB(pid);
   Board board;
-  SimFarm sim_farm;
+  SimFarm sim_farm(c.agents_per_connection);
   std::vector<std::unique_ptr<SimAgent>>& sims = sim_farm.agents();
   for (int i = 0; i < agents; ++i) sim_farm.Add(address, &board, boards)->Start();
   bool ok = true;
@@ -553,15 +626,19 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   // The backlog: every board holds an offer it does not answer yet; the rest queue.
   for (auto& sim : sims) sim->Pause();
   const double rss_before_backlog = RssMiB(pid);
-  int64_t submitted = 0;  // client c's trials end at (c + 1) * total / clients
-  for (int64_t c = 0, r = 0; ok && c < clients; ++c) {
-    for (const int64_t end = (c + 1) * total / clients; ok && submitted < end; ++r) {
+  const double submit_tracker_cpu0 = CpuSeconds(pid), submit_client_cpu0 = SelfCpuSeconds();
+  int64_t submitted = 0;  // client k's trials end at (k + 1) * total / clients
+  for (int64_t k = 0, r = 0; ok && k < clients; ++k) {
+    for (const int64_t end = (k + 1) * total / clients; ok && submitted < end; ++r) {
       const int n = static_cast<int>(std::min<int64_t>(10000, end - submitted));
-      ok = Submit(stub.get(), absl::StrCat("throughput-", c), absl::StrCat("t", r), n, submitted,
+      ok = Submit(stub.get(), absl::StrCat("throughput-", k), absl::StrCat("t", r), n, submitted,
                   nullptr);
       submitted += n;
     }
   }
+  row->submitted = submitted;
+  row->submit_tracker_cpu_s = CpuSeconds(pid) - submit_tracker_cpu0;
+  row->submit_client_cpu_s = SelfCpuSeconds() - submit_client_cpu0;
   absl::SleepFor(absl::Milliseconds(200));
   row->kib_per_queued = (RssMiB(pid) - rss_before_backlog) * 1024 / static_cast<double>(total);
 
@@ -714,7 +791,7 @@ bool FloodScenario(const std::string& tracker_path, const std::string& dir, bool
   std::vector<std::unique_ptr<BenchWatcher>> readers, slow;
   if (flood) {
     for (int i = 0; i < watchers; ++i) {
-      if (i % kStreamsPerChannel == 0) {
+      if (i % kMultiplexedStreams == 0) {
         channels.push_back(NewChannel(address, 200 + i));
         stubs.push_back(v1::Tracker::NewStub(channels.back()));
       }
@@ -931,7 +1008,7 @@ bool RestartScenario(const std::string& tracker_path, const std::string& databas
     ScenarioTracker tracker(tracker_path);
     const std::string address = tracker.Start(database);
     if (address.empty()) return false;
-    SimFarm sim_farm;
+    SimFarm sim_farm(kMultiplexedStreams);
     std::vector<std::unique_ptr<SimAgent>>& sims = sim_farm.agents();
     const Steady::time_point start = Steady::now();
     for (int i = 0; i < agents; ++i) {
@@ -971,7 +1048,7 @@ bool RestartScenario(const std::string& tracker_path, const std::string& databas
   const Steady::time_point start = Steady::now();
   const std::string address = tracker.Start(database, /*fresh=*/false);
   if (address.empty()) return false;
-  SimFarm sim_farm;
+  SimFarm sim_farm(kMultiplexedStreams);
   std::vector<std::unique_ptr<SimAgent>>& sims = sim_farm.agents();
   for (int i = 0; i < agents; ++i) sim_farm.Add(address, &board)->Start(held[i]);
   bool ok = await(agents, 0, absl::Seconds(300));
@@ -1026,18 +1103,365 @@ int RestartMain(const std::string& tracker, const std::string& dir, bool quick) 
   return 0;
 }
 
+// Where the dispatch rows' databases go: the bench's directory ("disk"), the tmpfs /dev/shm
+// ("tmpfs": what durability, an fsync per group commit, costs) and the bench's own PostgreSQL
+// server ("pg": tests/postgres_server.h, initdb in /tmp, fsync on, loopback; one fresh database per
+// run).
+struct Stores {
+  std::string disk_dir;
+  std::string shm_dir;                          // "" without /dev/shm
+  testing::PostgresServer* postgres = nullptr;  // none: no "pg" rows
+  bool Has(const std::string& store) const {
+    return store == "disk" || (store == "tmpfs" && !shm_dir.empty()) ||
+           (store == "pg" && postgres != nullptr);
+  }
+};
+
+// One run of the dispatch row `c` on a database of its own named `run` (removed afterwards unless
+// on PostgreSQL); false after saying why.
+bool RunDispatchRow(const std::string& tracker, const Stores& stores, const DispatchConfig& c,
+                    const std::string& run, int64_t drain, int samples, DispatchRow* row) {
+  std::string database;
+  if (c.store == "pg") {
+    if (!stores.postgres->CreateDatabase(run).ok()) return false;
+    database = absl::StrCat("postgresql://", testing::PostgresServer::kUser,
+                            "@127.0.0.1:", stores.postgres->port(), "/", run);
+  } else {
+    database = Database(c.store == "tmpfs" ? stores.shm_dir : stores.disk_dir, run);
+  }
+  const bool ok = DispatchScenario(tracker, database, c, drain, samples, row);
+  if (c.store != "pg") RemoveDatabase(database);  // a million trials take GBs (or memory)
+  return ok;
+}
+
+// ---- --vs-tvm -----------------------------------------------------------------------------------
+
+// Debian's Python, which runs TVM's tracker (with python3-tornado).
+constexpr char kPython[] = "/usr/bin/python3";
+
+// A start is "calm" below this 1-minute load average (2 CPUs: under one busy core besides).
+constexpr double kCalmLoad = 1.5;
+
+// The machine's 1-minute load average (/proc/loadavg), or -1.
+double LoadAverage() {
+  FILE* f = std::fopen("/proc/loadavg", "r");
+  if (f == nullptr) return -1;
+  double load = -1;
+  if (std::fscanf(f, "%lf", &load) != 1) load = -1;
+  std::fclose(f);
+  return load;
+}
+
+// Waits up to `patience` for the load to fall below kCalmLoad; returns the load at the end.
+double AwaitCalm(absl::Duration patience) {
+  const absl::Time deadline = absl::Now() + patience;
+  double load = LoadAverage();
+  while (load >= kCalmLoad && absl::Now() < deadline) {
+    absl::SleepFor(absl::Seconds(2));
+    load = LoadAverage();
+  }
+  return load;
+}
+
+// Runs `argv` to completion within `limit` (process::RunCommand; `name` for its messages).
+absl::StatusOr<process::CommandRun> RunFor(std::vector<std::string> argv, absl::Duration limit,
+                                           const std::string& name) {
+  process::RunCommandOptions options;
+  options.argv = std::move(argv);
+  options.time_limit = limit;
+  return process::RunCommand(options, absl::Now() + limit, name);
+}
+
+// Apache TVM's tracker and its load generator, found outside the project.
+struct TvmPeer {
+  std::string dir;        // run_tvm_tracker.py and its tvm/ package
+  std::string generator;  // tvmgen, built from dir/tvmgen.c
+};
+
+// Finds the peer in `dir`, checks that Debian's python3 has tornado, and builds tvmgen with gcc
+// into `work_dir`. Errors say what is missing.
+absl::StatusOr<TvmPeer> PrepareTvmPeer(const std::string& dir, const std::string& work_dir) {
+  for (const char* file : {"run_tvm_tracker.py", "tvmgen.c", "tvm/rpc/tracker.py"}) {
+    const std::string path = absl::StrCat(dir, "/", file);
+    if (access(path.c_str(), R_OK) != 0) {
+      return absl::NotFoundError(
+          absl::StrCat("no TVM tracker at ", dir, " (", path,
+                       " is missing; ./farm bench tvm-tracker looks in "
+                       "../shared/peers/tvm-tracker or $BENCHFARM_TVM_TRACKER)"));
+    }
+  }
+  absl::StatusOr<process::CommandRun> tornado =
+      RunFor({kPython, "-c", "import tornado"}, absl::Minutes(1), "python3");
+  if (!tornado.ok() || !tornado->succeeded()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(kPython,
+                     " cannot import tornado: install Debian's python3-tornado (./farm "
+                     "bench tvm-tracker does)"));
+  }
+  TvmPeer peer{dir, absl::StrCat(work_dir, "/tvmgen")};
+  absl::StatusOr<process::CommandRun> gcc =
+      RunFor({"gcc", "-O2", "-o", peer.generator, absl::StrCat(dir, "/tvmgen.c")}, absl::Minutes(2),
+             "gcc");
+  if (!gcc.ok()) return gcc.status();
+  if (!gcc->succeeded()) {
+    return absl::InternalError(
+        absl::StrCat("gcc could not build ", dir, "/tvmgen.c",
+                     process::OutputForError(gcc->output, gcc->output_bytes)));
+  }
+  return peer;
+}
+
+// A TCP port on the loopback that nothing listens on now, or 0.
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+// One line from `fd` (without its newline), waiting at most until `deadline`; false at EOF or
+// then.
+bool ReadLine(int fd, absl::Time deadline, std::string* line) {
+  line->clear();
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    const int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+    if (ms <= 0 || poll(&p, 1, static_cast<int>(ms)) <= 0) return false;
+    char c;
+    if (read(fd, &c, 1) != 1) return false;
+    if (c == '\n') return true;
+    line->push_back(c);
+  }
+}
+
+// What one side measured in one run.
+struct SideFigures {
+  double load = -1;  // the 1-minute load at its start
+  double per_s = -1, p99_ms = -1;
+  double tracker_us = -1;    // the tracker process's CPU per dispatch (benchfarm: with its share of
+                             // SubmitTrials, as TVM's tracker's CPU includes the REQUESTs)
+  double generator_us = -1;  // the load generator's CPU per dispatch
+};
+
+// One run of TVM's tracker (`nodelay`: with TCP_NODELAY on its sockets) with `boards` servers and
+// as many clients, each on a connection of its own (tvmgen): matches/s over `window_s`, p99 of
+// `samples` single requests, CPU per match of the tracker process (/proc/PID/stat, read by
+// tvmgen) and of tvmgen. False after saying why.
+bool TvmRun(const TvmPeer& peer, bool nodelay, int boards, double window_s, int samples,
+            SideFigures* out) {
+  const int port = FreePort();
+  process::SubprocessOptions options;
+  options.argv = {"/usr/bin/env", absl::StrCat("PYTHONPATH=", peer.dir),
+                  kPython,        absl::StrCat(peer.dir, "/run_tvm_tracker.py"),
+                  "--port",       absl::StrCat(port)};
+  if (nodelay) options.argv.push_back("--nodelay");
+  absl::StatusOr<std::unique_ptr<process::Subprocess>> tracker =
+      process::Subprocess::Start(options);
+  if (!tracker.ok()) {
+    std::fprintf(stderr, "tracker_bench: TVM's tracker: %s\n",
+                 std::string(tracker.status().message()).c_str());
+    return false;
+  }
+  const int stdout_fd = (*tracker)->TakeStdout();
+  std::string line;
+  const bool listening = ReadLine(stdout_fd, absl::Now() + absl::Seconds(30), &line);
+  close(stdout_fd);
+  int actual_port = 0;
+  const size_t colon = line.rfind(':');
+  if (!listening || !absl::StartsWith(line, "tvm-tracker: listening on ") ||
+      colon == std::string::npos || !absl::SimpleAtoi(line.substr(colon + 1), &actual_port)) {
+    std::fprintf(stderr, "tracker_bench: TVM's tracker did not say it listens (said '%s')\n",
+                 line.c_str());
+    return false;
+  }
+  absl::StatusOr<process::CommandRun> run =
+      RunFor({peer.generator, "--port", absl::StrCat(actual_port), "--pid",
+              absl::StrCat((*tracker)->pid()), "--servers", absl::StrCat(boards), "--warmup-s", "1",
+              "--window-s", absl::StrCat(window_s), "--samples", absl::StrCat(samples)},
+             absl::Minutes(10), "tvmgen");
+  (void)(*tracker)->Stop(absl::Seconds(1), absl::Now() + absl::Seconds(10));
+  if (!run.ok() || !run->succeeded()) {
+    std::fprintf(stderr, "tracker_bench: tvmgen failed: %s\n",
+                 run.ok() ? process::OutputForError(run->output, run->output_bytes).c_str()
+                          : std::string(run.status().message()).c_str());
+    return false;
+  }
+  // One line of key=value pairs.
+  std::map<std::string, double> kv;
+  for (absl::string_view pair : absl::StrSplit(run->output, absl::ByAnyChar(" \n"))) {
+    std::vector<std::string> f = absl::StrSplit(pair, absl::MaxSplits('=', 1));
+    double v;
+    if (f.size() == 2 && absl::SimpleAtod(f[1], &v)) kv[f[0]] = v;
+  }
+  for (const char* key :
+       {"rate", "lat_p99_ms", "tracker_cpu_us_per_match", "gen_cpu_s", "matches"}) {
+    if (kv.count(key) == 0) {
+      std::fprintf(stderr, "tracker_bench: tvmgen printed no %s: %s\n", key, run->output.c_str());
+      return false;
+    }
+  }
+  out->per_s = kv["rate"];
+  out->p99_ms = kv["lat_p99_ms"];
+  out->tracker_us = kv["tracker_cpu_us_per_match"];
+  out->generator_us = kv["matches"] > 0 ? kv["gen_cpu_s"] * 1e6 / kv["matches"] : -1;
+  return true;
+}
+
+// benchfarm's figures for the side-by-side table, from a dispatch row.
+SideFigures BenchfarmSide(const DispatchRow& r) {
+  SideFigures f;
+  f.per_s = r.seconds > 0 ? static_cast<double>(r.trials) / r.seconds : -1;
+  f.p99_ms = r.p99_ms;
+  f.tracker_us = CpuPerDispatchUs(r) + SubmitTrackerUs(r);
+  f.generator_us =
+      r.trials > 0 ? r.bench_cpu_s * 1e6 / static_cast<double>(r.trials) + SubmitClientUs(r) : -1;
+  return f;
+}
+
+// The median of each figure over runs (a figure's own median: the rows mix runs).
+SideFigures MedianSide(const std::vector<SideFigures>& runs) {
+  auto median = [&runs](double SideFigures::*field) {
+    std::vector<double> v;
+    for (const SideFigures& r : runs) v.push_back(r.*field);
+    return Median(v);
+  };
+  SideFigures m;
+  m.load = median(&SideFigures::load);
+  m.per_s = median(&SideFigures::per_s);
+  m.p99_ms = median(&SideFigures::p99_ms);
+  m.tracker_us = median(&SideFigures::tracker_us);
+  m.generator_us = median(&SideFigures::generator_us);
+  return m;
+}
+
+// benchfarm's tracker (one connection per board, database on disk) against TVM's tracker with and
+// without TCP_NODELAY, in `repeat` repetitions, each running every side at every size, in
+// alternate order from one repetition to the next.
+int VsTvmMain(const std::string& tracker, const Stores& stores, const std::string& tvm_dir,
+              bool quick, int repeat, int64_t drain_flag) {
+  const std::vector<int> sizes = quick ? std::vector<int>{10, 50} : std::vector<int>{100, 1000};
+  const int64_t drain = drain_flag > 0 ? drain_flag : quick ? 1000 : 100000;
+  const int samples = quick ? 20 : 2000;
+  // As shipped, each of TVM's replies waits ~44 ms for Nagle: fewer samples, or a run takes
+  // minutes.
+  const int stock_samples = quick ? 10 : 200;
+  const double window_s = quick ? 1 : 8;
+  const absl::Duration patience = quick ? absl::ZeroDuration() : absl::Seconds(30);
+  absl::StatusOr<TvmPeer> peer = PrepareTvmPeer(tvm_dir, stores.disk_dir);
+  if (!peer.ok()) {
+    std::printf("tracker_bench --vs-tvm: %s: TVM's columns are skipped\n",
+                std::string(peer.status().message()).c_str());
+  }
+  enum Side { kBenchfarm, kTvmNodelay, kTvmStock, kSides };
+  const char* names[kSides] = {"benchfarm", "TVM + TCP_NODELAY", "TVM as shipped"};
+  // runs[size][side]: that side's runs at that size.
+  std::vector<std::vector<std::vector<SideFigures>>> runs(
+      sizes.size(), std::vector<std::vector<SideFigures>>(kSides));
+  bool ok = true;
+  for (int rep = 0; rep < repeat; ++rep) {
+    std::vector<int> order = {kBenchfarm, kTvmNodelay, kTvmStock};
+    if (rep % 2 == 1) std::reverse(order.begin(), order.end());
+    for (size_t s = 0; s < sizes.size(); ++s) {
+      for (int side : order) {
+        if (side != kBenchfarm && !peer.ok()) continue;
+        SideFigures f;
+        const double load = AwaitCalm(patience);
+        bool ran;
+        if (side == kBenchfarm) {
+          DispatchConfig c{"disk", sizes[s], 1000};
+          DispatchRow row;
+          ran = RunDispatchRow(tracker, stores, c, absl::StrCat("vs_tvm", sizes[s], "_", rep),
+                               drain, samples, &row);
+          f = BenchfarmSide(row);
+        } else {
+          ran = TvmRun(*peer, side == kTvmNodelay, sizes[s], window_s,
+                       side == kTvmNodelay ? samples : stock_samples, &f);
+        }
+        f.load = load;
+        std::printf(
+            "repetition %d/%d, %d boards, %s: load %.2f at the start; %.0f/s, p99 %.2f ms, "
+            "tracker %.1f us, generator %.1f us per dispatch%s\n",
+            rep + 1, repeat, sizes[s], names[side], f.load, f.per_s, f.p99_ms, f.tracker_us,
+            f.generator_us, ran ? "" : " (FAILED)");
+        std::fflush(stdout);
+        if (!ran) {
+          ok = false;
+          continue;
+        }
+        runs[s][side].push_back(f);
+      }
+    }
+  }
+  std::printf(
+      "\ntracker_bench --vs-tvm: %u CPUs, tracker %s, TVM %s; each figure its median "
+      "over %d repetition(s)\n",
+      std::thread::hardware_concurrency(), tracker.c_str(), tvm_dir.c_str(), repeat);
+  std::printf("%-7s %-18s %10s %9s %13s %13s %11s\n", "boards", "tracker", "dispatch/s", "p99",
+              "tracker CPU", "generator CPU", "load at");
+  std::printf("%-7s %-18s %10s %9s %13s %13s %11s\n", "", "", "", "", "per dispatch",
+              "per dispatch", "starts");
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    for (int side = 0; side < kSides; ++side) {
+      if (runs[s][side].empty()) continue;
+      const SideFigures m = MedianSide(runs[s][side]);
+      double least = m.load, most = m.load;
+      for (const SideFigures& r : runs[s][side]) {
+        least = std::min(least, r.load);
+        most = std::max(most, r.load);
+      }
+      std::printf("%-7d %-18s %10.0f %6.2f ms %10.1f us %10.1f us %5.2f-%.2f\n", sizes[s],
+                  names[side], m.per_s, m.p99_ms, m.tracker_us, m.generator_us, least, most);
+    }
+  }
+  std::printf(
+      "benchfarm: its tracker (the database on disk, fsync'd before every acknowledgement) and "
+      "one connection per\nsimulated agent of one board; a dispatch is offer -> result stored -> "
+      "ack; its tracker CPU includes its\nshare of the SubmitTrials that queued the trials; p99: "
+      "SubmitTrials returning -> the offer at an agent,\nboards idle (%d samples).\n"
+      "TVM: v0.18's RPC tracker (Python, one thread; stores nothing) and tvmgen: a server per "
+      "board "
+      "and as many\nclients, each on a connection of its own; a dispatch is one REQUEST matched to "
+      "a free "
+      "server; p99: the REQUEST\nwritten -> its match read, servers free (%d samples; %d as "
+      "shipped, where Nagle holds each reply).\nCPU: each tracker process's utime+stime "
+      "(/proc/PID/stat) over the window; the load generators' apart.\nload: the 1-minute load "
+      "average at each run's start (%s).\n",
+      samples, samples, stock_samples,
+      patience > absl::ZeroDuration()
+          ? absl::StrFormat("each waited up to %s for it to fall below %.1f",
+                            absl::FormatDuration(patience), kCalmLoad)
+                .c_str()
+          : "--quick: none waited for a calm machine");
+  if (!ok || g_tracker_hung) {
+    std::fprintf(stderr, "tracker_bench: FAILED (see above)\n");
+    return 1;
+  }
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   bool quick = false;
   bool flood = false;
   bool restart = false;
   std::string tracker_flag;
-  // STORE:AGENTS:QUEUED[:BOARDS_PER_AGENT]: that one dispatch row; submit:BATCH: that one
-  // submission row (profiling, A/B runs)
+  std::string vs_tvm;  // the peer's directory (--vs-tvm)
+  // STORE:AGENTS:QUEUED[:BOARDS_PER_AGENT[:CLIENTS]]: that one dispatch row; submit:BATCH: that
+  // one submission row (profiling, A/B runs)
   std::string only;
+  int agents_per_connection = 0;  // of the --only dispatch row; 0: not given (1)
   int64_t drain_flag = 0;
   // Rounds over the dispatch rows; each row printed is its median round (of an even number, the
-  // upper middle one).
-  int repeat = 1;
+  // upper middle one). 0: not given (1; with --vs-tvm 5 repetitions, 1 with --quick).
+  int repeat = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
@@ -1045,6 +1469,8 @@ int Main(int argc, char** argv) {
       flood = true;
     } else if (std::strcmp(argv[i], "--restart") == 0) {
       restart = true;
+    } else if (std::strncmp(argv[i], "--vs-tvm=", 9) == 0 && argv[i][9] != '\0') {
+      vs_tvm = argv[i] + 9;
     } else if (std::strcmp(argv[i], "--unbatched-acks") == 0) {
       g_batched_acks = false;
     } else if (std::strcmp(argv[i], "--tracker") == 0 && i + 1 < argc) {
@@ -1053,18 +1479,34 @@ int Main(int argc, char** argv) {
       tracker_flag = argv[i] + 10;
     } else if (std::strncmp(argv[i], "--only=", 7) == 0) {
       only = argv[i] + 7;
+    } else if (std::strncmp(argv[i], "--agents-per-connection=", 24) == 0 &&
+               absl::SimpleAtoi(argv[i] + 24, &agents_per_connection) &&
+               agents_per_connection >= 1) {
     } else if (std::strncmp(argv[i], "--drain=", 8) == 0 &&
                absl::SimpleAtoi(argv[i] + 8, &drain_flag) && drain_flag > 0) {
     } else if (std::strncmp(argv[i], "--repeat=", 9) == 0 &&
                absl::SimpleAtoi(argv[i] + 9, &repeat) && repeat >= 1 && repeat <= 99) {
     } else {
       std::fprintf(stderr,
-                   "usage: tracker_bench [--quick] [--flood | --restart] [--tracker PATH] "
-                   "[--only=STORE:AGENTS:QUEUED[:BOARDS[:CLIENTS]] | --only=submit:BATCH] "
-                   "[--drain=DISPATCHES] [--repeat=N] "
-                   "[--unbatched-acks]\n");
+                   "usage: tracker_bench [--quick] [--flood | --restart | --vs-tvm=DIR] "
+                   "[--tracker PATH] [--only=STORE:AGENTS:QUEUED[:BOARDS[:CLIENTS]] "
+                   "[--agents-per-connection=N] | --only=submit:BATCH] [--drain=DISPATCHES] "
+                   "[--repeat=N] [--unbatched-acks]\n");
       return 2;
     }
+  }
+  if (agents_per_connection > 0 && (only.empty() || absl::StartsWith(only, "submit:"))) {
+    std::fprintf(stderr,
+                 "tracker_bench: --agents-per-connection applies to one dispatch row: give it "
+                 "with --only=STORE:AGENTS:QUEUED[...]\n");
+    return 2;
+  }
+  // One connection per agent: as many descriptors as agents, here and in the tracker (a child,
+  // which inherits the limit). The soft limit goes as high as the hard one allows.
+  if (struct rlimit limit;
+      getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
   }
   std::string tracker = testing::FindTrackerBinary(tracker_flag, argv[0]);
   if (tracker.empty()) {
@@ -1080,18 +1522,28 @@ int Main(int argc, char** argv) {
     std::perror("tracker_bench: mkdtemp");
     return 1;
   }
-  std::string dir = buffer.data();
+  Stores stores;
+  stores.disk_dir = buffer.data();
   // Its databases (GBs with a million trials) go with it when the bench ends.
   struct RemoveDir {
     std::string dir;
     ~RemoveDir() {
+      if (dir.empty()) return;
       std::error_code ignored;
       std::filesystem::remove_all(dir, ignored);
     }
-  } remove_dir{dir};
+  } remove_dir{stores.disk_dir};
 
-  if (flood) return FloodMain(tracker, dir, quick);
-  if (restart) return RestartMain(tracker, dir, quick);
+  if (flood) return FloodMain(tracker, stores.disk_dir, quick);
+  if (restart) return RestartMain(tracker, stores.disk_dir, quick);
+  if (!vs_tvm.empty()) {
+    return VsTvmMain(tracker, stores, vs_tvm, quick,
+                     repeat > 0 ? repeat
+                     : quick    ? 1
+                                : 5,
+                     drain_flag);
+  }
+  repeat = std::max(repeat, 1);
 
   std::vector<Row> rows;
   bool ok = true;
@@ -1100,41 +1552,46 @@ int Main(int argc, char** argv) {
   // 2,000: the p99 is the 20th slowest, not one of the few stalls of this VM's scheduler (a
   // millisecond or more, a few times in a thousand) that decide the p99 of 200.
   const int samples = quick ? 20 : 2000;
-  // The database on the tmpfs /dev/shm: what durability (an fsync per group commit) costs.
-  std::string shm_dir;
   if (struct stat st; stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode)) {
     std::string pattern = "/dev/shm/tracker_bench.XXXXXX";
     std::vector<char> shm(pattern.begin(), pattern.end());
     shm.push_back('\0');
-    if (mkdtemp(shm.data()) != nullptr) shm_dir = shm.data();
+    if (mkdtemp(shm.data()) != nullptr) stores.shm_dir = shm.data();
   }
-  struct Config {
-    std::string store;
-    int agents;
-    int64_t backlog;
-    int boards = 1;   // per agent
-    int clients = 0;  // 0: as few as the per-client cap allows
-  };
-  std::vector<Config> configs;
+  RemoveDir remove_shm{stores.shm_dir};
+  // In the order printed: rows of one topology together (Topology() names each group).
+  std::vector<DispatchConfig> configs;
   if (quick) {
-    configs = {{"disk", 10, 100},   {"disk", 20, 1000}, {"disk", 20, 1000, 1, 3},
-               {"disk", 5, 100, 4}, {"tmpfs", 10, 100}, {"pg", 10, 100}};
+    configs = {{"disk", 10, 100},        {"disk", 20, 1000},
+               {"disk", 20, 1000, 1, 3}, {"tmpfs", 10, 100},
+               {"pg", 10, 100},          {"disk", 5, 100, 4},
+               {"disk", 2, 100, 16},     {"disk", 60, 100, 1, 0, kMultiplexedStreams}};
   } else {
-    // 10,000 boards as 10,000 agents and as 1,000 agents of 10: the cost per agent stream (gRPC's)
-    // apart from the cost per board (the tracker's). A million queued trials are 12 clients'
-    // (the per-client cap), so the rows from 1,000 to 1,000,000 queued have 12 clients each: the
-    // queue's depth apart from the clients' number.
+    // 100 and 1,000 boards as a farm connects: each agent on a connection of its own, with 1, 4
+    // and 16 boards per agent (16: 96 and 1,008 boards, whole agents). A million queued trials
+    // are 12 clients' (the per-client cap), so the rows from 1,000 to 1,000,000 queued have 12
+    // clients each: the queue's depth apart from the clients' number. The multiplexed rows (50
+    // agents' streams on one connection, the bench's shape before issue 39) are kept, labelled:
+    // 10,000 agents, and 10,000 boards on 1,000 agents, only there (10,000 connections would be
+    // the load generator's more than the tracker's).
+    const int mux = kMultiplexedStreams;
     configs = {{"disk", 100, 1000},
                {"disk", 1000, 1000},
-               {"disk", 10000, 1000},
-               {"disk", 1000, 1000, 10},
                {"disk", 1000, 1000, 1, 12},
                {"disk", 1000, 100000, 1, 12},
                {"disk", 1000, 1000000, 1, 12},
                {"tmpfs", 100, 1000},
                {"tmpfs", 1000, 1000},
                {"pg", 100, 1000},
-               {"pg", 1000, 1000}};
+               {"pg", 1000, 1000},
+               {"disk", 25, 1000, 4},
+               {"disk", 250, 1000, 4},
+               {"disk", 6, 1000, 16},
+               {"disk", 63, 1000, 16},
+               {"disk", 100, 1000, 1, 0, mux},
+               {"disk", 1000, 1000, 1, 0, mux},
+               {"disk", 10000, 1000, 1, 0, mux},
+               {"disk", 1000, 1000, 10, 0, mux}};
   }
   std::vector<int> submit_batches = {100, 1000};
   if (absl::StartsWith(only, "submit:")) {
@@ -1149,7 +1606,7 @@ int Main(int argc, char** argv) {
   } else if (!only.empty()) {
     std::vector<std::string> parts = absl::StrSplit(only, ':');
     submit_batches.clear();
-    Config c;
+    DispatchConfig c;
     if (parts.size() < 3 || parts.size() > 5 ||
         (parts[0] != "disk" && parts[0] != "tmpfs" && parts[0] != "pg") ||
         !absl::SimpleAtoi(parts[1], &c.agents) || !absl::SimpleAtoi(parts[2], &c.backlog) ||
@@ -1163,17 +1620,17 @@ int Main(int argc, char** argv) {
       return 2;
     }
     c.store = parts[0];
+    c.agents_per_connection = std::max(agents_per_connection, 1);
     configs = {c};
   }
-  // "pg": a PostgreSQL 15 server of the bench's own (tests/postgres_server.h: initdb in /tmp,
-  // fsync on, loopback), one fresh database per row.
   std::unique_ptr<testing::PostgresServer> postgres;
   if (std::any_of(configs.begin(), configs.end(),
-                  [](const Config& c) { return c.store == "pg"; })) {
+                  [](const DispatchConfig& c) { return c.store == "pg"; })) {
     absl::StatusOr<std::unique_ptr<testing::PostgresServer>> started =
         testing::PostgresServer::Start();
     if (started.ok()) {
       postgres = *std::move(started);
+      stores.postgres = postgres.get();
     } else {
       std::fprintf(stderr, "tracker_bench: no PostgreSQL rows: %s\n",
                    std::string(started.status().message()).c_str());
@@ -1183,7 +1640,7 @@ int Main(int argc, char** argv) {
 
   for (int batch : submit_batches) {
     Row row;
-    if (!SubmitScenario(tracker, dir, batch, submit_total, &row)) ok = false;
+    if (!SubmitScenario(tracker, stores.disk_dir, batch, submit_total, &row)) ok = false;
     std::fprintf(stderr, "tracker_bench: %s: done\n", row.name.c_str());
     rows.push_back(row);
   }
@@ -1192,34 +1649,21 @@ int Main(int argc, char** argv) {
   std::vector<std::vector<DispatchRow>> rounds(configs.size());
   for (int round = 0; round < repeat; ++round) {
     for (size_t i = 0; i < configs.size(); ++i) {
-      const Config& c = configs[i];
-      if (c.store == "tmpfs" && shm_dir.empty()) continue;
-      if (c.store == "pg" && postgres == nullptr) continue;
-      std::string database;
-      const std::string name = absl::StrCat("dispatch", c.agents, "x", c.boards, "_", c.backlog,
-                                            "_", c.clients, "_", round);
-      if (c.store == "pg") {
-        if (!postgres->CreateDatabase(name).ok()) {
-          ok = false;
-          continue;
-        }
-        database = absl::StrCat("postgresql://", testing::PostgresServer::kUser,
-                                "@127.0.0.1:", postgres->port(), "/", name);
-      } else {
-        database = Database(c.store == "tmpfs" ? shm_dir : dir, name);
-      }
+      const DispatchConfig& c = configs[i];
+      if (!stores.Has(c.store)) continue;
       DispatchRow row;
-      if (!DispatchScenario(tracker, database, c.store, c.agents, c.boards, c.backlog, c.clients,
-                            drain, samples, &row)) {
+      if (!RunDispatchRow(tracker, stores, c,
+                          absl::StrCat("dispatch", c.agents, "x", c.boards, "_", c.backlog, "_",
+                                       c.clients, "_", c.agents_per_connection, "_", round),
+                          drain, samples, &row)) {
         ok = false;
       }
       std::fprintf(stderr,
-                   "tracker_bench: dispatch, %s, %d agents x %d boards, %lld queued, %d clients, "
-                   "round %d/%d: done\n",
-                   c.store.c_str(), c.agents, c.boards, static_cast<long long>(c.backlog),
-                   row.clients, round + 1, repeat);
+                   "tracker_bench: dispatch, %s, %d agents x %d boards, %d agents per connection, "
+                   "%lld queued, %d clients, round %d/%d: done\n",
+                   c.store.c_str(), c.agents, c.boards, c.agents_per_connection,
+                   static_cast<long long>(c.backlog), row.config.clients, round + 1, repeat);
       rounds[i].push_back(row);
-      if (c.store != "pg") RemoveDatabase(database);  // a million trials take GBs (or memory)
     }
   }
   std::vector<DispatchRow> dispatch;  // each config's median round (by CPU per dispatch)
@@ -1232,10 +1676,10 @@ int Main(int argc, char** argv) {
     dispatch.push_back(runs[runs.size() / 2]);
     cpu_range.emplace_back(CpuPerDispatchUs(runs.front()), CpuPerDispatchUs(runs.back()));
   }
-  if (!shm_dir.empty()) rmdir(shm_dir.c_str());
 
   const unsigned cpus = std::thread::hardware_concurrency();
-  std::printf("tracker_bench: %u CPUs, tracker %s\n", cpus, tracker.c_str());
+  std::printf("tracker_bench: %u CPUs, tracker %s, load %.2f\n", cpus, tracker.c_str(),
+              LoadAverage());
   std::printf("%-26s %8s %9s %11s %12s\n", "submit", "trials", "seconds", "trials/s",
               "tracker CPU");
   std::printf("%-26s %8s %9s %11s %12s\n", "", "", "", "", "per trial");
@@ -1246,34 +1690,47 @@ int Main(int argc, char** argv) {
                 r.trials > 0 ? r.tracker_cpu_s * 1e6 / static_cast<double>(r.trials) : 0.0);
   }
   if (!dispatch.empty()) {
-    std::printf("\n%-6s %7s %6s %8s %7s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n", "store",
-                "agents", "boards", "queued", "clients", "dispatches", "per s", "tracker CPU",
-                "tracker", "bench", "p50", "p99", "KiB/agent", "KiB/trial", "CPU, rounds");
-    std::printf("%-6s %7s %6s %8s %7s %10s %9s %12s %9s %9s %9s %9s %10s %10s %13s\n", "", "",
-                "/agent", "", "", "", "", "per dispatch", "CPU share", "CPU share", "offer",
-                "offer", "", "queued", "least-most");
+    std::printf("\n%-6s %7s %6s %8s %7s %10s %9s %12s %12s %9s %9s %9s %9s %10s %10s %13s\n",
+                "store", "agents", "boards", "queued", "clients", "dispatches", "per s",
+                "tracker CPU", "with", "tracker", "bench", "p50", "p99", "KiB/agent", "KiB/trial",
+                "CPU, rounds");
+    std::printf("%-6s %7s %6s %8s %7s %10s %9s %12s %12s %9s %9s %9s %9s %10s %10s %13s\n", "", "",
+                "/agent", "", "", "", "", "per dispatch", "submits", "CPU share", "CPU share",
+                "offer", "offer", "", "queued", "least-most");
   }
+  std::string topology;
   for (size_t i = 0; i < dispatch.size(); ++i) {
     const DispatchRow& r = dispatch[i];
+    const DispatchConfig& c = r.config;
+    if (Topology(c) != topology) {
+      topology = Topology(c);
+      std::printf("%s:\n", topology.c_str());
+    }
     const double share = r.seconds > 0 ? 100.0 / (r.seconds * cpus) : 0;
     std::printf(
-        "%-6s %7d %6d %8lld %7d %10lld %9.0f %9.1f us %8.0f%% %8.0f%% %6.2f ms %6.2f ms "
+        "%-6s %7d %6d %8lld %7d %10lld %9.0f %9.1f us %9.1f us %8.0f%% %8.0f%% %6.2f ms %6.2f ms "
         "%10.1f %10.2f %6.1f-%.1f us\n",
-        r.store.c_str(), r.agents, r.boards, static_cast<long long>(r.backlog), r.clients,
+        c.store.c_str(), c.agents, c.boards, static_cast<long long>(c.backlog), c.clients,
         static_cast<long long>(r.trials), r.seconds > 0 ? r.trials / r.seconds : 0.0,
-        CpuPerDispatchUs(r), r.tracker_cpu_s * share, r.bench_cpu_s * share, r.p50_ms, r.p99_ms,
-        r.kib_per_agent, r.kib_per_queued, cpu_range[i].first, cpu_range[i].second);
+        CpuPerDispatchUs(r), CpuPerDispatchWithSubmitsUs(r), r.tracker_cpu_s * share,
+        r.bench_cpu_s * share, r.p50_ms, r.p99_ms, r.kib_per_agent, r.kib_per_queued,
+        cpu_range[i].first, cpu_range[i].second);
   }
   std::printf(
       "submit: 4 clients at once; the tracker's CPU per trial over the submissions (checks, "
-      "queue, store), which the\ndispatch rows' CPU does not include.\n"
+      "queue, store).\n"
       "dispatch: offer -> result stored -> ack, every board busy, `queued` trials waiting "
       "throughout; the database\nfsync'd (synchronous=FULL, group commit) on disk, or on tmpfs "
       "(/dev/shm: the same without the disk's cost), or\nPostgreSQL 15 on this machine (pg: "
-      "fsync on, over loopback TCP).\nclients: whose trials they are, each client's stored "
-      "together; the tracker takes turns between\nclients, so each is one more place in the "
-      "database that dispatches write to.\nCPU share: of all %u CPUs over the run "
-      "(bench = the load generator: simulated agents and client).\np50/p99 offer: SubmitTrials "
+      "fsync on, over loopback TCP).\nOne connection per agent: each simulated agent dials the "
+      "tracker, as a farm's agents do; multiplexed: that\nmany agents' streams share one "
+      "connection (fewer, fuller TCP reads and writes: not how a farm connects).\nclients: whose "
+      "trials they are, each client's stored together; the tracker takes turns between\nclients, "
+      "so each is one more place in the database that dispatches write to.\ntracker CPU per "
+      "dispatch: the tracker's over the dispatches alone; with submits: plus the tracker's and "
+      "the\nsubmitting client's CPU over the SubmitTrials (batches of 10,000) that queued the "
+      "trials, per trial.\nCPU share: of all %u CPUs over the dispatches "
+      "(bench = the load generator: simulated agents).\np50/p99 offer: SubmitTrials "
       "returning -> the offer at an agent, one trial at a time, boards idle (%d samples;\nan "
       "offer that beats the response counts as 0 ms).\nRounds: %d over all rows in turn; each "
       "row is its median round by tracker CPU per dispatch (--repeat=N).\n",

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Smoke test for tracker_bench: a --quick --repeat=2 run exits 0 and prints the table's rows (each
-# its median round, with the rounds' range), --only=submit:100 prints that row alone, and a
-# --quick --flood run prints its baseline and flood rows, the flood's with the dashboard's walks,
-# and a --quick --restart run its rows.
+# its median round, with the rounds' range) under their topologies' names, --only with
+# --agents-per-connection prints that row alone, --only=submit:100 prints that row alone,
+# --vs-tvm without TVM's tracker says so and prints benchfarm's side, a --quick --flood run prints
+# its baseline and flood rows, the flood's with the dashboard's walks, and a --quick --restart run
+# its rows.
 # Usage: tracker_bench_smoke_test.sh BINARY
 set -euo pipefail
 bin="$1"
@@ -16,20 +18,57 @@ for row in "submit, batches of 100 " "submit, batches of 1000 "; do
     fail "no '$row' row with figures in the table"
 done
 # Dispatch rows: store, agents, boards per agent, queued, clients, dispatches, per s, CPU per
-# dispatch, shares, latencies. Without a number of clients given, a row's trials are as few
-# clients' as the per-client cap allows: one in these small rows.
+# dispatch without and with the submissions, shares, latencies. Without a number of clients
+# given, a row's trials are as few clients' as the per-client cap allows: one in these small rows.
+# Each row under its topology's name: one connection per agent (1, 4, 16 boards per agent), and
+# the multiplexed one labelled as such.
+# under_topology OUT ROW TOPOLOGY: ROW (a regex) is a row with its figures, under TOPOLOGY's line.
+under_topology() {
+  awk -v row="^$2" -v topology="$3:" '
+    /^[a-z].*:$/ && !/^(disk|tmpfs|pg) / { current = $0 }
+    $0 ~ row && $0 ~ /[0-9]+ +[0-9.]+ us +[0-9.]+ us +[0-9]+% +[0-9]+% +[0-9.]+ ms +[0-9.]+ ms .* [0-9.]+-[0-9.]+ us$/ &&
+      current == topology { found = 1 }
+    END { exit !found }' "$1"
+}
+one="one connection per agent, 1 board per agent"
 for row in "disk +10 +1 +100 +1 +500 " "disk +20 +1 +1000 +1 +500 " "disk +20 +1 +1000 +3 +500 " \
-  "disk +5 +4 +100 +1 +500 " "tmpfs +10 +1 +100 +1 +500 " "pg +10 +1 +100 +1 +500 "; do
-  grep -qE "^$row+[0-9]+ +[0-9.]+ us +[0-9]+% +[0-9]+% +[0-9.]+ ms +[0-9.]+ ms .* [0-9.]+-[0-9.]+ us$" "$out" ||
-    fail "no dispatch row '$row' with figures and its rounds' range in the table"
+  "tmpfs +10 +1 +100 +1 +500 " "pg +10 +1 +100 +1 +500 "; do
+  under_topology "$out" "$row" "$one" ||
+    fail "no dispatch row '$row' with figures and its rounds' range under '$one'"
 done
-[[ $(grep -c "clients, round 2/2: done" "$out") -eq 6 ]] ||
+under_topology "$out" "disk +5 +4 +100 +1 +500 " "one connection per agent, 4 boards per agent" ||
+  fail "no dispatch row of 4 boards per agent"
+under_topology "$out" "disk +2 +16 +100 +1 +500 " "one connection per agent, 16 boards per agent" ||
+  fail "no dispatch row of 16 boards per agent"
+mux="multiplexed: 50 agents per connection (not how a farm connects)"
+under_topology "$out" "disk +60 +1 +100 +1 +500 " "$mux" || fail "no multiplexed dispatch row"
+[[ $(grep -c "clients, round 2/2: done" "$out") -eq 8 ]] ||
   fail "--repeat=2 did not run every dispatch row twice"
+# One dispatch row alone, its agents multiplexed (A/B runs of a topology).
+only="$dir/tracker_bench_only.txt"
+run "$only" "$bin" --quick --only=disk:60:100 --agents-per-connection=50
+under_topology "$only" "disk +60 +1 +100 +1 +500 " "$mux" ||
+  fail "--only=disk:60:100 --agents-per-connection=50 did not print that multiplexed row"
+[[ $(grep -cE "^(disk|tmpfs|pg) " "$only") -eq 1 ]] || fail "--only printed more than its row"
+if "$bin" --quick --agents-per-connection=50 >/dev/null 2>&1; then
+  fail "--agents-per-connection without a dispatch --only row was accepted"
+fi
+# --vs-tvm without the peer: it says so and runs benchfarm's side alone (the tests do not need
+# TVM's tracker or python3-tornado).
+vs="$dir/tracker_bench_vs_tvm.txt"
+run "$vs" "$bin" --quick --vs-tvm=/nonexistent/tvm-tracker
+grep -q "no TVM tracker at /nonexistent/tvm-tracker" "$vs" || fail "--vs-tvm did not say the peer is absent"
+for boards in 10 50; do
+  grep -qE "^$boards +benchfarm +[0-9]+ +[0-9.]+ ms +[0-9.]+ us +[0-9.]+ us +[0-9.]+-[0-9.]+$" "$vs" ||
+    fail "no --vs-tvm benchfarm row for $boards boards with figures"
+  grep -q "load [0-9.]* at the start" "$vs" || fail "--vs-tvm did not print the load at a start"
+done
+if grep -q "TVM + TCP_NODELAY  " "$vs"; then fail "--vs-tvm printed TVM rows without TVM"; fi
 # One submission row alone (A/B runs): that row, no dispatch rows.
-one="$dir/tracker_bench_submit.txt"
-run "$one" "$bin" --quick --only=submit:100
-if ! grep -qE "^submit, batches of 100 +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9.]+ us$" "$one" ||
-  grep -q "batches of 1000" "$one" || grep -qE "^(disk|tmpfs|pg) " "$one"; then
+submit="$dir/tracker_bench_submit.txt"
+run "$submit" "$bin" --quick --only=submit:100
+if ! grep -qE "^submit, batches of 100 +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9.]+ us$" "$submit" ||
+  grep -q "batches of 1000" "$submit" || grep -qE "^(disk|tmpfs|pg) " "$submit"; then
   fail "--only=submit:100 did not print that row alone"
 fi
 if "$bin" --quick --only=submit:0 >/dev/null 2>&1; then
