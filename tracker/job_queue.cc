@@ -425,7 +425,7 @@ absl::StatusOr<v1::Job> JobQueue::Cancel(const std::string& job_id) {
     const std::string agent_id = job.agent_id;
     const std::string board_id = job.job.board_id();
     if (!running) queues_.Remove(job);
-    ticket = Finish(&job, result, v1::CANCELLED_STATE);  // `job` dangles from here
+    ticket = Finish(&job, std::move(result), v1::CANCELLED_STATE);  // `job` dangles from here
     cancelled = finishing_[job_id].job;
     if (running) {
       pending_cancels_[agent_id].push_back(job_id);
@@ -620,19 +620,19 @@ GroupCommit::Ticket JobQueue::EndAttemptWithoutResult(LiveJob* job, v1::ErrorCod
   result.set_message(
       absl::StrCat("no result after ", job->job.attempts_size(), " attempts; last: ", why));
   result.set_board_id(job->job.board_id());
-  return Finish(job, result, v1::DONE);
+  return Finish(job, std::move(result), v1::DONE);
 }
 
-GroupCommit::Ticket JobQueue::Finish(LiveJob* job, const v1::Result& result, v1::JobState state) {
+GroupCommit::Ticket JobQueue::Finish(LiveJob* job, v1::Result result, v1::JobState state) {
   RemoveLoad(*job);
   if (job->offer_unsaved) counters_.store_writes_saved++;  // this write stores it too
   const int64_t seq = job->seq;
   v1::Job j = std::move(job->job);  // the live entry goes below
   j.set_state(state);
-  *j.mutable_result() = result;
+  *j.mutable_result() = std::move(result);
   j.mutable_result()->set_attempts(j.attempts_size());
   *j.mutable_result()->mutable_submitted_at() = j.submitted_at();
-  j.mutable_result()->set_autotvm_error_no(ToAutoTvmErrorNo(result.error_code()));
+  j.mutable_result()->set_autotvm_error_no(ToAutoTvmErrorNo(j.result().error_code()));
   const GroupCommit::Ticket ticket = commit_.PutJob(seq, /*insert=*/false, j);
   Notify(j);
   counters_.finished[{j.trial().board_kind(), j.result().error_code()}]++;

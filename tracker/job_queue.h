@@ -279,7 +279,7 @@ class JobQueue {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Finishes the job (in finishing_ until stored) and drops it from the live jobs; the ticket of
   // its write.
-  GroupCommit::Ticket Finish(LiveJob* job, const v1::Result& result, v1::JobState state)
+  GroupCommit::Ticket Finish(LiveJob* job, v1::Result result, v1::JobState state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `log`: the report's log made fit to store (ReportResult makes it so outside the lock).
   absl::Status ReportResultLocked(const std::string& agent_id, const v1::JobResult& report,

@@ -407,7 +407,7 @@ absl::Status JobQueue::ReportResultLocked(const std::string& agent_id, const v1:
   *result.mutable_stats() = stats::CostStatsOfResult(result, options_.unstable_threshold);
   const std::string board_id = job.job.board_id();
   const std::string job_id = job.job.job_id();
-  *ticket = Finish(&job, result, v1::DONE);
+  *ticket = Finish(&job, std::move(result), v1::DONE);
   FreeBoard(board_id, job_id);  // `job` dangles since Finish
   NoteBoardOutcome(board_id, infra, report.result().message());
   return absl::OkStatus();
