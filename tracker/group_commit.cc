@@ -1,6 +1,5 @@
 #include "tracker/group_commit.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -37,43 +36,8 @@ GroupCommit::Ticket GroupCommit::PutSubmission(const std::string& client_id,
 GroupCommit::Ticket GroupCommit::PutJob(int64_t seq, bool insert, const v1::Job& job) {
   WriteBatch::JobWrite write = WriteBatch::JobWrite::Of(seq, insert, job);  // outside the lock
   absl::MutexLock lock(&mu_);
-  if (auto deferred = deferred_.find(write.job_id); deferred != deferred_.end()) {
-    deferred_.erase(deferred);  // replaced: never written
-    stats_.writes_saved++;
-  }
   AddJobLocked(std::move(write));
   return ++last_;
-}
-
-void GroupCommit::PutJobDeferred(int64_t seq, const v1::Job& job) {
-  WriteBatch::JobWrite write = WriteBatch::JobWrite::Of(seq, /*insert=*/false, job);
-  absl::MutexLock lock(&mu_);
-  if (pending_jobs_.contains(write.job_id)) {
-    AddJobLocked(std::move(write));  // its job is written with the next batch anyway
-    return;
-  }
-  const std::string job_id = write.job_id;
-  auto [it, added] = deferred_.insert_or_assign(job_id, std::move(write));
-  if (added) deferred_due_.emplace_back(absl::Now() + options_.defer, job_id);
-}
-
-GroupCommit::Ticket GroupCommit::Undefer() {
-  absl::MutexLock lock(&mu_);
-  UndeferLocked(absl::InfiniteFuture(), /*all=*/true);
-  return last_;
-}
-
-void GroupCommit::UndeferLocked(absl::Time now, bool all) {
-  bool moved = false;
-  while (!deferred_due_.empty() && (all || deferred_due_.front().first <= now)) {
-    if (auto it = deferred_.find(deferred_due_.front().second); it != deferred_.end()) {
-      AddJobLocked(std::move(it->second));
-      deferred_.erase(it);
-      moved = true;
-    }
-    deferred_due_.pop_front();
-  }
-  if (moved) ++last_;  // a ticket for them: waiting for last() waits for them too
 }
 
 GroupCommit::Ticket GroupCommit::PutLog(const std::string& job_id, v1::AttemptLog log) {
@@ -162,7 +126,7 @@ bool GroupCommit::failing() const {
 CommitStats GroupCommit::Stats() const {
   absl::MutexLock lock(&mu_);
   CommitStats stats = stats_;
-  stats.pending = static_cast<int64_t>(pending_.size() + deferred_.size());
+  stats.pending = static_cast<int64_t>(pending_.size());
   return stats;
 }
 
@@ -173,17 +137,12 @@ void GroupCommit::Run() {
     Ticket upto = 0;
     {
       absl::MutexLock lock(&mu_);
-      // While failing, wake for the next try even without new changes; and when the first
-      // deferred change is due (a change deferred while waiting, due before then, wakes it to
-      // look again).
-      absl::Time deadline = stats_.problem.empty() ? absl::InfiniteFuture() : next_try_;
-      if (!deferred_due_.empty()) deadline = std::min(deadline, deferred_due_.front().first);
-      auto ready = [this, &deadline]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-        return stopping_ || (!pending_.empty() && absl::Now() >= next_try_) ||
-               (!deferred_due_.empty() && deferred_due_.front().first < deadline);
+      // While failing, wake for the next try even without new changes.
+      const absl::Time deadline = stats_.problem.empty() ? absl::InfiniteFuture() : next_try_;
+      auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+        return stopping_ || (!pending_.empty() && absl::Now() >= next_try_);
       };
       mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
-      UndeferLocked(absl::Now(), /*all=*/stopping_);
       if (pending_.empty() && stopping_) return;
       if (pending_.empty() || (!stopping_ && absl::Now() < next_try_)) continue;
       if (stopping_) {

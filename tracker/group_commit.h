@@ -8,11 +8,9 @@
 // Coalescing: a job or board changed several times before its commit is written once, in its
 // latest state (a job inserted and then updated is inserted in that state).
 //
-// Deferred changes (PutJobDeferred): a change whose loss in a crash is harmless — a job offered
-// to a board, which lost is as if the offer had not been made — waits up to `defer` for a newer
-// change of the same job (its result, usually, which replaces it) before it joins a batch: one
-// write per dispatch instead of two. Undefer() hands every deferred change to the next batch
-// (before a read of the store that must see them, and before stopping).
+// (An offer's change to RUNNING, whose loss in a crash is harmless, is not handed to it at once:
+// JobQueue keeps it until its result replaces it or it is due — JobQueueOptions.defer_offer_writes
+// — so that one write per dispatch serializes the job instead of two.)
 //
 // Failure: a batch the store refuses (a full disk, a read-only file, a lost connection) is kept
 // — newer changes merge into it — and tried again every `retry`; the first failure and the
@@ -29,7 +27,6 @@
 #define BENCHFARM_TRACKER_GROUP_COMMIT_H_
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <string>
@@ -49,18 +46,15 @@ namespace benchfarm::tracker {
 struct GroupCommitOptions {
   // While the store refuses writes: how often the pending batch is tried again.
   absl::Duration retry = absl::Seconds(1);
-  // How long a deferred change waits for a newer one of its job (PutJobDeferred).
-  absl::Duration defer = absl::Seconds(2);
 };
 
 // What the commit thread did (for /metrics and the bench).
 struct CommitStats {
-  int64_t commits = 0;       // transactions committed
-  int64_t writes = 0;        // changes they held (after coalescing)
-  int64_t failures = 0;      // transactions the store refused
-  int64_t pending = 0;       // changes waiting now (deferred ones too)
-  int64_t writes_saved = 0;  // deferred changes replaced by a newer one, so never written
-  std::string problem;       // why the store is failing now; empty while it works
+  int64_t commits = 0;   // transactions committed
+  int64_t writes = 0;    // changes they held (after coalescing)
+  int64_t failures = 0;  // transactions the store refused
+  int64_t pending = 0;   // changes waiting now
+  std::string problem;   // why the store is failing now; empty while it works
 };
 
 class GroupCommit {
@@ -84,11 +78,6 @@ class GroupCommit {
   // An attempt's log (WriteBatch::logs): never coalesced (a log sent twice is written twice, the
   // later replacing the earlier), so it costs one row write and no read.
   Ticket PutLog(const std::string& job_id, v1::AttemptLog log);
-  // An update of a stored job that may wait (see above); nothing to wait for. A newer change
-  // of the job replaces it.
-  void PutJobDeferred(int64_t seq, const v1::Job& job);
-  // Every deferred change joins the pending ones; the ticket to wait for all of them (last()).
-  Ticket Undefer();
 
   // Calls done(OK) once every change up to `ticket` is durable, or done(Unavailable naming the
   // cause) when a commit holding it fails or the store is failing already (the change stays
@@ -107,8 +96,6 @@ class GroupCommit {
   // Adds a write to pending_, merging it with a pending one of the same job or board.
   void AddJobLocked(WriteBatch::JobWrite write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddBoardLocked(v1::Board board) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Moves the deferred changes due by `now` (all: every one) to pending_.
-  void UndeferLocked(absl::Time now, bool all) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Refused() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store* const store_;
@@ -117,10 +104,6 @@ class GroupCommit {
   WriteBatch pending_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, size_t> pending_jobs_ ABSL_GUARDED_BY(mu_);    // -> index
   absl::flat_hash_map<std::string, size_t> pending_boards_ ABSL_GUARDED_BY(mu_);  // -> index
-  // Deferred changes by job id, and their ids by when they are due (an id whose change was
-  // replaced, or deferred again, may be there more than once: its first due time counts).
-  absl::flat_hash_map<std::string, WriteBatch::JobWrite> deferred_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::pair<absl::Time, std::string>> deferred_due_ ABSL_GUARDED_BY(mu_);
   Ticket last_ ABSL_GUARDED_BY(mu_) = 0;
   Ticket durable_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<Ticket, std::vector<Done>> waiters_ ABSL_GUARDED_BY(mu_);

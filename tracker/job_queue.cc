@@ -64,8 +64,23 @@ JobQueue::JobQueue(Store* store, const base::Clock* clock, JobQueueOptions optio
       clock_(clock),
       options_(std::move(options)),
       catalog_(store, options_.catalog),
-      commit_(store, GroupCommitOptions{options_.store_probe, options_.defer_offer_writes}) {
+      commit_(store, GroupCommitOptions{options_.store_probe}) {
   for (const std::string& kind : options_.known_kinds) kinds_.insert(kind);
+}
+
+JobQueue::~JobQueue() {
+  absl::MutexLock lock(&mu_);
+  SaveOffers(absl::InfiniteFuture());
+}
+
+absl::Status JobQueue::Flush() {
+  GroupCommit::Ticket last;
+  {
+    absl::MutexLock lock(&mu_);
+    SaveOffers(absl::InfiniteFuture());
+    last = commit_.last();
+  }
+  return commit_.Wait(last);
 }
 
 absl::Status JobQueue::Recover() {
@@ -410,7 +425,7 @@ absl::StatusOr<v1::Job> JobQueue::Cancel(const std::string& job_id) {
     const std::string agent_id = job.agent_id;
     const std::string board_id = job.job.board_id();
     if (!running) queues_.Remove(job);
-    ticket = Finish(&job, result, v1::CANCELLED_STATE);  // `job` dangles from here
+    ticket = Finish(&job, std::move(result), v1::CANCELLED_STATE);  // `job` dangles from here
     cancelled = finishing_[job_id].job;
     if (running) {
       pending_cancels_[agent_id].push_back(job_id);
@@ -423,8 +438,8 @@ absl::StatusOr<v1::Job> JobQueue::Cancel(const std::string& job_id) {
 
 absl::StatusOr<std::vector<StoredJob>> JobQueue::List(const JobFilter& filter) {
   // What was changed before this call is in the store (unless it is failing: then as stored),
-  // deferred changes too.
-  (void)commit_.Wait(commit_.Undefer());
+  // offers not written yet too.
+  (void)Flush();
   return store_->ListJobs(filter);
 }
 
@@ -598,25 +613,26 @@ GroupCommit::Ticket JobQueue::EndAttemptWithoutResult(LiveJob* job, v1::ErrorCod
     counters_.requeues++;
     Enqueue(job);
     Notify(job->job);
-    return SaveJob(*job);
+    return SaveJob(job);
   }
   v1::Result result;
   result.set_error_code(v1::BOARD_LOST);
   result.set_message(
       absl::StrCat("no result after ", job->job.attempts_size(), " attempts; last: ", why));
   result.set_board_id(job->job.board_id());
-  return Finish(job, result, v1::DONE);
+  return Finish(job, std::move(result), v1::DONE);
 }
 
-GroupCommit::Ticket JobQueue::Finish(LiveJob* job, const v1::Result& result, v1::JobState state) {
+GroupCommit::Ticket JobQueue::Finish(LiveJob* job, v1::Result result, v1::JobState state) {
   RemoveLoad(*job);
+  if (job->offer_unsaved) counters_.store_writes_saved++;  // this write stores it too
   const int64_t seq = job->seq;
   v1::Job j = std::move(job->job);  // the live entry goes below
   j.set_state(state);
-  *j.mutable_result() = result;
+  *j.mutable_result() = std::move(result);
   j.mutable_result()->set_attempts(j.attempts_size());
   *j.mutable_result()->mutable_submitted_at() = j.submitted_at();
-  j.mutable_result()->set_autotvm_error_no(ToAutoTvmErrorNo(result.error_code()));
+  j.mutable_result()->set_autotvm_error_no(ToAutoTvmErrorNo(j.result().error_code()));
   const GroupCommit::Ticket ticket = commit_.PutJob(seq, /*insert=*/false, j);
   Notify(j);
   counters_.finished[{j.trial().board_kind(), j.result().error_code()}]++;
@@ -684,8 +700,23 @@ GroupCommit::Ticket JobQueue::SaveBoard(const BoardRecord& record) {
   return commit_.PutBoard(record.board);
 }
 
-GroupCommit::Ticket JobQueue::SaveJob(const LiveJob& job) {
-  return commit_.PutJob(job.seq, /*insert=*/false, job.job);
+GroupCommit::Ticket JobQueue::SaveJob(LiveJob* job) {
+  if (job->offer_unsaved) {
+    job->offer_unsaved = false;
+    counters_.store_writes_saved++;
+  }
+  return commit_.PutJob(job->seq, /*insert=*/false, job->job);
+}
+
+void JobQueue::SaveOffer(LiveJob* job) {
+  job->offer_unsaved = false;
+  (void)commit_.PutJob(job->seq, /*insert=*/false, job->job);
+}
+
+void JobQueue::SaveOffers(absl::Time offered_by) {
+  for (LiveJob* job : RunningJobs()) {
+    if (job->offer_unsaved && job->offered_at <= offered_by) SaveOffer(job);
+  }
 }
 
 void JobQueue::ForgetStored(std::vector<v1::Job>* garbage) {
@@ -727,7 +758,6 @@ QueueStats JobQueue::Stats() {
   stats.store_problem = commits.problem;
   stats.store_commits = commits.commits;
   stats.store_writes = commits.writes;
-  stats.store_writes_saved = commits.writes_saved;
   stats.store_upkeep = store_->Upkeep();
   // From the counters and the queues' sizes: the cost does not grow with the backlog.
   const int64_t running = static_cast<int64_t>(jobs_.size()) - queues_.size();

@@ -342,10 +342,11 @@ Offer JobQueue::OfferJob(LiveJob* job, BoardRecord* record, const std::string& a
   attempt->set_agent_id(agent_id);
   *attempt->mutable_started_at() = ToProto(now);
   boards_.Occupy(record, job->job.job_id());
-  // Deferred, not waited for: usually its result replaces it before it is written. Lost in a
-  // crash, the offer is as if not made (the job re-queues; the agent's measurement of it is
-  // acknowledged as superseded).
-  commit_.PutJobDeferred(job->seq, job->job);
+  // Not written yet (defer_offer_writes): usually its result replaces it first. Lost in a crash,
+  // the offer is as if not made (the job re-queues; the agent's measurement of it is acknowledged
+  // as superseded).
+  job->offer_unsaved = true;
+  job->offered_at = now;
   Notify(job->job);
   Offer offer;
   offer.agent_id = agent_id;
@@ -436,7 +437,7 @@ absl::Status JobQueue::ReportResultLocked(const std::string& agent_id, const v1:
   *result.mutable_stats() = stats::CostStatsOfResult(result, options_.unstable_threshold);
   const std::string board_id = job.job.board_id();
   const std::string job_id = job.job.job_id();
-  *ticket = Finish(&job, result, v1::DONE);
+  *ticket = Finish(&job, std::move(result), v1::DONE);
   FreeBoard(board_id, job_id);  // `job` dangles since Finish
   NoteBoardOutcome(board_id, infra, report.result().message());
   return absl::OkStatus();
@@ -532,7 +533,11 @@ int JobQueue::ExpireLeases() {
   }
   std::vector<LiveJob*> expired;
   for (LiveJob* job : RunningJobs()) {
-    if (now >= job->lease_deadline) expired.push_back(job);
+    if (now >= job->lease_deadline) {
+      expired.push_back(job);
+    } else if (job->offer_unsaved && now - job->offered_at >= options_.defer_offer_writes) {
+      SaveOffer(job);
+    }
   }
   SortBySeq(&expired);
   for (LiveJob* job : expired) {

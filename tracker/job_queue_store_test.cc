@@ -41,6 +41,34 @@ TEST_F(JobQueueTest, AnOffersWriteIsDeferredReplacedByItsResultAndSeenByReads) {
   EXPECT_EQ(queue_->Stats().store_writes_saved, 1);  // written for the read, not replaced
 }
 
+// An offer whose result has not come is written once it is due (ExpireLeases, the dispatcher's
+// periodic look), not before; its result later is one more write, none saved.
+TEST_F(JobQueueTest, AnOffersWriteIsMadeOnceDueWithNoResult) {
+  JobQueueOptions options = Defaults();
+  options.defer_offer_writes = absl::Seconds(2);
+  Restart(options);
+  auto ids = Submit({MakeTrial()});
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  v1::JobOffer o = TakeOne("a");
+  auto stored_state = [&]() {
+    auto stored = store_->GetJob(o.job_id());
+    EXPECT_TRUE(stored.ok() && stored->has_value());
+    return stored.ok() && stored->has_value() ? (*stored)->job.state() : v1::JOB_STATE_UNSPECIFIED;
+  };
+  clock_.Advance(absl::Seconds(1));
+  queue_->ExpireLeases();
+  EXPECT_EQ(stored_state(), v1::QUEUED);  // not due yet: not handed to the store at all
+  clock_.Advance(absl::Seconds(1));
+  queue_->ExpireLeases();  // due: handed to the commit thread, stored soon (no Flush here)
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (stored_state() != v1::RUNNING && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(stored_state(), v1::RUNNING);
+  ASSERT_TRUE(queue_->ReportResult("a", Ok(o)).ok());
+  EXPECT_EQ(queue_->Stats().store_writes_saved, 0);
+}
+
 TEST_F(JobQueueTest, AnOfferDeferredAtARestartIsStoredAndStillRunsAfterIt) {
   JobQueueOptions options = Defaults();
   options.defer_offer_writes = absl::Hours(1);

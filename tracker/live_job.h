@@ -22,6 +22,10 @@ struct LiveJob {
   // The ticket of its insert: it is offered only once that is stored (a job offered but then
   // lost with its unacknowledged submission in a crash would be measured for nobody).
   GroupCommit::Ticket inserted = 0;
+  // While RUNNING: its change to RUNNING is not handed to the store yet (JobQueueOptions::
+  // defer_offer_writes), and when it was offered.
+  bool offer_unsaved = false;
+  absl::Time offered_at;
 };
 
 }  // namespace benchfarm::tracker
