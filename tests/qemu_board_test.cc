@@ -15,6 +15,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -341,15 +342,19 @@ TEST_P(QemuBoardTest, DataThatCannotCrossTheLinkInTimeIsRefusedSayingSo) {
   device::MeasureRequest r = SampleOp("add", 1, 1);
   r.args = device::Float32Args({{3072}, {3072}, {3072}});  // 12 KiB each
   r.data_on_host = true;
-  // The link's speed now (this VM's load moves it): 12 KiB up.
+  // The link's speed now (this VM's load moves it): 12 KiB up, the fastest of three copies (one
+  // slowed by a busy moment would leave the trial time to finish).
   device::RpcClient* rpc = board->rpc();
   absl::StatusOr<device::RemoteTensor> probe =
       rpc->AllocTensor({3072}, device::DlDataType{}, absl::Now() + absl::Seconds(10));
   ASSERT_TRUE(probe.ok()) << probe.status();
-  absl::Time t0 = absl::Now();
-  ASSERT_TRUE(
-      rpc->CopyToRemote(*probe, std::string(12288, '\0'), absl::Now() + absl::Seconds(10)).ok());
-  const absl::Duration per_input = absl::Now() - t0;
+  absl::Duration per_input = absl::InfiniteDuration();
+  for (int i = 0; i < 3; ++i) {
+    const absl::Time t0 = absl::Now();
+    ASSERT_TRUE(
+        rpc->CopyToRemote(*probe, std::string(12288, '\0'), absl::Now() + absl::Seconds(10)).ok());
+    per_input = std::min(per_input, absl::Now() - t0);
+  }
   ASSERT_TRUE(rpc->FreeTensor(*probe, absl::Now() + absl::Seconds(10)).ok());
   // The trial's data is 5 inputs' worth (two inputs, an output up and two down); give it time for
   // two and a half: the first 8 KiB show it cannot make it.
