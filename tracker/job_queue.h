@@ -78,6 +78,9 @@ struct JobQueueOptions {
 // What one free board should run now.
 struct Offer {
   std::string agent_id;
+  // A job's offer carries its trial already serialized, as an unknown field numbered as
+  // JobOffer.trial: on the wire it is the same message, but here offer.trial() is empty (parse
+  // the serialized offer to read it). A health check's offer sets trial as usual.
   v1::JobOffer offer;
 };
 

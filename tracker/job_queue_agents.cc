@@ -8,6 +8,7 @@
 #include "base/status_macros.h"
 #include "base/time_proto.h"
 #include "catalog/trial.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "proto/error_codes.h"
 #include "spdlog/spdlog.h"
 #include "stats/cost_stats.h"
@@ -352,7 +353,11 @@ Offer JobQueue::OfferJob(LiveJob* job, BoardRecord* record, const std::string& a
   offer.agent_id = agent_id;
   offer.offer.set_job_id(job->job.job_id());
   offer.offer.set_board_id(board_id);
-  *offer.offer.mutable_trial() = job->job.trial();
+  // The trial is not copied into the offer: serialized straight into its bytes as field `trial`
+  // (the same wire format; see Offer).
+  job->job.trial().SerializeToString(v1::JobOffer::GetReflection()
+                                         ->MutableUnknownFields(&offer.offer)
+                                         ->AddLengthDelimited(v1::JobOffer::kTrialFieldNumber));
   if (op_files != nullptr) *offer.offer.mutable_operator_() = *op_files;
   offer.offer.set_attempt(job->job.attempts_size());
   *offer.offer.mutable_lease_deadline() = ToProto(job->lease_deadline);

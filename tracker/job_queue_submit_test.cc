@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "tracker/job_queue_test_fixture.h"
 
 namespace benchfarm::tracker {
@@ -205,6 +206,40 @@ v1::Operator Gemv(const std::string& source) {
   op.set_name("gemv");
   (*op.mutable_files())["gemv.c"] = source;
   return op;
+}
+
+TEST_F(JobQueueTest, AnOfferCarriesItsJobsTrialOnTheWireAsIfCopied) {
+  using google::protobuf::util::MessageDifferencer;
+  v1::Trial t = MakeTrial();
+  t.set_seed(42);
+  (*t.mutable_op()->mutable_template_op()->mutable_knobs())["tile_n"] = "8";
+  t.mutable_measure()->set_repeat(3);
+  auto ids = Submit({t});
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  absl::StatusOr<v1::Job> job = queue_->GetJob(ids[0]);
+  ASSERT_TRUE(job.ok()) << job.status();
+  // Every attempt's offer (the second after the first's infrastructure failure), as an agent
+  // parses it, equals the offer with the trial copied in.
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    std::vector<Offer> offers = queue_->TakeOffers("a");
+    ASSERT_EQ(offers.size(), 1u);
+    v1::JobOffer offer = std::move(offers[0].offer);
+    v1::JobOffer copied = offer;
+    v1::JobOffer::GetReflection()->MutableUnknownFields(&copied)->Clear();
+    *copied.mutable_trial() = job->trial();
+    v1::JobOffer parsed;
+    ASSERT_TRUE(parsed.ParseFromString(offer.SerializeAsString()));
+    EXPECT_TRUE(v1::JobOffer::GetReflection()->GetUnknownFields(parsed).empty());
+    EXPECT_EQ(parsed.attempt(), attempt);
+    EXPECT_TRUE(MessageDifferencer::Equals(parsed, copied)) << parsed.DebugString();
+    // Within a TrackerMessage too (how the stream writes it).
+    v1::TrackerMessage message;
+    *message.mutable_offer() = std::move(offer);
+    v1::TrackerMessage read;
+    ASSERT_TRUE(read.ParseFromString(message.SerializeAsString()));
+    EXPECT_TRUE(MessageDifferencer::Equals(read.offer().trial(), job->trial()));
+    ASSERT_TRUE(queue_->ReportResult("a", Failed(parsed, v1::SESSION_ERROR)).ok());
+  }
 }
 
 TEST_F(JobQueueTest, UserOperatorsAreVersionedCheckedAndTravelWithTheirOffers) {

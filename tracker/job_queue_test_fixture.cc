@@ -104,7 +104,12 @@ std::vector<std::string> JobQueueTest::Submit(std::vector<v1::Trial> trials,
 v1::JobOffer JobQueueTest::TakeOne(const std::string& agent) {
   std::vector<Offer> offers = queue_->TakeOffers(agent);
   EXPECT_EQ(offers.size(), 1u);
-  return offers.empty() ? v1::JobOffer() : offers[0].offer;
+  // As the agent reads it (a job's trial travels serialized: see Offer).
+  v1::JobOffer read;
+  if (!offers.empty()) {
+    EXPECT_TRUE(read.ParseFromString(offers[0].offer.SerializeAsString()));
+  }
+  return read;
 }
 
 }  // namespace benchfarm::tracker

@@ -48,7 +48,7 @@ class JobQueueTest : public ::testing::Test {
   std::vector<std::string> Submit(std::vector<v1::Trial> trials, const std::string& client = "c1",
                                   const std::string& request = "");
 
-  // The one offer `agent` takes now (any other number fails the test).
+  // The one offer `agent` takes now, as the agent reads it (any other number fails the test).
   v1::JobOffer TakeOne(const std::string& agent);
 
   std::string path_;

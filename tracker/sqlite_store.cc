@@ -339,8 +339,9 @@ absl::StatusOr<std::vector<v1::AttemptLog>> SqliteStore::GetAttemptLogs(const st
   return logs;
 }
 
-absl::StatusOr<sqlite3_stmt*> SqliteStore::ListStatement(int mask) {
-  Statement& cached = list_statements_[mask];
+absl::StatusOr<sqlite3_stmt*> SqliteStore::ListStatement(int mask, bool live) {
+  const int key = mask | (live ? kLiveStateKey : 0);
+  Statement& cached = list_statements_[key];
   if (cached == nullptr) {
     // Only the set fields become conditions, so SQLite can pick the matching index; parameter
     // numbers stay fixed whichever are present. ?7 ends the slice.
@@ -349,10 +350,11 @@ absl::StatusOr<sqlite3_stmt*> SqliteStore::ListStatement(int mask) {
     if (mask & JobFilter::kByBoardKind) sql += " AND board_kind = ?3";
     if (mask & JobFilter::kByOp) sql += " AND op = ?4";
     if (mask & JobFilter::kByState) sql += " AND state = ?5";
+    if (live) sql += " AND state IN (1, 2)";  // jobs_live's condition
     sql += " ORDER BY seq LIMIT ?6";
     absl::StatusOr<Statement> prepared = PrepareOn(reader_, sql);
     if (!prepared.ok()) {
-      list_statements_.erase(mask);
+      list_statements_.erase(key);
       return prepared.status();
     }
     cached = *std::move(prepared);
@@ -364,6 +366,8 @@ absl::StatusOr<std::vector<StoredJob>> SqliteStore::ListJobs(const JobFilter& fi
   std::vector<StoredJob> jobs;
   if (filter.limit <= 0) return jobs;
   const int mask = filter.Conditions();
+  // A live state is looked up in jobs_live (whose condition the statement then names).
+  const bool live = filter.state == v1::QUEUED || filter.state == v1::RUNNING;
   const size_t limit = static_cast<size_t>(filter.limit);
   int64_t last = -1;  // the highest seq when the listing began: later jobs wait for the next call
   // Slices of kListSliceSeqs sequence numbers, each a read transaction of its own (see the file
@@ -379,7 +383,7 @@ absl::StatusOr<std::vector<StoredJob>> SqliteStore::ListJobs(const JobFilter& fi
       last = sqlite3_column_int64(max_seq, 0);
     }
     if (after >= last) break;
-    ASSIGN_OR_RETURN(sqlite3_stmt * statement, ListStatement(mask));
+    ASSIGN_OR_RETURN(sqlite3_stmt * statement, ListStatement(mask, live));
     RETURN_IF_ERROR(BindInt(statement, 1, after));
     if (mask & JobFilter::kByClient) RETURN_IF_ERROR(BindText(statement, 2, filter.client_id));
     if (mask & JobFilter::kByBoardKind) {

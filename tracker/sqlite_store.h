@@ -6,7 +6,8 @@
 // ((name, version) -> v1::OperatorState) and attempt_logs ((job_id, attempt) -> board id and
 // text). Its schema version is the database's `PRAGMA user_version` (kSchemaVersion); a file
 // without the schema gets it on Open, and an older file the tables it lacks (version 1: the
-// catalog; 2: owners; 3: states; 4: attempt logs).
+// catalog; 2: owners; 3: states; 4: attempt logs; 5: the jobs_state index replaced by jobs_live,
+// over the QUEUED and RUNNING jobs only).
 //
 // Durability: every mutating call (Apply: a batch of writes) is one `BEGIN IMMEDIATE ... COMMIT`
 // transaction, rolled back if any part fails. With synchronous=NORMAL a committed call survives
@@ -97,7 +98,7 @@ struct SqliteStoreOptions {
 class SqliteStore final : public Store {
  public:
   // The schema this build writes and reads (PRAGMA user_version).
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
   // ListJobs reads this many sequence numbers per read transaction.
   static constexpr int64_t kListSliceSeqs = 4096;
   // How long truncating the WAL waits for other processes' readers.
@@ -218,8 +219,12 @@ class SqliteStore final : public Store {
   // Steps a statement that returns no rows (INSERT/UPDATE/BEGIN...) and resets it.
   absl::Status StepDone(sqlite3_stmt* statement, const char* what)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // ListJobs's statement for the filter fields set in `mask`, prepared on first use.
-  absl::StatusOr<sqlite3_stmt*> ListStatement(int mask) ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_);
+  // ListJobs's statement for the filter fields set in `mask` (naming jobs_live's condition too
+  // if `live`: the state asked for is QUEUED or RUNNING), prepared on first use.
+  absl::StatusOr<sqlite3_stmt*> ListStatement(int mask, bool live)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_);
+  // list_statements_'s key bit for `live` (above JobFilter's condition bits).
+  static constexpr int kLiveStateKey = 1 << 8;
   // Reads (seq, data) rows of a jobs query on the read-only connection; resets the statement.
   absl::StatusOr<std::vector<StoredJob>> ReadJobs(sqlite3_stmt* statement, const char* what)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_);

@@ -67,6 +67,25 @@ std::string RawQuery(const std::string& path, const std::string& sql) {
   return result;
 }
 
+// What SQLite plans for `sql` on the file at `path`: EXPLAIN QUERY PLAN's details, one a line.
+std::string QueryPlan(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string plan;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* statement = nullptr;
+    if (sqlite3_prepare_v2(db, ("EXPLAIN QUERY PLAN " + sql).c_str(), -1, &statement, nullptr) ==
+        SQLITE_OK) {
+      while (sqlite3_step(statement) == SQLITE_ROW) {
+        const unsigned char* detail = sqlite3_column_text(statement, 3);
+        if (detail != nullptr) absl::StrAppend(&plan, reinterpret_cast<const char*>(detail), "\n");
+      }
+    }
+    sqlite3_finalize(statement);
+  }
+  sqlite3_close_v2(db);
+  return plan;
+}
+
 void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -92,11 +111,11 @@ TEST(SqliteStore, OpenCreatesAWalDatabaseWithTheSchemaVersion) {
   EXPECT_EQ(store->path(), path);
   // Asked on a second connection: WAL is a property of the file, not of the store's connection.
   EXPECT_EQ(RawQuery(path, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "6");
   EXPECT_EQ(RawQuery(path,
                      "SELECT count(*) FROM sqlite_master WHERE name IN "
                      "('jobs', 'submissions', 'boards', 'jobs_client_seq', "
-                     "'jobs_state', 'jobs_board_kind')"),
+                     "'jobs_live', 'jobs_board_kind')"),
             "6");
 }
 
@@ -286,7 +305,7 @@ TEST(SqliteStore, VersionOneStoreGetsTheCatalogOnOpen) {
   ASSERT_EQ(RawQuery(path, "PRAGMA user_version=1"), "");
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "6");
   EXPECT_EQ(store->LoadBoards()->size(), 1u);
   v1::Operator op;
   op.set_name("gemv");
@@ -318,7 +337,7 @@ TEST(SqliteStore, VersionTwoStoreGetsOperatorOwnersKeepingItsOperators) {
   ASSERT_EQ(RawQuery(path, "PRAGMA user_version=2"), "");
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "6");
   EXPECT_EQ(store->LoadOperators()->size(), 1u);
   auto owners = store->LoadOperatorOwners();
   ASSERT_TRUE(owners.ok()) << owners.status();
@@ -335,7 +354,7 @@ TEST(SqliteStore, VersionThreeStoreGetsOperatorStatesKeepingItsCatalog) {
   ASSERT_EQ(RawQuery(path, "PRAGMA user_version=3"), "");
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "6");
   EXPECT_EQ(store->LoadOperators()->size(), 1u);
   EXPECT_EQ(store->LoadOperatorOwners()->size(), 1u);
   auto states = store->LoadOperatorStates();
@@ -552,15 +571,56 @@ TEST(SqliteStore, VersionFourStoreGetsAttemptLogsKeepingItsJobs) {
   ASSERT_EQ(RawQuery(path, "PRAGMA user_version=4"), "");
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "6");
   absl::Status upgraded = UpgradedToAttemptLogs(*store);
   EXPECT_TRUE(upgraded.ok()) << upgraded;
+}
+
+TEST(SqliteStore, VersionFiveStoreIndexesOnlyItsLiveJobsByStateKeepingThem) {
+  const std::string path = TestDir() + "/v5.db";
+  {
+    auto store = OpenOrDie(path);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store
+                    ->InsertSubmission("alice", "r1",
+                                       {MakeJob("q", "alice", "m3", "add", v1::QUEUED),
+                                        MakeJob("r", "alice", "m3", "add", v1::RUNNING),
+                                        MakeJob("d", "alice", "m3", "add", v1::DONE)})
+                    .ok());
+  }
+  // What a version-5 tracker left: the state index over every job.
+  ASSERT_EQ(RawQuery(path, "DROP INDEX jobs_live"), "");
+  ASSERT_EQ(RawQuery(path, "CREATE INDEX jobs_state ON jobs (state)"), "");
+  ASSERT_EQ(RawQuery(path, "PRAGMA user_version=5"), "");
+  auto store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "6");
+  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM sqlite_master WHERE name = 'jobs_state'"), "0");
+  EXPECT_EQ(RawQuery(path, "SELECT sql FROM sqlite_master WHERE name = 'jobs_live'"),
+            "CREATE INDEX jobs_live ON jobs (state) WHERE state IN (1, 2)");
+  auto unfinished = store->LoadUnfinishedJobs();
+  ASSERT_TRUE(unfinished.ok()) << unfinished.status();
+  EXPECT_EQ(JobIds(*unfinished), (std::vector<std::string>{"q", "r"}));
+  // Each state is listed, the live ones through the index.
+  for (auto [state, id] : {std::pair{v1::QUEUED, "q"}, {v1::RUNNING, "r"}, {v1::DONE, "d"}}) {
+    JobFilter filter;
+    filter.state = state;
+    auto listed = store->ListJobs(filter);
+    ASSERT_TRUE(listed.ok()) << listed.status();
+    EXPECT_EQ(JobIds(*listed), std::vector<std::string>{id});
+  }
+  EXPECT_THAT(QueryPlan(path, "SELECT seq, data FROM jobs WHERE state IN (1, 2) ORDER BY seq"),
+              HasSubstr("jobs_live"));
+  EXPECT_THAT(QueryPlan(path,
+                        "SELECT seq, data FROM jobs WHERE seq > 0 AND seq <= 4096 AND state = 1 "
+                        "AND state IN (1, 2) ORDER BY seq LIMIT 10"),
+              HasSubstr("jobs_live"));
 }
 
 TEST(SqliteStore, NewerSchemaVersionFailsOpen) {
   const std::string path = TestDir() + "/store.db";
   { ASSERT_NE(OpenOrDie(path), nullptr); }
-  ASSERT_EQ(RawQuery(path, "PRAGMA user_version=6"), "");
+  ASSERT_EQ(RawQuery(path, "PRAGMA user_version=7"), "");
   auto store = SqliteStore::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition) << store.status();
