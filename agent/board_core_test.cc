@@ -10,16 +10,14 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/data_roots.h"
 #include "base/files.h"
 
 namespace benchfarm::agent {
 namespace {
 
-std::string Runfiles(const std::string& path) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir ? srcdir : ".", "/", workspace ? workspace : "benchfarm", "/", path);
-}
+// A file the test ships with (base/data_roots.h: its runfiles).
+std::string Runfiles(const std::string& path) { return base::FindDataFile(nullptr, path); }
 
 std::string TestDir() {
   const std::string dir =
