@@ -280,6 +280,7 @@ AgentCounters Agent::counters() const {
   }
   absl::MutexLock lock(&mu_);
   c.results_sent = results_sent_;
+  c.result_messages = result_messages_;
   c.results_acked = results_acked_;
   c.connects = connects_;
   return c;
@@ -303,12 +304,7 @@ void Agent::OnResult(const v1::JobResult& result) {
                   std::string(stored.message()));
   }
   metrics_.SetSpooled(static_cast<int64_t>(spool_->size()));
-  v1::AgentMessage m;
-  *m.mutable_result() = result;
-  if (Write(m)) {
-    absl::MutexLock lock(&mu_);
-    results_sent_++;
-  }
+  SendResults({result});
 }
 
 bool Agent::Superseded(const std::string& job_id) const {
@@ -378,12 +374,7 @@ void Agent::OnOffer(const v1::JobOffer& offer) {
                       std::string(s.message()));
       }
       Write(ack);
-      v1::AgentMessage m;
-      *m.mutable_result() = *std::move(spooled);
-      if (Write(m)) {
-        absl::MutexLock lock(&mu_);
-        results_sent_++;
-      }
+      SendResults({*std::move(spooled)});
     }
     return;
   }
@@ -432,6 +423,7 @@ void Agent::RetryLoop() {
       }
     }
     DropStaleSuperseded();
+    std::vector<v1::JobResult> results;
     for (const std::string& job : due) {
       std::optional<v1::JobResult> r = spool_->Get(job);
       if (!r.has_value()) {
@@ -439,24 +431,42 @@ void Agent::RetryLoop() {
         retries_.erase(job);
         continue;
       }
-      v1::AgentMessage m;
-      *m.mutable_result() = *std::move(r);
-      if (!Write(m)) break;  // not connected: everything is sent again on registering
-      absl::MutexLock lock(&mu_);
-      results_sent_++;
+      results.push_back(*std::move(r));
     }
+    SendResults(std::move(results));
+  }
+}
+
+void Agent::SendResults(std::vector<v1::JobResult> results) {
+  constexpr size_t kMessageBytes = size_t{1} << 20;
+  bool batched;
+  {
+    absl::MutexLock lock(&mu_);
+    batched = batched_results_;
+  }
+  for (size_t i = 0; i < results.size();) {
+    v1::AgentMessage m;
+    size_t bytes = 0, n = 0;
+    // At least one result to a message; more while they fit.
+    while (i < results.size() && (n == 0 || (batched && bytes < kMessageBytes))) {
+      bytes += results[i].ByteSizeLong();
+      *(n == 0 ? m.mutable_result() : m.add_results()) = std::move(results[i]);
+      ++i;
+      ++n;
+    }
+    if (!Write(m)) return;  // not connected: everything is sent again on registering
+    absl::MutexLock lock(&mu_);
+    results_sent_ += static_cast<int64_t>(n);
+    result_messages_++;
   }
 }
 
 void Agent::SendSpooled() {
-  for (const v1::JobResult& r : spool_->All()) {
-    if (Superseded(r.job_id())) continue;
-    v1::AgentMessage m;
-    *m.mutable_result() = r;
-    if (!Write(m)) return;
-    absl::MutexLock lock(&mu_);
-    results_sent_++;
+  std::vector<v1::JobResult> results;
+  for (v1::JobResult& r : spool_->All()) {
+    if (!Superseded(r.job_id())) results.push_back(std::move(r));
   }
+  SendResults(std::move(results));
 }
 
 void Agent::ConnectionLoop() {
@@ -521,7 +531,8 @@ bool Agent::RunStream(grpc::ClientContext* context) {
   v1::AgentMessage reg;
   v1::Register* r = reg.mutable_register_();
   r->set_agent_id(options_.config.agent_id());
-  r->set_batched_acks(true);  // acknowledgements ride on offers (TrackerMessage.acks)
+  r->set_batched_acks(true);    // acknowledgements ride on offers (TrackerMessage.acks)
+  r->set_batched_offers(true);  // offers queued together come in one message (.offers)
   for (const auto& w : workers_) {
     v1::BoardRegistration* b = r->add_boards();
     b->set_board_id(w->id());
@@ -570,6 +581,7 @@ bool Agent::RunStream(grpc::ClientContext* context) {
           if (m.registered().heartbeat_period_ms() > 0) {
             heartbeat_ = absl::Milliseconds(m.registered().heartbeat_period_ms());
           }
+          batched_results_ = m.registered().batched_results();
         }
         metrics_.SetConnected(true);
         spdlog::info("agent {}: registered {} boards with {}", options_.config.agent_id(),
@@ -592,6 +604,8 @@ bool Agent::RunStream(grpc::ClientContext* context) {
       default:
         break;
     }
+    // After the message's own offer, in order.
+    for (const v1::JobOffer& offer : m.offers()) OnOffer(offer);
   }
   {
     absl::MutexLock write(&write_mu_);

@@ -57,6 +57,7 @@ struct AgentCounters {
   int64_t cache_hits = 0;  // images taken from the cache
   WorkerCounters boards;   // summed
   int64_t results_sent = 0;
+  int64_t result_messages = 0;  // the messages that carried them (several to one: batched)
   int64_t results_acked = 0;
   int64_t connects = 0;  // successful registrations
 };
@@ -87,6 +88,10 @@ class Agent {
   bool RunStream(grpc::ClientContext* context);
   bool Write(const v1::AgentMessage& message);
   void OnResult(const v1::JobResult& result);
+  // Sends results: several to a message where the tracker reads them so
+  // (Registered.batched_results; up to ~1 MiB each), else one to a message. Stops at the first
+  // write that fails (not connected: every spooled result goes again on registering).
+  void SendResults(std::vector<v1::JobResult> results);
   void SendSpooled();
   void HeartbeatLoop();
   // Sends again the results the tracker asked to be retried, when their time comes.
@@ -119,7 +124,9 @@ class Agent {
   grpc::ClientReaderWriter<v1::AgentMessage, v1::TrackerMessage>* stream_ ABSL_GUARDED_BY(mu_) =
       nullptr;
   absl::Duration heartbeat_ ABSL_GUARDED_BY(mu_) = absl::Seconds(5);
+  bool batched_results_ ABSL_GUARDED_BY(mu_) = false;  // the tracker reads AgentMessage.results
   int64_t results_sent_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t result_messages_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t results_acked_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t connects_ ABSL_GUARDED_BY(mu_) = 0;
   struct Retry {

@@ -33,6 +33,7 @@
 //   tracker_bench [--quick] [--flood | --restart | --vs-tvm=DIR] [--tracker PATH]
 //                 [--only=STORE:AGENTS:QUEUED[:BOARDS[:CLIENTS]] [--agents-per-connection=N]]
 //                 [--only=submit:BATCH] [--drain=DISPATCHES] [--repeat=N] [--unbatched-acks]
+//                 [--unbatched-offers]
 //
 // The tracker is found with --tracker, else in the runfiles ($RUNFILES_DIR, $TEST_SRCDIR or
 // argv[0].runfiles). --quick uses tiny sizes (the smoke test). --only runs one dispatch row
@@ -42,7 +43,9 @@
 // naming a wrapper script (perf record, valgrind --tool=callgrind). --repeat=N: rounds over the
 // dispatch rows (with --vs-tvm: repetitions). The simulated agents take acknowledgements with
 // their next offer (Register.batched_acks, as benchfarm's agent does); --unbatched-acks has them
-// sent alone, for A/B runs.
+// sent alone, for A/B runs. They take the offers queued for them together (Register.batched_offers,
+// as benchfarm's agent does) and answer a message's offers in one message of results
+// (AgentMessage.results); --unbatched-offers has one offer and one result per message.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -90,6 +93,10 @@ bool g_tracker_hung = false;  // set when a tracker did not stop cleanly on SIGT
 // The simulated agents register with batched_acks, as benchfarm's agent does (--unbatched-acks:
 // acknowledgements as messages of their own, for A/B runs).
 bool g_batched_acks = true;
+// And with batched offers and results (Register.batched_offers, AgentMessage.results): an agent
+// of many boards takes a message's offers together and answers them in one message
+// (--unbatched-offers: one offer and one result per message, for A/B runs).
+bool g_batched_offers = true;
 
 using Steady = std::chrono::steady_clock;
 
@@ -180,6 +187,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
     v1::AgentMessage hello;
     hello.mutable_register_()->set_agent_id(id_);
     hello.mutable_register_()->set_batched_acks(g_batched_acks);
+    hello.mutable_register_()->set_batched_offers(g_batched_offers);
     for (int b = 0; b < boards_; ++b) {
       v1::BoardRegistration* r = hello.mutable_register_()->add_boards();
       r->set_board_id(b == 0 ? id_ + "-board" : absl::StrCat(id_, "-board", b));
@@ -191,7 +199,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
       h->set_attempt(offer.attempt());
     }
     Send(std::move(hello));
-    for (const v1::JobOffer& offer : held) Answer(offer);
+    for (const v1::JobOffer& offer : held) Answer({&offer});
     StartRead(&in_);
     StartCall();
     started_ = true;
@@ -225,7 +233,9 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
       paused_ = false;
       held.swap(held_);
     }
-    for (const v1::JobOffer& offer : held) Answer(offer);
+    std::vector<const v1::JobOffer*> offers;
+    for (const v1::JobOffer& offer : held) offers.push_back(&offer);
+    Answer(offers);
   }
 
   void OnReadDone(bool ok) override {
@@ -235,24 +245,34 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
       board_->acked += in_.acks_size();
     }
     if (in_.has_registered()) {
+      {
+        absl::MutexLock lock(&mu_);
+        batched_results_ = g_batched_offers && in_.registered().batched_results();
+      }
       absl::MutexLock lock(&board_->mu);
       ++board_->registered;
     } else if (in_.has_offer()) {
       const Steady::time_point now = Steady::now();
+      std::vector<const v1::JobOffer*> offers = {&in_.offer()};
+      for (const v1::JobOffer& offer : in_.offers()) offers.push_back(&offer);
       {
         absl::MutexLock lock(&board_->mu);
-        if (board_->record_offers) board_->offered[in_.offer().job_id()] = now;
+        if (board_->record_offers) {
+          for (const v1::JobOffer* offer : offers) board_->offered[offer->job_id()] = now;
+        }
       }
       bool hold;
       {
         absl::MutexLock lock(&mu_);
         hold = paused_;
-        if (hold) held_.push_back(in_.offer());
-        if (static_cast<int>(offered_boards_.size()) < boards_) {
-          offered_boards_.insert(in_.offer().board_id());
+        for (const v1::JobOffer* offer : offers) {
+          if (hold) held_.push_back(*offer);
+          if (static_cast<int>(offered_boards_.size()) < boards_) {
+            offered_boards_.insert(offer->board_id());
+          }
         }
       }
-      if (!hold) Answer(in_.offer());
+      if (!hold) Answer(offers);
     } else if (in_.has_result_ack()) {
       absl::MutexLock lock(&board_->mu);
       ++board_->acked;
@@ -270,12 +290,24 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
   }
 
  private:
-  void Answer(const v1::JobOffer& offer) {
-    v1::AgentMessage out;
-    out.mutable_result()->set_job_id(offer.job_id());
-    out.mutable_result()->set_attempt(offer.attempt());
-    out.mutable_result()->mutable_result()->add_costs_s(1e-3);
-    Send(std::move(out));
+  // Answers offers: one message of results where the tracker reads them batched, else one
+  // message each.
+  void Answer(const std::vector<const v1::JobOffer*>& offers) {
+    bool batched;
+    {
+      absl::MutexLock lock(&mu_);
+      batched = batched_results_;
+    }
+    v1::AgentMessage all;
+    for (const v1::JobOffer* offer : offers) {
+      v1::AgentMessage one;
+      v1::JobResult* r = batched ? all.add_results() : one.mutable_result();
+      r->set_job_id(offer->job_id());
+      r->set_attempt(offer->attempt());
+      r->mutable_result()->add_costs_s(1e-3);
+      if (!batched) Send(std::move(one));
+    }
+    if (!all.results().empty()) Send(std::move(all));
   }
   void Send(v1::AgentMessage m) {
     absl::MutexLock lock(&mu_);
@@ -302,6 +334,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
   v1::AgentMessage current_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
+  bool batched_results_ ABSL_GUARDED_BY(mu_) = false;  // the tracker reads AgentMessage.results
   std::vector<v1::JobOffer> held_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> offered_boards_ ABSL_GUARDED_BY(mu_);
   bool done_ ABSL_GUARDED_BY(mu_) = false;
@@ -1361,26 +1394,37 @@ int VsTvmMain(const std::string& tracker, const Stores& stores, const std::strin
     std::printf("tracker_bench --vs-tvm: %s: TVM's columns are skipped\n",
                 std::string(peer.status().message()).c_str());
   }
-  enum Side { kBenchfarm, kTvmNodelay, kTvmStock, kSides };
-  const char* names[kSides] = {"benchfarm", "TVM + TCP_NODELAY", "TVM as shipped"};
+  // benchfarm twice: one board per agent (each board on a connection of its own, as TVM's
+  // servers connect) and 16 boards per agent (an agent host's boards on its one connection, as a
+  // farm connects; the size rounded up to whole agents).
+  enum Side { kBenchfarm, kBenchfarm16, kTvmNodelay, kTvmStock, kSides };
+  const char* names[kSides] = {"benchfarm", "benchfarm, 16/agent", "TVM + TCP_NODELAY",
+                               "TVM as shipped"};
+  constexpr int kBoardsPerAgent = 16;
   // runs[size][side]: that side's runs at that size.
   std::vector<std::vector<std::vector<SideFigures>>> runs(
       sizes.size(), std::vector<std::vector<SideFigures>>(kSides));
   bool ok = true;
   for (int rep = 0; rep < repeat; ++rep) {
-    std::vector<int> order = {kBenchfarm, kTvmNodelay, kTvmStock};
+    std::vector<int> order = {kBenchfarm, kBenchfarm16, kTvmNodelay, kTvmStock};
     if (rep % 2 == 1) std::reverse(order.begin(), order.end());
     for (size_t s = 0; s < sizes.size(); ++s) {
       for (int side : order) {
-        if (side != kBenchfarm && !peer.ok()) continue;
+        const bool ours = side == kBenchfarm || side == kBenchfarm16;
+        if (!ours && !peer.ok()) continue;
         SideFigures f;
         const double load = AwaitCalm(patience);
         bool ran;
-        if (side == kBenchfarm) {
+        if (ours) {
           DispatchConfig c{"disk", sizes[s], 1000};
+          if (side == kBenchfarm16) {
+            c.agents = (sizes[s] + kBoardsPerAgent - 1) / kBoardsPerAgent;
+            c.boards = kBoardsPerAgent;
+          }
           DispatchRow row;
-          ran = RunDispatchRow(tracker, stores, c, absl::StrCat("vs_tvm", sizes[s], "_", rep),
-                               drain, samples, &row);
+          ran = RunDispatchRow(tracker, stores, c,
+                               absl::StrCat("vs_tvm", sizes[s], "_", side, "_", rep), drain,
+                               samples, &row);
           f = BenchfarmSide(row);
         } else {
           ran = TvmRun(*peer, side == kTvmNodelay, sizes[s], window_s,
@@ -1405,9 +1449,9 @@ int VsTvmMain(const std::string& tracker, const Stores& stores, const std::strin
       "\ntracker_bench --vs-tvm: %u CPUs, tracker %s, TVM %s; each figure its median "
       "over %d repetition(s)\n",
       std::thread::hardware_concurrency(), tracker.c_str(), tvm_dir.c_str(), repeat);
-  std::printf("%-7s %-18s %10s %9s %13s %13s %11s\n", "boards", "tracker", "dispatch/s", "p99",
+  std::printf("%-7s %-20s %10s %9s %13s %13s %11s\n", "boards", "tracker", "dispatch/s", "p99",
               "tracker CPU", "generator CPU", "load at");
-  std::printf("%-7s %-18s %10s %9s %13s %13s %11s\n", "", "", "", "", "per dispatch",
+  std::printf("%-7s %-20s %10s %9s %13s %13s %11s\n", "", "", "", "", "per dispatch",
               "per dispatch", "starts");
   for (size_t s = 0; s < sizes.size(); ++s) {
     for (int side = 0; side < kSides; ++side) {
@@ -1418,7 +1462,10 @@ int VsTvmMain(const std::string& tracker, const Stores& stores, const std::strin
         least = std::min(least, r.load);
         most = std::max(most, r.load);
       }
-      std::printf("%-7d %-18s %10.0f %6.2f ms %10.1f us %10.1f us %5.2f-%.2f\n", sizes[s],
+      const int boards = side == kBenchfarm16
+                             ? (sizes[s] + kBoardsPerAgent - 1) / kBoardsPerAgent * kBoardsPerAgent
+                             : sizes[s];
+      std::printf("%-7d %-20s %10.0f %6.2f ms %10.1f us %10.1f us %5.2f-%.2f\n", boards,
                   names[side], m.per_s, m.p99_ms, m.tracker_us, m.generator_us, least, most);
     }
   }
@@ -1426,7 +1473,9 @@ int VsTvmMain(const std::string& tracker, const Stores& stores, const std::strin
       "benchfarm: its tracker (the database on disk, fsync'd before every acknowledgement) and "
       "one connection per\nsimulated agent of one board; a dispatch is offer -> result stored -> "
       "ack; its tracker CPU includes its\nshare of the SubmitTrials that queued the trials; p99: "
-      "SubmitTrials returning -> the offer at an agent,\nboards idle (%d samples).\n"
+      "SubmitTrials returning -> the offer at an agent,\nboards idle (%d samples). 16/agent: "
+      "the same with 16 boards per agent on its connection (the\nboards rounded up to whole "
+      "agents), taking a message's offers together and answering them in one message.\n"
       "TVM: v0.18's RPC tracker (Python, one thread; stores nothing) and tvmgen: a server per "
       "board "
       "and as many\nclients, each on a connection of its own; a dispatch is one REQUEST matched to "
@@ -1471,6 +1520,8 @@ int Main(int argc, char** argv) {
       restart = true;
     } else if (std::strncmp(argv[i], "--vs-tvm=", 9) == 0 && argv[i][9] != '\0') {
       vs_tvm = argv[i] + 9;
+    } else if (std::strcmp(argv[i], "--unbatched-offers") == 0) {
+      g_batched_offers = false;
     } else if (std::strcmp(argv[i], "--unbatched-acks") == 0) {
       g_batched_acks = false;
     } else if (std::strcmp(argv[i], "--tracker") == 0 && i + 1 < argc) {
@@ -1491,7 +1542,7 @@ int Main(int argc, char** argv) {
                    "usage: tracker_bench [--quick] [--flood | --restart | --vs-tvm=DIR] "
                    "[--tracker PATH] [--only=STORE:AGENTS:QUEUED[:BOARDS[:CLIENTS]] "
                    "[--agents-per-connection=N] | --only=submit:BATCH] [--drain=DISPATCHES] "
-                   "[--repeat=N] [--unbatched-acks]\n");
+                   "[--repeat=N] [--unbatched-acks] [--unbatched-offers]\n");
       return 2;
     }
   }

@@ -5,6 +5,7 @@
 #ifndef BENCHFARM_TRACKER_AGENT_STREAM_H_
 #define BENCHFARM_TRACKER_AGENT_STREAM_H_
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -113,12 +114,16 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
           static_cast<int32_t>(absl::ToInt64Milliseconds(service_->options().heartbeat)));
       reply.mutable_registered()->set_lease_ms(
           static_cast<int32_t>(absl::ToInt64Milliseconds(service_->options().lease)));
+      reply.mutable_registered()->set_batched_results(true);
       Send(std::move(reply));
       {
         // Only now may Pump send offers: none can overtake the registered reply.
         absl::MutexLock lock(&mu_);
         agent_id_ = m.register_().agent_id();
         batched_acks_ = m.register_().batched_acks();
+        // Offers ride together only where acknowledgements ride too: the wait for one is what
+        // gathers them (WriteNextLocked).
+        batched_offers_ = batched_acks_ && m.register_().batched_offers();
       }
       service_->Poke(m.register_().agent_id());
       return grpc::Status::OK;
@@ -127,65 +132,108 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
       return grpc::Status(grpc::FAILED_PRECONDITION, "the first message must be register");
     }
     // Leases are renewed for exactly the attempts the agent says it holds (JobQueue::Touch).
+    // The message's own content, then its batched results (AgentMessage.results).
     switch (m.msg_case()) {
-      case v1::AgentMessage::kResult: {
-        const v1::JobResult& result = m.result();
-        bool superseded = false;
-        GroupCommit::Ticket ticket = 0;
-        absl::Status s = queue->ReportResult(agent, result, &superseded, &ticket);
-        if (s.ok()) {
-          v1::TrackerMessage ack;
-          ack.mutable_result_ack()->set_job_id(result.job_id());
-          ack.mutable_result_ack()->set_attempt(result.attempt());
-          ack.mutable_result_ack()->set_superseded(superseded);
-          {
-            absl::MutexLock lock(&mu_);
-            // Keeps the stream open (and this reactor alive) until answered; with batched acks,
-            // the offers sent meanwhile wait to carry the acknowledgement (WriteNextLocked).
-            ++awaiting_store_;
-          }
-          // The board is free now: its next job is taken at once, from this thread (no
-          // dispatcher wake-up); the result is acknowledged once it is stored.
-          Pump();
-          queue->WhenDurable(ticket, [this, ack = std::move(ack)](absl::Status stored) mutable {
-            if (stored.ok()) {
-              Answer(std::move(ack));
-            } else {
-              Answer(ResultRetry(ack.result_ack().job_id(), ack.result_ack().attempt(), stored));
-            }
-          });
-          return grpc::Status::OK;
+      case v1::AgentMessage::MSG_NOT_SET:
+        if (m.results().empty()) {
+          return grpc::Status(grpc::INVALID_ARGUMENT, "empty agent message");
         }
-        if (absl::IsInvalidArgument(s)) {
-          // Refused (a non-finite cost, an oversized message...): the attempt already ended as an
-          // infrastructure failure and the job re-queued. Ending the stream tells the agent why;
-          // its spooled copy, sent again after it reconnects, is ignored (that attempt is over)
-          // and acknowledged.
-          service_->Poke();
-          return ToGrpc(s);
-        }
-        // Not stored (the database is failing): the agent keeps the result and sends it again;
-        // meanwhile its attempt stays leased (a recorded result ends the attempt instead).
-        queue->Touch(agent, result.job_id(), result.attempt());
-        Send(ResultRetry(result.job_id(), result.attempt(), s));
-        return grpc::Status::OK;
-      }
+        break;
+      case v1::AgentMessage::kResult:
+        break;  // with the batched ones, below
       case v1::AgentMessage::kBoard:
         queue->RecordFlashes(agent, m.board());
-        return grpc::Status::OK;
+        break;
       case v1::AgentMessage::kHeartbeat:
         queue->Touch(agent, std::vector<v1::HeldAttempt>(m.heartbeat().held().begin(),
                                                          m.heartbeat().held().end()));
-        return grpc::Status::OK;
+        break;
       case v1::AgentMessage::kAck:
         queue->Touch(agent, m.ack().job_id(), m.ack().attempt());
-        return grpc::Status::OK;
+        break;
       case v1::AgentMessage::kProgress:
         queue->Touch(agent, m.progress().job_id(), m.progress().attempt());
-        return grpc::Status::OK;
+        break;
       default:
         return grpc::Status(grpc::INVALID_ARGUMENT, "empty agent message");
     }
+    Answers answers;
+    if (m.has_result()) {
+      grpc::Status s = HandleResult(agent, m.result(), &answers);
+      if (!s.ok()) return s;
+    }
+    for (const v1::JobResult& result : m.results()) {
+      grpc::Status s = HandleResult(agent, result, &answers);
+      if (!s.ok()) return s;
+    }
+    if (answers.any) {
+      // Their boards are free now: their next jobs are taken at once, from this thread (no
+      // dispatcher wake-up), and go out with the acknowledgements once the results are stored.
+      Pump();
+      answers.Flush(this);
+    }
+    return grpc::Status::OK;
+  }
+
+  // The acknowledgements of one message's results, answered together once the newest of their
+  // changes is stored (group commit tickets are stored in order): one wait and one answer per
+  // message rather than per result.
+  struct Answers {
+    bool any = false;
+    std::vector<std::pair<GroupCommit::Ticket, v1::ResultAck>> acks;
+
+    void Add(GroupCommit::Ticket ticket, v1::ResultAck ack) {
+      any = true;
+      acks.emplace_back(ticket, std::move(ack));
+    }
+    void Flush(AgentStream* stream) {
+      if (acks.empty()) return;
+      GroupCommit::Ticket newest = 0;
+      for (const auto& [ticket, ack] : acks) newest = std::max(newest, ticket);
+      stream->service_->queue()->WhenDurable(
+          newest, [stream, acks = std::move(acks)](absl::Status stored) mutable {
+            stream->Answer(std::move(acks), stored);
+          });
+      acks.clear();
+    }
+  };
+
+  // One result: stored (its acknowledgement added to `answers`, to be sent once durable), or
+  // refused (the stream ends), or not stored now (the agent is told to send it again).
+  grpc::Status HandleResult(const std::string& agent, const v1::JobResult& result,
+                            Answers* answers) {
+    JobQueue* queue = service_->queue();
+    bool superseded = false;
+    GroupCommit::Ticket ticket = 0;
+    absl::Status s = queue->ReportResult(agent, result, &superseded, &ticket);
+    if (s.ok()) {
+      v1::ResultAck ack;
+      ack.set_job_id(result.job_id());
+      ack.set_attempt(result.attempt());
+      ack.set_superseded(superseded);
+      {
+        absl::MutexLock lock(&mu_);
+        // Keeps the stream open (and this reactor alive) until answered; with batched acks,
+        // the offers sent meanwhile wait to carry the acknowledgement (WriteNextLocked).
+        ++awaiting_store_;
+      }
+      answers->Add(ticket, std::move(ack));
+      return grpc::Status::OK;
+    }
+    if (absl::IsInvalidArgument(s)) {
+      // Refused (a non-finite cost, an oversized message...): the attempt already ended as an
+      // infrastructure failure and the job re-queued. Ending the stream tells the agent why;
+      // its spooled copy, sent again after it reconnects, is ignored (that attempt is over)
+      // and acknowledged. The results before it in its message are answered first.
+      answers->Flush(this);
+      service_->Poke();
+      return ToGrpc(s);
+    }
+    // Not stored (the database is failing): the agent keeps the result and sends it again;
+    // meanwhile its attempt stays leased (a recorded result ends the attempt instead).
+    queue->Touch(agent, result.job_id(), result.attempt());
+    Send(ResultRetry(result.job_id(), result.attempt(), s));
+    return grpc::Status::OK;
   }
 
   void Send(v1::TrackerMessage m) {
@@ -194,16 +242,25 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
     outbox_.push_back(std::move(m));
     WriteNextLocked();
   }
-  // The answer to a result, once the store has decided (commit thread). Sent even if the read
-  // side has ended meanwhile (the agent may still read it).
-  void Answer(v1::TrackerMessage m) {
+  // The answers to results, once the store has decided (commit thread): their acknowledgements,
+  // or, for those whose change the failing store did not take, requests to send them again.
+  // Sent even if the read side has ended meanwhile (the agent may still read them).
+  void Answer(std::vector<std::pair<GroupCommit::Ticket, v1::ResultAck>> acks,
+              const absl::Status& stored) {
+    const GroupCommit::Ticket durable = stored.ok() ? 0 : service_->queue()->Durable();
     absl::MutexLock lock(&mu_);
-    --awaiting_store_;
+    awaiting_store_ -= static_cast<int>(acks.size());
     if (!write_failed_ && !(closing_ && !final_status_.ok())) {
-      if (batched_acks_ && m.has_result_ack()) {
-        acks_.push_back(std::move(*m.mutable_result_ack()));
-      } else {
-        outbox_.push_back(std::move(m));
+      for (auto& [ticket, ack] : acks) {
+        if (!stored.ok() && ticket > durable) {
+          outbox_.push_back(ResultRetry(ack.job_id(), ack.attempt(), stored));
+        } else if (batched_acks_) {
+          acks_.push_back(std::move(ack));
+        } else {
+          v1::TrackerMessage m;
+          *m.mutable_result_ack() = std::move(ack);
+          outbox_.push_back(std::move(m));
+        }
       }
     }
     WriteNextLocked();
@@ -248,6 +305,14 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
     } else {
       current_ = std::move(outbox_.front());
       outbox_.pop_front();
+      // The offers queued behind it ride along (in order; a cancellation or other message
+      // after them waits for the next write).
+      if (batched_offers_ && current_.has_offer()) {
+        while (!outbox_.empty() && outbox_.front().has_offer()) {
+          *current_.add_offers() = std::move(*outbox_.front().mutable_offer());
+          outbox_.pop_front();
+        }
+      }
     }
     for (v1::ResultAck& ack : acks_) *current_.add_acks() = std::move(ack);
     acks_.clear();
@@ -268,7 +333,8 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   v1::AgentMessage in_;
   absl::Mutex mu_;
   std::string agent_id_ ABSL_GUARDED_BY(mu_);
-  bool batched_acks_ ABSL_GUARDED_BY(mu_) = false;  // the agent reads TrackerMessage.acks
+  bool batched_acks_ ABSL_GUARDED_BY(mu_) = false;    // the agent reads TrackerMessage.acks
+  bool batched_offers_ ABSL_GUARDED_BY(mu_) = false;  // ... and TrackerMessage.offers
   std::deque<v1::TrackerMessage> outbox_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::ResultAck> acks_ ABSL_GUARDED_BY(mu_);  // to ride on the next message
   v1::TrackerMessage current_ ABSL_GUARDED_BY(mu_);

@@ -140,6 +140,8 @@ class JobQueue {
   void WhenDurable(GroupCommit::Ticket ticket, GroupCommit::Done done) {
     commit_.WhenDurable(ticket, std::move(done));
   }
+  // Every change up to this ticket is stored.
+  GroupCommit::Ticket Durable() const { return commit_.durable(); }
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
   // The logs of a job's attempts (attempt 0: every attempt that has one), read once every change
   // made so far is stored (a result just reported has its log there). NotFound "no job X"; for a

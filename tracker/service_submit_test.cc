@@ -1,5 +1,6 @@
 // The tracker's gRPC surface (tracker/service.h), submissions and results: malformed requests,
-// offers and acknowledgements (batched ones too, and offers that wait for the store), watch
+// offers and acknowledgements (batched ones too, offers that wait for the store, and batched
+// offers and results), watch
 // streams, the agent stream's first message, a board's core, the operator catalog, result pages,
 // refused results and per-client caps.
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 
 #include <cstdlib>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -165,6 +167,85 @@ TEST_F(ServiceTest, OnlyBatchingAgentsOffersWaitForTheStore) {
   EXPECT_EQ(m->acks(0).job_id(), batched_first.job_id());
   unlocker.join();
   EXPECT_TRUE(plain->AwaitAck(first->job_id()));
+}
+
+// An agent of several boards that registers with batched_offers gets the offers queued for it
+// while it waits for a result's acknowledgement in one message (the first as `offer`, the rest
+// in `offers`), and may answer them in one message of results (the tracker says so:
+// Registered.batched_results); every result is stored and acknowledged, together.
+TEST_F(ServiceTest, BatchedOffersAndResultsTravelTogether) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  v1::Register registration = Registration("agent-1", {Board("b1"), Board("b2"), Board("b3")});
+  registration.set_batched_acks(true);
+  registration.set_batched_offers(true);
+  auto agent = Agent(registration);
+  EXPECT_TRUE(agent->registered().batched_results());
+  std::vector<std::string> ids = Submit(6, "r1");
+  ASSERT_EQ(ids.size(), 6u);
+  // The first three are offered as they are queued (no result is awaited yet).
+  std::vector<v1::JobOffer> offered;
+  while (offered.size() < 3) {
+    std::optional<v1::TrackerMessage> m = agent->NextMessage();
+    ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
+    offered.push_back(m->offer());
+    for (const v1::JobOffer& o : m->offers()) offered.push_back(o);
+  }
+  ASSERT_EQ(offered.size(), 3u);
+  v1::AgentMessage results;
+  for (const v1::JobOffer& o : offered) {
+    v1::JobResult* r = results.add_results();
+    r->set_job_id(o.job_id());
+    r->set_attempt(o.attempt());
+    r->mutable_result()->add_costs_s(1e-4);
+  }
+  ASSERT_TRUE(agent->Send(results));
+  // The boards' next jobs wait for the results to be stored and come with every one of their
+  // acknowledgements, in one message.
+  std::optional<v1::TrackerMessage> m = agent->NextMessage();
+  ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
+  EXPECT_EQ(m->offers_size(), 2) << m->DebugString();
+  ASSERT_EQ(m->acks_size(), 3) << m->DebugString();
+  std::set<std::string> next = {m->offer().job_id()};
+  for (const v1::JobOffer& o : m->offers()) next.insert(o.job_id());
+  EXPECT_EQ(next, std::set<std::string>(ids.begin() + 3, ids.end()));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(m->acks(i).job_id(), offered[i].job_id());
+    EXPECT_EQ(Get(offered[i].job_id()).state(), v1::DONE);  // acknowledged once stored
+  }
+  EXPECT_TRUE(agent->Close().ok());
+}
+
+// An agent that predates batched offers (it reads one offer per message) gets one offer per
+// message whatever queues for it, and its one-result messages are stored as ever. A message with
+// neither content nor results is refused.
+TEST_F(ServiceTest, AnAgentWithoutBatchedOffersGetsOneOfferPerMessage) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  v1::Register registration = Registration("old", {Board("b1"), Board("b2"), Board("b3")});
+  registration.set_batched_acks(true);
+  auto agent = Agent(registration);
+  std::vector<std::string> ids = Submit(6, "r1");
+  ASSERT_EQ(ids.size(), 6u);
+  std::vector<v1::JobOffer> offered;
+  for (int i = 0; i < 3; ++i) {
+    std::optional<v1::TrackerMessage> m = agent->NextMessage();
+    ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
+    EXPECT_EQ(m->offers_size(), 0);
+    offered.push_back(m->offer());
+  }
+  for (const v1::JobOffer& o : offered) {
+    ASSERT_TRUE(agent->SendResult(o.job_id(), o.attempt(), v1::NO_ERROR));
+  }
+  int acks = 0, offers = 0;
+  while (acks < 3 || offers < 3) {
+    std::optional<v1::TrackerMessage> m = agent->NextMessage();
+    ASSERT_TRUE(m.has_value()) << acks << " acks, " << offers << " offers";
+    EXPECT_EQ(m->offers_size(), 0) << m->DebugString();
+    acks += m->acks_size();
+    offers += m->has_offer() ? 1 : 0;
+  }
+  for (const v1::JobOffer& o : offered) EXPECT_EQ(Get(o.job_id()).state(), v1::DONE);
+  ASSERT_TRUE(agent->Send(v1::AgentMessage()));
+  EXPECT_EQ(agent->Close().error_code(), grpc::INVALID_ARGUMENT);
 }
 
 TEST_F(ServiceTest, WatchFollowsJobsToTheEnd) {
