@@ -288,6 +288,10 @@ AgentCounters Agent::counters() const {
 
 bool Agent::Write(const v1::AgentMessage& message) {
   absl::MutexLock write(&write_mu_);
+  return WriteLocked(message);
+}
+
+bool Agent::WriteLocked(const v1::AgentMessage& message) {
   grpc::ClientReaderWriter<v1::AgentMessage, v1::TrackerMessage>* stream;
   {
     absl::MutexLock lock(&mu_);
@@ -439,9 +443,18 @@ void Agent::RetryLoop() {
 
 void Agent::SendResults(std::vector<v1::JobResult> results) {
   constexpr size_t kMessageBytes = size_t{1} << 20;
+  {
+    absl::MutexLock lock(&mu_);
+    for (v1::JobResult& r : results) outgoing_results_.push_back(std::move(r));
+  }
+  // One writer at a time: whoever writes next takes every result waiting, its own or those
+  // other boards' threads queued meanwhile (they find theirs gone and return).
+  absl::MutexLock write(&write_mu_);
   bool batched;
   {
     absl::MutexLock lock(&mu_);
+    results.clear();
+    results.swap(outgoing_results_);
     batched = batched_results_;
   }
   for (size_t i = 0; i < results.size();) {
@@ -454,7 +467,8 @@ void Agent::SendResults(std::vector<v1::JobResult> results) {
       ++i;
       ++n;
     }
-    if (!Write(m)) return;  // not connected: everything is sent again on registering
+    // Not connected: the rest stay in the spool and are sent again on registering.
+    if (!WriteLocked(m)) return;
     absl::MutexLock lock(&mu_);
     results_sent_ += static_cast<int64_t>(n);
     result_messages_++;

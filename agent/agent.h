@@ -87,10 +87,12 @@ class Agent {
   // tracker accepted the registration.
   bool RunStream(grpc::ClientContext* context);
   bool Write(const v1::AgentMessage& message);
+  bool WriteLocked(const v1::AgentMessage& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   void OnResult(const v1::JobResult& result);
-  // Sends results: several to a message where the tracker reads them so
-  // (Registered.batched_results; up to ~1 MiB each), else one to a message. Stops at the first
-  // write that fails (not connected: every spooled result goes again on registering).
+  // Sends results, with any other board's waiting for the stream meanwhile: several to a message
+  // where the tracker reads them so (Registered.batched_results; up to ~1 MiB each), else one to
+  // a message. Stops at the first write that fails (not connected: every spooled result goes
+  // again on registering).
   void SendResults(std::vector<v1::JobResult> results);
   void SendSpooled();
   void HeartbeatLoop();
@@ -125,6 +127,7 @@ class Agent {
       nullptr;
   absl::Duration heartbeat_ ABSL_GUARDED_BY(mu_) = absl::Seconds(5);
   bool batched_results_ ABSL_GUARDED_BY(mu_) = false;  // the tracker reads AgentMessage.results
+  std::vector<v1::JobResult> outgoing_results_ ABSL_GUARDED_BY(mu_);  // for the next writer
   int64_t results_sent_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t result_messages_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t results_acked_ ABSL_GUARDED_BY(mu_) = 0;
