@@ -305,10 +305,15 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
     } else {
       current_ = std::move(outbox_.front());
       outbox_.pop_front();
-      // The offers queued behind it ride along (in order; a cancellation or other message
-      // after them waits for the next write).
+      // The offers queued behind it ride along, in order, while the message stays within
+      // kBatchedOfferBytes (an offer carries its trial and a user operator's files: a large one
+      // goes alone); a cancellation or other message after them waits for the next write.
       if (batched_offers_ && current_.has_offer()) {
+        size_t bytes = current_.offer().ByteSizeLong();
         while (!outbox_.empty() && outbox_.front().has_offer()) {
+          const size_t more = outbox_.front().offer().ByteSizeLong();
+          if (bytes + more > kBatchedOfferBytes) break;
+          bytes += more;
           *current_.add_offers() = std::move(*outbox_.front().mutable_offer());
           outbox_.pop_front();
         }

@@ -43,6 +43,10 @@ class WatchHub;
 // absl::Status -> grpc::Status, keeping the code and the message.
 grpc::Status ToGrpc(const absl::Status& status);
 
+// The most offers one message carries to an agent that reads batched offers, in bytes (an offer
+// larger than this goes alone, as to any agent).
+inline constexpr size_t kBatchedOfferBytes = size_t{1} << 20;
+
 struct ServiceOptions {
   absl::Duration heartbeat = absl::Seconds(5);  // told to agents
   absl::Duration lease = absl::Seconds(60);     // told to agents

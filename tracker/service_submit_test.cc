@@ -215,6 +215,54 @@ TEST_F(ServiceTest, BatchedOffersAndResultsTravelTogether) {
   EXPECT_TRUE(agent->Close().ok());
 }
 
+// Batched offers stay within kBatchedOfferBytes: offers of large trials (600 KB of C source
+// each), queued together while the results before them are stored, go one to a message.
+TEST_F(ServiceTest, LargeOffersAreNotBatchedPastTheMessageBudget) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  v1::Register registration = Registration("agent-1", {Board("b1"), Board("b2"), Board("b3")});
+  registration.set_batched_acks(true);
+  registration.set_batched_offers(true);
+  auto agent = Agent(registration);
+  std::vector<v1::Trial> trials;
+  for (int k = 0; k < 6; ++k) {
+    v1::Trial t = MakeTrial();
+    if (k >= 3) {  // the boards' second jobs
+      t.mutable_op()->set_c_source(absl::StrCat("/* ", k, " */", std::string(600 * 1000, ' ')));
+      t.mutable_op()->set_entry_function("f");
+    }
+    trials.push_back(t);
+  }
+  std::vector<std::string> ids = Submit("big", "r1", trials);
+  ASSERT_EQ(ids.size(), 6u);
+  std::vector<v1::JobOffer> small;
+  while (small.size() < 3) {
+    std::optional<v1::TrackerMessage> m = agent->NextMessage();
+    ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
+    small.push_back(m->offer());
+    for (const v1::JobOffer& o : m->offers()) small.push_back(o);
+  }
+  v1::AgentMessage results;
+  for (const v1::JobOffer& o : small) {
+    v1::JobResult* r = results.add_results();
+    r->set_job_id(o.job_id());
+    r->set_attempt(o.attempt());
+    r->mutable_result()->add_costs_s(1e-4);
+  }
+  ASSERT_TRUE(agent->Send(results));
+  // The three large offers queue behind the acknowledgements; each goes in a message of its own.
+  int big = 0, acks = 0;
+  while (big < 3) {
+    std::optional<v1::TrackerMessage> m = agent->NextMessage();
+    ASSERT_TRUE(m.has_value() && m->has_offer()) << big << " large offers, then the stream ended";
+    EXPECT_EQ(m->offers_size(), 0) << "two 600 KB offers in one message";
+    EXPECT_LE(m->ByteSizeLong(), kBatchedOfferBytes);
+    big += 1 + m->offers_size();
+    acks += m->acks_size();
+  }
+  EXPECT_EQ(acks, 3);
+  EXPECT_TRUE(agent->Close().ok());
+}
+
 // An agent that predates batched offers (it reads one offer per message) gets one offer per
 // message whatever queues for it, and its one-result messages are stored as ever. A message with
 // neither content nor results is refused.
