@@ -169,6 +169,31 @@ TEST_F(ServiceTest, OnlyBatchingAgentsOffersWaitForTheStore) {
   EXPECT_TRUE(plain->AwaitAck(first->job_id()));
 }
 
+// The offers of the next messages, `n` in all (an agent that reads batched offers: `offer`, then
+// `offers`); fewer if the stream ends.
+std::vector<v1::JobOffer> TakeOffers(FakeAgent* agent, size_t n) {
+  std::vector<v1::JobOffer> offered;
+  while (offered.size() < n) {
+    std::optional<v1::TrackerMessage> m = agent->NextMessage();
+    if (!m.has_value() || !m->has_offer()) break;
+    offered.push_back(m->offer());
+    for (const v1::JobOffer& o : m->offers()) offered.push_back(o);
+  }
+  return offered;
+}
+
+// One message answering every offer (AgentMessage.results).
+v1::AgentMessage ResultsOf(const std::vector<v1::JobOffer>& offers) {
+  v1::AgentMessage results;
+  for (const v1::JobOffer& o : offers) {
+    v1::JobResult* r = results.add_results();
+    r->set_job_id(o.job_id());
+    r->set_attempt(o.attempt());
+    r->mutable_result()->add_costs_s(1e-4);
+  }
+  return results;
+}
+
 // An agent of several boards that registers with batched_offers gets the offers queued for it
 // while it waits for a result's acknowledgement in one message (the first as `offer`, the rest
 // in `offers`), and may answer them in one message of results (the tracker says so:
@@ -183,22 +208,9 @@ TEST_F(ServiceTest, BatchedOffersAndResultsTravelTogether) {
   std::vector<std::string> ids = Submit(6, "r1");
   ASSERT_EQ(ids.size(), 6u);
   // The first three are offered as they are queued (no result is awaited yet).
-  std::vector<v1::JobOffer> offered;
-  while (offered.size() < 3) {
-    std::optional<v1::TrackerMessage> m = agent->NextMessage();
-    ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
-    offered.push_back(m->offer());
-    for (const v1::JobOffer& o : m->offers()) offered.push_back(o);
-  }
+  std::vector<v1::JobOffer> offered = TakeOffers(agent.get(), 3);
   ASSERT_EQ(offered.size(), 3u);
-  v1::AgentMessage results;
-  for (const v1::JobOffer& o : offered) {
-    v1::JobResult* r = results.add_results();
-    r->set_job_id(o.job_id());
-    r->set_attempt(o.attempt());
-    r->mutable_result()->add_costs_s(1e-4);
-  }
-  ASSERT_TRUE(agent->Send(results));
+  ASSERT_TRUE(agent->Send(ResultsOf(offered)));
   // The boards' next jobs wait for the results to be stored and come with every one of their
   // acknowledgements, in one message.
   std::optional<v1::TrackerMessage> m = agent->NextMessage();
@@ -234,21 +246,9 @@ TEST_F(ServiceTest, LargeOffersAreNotBatchedPastTheMessageBudget) {
   }
   std::vector<std::string> ids = Submit("big", "r1", trials);
   ASSERT_EQ(ids.size(), 6u);
-  std::vector<v1::JobOffer> small;
-  while (small.size() < 3) {
-    std::optional<v1::TrackerMessage> m = agent->NextMessage();
-    ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
-    small.push_back(m->offer());
-    for (const v1::JobOffer& o : m->offers()) small.push_back(o);
-  }
-  v1::AgentMessage results;
-  for (const v1::JobOffer& o : small) {
-    v1::JobResult* r = results.add_results();
-    r->set_job_id(o.job_id());
-    r->set_attempt(o.attempt());
-    r->mutable_result()->add_costs_s(1e-4);
-  }
-  ASSERT_TRUE(agent->Send(results));
+  std::vector<v1::JobOffer> small = TakeOffers(agent.get(), 3);
+  ASSERT_EQ(small.size(), 3u);
+  ASSERT_TRUE(agent->Send(ResultsOf(small)));
   // The three large offers queue behind the acknowledgements; each goes in a message of its own.
   int big = 0, acks = 0;
   while (big < 3) {
