@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/board_core.h"
 #include "base/files.h"
+#include "catalog/trial.h"
 #include "client/channel.h"
 #include "device/board.h"
 #include "device/qemu_flasher.h"
@@ -461,7 +462,9 @@ void Agent::SendResults(std::vector<v1::JobResult> results) {
     v1::AgentMessage m;
     size_t bytes = 0, n = 0;
     // At least one result to a message; more while they fit.
-    while (i < results.size() && (n == 0 || (batched && bytes < kMessageBytes))) {
+    while (i < results.size() &&
+           (n == 0 || (batched && bytes < kMessageBytes &&
+                       n < static_cast<size_t>(catalog::kMaxResultsPerMessage)))) {
       bytes += results[i].ByteSizeLong();
       *(n == 0 ? m.mutable_result() : m.add_results()) = std::move(results[i]);
       ++i;
@@ -626,6 +629,7 @@ bool Agent::RunStream(grpc::ClientContext* context) {
     absl::MutexLock lock(&mu_);
     stream_ = nullptr;
     connected_ = false;
+    batched_results_ = false;  // until the next tracker says so
   }
   bool stopping;
   {

@@ -83,6 +83,9 @@ inline constexpr int kMaxPriority = 100;
 // An attempt's log (JobResult.log: README "Per-job logs"): what the agent sends and the tracker
 // keeps, cut in the middle beyond this (base::BoundedText).
 inline constexpr size_t kMaxAttemptLogBytes = 64 << 10;
+// The most results one agent message carries (AgentMessage.result and .results): the tracker
+// refuses a message with more, ending the stream.
+inline constexpr int kMaxResultsPerMessage = 1024;
 
 // ---- defaults -----------------------------------------------------------------------------------
 

@@ -14,7 +14,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "catalog/trial.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/benchfarm.grpc.pb.h"
 #include "spdlog/spdlog.h"
@@ -42,8 +44,11 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
 
   const Caller& caller() const { return caller_; }
 
-  // Sends offers and cancellations for this agent's free boards (dispatcher thread).
+  // Sends offers and cancellations for this agent's free boards (the dispatcher's thread, or the
+  // thread that read a result). One pump at a time: a cancellation one thread takes cannot
+  // overtake the offer of its job another took.
   void Pump() {
+    absl::MutexLock pumping(&pump_mu_);
     std::string agent;
     {
       absl::MutexLock lock(&mu_);
@@ -157,6 +162,12 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
       default:
         return grpc::Status(grpc::INVALID_ARGUMENT, "empty agent message");
     }
+    if (const int results = m.results_size() + (m.has_result() ? 1 : 0);
+        results > catalog::kMaxResultsPerMessage) {
+      return grpc::Status(grpc::INVALID_ARGUMENT,
+                          absl::StrCat("a message carries at most ", catalog::kMaxResultsPerMessage,
+                                       " results, not ", results));
+    }
     Answers answers;
     if (m.has_result()) {
       grpc::Status s = HandleResult(agent, m.result(), &answers);
@@ -213,6 +224,10 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
       ack.set_superseded(superseded);
       {
         absl::MutexLock lock(&mu_);
+        // The stream was ended meanwhile (replaced by the agent's newer one) and is finished:
+        // no answer can be written; the agent sends the result again on its newer stream and
+        // it is acknowledged there.
+        if (finished_) return grpc::Status::OK;
         // Keeps the stream open (and this reactor alive) until answered; with batched acks,
         // the offers sent meanwhile wait to carry the acknowledgement (WriteNextLocked).
         ++awaiting_store_;
@@ -224,7 +239,9 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
       // Refused (a non-finite cost, an oversized message...): the attempt already ended as an
       // infrastructure failure and the job re-queued. Ending the stream tells the agent why;
       // its spooled copy, sent again after it reconnects, is ignored (that attempt is over)
-      // and acknowledged. The results before it in its message are answered first.
+      // and acknowledged. So are the results before it in its message, which are stored (their
+      // answers, dropped with the stream, still wait for the store: the stream finishes
+      // after them); those after it are read after the reconnect.
       answers->Flush(this);
       service_->Poke();
       return ToGrpc(s);
@@ -336,6 +353,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   TrackerService* const service_;
   const Caller caller_;
   v1::AgentMessage in_;
+  absl::Mutex pump_mu_;  // taken before mu_
   absl::Mutex mu_;
   std::string agent_id_ ABSL_GUARDED_BY(mu_);
   bool batched_acks_ ABSL_GUARDED_BY(mu_) = false;    // the agent reads TrackerMessage.acks

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "catalog/trial.h"
 #include "tracker/service_test_fixture.h"
 
 namespace benchfarm::tracker {
@@ -225,6 +226,31 @@ TEST_F(ServiceTest, BatchedOffersAndResultsTravelTogether) {
     EXPECT_EQ(Get(offered[i].job_id()).state(), v1::DONE);  // acknowledged once stored
   }
   EXPECT_TRUE(agent->Close().ok());
+}
+
+// A message of more results than kMaxResultsPerMessage is refused, naming the limit: the stream
+// ends and nothing of it is taken.
+TEST_F(ServiceTest, AMessageOfTooManyResultsIsRefused) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  std::vector<std::string> ids = Submit(1, "r1");
+  ASSERT_EQ(ids.size(), 1u);
+  v1::Register registration = Registration("agent-1", {Board("b1")});
+  registration.set_batched_acks(true);
+  registration.set_batched_offers(true);
+  auto agent = Agent(registration);
+  std::vector<v1::JobOffer> offered = TakeOffers(agent.get(), 1);
+  ASSERT_EQ(offered.size(), 1u);
+  // The real result first, then copies of it past the limit.
+  std::vector<v1::JobOffer> many(catalog::kMaxResultsPerMessage + 1, offered[0]);
+  ASSERT_TRUE(agent->Send(ResultsOf(many)));
+  grpc::Status ended = agent->Close();
+  EXPECT_EQ(ended.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_NE(ended.error_message().find(absl::StrCat("at most ", catalog::kMaxResultsPerMessage,
+                                                    " results, not ",
+                                                    catalog::kMaxResultsPerMessage + 1)),
+            std::string::npos)
+      << ended.error_message();
+  EXPECT_EQ(Get(ids[0]).state(), v1::RUNNING);  // its result was not taken
 }
 
 // Batched offers stay within kBatchedOfferBytes: offers of large trials (600 KB of C source
