@@ -170,6 +170,13 @@ TEST_F(ServiceTest, OnlyBatchingAgentsOffersWaitForTheStore) {
   EXPECT_TRUE(plain->AwaitAck(first->job_id()));
 }
 
+// A registration that asks for batched acknowledgements and offers, as benchfarm's agent does.
+v1::Register Batching(v1::Register registration) {
+  registration.set_batched_acks(true);
+  registration.set_batched_offers(true);
+  return registration;
+}
+
 // The offers of the next messages, `n` in all (an agent that reads batched offers: `offer`, then
 // `offers`); fewer if the stream ends.
 std::vector<v1::JobOffer> TakeOffers(FakeAgent* agent, size_t n) {
@@ -201,10 +208,7 @@ v1::AgentMessage ResultsOf(const std::vector<v1::JobOffer>& offers) {
 // Registered.batched_results); every result is stored and acknowledged, together.
 TEST_F(ServiceTest, BatchedOffersAndResultsTravelTogether) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
-  v1::Register registration = Registration("agent-1", {Board("b1"), Board("b2"), Board("b3")});
-  registration.set_batched_acks(true);
-  registration.set_batched_offers(true);
-  auto agent = Agent(registration);
+  auto agent = Agent(Batching(Registration("agent-1", {Board("b1"), Board("b2"), Board("b3")})));
   EXPECT_TRUE(agent->registered().batched_results());
   std::vector<std::string> ids = Submit(6, "r1");
   ASSERT_EQ(ids.size(), 6u);
@@ -234,10 +238,7 @@ TEST_F(ServiceTest, AMessageOfTooManyResultsIsRefused) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   std::vector<std::string> ids = Submit(1, "r1");
   ASSERT_EQ(ids.size(), 1u);
-  v1::Register registration = Registration("agent-1", {Board("b1")});
-  registration.set_batched_acks(true);
-  registration.set_batched_offers(true);
-  auto agent = Agent(registration);
+  auto agent = Agent(Batching(Registration("agent-1", {Board("b1")})));
   std::vector<v1::JobOffer> offered = TakeOffers(agent.get(), 1);
   ASSERT_EQ(offered.size(), 1u);
   // The real result first, then copies of it past the limit.
@@ -257,10 +258,7 @@ TEST_F(ServiceTest, AMessageOfTooManyResultsIsRefused) {
 // each), queued together while the results before them are stored, go one to a message.
 TEST_F(ServiceTest, LargeOffersAreNotBatchedPastTheMessageBudget) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
-  v1::Register registration = Registration("agent-1", {Board("b1"), Board("b2"), Board("b3")});
-  registration.set_batched_acks(true);
-  registration.set_batched_offers(true);
-  auto agent = Agent(registration);
+  auto agent = Agent(Batching(Registration("agent-1", {Board("b1"), Board("b2"), Board("b3")})));
   std::vector<v1::Trial> trials;
   for (int k = 0; k < 6; ++k) {
     v1::Trial t = MakeTrial();
