@@ -4,28 +4,19 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <map>
 #include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "base/data_roots.h"
 #include "base/files.h"
+#include "tests/test_files.h"
 
 namespace benchfarm::agent {
 namespace {
 
-// A file the test ships with (base/data_roots.h: its runfiles).
-std::string Runfiles(const std::string& path) { return base::FindDataFile(nullptr, path); }
-
-std::string TestDir() {
-  const std::string dir =
-      absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
-                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  EXPECT_TRUE(base::MakeDirs(dir).ok());
-  return dir;
-}
+using ::benchfarm::testing::Runfiles;
+using ::benchfarm::testing::TestDir;
 
 TEST(BoardCore, EveryTemplateNamesItsPackagesCore) {
   const std::string crt = Runfiles("crt");

@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -23,23 +22,13 @@
 #include "absl/time/clock.h"
 #include "base/files.h"
 #include "catalog/knob_space.h"
+#include "tests/test_files.h"
 
 namespace benchfarm::agent {
 namespace {
 
-std::string Runfiles(const std::string& path) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir ? srcdir : ".", "/", workspace ? workspace : "benchfarm", "/", path);
-}
-
-std::string TestDir() {
-  const std::string dir =
-      absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
-                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  EXPECT_TRUE(base::MakeDirs(dir).ok());
-  return dir;
-}
+using ::benchfarm::testing::Runfiles;
+using ::benchfarm::testing::TestDir;
 
 std::string Read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

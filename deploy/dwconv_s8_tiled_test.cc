@@ -5,7 +5,6 @@
 // compile option — on the manifest's shape and on shapes whose output is smaller than a tile; and
 // the check would see a kernel that skipped an edge.
 
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,7 +16,6 @@
 #include "absl/time/time.h"
 #include "agent/firmware.h"
 #include "agent/measure_request.h"
-#include "base/data_roots.h"
 #include "base/files.h"
 #include "catalog/knob_space.h"
 #include "catalog/operator.h"
@@ -27,20 +25,13 @@
 #include "device/measure.h"
 #include "gtest/gtest.h"
 #include "proto/config.pb.h"
+#include "tests/test_files.h"
 
 namespace benchfarm {
 namespace {
 
-// A file the test ships with (base/data_roots.h: its runfiles).
-std::string Runfiles(const std::string& path) { return base::FindDataFile(nullptr, path); }
-
-std::string TestDir() {
-  const std::string dir =
-      absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
-                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  EXPECT_TRUE(base::MakeDirs(dir).ok());
-  return dir;
-}
+using ::benchfarm::testing::Runfiles;
+using ::benchfarm::testing::TestDir;
 
 // The example operator, its source passed through `edit`.
 absl::StatusOr<v1::Operator> Tiled(const std::string& edit_from = "",
