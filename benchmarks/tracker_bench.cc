@@ -33,7 +33,7 @@
 //   tracker_bench [--quick] [--flood | --restart | --vs-tvm=DIR] [--tracker PATH]
 //                 [--only=STORE:AGENTS:QUEUED[:BOARDS[:CLIENTS]] [--agents-per-connection=N]]
 //                 [--only=submit:BATCH] [--drain=DISPATCHES] [--repeat=N] [--unbatched-acks]
-//                 [--unbatched-offers]
+//                 [--unbatched-offers] [--submitting=N]
 //
 // The tracker is found with --tracker, else in the runfiles ($RUNFILES_DIR, $TEST_SRCDIR or
 // argv[0].runfiles). --quick uses tiny sizes (the smoke test). --only runs one dispatch row
@@ -46,6 +46,9 @@
 // sent alone, for A/B runs. They take the offers queued for them together (Register.batched_offers,
 // as benchfarm's agent does) and answer a message's offers in one message of results
 // (AgentMessage.results); --unbatched-offers has one offer and one result per message.
+// --submitting=N: while a dispatch row's latency samples run, another client submits batches of N
+// trials in a loop (of a kind whose one board holds its offer), so the p99 offer shows what a
+// tuner's submissions cost the dispatches meanwhile.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -97,6 +100,9 @@ bool g_batched_acks = true;
 // of many boards takes a message's offers together and answers them in one message
 // (--unbatched-offers: one offer and one result per message, for A/B runs).
 bool g_batched_offers = true;
+// --submitting=N: while the latency samples run, another client submits batches of N trials in a
+// loop (of a kind whose one board holds its offer: they queue, checked and stored like any).
+int g_submitting = 0;
 
 using Steady = std::chrono::steady_clock;
 
@@ -145,9 +151,9 @@ class ScenarioTracker {
   testing::TrackerProcess process_;
 };
 
-v1::Trial MakeTrial(uint64_t seed) {
+v1::Trial MakeTrial(uint64_t seed, const std::string& kind = "host") {
   v1::Trial t;
-  t.set_board_kind("host");
+  t.set_board_kind(kind);
   t.mutable_op()->mutable_template_op()->set_op("matmul");
   for (int i = 0; i < 3; ++i) {  // 16x16 matmul
     t.add_args()->add_shape(16);
@@ -171,11 +177,13 @@ struct Board {
 // the load generator little.
 class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::TrackerMessage> {
  public:
-  SimAgent(std::shared_ptr<grpc::Channel> channel, std::string id, Board* board, int boards = 1)
+  SimAgent(std::shared_ptr<grpc::Channel> channel, std::string id, Board* board, int boards = 1,
+           std::string kind = "host")
       : stub_(v1::TrackerAgent::NewStub(channel)),
         id_(std::move(id)),
         board_(board),
-        boards_(boards) {}
+        boards_(boards),
+        kind_(std::move(kind)) {}
   ~SimAgent() override { Stop(); }
 
   // Connects and registers. `held`: offers an earlier connection of this agent took and did
@@ -191,7 +199,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
     for (int b = 0; b < boards_; ++b) {
       v1::BoardRegistration* r = hello.mutable_register_()->add_boards();
       r->set_board_id(b == 0 ? id_ + "-board" : absl::StrCat(id_, "-board", b));
-      r->set_kind("host");
+      r->set_kind(kind_);
     }
     for (const v1::JobOffer& offer : held) {
       v1::HeldAttempt* h = hello.mutable_register_()->add_held();
@@ -326,6 +334,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
   const std::string id_;
   Board* const board_;
   const int boards_;
+  const std::string kind_;  // its boards'
   grpc::ClientContext context_;
   v1::TrackerMessage in_;
   bool started_ = false;
@@ -378,11 +387,11 @@ class SimFarm {
 };
 
 bool Submit(v1::Tracker::Stub* stub, const std::string& client, const std::string& request_id,
-            int n, uint64_t seed, std::vector<std::string>* ids) {
+            int n, uint64_t seed, std::vector<std::string>* ids, const std::string& kind = "host") {
   v1::SubmitTrialsRequest request;
   request.set_client_id(client);
   request.set_request_id(request_id);
-  for (int i = 0; i < n; ++i) *request.add_trials() = MakeTrial(seed + i);
+  for (int i = 0; i < n; ++i) *request.add_trials() = MakeTrial(seed + i, kind);
   grpc::ClientContext context;
   context.set_deadline(In(absl::Seconds(30)));
   v1::SubmitTrialsResponse response;
@@ -521,6 +530,7 @@ struct DispatchRow {
   double submit_tracker_cpu_s = -1, submit_client_cpu_s = -1;
   double p50_ms = -1, p99_ms = -1;
   int early = 0;  // offers that arrived before SubmitTrials returned (counted as 0 ms)
+  int64_t background_batches = 0;  // --submitting: batches submitted meanwhile
   double kib_per_agent = -1, kib_per_queued = -1;
 };
 
@@ -611,6 +621,34 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   row->kib_per_agent = (RssMiB(pid) - rss_empty) * 1024 / agents;
   auto stub = v1::Tracker::NewStub(NewChannel(address, 1000000));
 
+  // --submitting: a board of its own kind, holding its first offer, and a client submitting to it.
+  std::unique_ptr<SimAgent> parked;
+  std::atomic<bool> stop_background{false};
+  std::atomic<int64_t> background_batches{0};
+  std::thread background;
+  if (ok && g_submitting > 0) {
+    parked =
+        std::make_unique<SimAgent>(NewChannel(address, 2000000), "parked", &board, 1, "parked");
+    parked->Pause();
+    parked->Start();
+    absl::MutexLock lock(&board.mu);
+    auto all = [&board, agents]()
+                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) { return board.registered > agents; };
+    ok = board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(30));
+    if (!ok) std::fprintf(stderr, "tracker_bench: the parked agent did not register\n");
+  }
+  if (ok && g_submitting > 0) {
+    background = std::thread([&, stub = v1::Tracker::NewStub(NewChannel(address, 2000001))] {
+      const int per_client = std::max(1, kTrialsPerClient / g_submitting);
+      for (int64_t r = 0; !stop_background.load(); ++r) {
+        if (!Submit(stub.get(), absl::StrCat("background-", r / per_client), absl::StrCat("b", r),
+                    g_submitting, 2000000000 + r * g_submitting, nullptr, "parked")) {
+          return;
+        }
+        background_batches = r + 1;
+      }
+    });
+  }
   // Latency, boards idle.
   std::vector<double> latencies_ms;
   for (int i = 0; ok && i < samples; ++i) {
@@ -635,6 +673,9 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
     }
     latencies_ms.push_back(ms);
   }
+  stop_background = true;
+  if (background.joinable()) background.join();
+  row->background_batches = background_batches;
   if (!latencies_ms.empty()) {
     std::sort(latencies_ms.begin(), latencies_ms.end());
     auto at = [&](double q) {
@@ -703,6 +744,7 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
     ok = false;
   }
   for (auto& sim : sims) sim->Stop();
+  if (parked != nullptr) parked->Stop();
   return ok;
 }
 
@@ -1522,6 +1564,9 @@ int Main(int argc, char** argv) {
       vs_tvm = argv[i] + 9;
     } else if (std::strcmp(argv[i], "--unbatched-offers") == 0) {
       g_batched_offers = false;
+    } else if (std::strncmp(argv[i], "--submitting=", 13) == 0 &&
+               absl::SimpleAtoi(argv[i] + 13, &g_submitting) && g_submitting > 0 &&
+               g_submitting <= 10000) {
     } else if (std::strcmp(argv[i], "--unbatched-acks") == 0) {
       g_batched_acks = false;
     } else if (std::strcmp(argv[i], "--tracker") == 0 && i + 1 < argc) {
@@ -1542,7 +1587,7 @@ int Main(int argc, char** argv) {
                    "usage: tracker_bench [--quick] [--flood | --restart | --vs-tvm=DIR] "
                    "[--tracker PATH] [--only=STORE:AGENTS:QUEUED[:BOARDS[:CLIENTS]] "
                    "[--agents-per-connection=N] | --only=submit:BATCH] [--drain=DISPATCHES] "
-                   "[--repeat=N] [--unbatched-acks] [--unbatched-offers]\n");
+                   "[--repeat=N] [--unbatched-acks] [--unbatched-offers] [--submitting=N]\n");
       return 2;
     }
   }
@@ -1786,6 +1831,16 @@ int Main(int argc, char** argv) {
       "offer that beats the response counts as 0 ms).\nRounds: %d over all rows in turn; each "
       "row is its median round by tracker CPU per dispatch (--repeat=N).\n",
       cpus, samples, repeat);
+  if (g_submitting > 0) {
+    std::printf(
+        "--submitting=%d: meanwhile another client submitted batches of %d trials in a "
+        "loop (of a kind whose\none board holds its offer); batches per row:",
+        g_submitting, g_submitting);
+    for (const DispatchRow& r : dispatch) {
+      std::printf(" %lld", static_cast<long long>(r.background_batches));
+    }
+    std::printf("\n");
+  }
   if (!ok || g_tracker_hung) {
     std::fprintf(stderr, "tracker_bench: FAILED (see above)\n");
     return 1;

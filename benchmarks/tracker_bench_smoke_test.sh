@@ -4,7 +4,7 @@
 # --agents-per-connection prints that row alone, --only=submit:100 prints that row alone,
 # --vs-tvm without TVM's tracker says so and prints benchfarm's side, a --quick --flood run prints
 # its baseline and flood rows, the flood's with the dashboard's walks, and a --quick --restart run
-# its rows.
+# its rows, and --submitting runs a row's latency samples beside a submitting client.
 # Usage: tracker_bench_smoke_test.sh BINARY
 set -euo pipefail
 bin="$1"
@@ -64,6 +64,17 @@ for boards in 10 50; do
   grep -q "load [0-9.]* at the start" "$vs" || fail "--vs-tvm did not print the load at a start"
 done
 if grep -q "TVM + TCP_NODELAY  " "$vs"; then fail "--vs-tvm printed TVM rows without TVM"; fi
+# --submitting: the row's latency samples taken while another client submits batches in a loop;
+# it says how many batches went in meanwhile (at least one).
+busy="$dir/tracker_bench_submitting.txt"
+run "$busy" "$bin" --quick --only=disk:10:100 --submitting=50
+under_topology "$busy" "disk +10 +1 +100 +1 +500 " "$one" ||
+  fail "--submitting=50 did not print its dispatch row"
+grep -qE "^--submitting=50: .*batches of 50 trials" "$busy" || fail "--submitting=50 printed no legend"
+grep -qE "batches per row: [1-9][0-9]*$" "$busy" || fail "--submitting=50 submitted no batch"
+if "$bin" --quick --only=disk:10:100 --submitting=0 >/dev/null 2>&1; then
+  fail "--submitting=0 was accepted"
+fi
 # One submission row alone (A/B runs): that row, no dispatch rows.
 submit="$dir/tracker_bench_submit.txt"
 run "$submit" "$bin" --quick --only=submit:100

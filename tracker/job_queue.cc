@@ -12,7 +12,6 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "base/time_proto.h"
-#include "catalog/trial.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "google/protobuf/util/time_util.h"
 #include "proto/error_codes.h"
@@ -128,18 +127,25 @@ absl::Status JobQueue::Recover() {
 
 // ---- validation -----------------------------------------------------------------------------
 
-absl::Status JobQueue::ValidateTrial(v1::Trial* trial, int i) const {
-  const v1::Trial& t = *trial;
+JobQueue::CatalogCheck JobQueue::CheckInCatalog(const v1::Trial& t) const {
   std::shared_ptr<const v1::Operator> entry;  // a template trial's, from the catalog
   auto find_spec = [&](const v1::TemplateOperator& tpl) -> absl::StatusOr<const v1::OpTemplate*> {
     ASSIGN_OR_RETURN(entry, catalog_.ForNewTrial(tpl.op(), tpl.version()));
     return &entry->spec();
   };
-  absl::StatusOr<catalog::TrialArgs> args = catalog::CheckTrial(t, find_spec);
+  CatalogCheck check{catalog::CheckTrial(t, find_spec), ""};
+  if (check.args.ok() && entry != nullptr) check.version = entry->version();
+  return check;
+}
+
+absl::Status JobQueue::ValidateTrial(v1::Trial* trial, int i, const CatalogCheck& check) const {
+  const v1::Trial& t = *trial;
+  const absl::StatusOr<catalog::TrialArgs>& args = check.args;
   if (!args.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("trials[", i, "].", args.status().message()));
   }
-  if (entry != nullptr) trial->mutable_op()->mutable_template_op()->set_version(entry->version());
+  if (!check.version.empty())
+    trial->mutable_op()->mutable_template_op()->set_version(check.version);
   // What depends on boards: a kind that exists, arguments that fit some board of the kind (when
   // every board says what it holds), the pin.
   if (kinds_.count(t.board_kind()) == 0) {
@@ -209,7 +215,7 @@ absl::StatusOr<std::vector<std::string>> JobQueue::Submit(const std::string& cli
 
 absl::StatusOr<JobQueue::Accepted> JobQueue::SubmitAsync(const std::string& client_id,
                                                          const std::string& request_id,
-                                                         const std::vector<v1::Trial>& trials) {
+                                                         std::vector<v1::Trial> trials) {
   if (client_id.empty() || client_id.size() > kMaxIdBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("client_id: required, at most ", kMaxIdBytes, " bytes"));
@@ -222,6 +228,10 @@ absl::StatusOr<JobQueue::Accepted> JobQueue::SubmitAsync(const std::string& clie
     return absl::InvalidArgumentError(
         absl::StrCat("trials: need 1..", options_.max_trials_per_submission, " per submission"));
   }
+  // Before the lock (wasted on a retry, which is answered below without them).
+  std::vector<CatalogCheck> checks;
+  checks.reserve(trials.size());
+  for (const v1::Trial& t : trials) checks.push_back(CheckInCatalog(t));
   absl::MutexLock lock(&mu_);
   std::optional<Accepted> earlier;
   RETURN_IF_ERROR(FindSubmission(client_id, request_id, &earlier));
@@ -234,13 +244,12 @@ absl::StatusOr<JobQueue::Accepted> JobQueue::SubmitAsync(const std::string& clie
                                                commit_.Stats().problem,
                                                "); nothing was taken: try again later"));
   }
-  std::vector<v1::Trial> checked = trials;
-  for (size_t i = 0; i < checked.size(); ++i) {
-    RETURN_IF_ERROR(ValidateTrial(&checked[i], static_cast<int>(i)));
+  for (size_t i = 0; i < trials.size(); ++i) {
+    RETURN_IF_ERROR(ValidateTrial(&trials[i], static_cast<int>(i), checks[i]));
   }
   std::vector<int64_t> sizes;
-  RETURN_IF_ERROR(CheckClientLoad(client_id, checked, &sizes));
-  return Accept(client_id, request_id, std::move(checked), sizes);
+  RETURN_IF_ERROR(CheckClientLoad(client_id, trials, &sizes));
+  return Accept(client_id, request_id, std::move(trials), sizes);
 }
 
 absl::Status JobQueue::FindSubmission(const std::string& client_id, const std::string& request_id,

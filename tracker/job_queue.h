@@ -31,6 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
+#include "catalog/trial.h"
 #include "proto/benchfarm.pb.h"
 #include "tracker/admission.h"
 #include "tracker/board_registry.h"
@@ -131,7 +132,7 @@ class JobQueue {
     GroupCommit::Ticket ticket = 0;
   };
   absl::StatusOr<Accepted> SubmitAsync(const std::string& client_id, const std::string& request_id,
-                                       const std::vector<v1::Trial>& trials);
+                                       std::vector<v1::Trial> trials);
   // Returns once every change made so far is stored (or the store failed it: Unavailable naming
   // the cause, at once while it is failing), with every answer waiting for them given: call
   // before destroying what those answers use (server, service).
@@ -251,9 +252,17 @@ class JobQueue {
   // OK unless a board of the registration names another core than a board of its kind that
   // another connected agent serves (RegisterAgent's FailedPrecondition).
   absl::Status CoresAgree(const v1::Register& reg) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Checks the trial (README.md, "Validation at the door") and resolves its operator version in
-  // place.
-  absl::Status ValidateTrial(v1::Trial* trial, int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // What a trial's check finds in the operator catalog (catalog::CheckTrial): no queue state, so
+  // made before the queue's lock — a large submission's checks do not hold up dispatch.
+  struct CatalogCheck {
+    absl::StatusOr<catalog::TrialArgs> args;
+    std::string version;  // a template trial's operator version as resolved ("" otherwise)
+  };
+  CatalogCheck CheckInCatalog(const v1::Trial& trial) const;
+  // Checks what depends on the queue (tracker/README.md, "Validation at the door": the board kind,
+  // the boards' memory, the pin) after `check`, and resolves the trial's operator version in place.
+  absl::Status ValidateTrial(v1::Trial* trial, int index, const CatalogCheck& check) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckPin(const v1::Trial& trial, int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Why the queued jobs of a kind wait ("2 jobs pinned to board b7 (OFFLINE)").
   std::vector<std::string> WaitingReasons(const std::string& kind) const

@@ -311,8 +311,14 @@ TEST_F(JobQueueTest, ARetiredVersionRunsNoNewTrialButItsQueuedJobsRun) {
   v1::Trial t;
   t.set_board_kind("host");
   t.mutable_op()->mutable_template_op()->set_op("gemv");
-  auto queued = Submit({t});  // v2, queued before it is retired
+  auto queued = Submit({t}, "c1", "before");  // v2, queued before it is retired
   ASSERT_TRUE(queue_->catalog()->Retire("gemv", v2_added->op.version(), {}).ok());
+  // A retry of that submission is answered with its ids, even naming the version now retired
+  // (the trials' checks, made before the queue's lock, do not apply to a retry).
+  EXPECT_EQ(Submit({t}, "c1", "before"), queued);
+  v1::Trial retried = t;
+  retried.mutable_op()->mutable_template_op()->set_version(v2_added->op.version());
+  EXPECT_EQ(Submit({retried}, "c1", "before"), queued);
   auto after = Submit({t});
   EXPECT_EQ(queue_->GetJob(after[0])->trial().op().template_op().version(), v1_added->op.version());
   v1::Trial named = t;

@@ -325,7 +325,7 @@ grpc::ServerUnaryReactor* TrackerService::SubmitTrials(grpc::CallbackServerConte
   }
   std::vector<v1::Trial> trials(request->trials().begin(), request->trials().end());
   absl::StatusOr<JobQueue::Accepted> accepted =
-      queue_->SubmitAsync(client, request->request_id(), trials);
+      queue_->SubmitAsync(client, request->request_id(), std::move(trials));
   if (!accepted.ok()) return Done(context, accepted.status());
   for (std::string& id : accepted->job_ids) response->add_job_ids(std::move(id));
   // Answered, and its jobs offered, once the submission is stored (on the commit thread).
