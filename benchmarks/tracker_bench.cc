@@ -33,7 +33,7 @@
 //   tracker_bench [--quick] [--flood | --restart | --vs-tvm=DIR] [--tracker PATH]
 //                 [--only=STORE:AGENTS:QUEUED[:BOARDS[:CLIENTS]] [--agents-per-connection=N]]
 //                 [--only=submit:BATCH] [--drain=DISPATCHES] [--repeat=N] [--unbatched-acks]
-//                 [--unbatched-offers] [--submitting=N]
+//                 [--unbatched-offers] [--submitting=N[:MS]]
 //
 // The tracker is found with --tracker, else in the runfiles ($RUNFILES_DIR, $TEST_SRCDIR or
 // argv[0].runfiles). --quick uses tiny sizes (the smoke test). --only runs one dispatch row
@@ -46,9 +46,9 @@
 // sent alone, for A/B runs. They take the offers queued for them together (Register.batched_offers,
 // as benchfarm's agent does) and answer a message's offers in one message of results
 // (AgentMessage.results); --unbatched-offers has one offer and one result per message.
-// --submitting=N: while a dispatch row's latency samples run, another client submits batches of N
-// trials in a loop (of a kind whose one board holds its offer), so the p99 offer shows what a
-// tuner's submissions cost the dispatches meanwhile.
+// --submitting=N[:MS]: while a dispatch row's latency samples run, another client submits batches
+// of N trials in a loop, MS milliseconds apart (of a kind whose one board holds its offer), so the
+// p99 offer shows what a tuner's submissions cost the dispatches meanwhile.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -100,9 +100,11 @@ bool g_batched_acks = true;
 // of many boards takes a message's offers together and answers them in one message
 // (--unbatched-offers: one offer and one result per message, for A/B runs).
 bool g_batched_offers = true;
-// --submitting=N: while the latency samples run, another client submits batches of N trials in a
-// loop (of a kind whose one board holds its offer: they queue, checked and stored like any).
+// --submitting=N[:MS]: while the latency samples run, another client submits batches of N trials
+// in a loop, MS milliseconds apart (of a kind whose one board holds its offer: they queue, checked
+// and stored like any).
 int g_submitting = 0;
+int g_submitting_ms = 0;
 
 using Steady = std::chrono::steady_clock;
 
@@ -646,6 +648,7 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
           return;
         }
         background_batches = r + 1;
+        if (g_submitting_ms > 0) absl::SleepFor(absl::Milliseconds(g_submitting_ms));
       }
     });
   }
@@ -1539,6 +1542,18 @@ int VsTvmMain(const std::string& tracker, const Stores& stores, const std::strin
   return 0;
 }
 
+// --submitting's value: "N" or "N:MS" (1..10,000 trials, 0..60,000 ms apart).
+bool ParseSubmitting(absl::string_view value) {
+  std::vector<absl::string_view> parts = absl::StrSplit(value, ':');
+  if (parts.size() > 2 || !absl::SimpleAtoi(parts[0], &g_submitting) || g_submitting < 1 ||
+      g_submitting > 10000) {
+    return false;
+  }
+  g_submitting_ms = 0;
+  return parts.size() == 1 || (absl::SimpleAtoi(parts[1], &g_submitting_ms) &&
+                               g_submitting_ms >= 0 && g_submitting_ms <= 60000);
+}
+
 int Main(int argc, char** argv) {
   bool quick = false;
   bool flood = false;
@@ -1564,9 +1579,7 @@ int Main(int argc, char** argv) {
       vs_tvm = argv[i] + 9;
     } else if (std::strcmp(argv[i], "--unbatched-offers") == 0) {
       g_batched_offers = false;
-    } else if (std::strncmp(argv[i], "--submitting=", 13) == 0 &&
-               absl::SimpleAtoi(argv[i] + 13, &g_submitting) && g_submitting > 0 &&
-               g_submitting <= 10000) {
+    } else if (std::strncmp(argv[i], "--submitting=", 13) == 0 && ParseSubmitting(argv[i] + 13)) {
     } else if (std::strcmp(argv[i], "--unbatched-acks") == 0) {
       g_batched_acks = false;
     } else if (std::strcmp(argv[i], "--tracker") == 0 && i + 1 < argc) {
@@ -1587,7 +1600,7 @@ int Main(int argc, char** argv) {
                    "usage: tracker_bench [--quick] [--flood | --restart | --vs-tvm=DIR] "
                    "[--tracker PATH] [--only=STORE:AGENTS:QUEUED[:BOARDS[:CLIENTS]] "
                    "[--agents-per-connection=N] | --only=submit:BATCH] [--drain=DISPATCHES] "
-                   "[--repeat=N] [--unbatched-acks] [--unbatched-offers] [--submitting=N]\n");
+                   "[--repeat=N] [--unbatched-acks] [--unbatched-offers] [--submitting=N[:MS]]\n");
       return 2;
     }
   }
@@ -1833,9 +1846,9 @@ int Main(int argc, char** argv) {
       cpus, samples, repeat);
   if (g_submitting > 0) {
     std::printf(
-        "--submitting=%d: meanwhile another client submitted batches of %d trials in a "
-        "loop (of a kind whose\none board holds its offer); batches per row:",
-        g_submitting, g_submitting);
+        "--submitting=%d:%d: meanwhile another client submitted batches of %d trials in a "
+        "loop, %d ms apart (of a kind\nwhose one board holds its offer); batches per row:",
+        g_submitting, g_submitting_ms, g_submitting, g_submitting_ms);
     for (const DispatchRow& r : dispatch) {
       std::printf(" %lld", static_cast<long long>(r.background_batches));
     }

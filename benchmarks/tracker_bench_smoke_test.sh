@@ -64,17 +64,20 @@ for boards in 10 50; do
   grep -q "load [0-9.]* at the start" "$vs" || fail "--vs-tvm did not print the load at a start"
 done
 if grep -q "TVM + TCP_NODELAY  " "$vs"; then fail "--vs-tvm printed TVM rows without TVM"; fi
-# --submitting: the row's latency samples taken while another client submits batches in a loop;
-# it says how many batches went in meanwhile (at least one).
+# --submitting: the row's latency samples taken while another client submits batches in a loop
+# (here 5 ms apart); it says how many batches went in meanwhile (at least one).
 busy="$dir/tracker_bench_submitting.txt"
-run "$busy" "$bin" --quick --only=disk:10:100 --submitting=50
+run "$busy" "$bin" --quick --only=disk:10:100 --submitting=50:5
 under_topology "$busy" "disk +10 +1 +100 +1 +500 " "$one" ||
-  fail "--submitting=50 did not print its dispatch row"
-grep -qE "^--submitting=50: .*batches of 50 trials" "$busy" || fail "--submitting=50 printed no legend"
-grep -qE "batches per row: [1-9][0-9]*$" "$busy" || fail "--submitting=50 submitted no batch"
-if "$bin" --quick --only=disk:10:100 --submitting=0 >/dev/null 2>&1; then
-  fail "--submitting=0 was accepted"
-fi
+  fail "--submitting=50:5 did not print its dispatch row"
+grep -qE "^--submitting=50:5: .*batches of 50 trials in a loop, 5 ms apart" "$busy" ||
+  fail "--submitting=50:5 printed no legend"
+grep -qE "batches per row: [1-9][0-9]*$" "$busy" || fail "--submitting=50:5 submitted no batch"
+for bad in 0 50:x 50:1:2 50:-1; do
+  if "$bin" --quick --only=disk:10:100 --submitting=$bad >/dev/null 2>&1; then
+    fail "--submitting=$bad was accepted"
+  fi
+done
 # One submission row alone (A/B runs): that row, no dispatch rows.
 submit="$dir/tracker_bench_submit.txt"
 run "$submit" "$bin" --quick --only=submit:100

@@ -232,7 +232,9 @@ absl::StatusOr<JobQueue::Accepted> JobQueue::SubmitAsync(const std::string& clie
   std::vector<CatalogCheck> checks;
   checks.reserve(trials.size());
   for (const v1::Trial& t : trials) checks.push_back(CheckInCatalog(t));
-  absl::MutexLock lock(&mu_);
+  // One submission at a time from here, so Accept may let go of mu_ between its steps.
+  absl::MutexLock submitting(&submit_mu_);
+  absl::ReleasableMutexLock lock(&mu_);
   std::optional<Accepted> earlier;
   RETURN_IF_ERROR(FindSubmission(client_id, request_id, &earlier));
   if (earlier.has_value()) {
@@ -249,6 +251,7 @@ absl::StatusOr<JobQueue::Accepted> JobQueue::SubmitAsync(const std::string& clie
   }
   std::vector<int64_t> sizes;
   RETURN_IF_ERROR(CheckClientLoad(client_id, trials, &sizes));
+  lock.Release();
   return Accept(client_id, request_id, std::move(trials), sizes);
 }
 
@@ -338,36 +341,53 @@ absl::Status JobQueue::CheckClientLoad(const std::string& client_id,
 JobQueue::Accepted JobQueue::Accept(const std::string& client_id, const std::string& request_id,
                                     std::vector<v1::Trial> checked,
                                     const std::vector<int64_t>& sizes) {
-  std::vector<v1::Job> jobs(checked.size());
+  const size_t n = checked.size();
   std::vector<std::string> ids;
+  ids.reserve(n);
   // The submission and its jobs go to the store together (one transaction).
   std::vector<WriteBatch::JobWrite> writes;
-  writes.reserve(jobs.size());
-  google::protobuf::Timestamp now = ToProto(clock_->Now());
-  for (size_t i = 0; i < checked.size(); ++i) {
-    const int64_t seq = last_seq_ + 1 + static_cast<int64_t>(i);  // given below, in this order
-    jobs[i].set_job_id(NewJobId(seq));
-    jobs[i].set_client_id(client_id);
-    *jobs[i].mutable_trial() = std::move(checked[i]);
-    jobs[i].set_state(v1::QUEUED);
-    *jobs[i].mutable_submitted_at() = now;
-    ids.push_back(jobs[i].job_id());
-    writes.push_back(WriteBatch::JobWrite::Of(seq, /*insert=*/true, jobs[i]));
+  writes.reserve(n);
+  const google::protobuf::Timestamp now = ToProto(clock_->Now());
+  // 1. The jobs, kAcceptChunk at a time: sequence numbers in order (no other submission runs
+  // meanwhile), live entries not queued yet (nothing offers, counts or names them).
+  for (size_t begin = 0; begin < n; begin += kAcceptChunk) {
+    absl::MutexLock lock(&mu_);
+    for (size_t i = begin; i < std::min(n, begin + kAcceptChunk); ++i) {
+      const int64_t seq = ++last_seq_;
+      std::string id = NewJobId(seq);
+      LiveJob& live = jobs_[id];
+      live.seq = seq;
+      v1::Job& job = live.job;
+      job.set_job_id(id);
+      ids.push_back(std::move(id));
+      job.set_client_id(client_id);
+      *job.mutable_trial() = std::move(checked[i]);
+      job.set_state(v1::QUEUED);
+      *job.mutable_submitted_at() = now;
+      live.trial_bytes = sizes[i];
+      writes.push_back(WriteBatch::JobWrite::Of(seq, /*insert=*/true, job));
+    }
   }
+  // 2. To the store, without the queue's lock.
   Accepted accepted;
   accepted.ticket = commit_.PutSubmission(client_id, request_id, std::move(writes));
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    LiveJob& live = jobs_[jobs[i].job_id()];
-    live.seq = ++last_seq_;
-    live.job = std::move(jobs[i]);
-    live.trial_bytes = sizes[i];
-    live.inserted = accepted.ticket;
-    AddLoad(&live);
-    Enqueue(&live);
-    Notify(live.job);
+  // 3. Queued, kAcceptChunk at a time: offered once stored, seen by watchers.
+  for (size_t begin = 0; begin < n; begin += kAcceptChunk) {
+    absl::MutexLock lock(&mu_);
+    for (size_t i = begin; i < std::min(n, begin + kAcceptChunk); ++i) {
+      auto it = jobs_.find(ids[i]);
+      if (it == jobs_.end()) continue;
+      LiveJob& live = it->second;
+      live.inserted = accepted.ticket;
+      AddLoad(&live);
+      Enqueue(&live);
+      Notify(live.job);
+    }
+    if (begin + kAcceptChunk >= n) {
+      counters_.trials_by_client[client_id] += static_cast<int64_t>(n);
+      submitted_[{client_id, request_id}] = {accepted.ticket, ids};
+    }
   }
-  counters_.trials_by_client[client_id] += static_cast<int64_t>(jobs.size());
-  submitted_[{client_id, request_id}] = {accepted.ticket, ids};
   accepted.job_ids = std::move(ids);
   return accepted;
 }

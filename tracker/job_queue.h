@@ -286,10 +286,14 @@ class JobQueue {
   // each trial's serialized size in `sizes`.
   absl::Status CheckClientLoad(const std::string& client_id, const std::vector<v1::Trial>& trials,
                                std::vector<int64_t>* sizes) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // Takes the checked trials: new jobs, queued, handed to the store with their submission.
+  // Takes the checked trials: new jobs, handed to the store with their submission, then queued.
+  // Takes mu_ for kAcceptChunk trials at a time, so dispatches do not wait behind a large
+  // submission; submit_mu_ keeps other submissions out meanwhile (a submission's sequence numbers
+  // are consecutive, and stored in the order they are given: clients page by them).
   Accepted Accept(const std::string& client_id, const std::string& request_id,
                   std::vector<v1::Trial> checked, const std::vector<int64_t>& sizes)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(submit_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  static constexpr size_t kAcceptChunk = 64;
   // QUEUED, off any board, filed in queues_.
   void Enqueue(LiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the current attempt of a running job that produced no result: re-queue or fail.
@@ -346,6 +350,9 @@ class JobQueue {
   OperatorCatalog catalog_;
   GroupCommit commit_;
 
+  // Held by SubmitAsync from its checks to the end of Accept: one submission at a time (before
+  // mu_ in the lock order).
+  absl::Mutex submit_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::Mutex mu_;
   // QUEUED and RUNNING. A node map: the queues point into it (QueuedJob), and with a million
   // queued jobs its slots stay small (a flat map would hold two million LiveJobs' room).

@@ -4,13 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "tracker/job_queue_test_fixture.h"
@@ -188,6 +191,63 @@ TEST_F(JobQueueTest, ConcurrentCopiesOfASubmissionAreTakenOnce) {
   auto listed = queue_->List(all);
   ASSERT_TRUE(listed.ok()) << listed.status();
   EXPECT_EQ(listed->size(), 40u);
+  EXPECT_TRUE(queue_->Stats().store_problem.empty());
+}
+
+// Large submissions are taken a chunk at a time (JobQueue::kAcceptChunk trials per hold of the
+// queue's lock), but one submission at a time: submissions sent at once each get consecutive
+// sequence numbers (job ids in order, nothing of another submission between them), while a board
+// keeps taking work.
+TEST_F(JobQueueTest, SubmissionsSentAtOnceEachGetConsecutiveJobs) {
+  ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
+  constexpr int kTrials = 3 * 64 + 5;  // more than one chunk
+  std::map<std::string, int> submission_of;
+  std::atomic<bool> done{false};
+  std::thread board([&] {
+    while (!done.load()) {
+      std::vector<Offer> offers = queue_->TakeOffers("a");
+      if (offers.empty()) absl::SleepFor(absl::Milliseconds(1));
+      for (const Offer& o : offers) {
+        v1::JobResult r;
+        r.set_job_id(o.offer.job_id());
+        r.set_attempt(o.offer.attempt());
+        r.mutable_result()->add_costs_s(1e-3);
+        ASSERT_TRUE(queue_->ReportResult("a", r).ok());
+      }
+    }
+  });
+  for (int round = 0; round < 5; ++round) {
+    std::vector<std::vector<std::string>> got(3);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 3; ++t) {
+      threads.emplace_back([&, t] {
+        auto ids = queue_->Submit(absl::StrCat("c", t), absl::StrCat("r", round),
+                                  std::vector<v1::Trial>(kTrials, MakeTrial()));
+        ASSERT_TRUE(ids.ok()) << ids.status();
+        got[t] = *ids;
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (int t = 0; t < 3; ++t) {
+      ASSERT_EQ(got[t].size(), static_cast<size_t>(kTrials));
+      EXPECT_TRUE(std::is_sorted(got[t].begin(), got[t].end()));
+      for (const std::string& id : got[t]) submission_of[id] = round * 3 + t;
+    }
+  }
+  done = true;
+  board.join();
+  // In id order (sequence order), each submission's jobs form one run.
+  std::set<int> ended;
+  int current = -1;
+  for (const auto& [id, submission] : submission_of) {
+    if (submission == current) continue;
+    EXPECT_EQ(ended.count(submission), 0u)
+        << "submission " << submission << " interleaved at " << id;
+    if (current >= 0) ended.insert(current);
+    current = submission;
+  }
+  EXPECT_EQ(submission_of.size(), static_cast<size_t>(15 * kTrials));
+  ASSERT_TRUE(queue_->CheckIndexes().ok());
   EXPECT_TRUE(queue_->Stats().store_problem.empty());
 }
 
