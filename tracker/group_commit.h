@@ -1,5 +1,6 @@
 // GroupCommit: the tracker's one writer to its Store. JobQueue hands it every state change as it
-// makes it (under the queue's lock, so tickets follow the order of the changes); a commit thread
+// makes it (under the queue's lock, so tickets follow the order of the changes; a submission's
+// new jobs, which nothing else knows yet, under JobQueue's submission lock); a commit thread
 // writes whatever is pending in one Store::Apply transaction — one fsync for many changes,
 // outside the queue's lock and off gRPC's threads — and then tells those waiting for a ticket
 // (an acknowledgement that may be sent only once its change is durable: an accepted submission,

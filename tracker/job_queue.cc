@@ -342,42 +342,41 @@ JobQueue::Accepted JobQueue::Accept(const std::string& client_id, const std::str
                                     std::vector<v1::Trial> checked,
                                     const std::vector<int64_t>& sizes) {
   const size_t n = checked.size();
+  // 1. The submission's sequence numbers, in order (no other submission runs meanwhile).
+  int64_t first_seq;
+  {
+    absl::MutexLock lock(&mu_);
+    first_seq = last_seq_ + 1;
+    last_seq_ += static_cast<int64_t>(n);
+  }
+  // 2. Its jobs and their writes, outside the lock: nothing else knows them yet.
+  std::vector<v1::Job> jobs(n);
   std::vector<std::string> ids;
   ids.reserve(n);
-  // The submission and its jobs go to the store together (one transaction).
-  std::vector<WriteBatch::JobWrite> writes;
+  std::vector<WriteBatch::JobWrite> writes;  // with the submission: one transaction
   writes.reserve(n);
   const google::protobuf::Timestamp now = ToProto(clock_->Now());
-  // 1. The jobs, kAcceptChunk at a time: sequence numbers in order (no other submission runs
-  // meanwhile), live entries not queued yet (nothing offers, counts or names them).
-  for (size_t begin = 0; begin < n; begin += kAcceptChunk) {
-    absl::MutexLock lock(&mu_);
-    for (size_t i = begin; i < std::min(n, begin + kAcceptChunk); ++i) {
-      const int64_t seq = ++last_seq_;
-      std::string id = NewJobId(seq);
-      LiveJob& live = jobs_[id];
-      live.seq = seq;
-      v1::Job& job = live.job;
-      job.set_job_id(id);
-      ids.push_back(std::move(id));
-      job.set_client_id(client_id);
-      *job.mutable_trial() = std::move(checked[i]);
-      job.set_state(v1::QUEUED);
-      *job.mutable_submitted_at() = now;
-      live.trial_bytes = sizes[i];
-      writes.push_back(WriteBatch::JobWrite::Of(seq, /*insert=*/true, job));
-    }
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t seq = first_seq + static_cast<int64_t>(i);
+    jobs[i].set_job_id(NewJobId(seq));
+    jobs[i].set_client_id(client_id);
+    *jobs[i].mutable_trial() = std::move(checked[i]);
+    jobs[i].set_state(v1::QUEUED);
+    *jobs[i].mutable_submitted_at() = now;
+    ids.push_back(jobs[i].job_id());
+    writes.push_back(WriteBatch::JobWrite::Of(seq, /*insert=*/true, jobs[i]));
   }
-  // 2. To the store, without the queue's lock.
+  // 3. To the store, in the order of the sequence numbers.
   Accepted accepted;
   accepted.ticket = commit_.PutSubmission(client_id, request_id, std::move(writes));
-  // 3. Queued, kAcceptChunk at a time: offered once stored, seen by watchers.
+  // 4. Live and queued, kAcceptChunk jobs per hold of the lock: offered once stored.
   for (size_t begin = 0; begin < n; begin += kAcceptChunk) {
     absl::MutexLock lock(&mu_);
     for (size_t i = begin; i < std::min(n, begin + kAcceptChunk); ++i) {
-      auto it = jobs_.find(ids[i]);
-      if (it == jobs_.end()) continue;
-      LiveJob& live = it->second;
+      LiveJob& live = jobs_[ids[i]];
+      live.seq = first_seq + static_cast<int64_t>(i);
+      live.job = std::move(jobs[i]);
+      live.trial_bytes = sizes[i];
       live.inserted = accepted.ticket;
       AddLoad(&live);
       Enqueue(&live);

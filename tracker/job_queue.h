@@ -286,10 +286,11 @@ class JobQueue {
   // each trial's serialized size in `sizes`.
   absl::Status CheckClientLoad(const std::string& client_id, const std::vector<v1::Trial>& trials,
                                std::vector<int64_t>* sizes) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // Takes the checked trials: new jobs, handed to the store with their submission, then queued.
-  // Takes mu_ for kAcceptChunk trials at a time, so dispatches do not wait behind a large
-  // submission; submit_mu_ keeps other submissions out meanwhile (a submission's sequence numbers
-  // are consecutive, and stored in the order they are given: clients page by them).
+  // Takes the checked trials: new jobs, handed to the store with their submission, then live and
+  // queued. Takes mu_ briefly for their sequence numbers, then for kAcceptChunk jobs at a time,
+  // so dispatches do not wait behind a large submission; submit_mu_ keeps other submissions out
+  // meanwhile (a submission's sequence numbers are consecutive, and stored in the order they are
+  // given: clients page by them). Until step 4 nothing but this call knows the new jobs.
   Accepted Accept(const std::string& client_id, const std::string& request_id,
                   std::vector<v1::Trial> checked, const std::vector<int64_t>& sizes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(submit_mu_) ABSL_LOCKS_EXCLUDED(mu_);

@@ -196,13 +196,30 @@ TEST_F(JobQueueTest, ConcurrentCopiesOfASubmissionAreTakenOnce) {
 
 // Large submissions are taken a chunk at a time (JobQueue::kAcceptChunk trials per hold of the
 // queue's lock), but one submission at a time: submissions sent at once each get consecutive
-// sequence numbers (job ids in order, nothing of another submission between them), while a board
-// keeps taking work.
+// sequence numbers (job ids in order, nothing of another submission between them), stored in that
+// order — a client paging the jobs by sequence number meanwhile misses none — while a board keeps
+// taking work.
 TEST_F(JobQueueTest, SubmissionsSentAtOnceEachGetConsecutiveJobs) {
   ASSERT_TRUE(queue_->RegisterAgent(MakeAgent("a", {"b1"})).ok());
   constexpr int kTrials = 3 * 64 + 5;  // more than one chunk
   std::map<std::string, int> submission_of;
-  std::atomic<bool> done{false};
+  std::atomic<bool> done{false}, submitted{false};
+  // Pages through the stored jobs by sequence number as they come: after_seq, as clients do.
+  std::set<std::string> paged;
+  int64_t after_seq = 0;
+  auto page = [&] {
+    JobFilter next;
+    next.after_seq = after_seq;
+    auto jobs = queue_->List(next);
+    ASSERT_TRUE(jobs.ok()) << jobs.status();
+    for (const StoredJob& stored : *jobs) {
+      paged.insert(stored.job.job_id());
+      after_seq = stored.seq;
+    }
+  };
+  std::thread pager([&] {
+    while (!submitted.load()) page();
+  });
   std::thread board([&] {
     while (!done.load()) {
       std::vector<Offer> offers = queue_->TakeOffers("a");
@@ -234,8 +251,17 @@ TEST_F(JobQueueTest, SubmissionsSentAtOnceEachGetConsecutiveJobs) {
       for (const std::string& id : got[t]) submission_of[id] = round * 3 + t;
     }
   }
+  submitted = true;
+  pager.join();
+  for (size_t before = 0; before != paged.size();) {
+    before = paged.size();
+    page();
+  }
   done = true;
   board.join();
+  for (const auto& [id, submission] : submission_of) {
+    EXPECT_EQ(paged.count(id), 1u) << "paging by sequence number missed " << id;
+  }
   // In id order (sequence order), each submission's jobs form one run.
   std::set<int> ended;
   int current = -1;
