@@ -430,6 +430,20 @@ absl::StatusOr<std::vector<v1::AttemptLog>> JobQueue::AttemptLogs(const std::str
 }
 
 absl::StatusOr<v1::Job> JobQueue::Cancel(const std::string& job_id) {
+  // Stored but not live: its submission is being accepted (Accept hands a submission's jobs to the
+  // store before it makes them live, and a client paging the stored jobs may already see them).
+  // Once the submission lock is free, Accept is done with it.
+  bool accepting = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (jobs_.count(job_id) == 0 && finishing_.count(job_id) == 0) {
+      absl::StatusOr<std::optional<v1::Job>> stored = FindJobLocked(job_id);
+      accepting = stored.ok() && stored->has_value() && (*stored)->state() == v1::QUEUED;
+    }
+  }
+  if (accepting) {
+    absl::MutexLock accepted(&submit_mu_);
+  }
   GroupCommit::Ticket ticket = 0;
   v1::Job cancelled;
   {

@@ -215,6 +215,20 @@ TEST_F(JobQueueTest, SubmissionsSentAtOnceEachGetConsecutiveJobs) {
     for (const StoredJob& stored : *jobs) {
       paged.insert(stored.job.job_id());
       after_seq = stored.seq;
+      // A job a client can list, it can cancel: refused only once it has finished (not while
+      // its submission is still being queued).
+      if (paged.size() % 7 == 0) {
+        absl::StatusOr<v1::Job> cancelled = queue_->Cancel(stored.job.job_id());
+        if (!cancelled.ok()) {
+          EXPECT_EQ(cancelled.status().code(), absl::StatusCode::kFailedPrecondition)
+              << cancelled.status();
+          absl::StatusOr<v1::Job> now = queue_->GetJob(stored.job.job_id());
+          ASSERT_TRUE(now.ok()) << now.status();
+          EXPECT_TRUE(now->state() == v1::DONE || now->state() == v1::CANCELLED_STATE)
+              << stored.job.job_id() << " refused a cancel as finished, but is "
+              << v1::JobState_Name(now->state());
+        }
+      }
     }
   };
   std::thread pager([&] {
