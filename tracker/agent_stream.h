@@ -177,7 +177,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
       grpc::Status s = HandleResult(agent, result, &answers);
       if (!s.ok()) return s;
     }
-    if (answers.any) {
+    if (!answers.acks.empty()) {
       // Their boards are free now: their next jobs are taken at once, from this thread (no
       // dispatcher wake-up), and go out with the acknowledgements once the results are stored.
       Pump();
@@ -190,11 +190,9 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   // changes is stored (group commit tickets are stored in order): one wait and one answer per
   // message rather than per result.
   struct Answers {
-    bool any = false;
     std::vector<std::pair<GroupCommit::Ticket, v1::ResultAck>> acks;
 
     void Add(GroupCommit::Ticket ticket, v1::ResultAck ack) {
-      any = true;
       acks.emplace_back(ticket, std::move(ack));
     }
     void Flush(AgentStream* stream) {
