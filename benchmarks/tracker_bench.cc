@@ -6,7 +6,8 @@
 //   - dispatch throughput (trials/s through offer -> result -> ack) with 100 and 1,000 boards in
 //     named topologies: one connection per agent (as a farm connects: each agent host dials the
 //     tracker) with 1, 4 and 16 boards per agent, and, kept and labelled as such, 50 agents
-//     multiplexed on one connection (not how a farm connects; the bench's shape before issue 39);
+//     multiplexed on one connection (not how a farm connects; the bench's shape before issue 39),
+//     and 100 and 1,000 boards again with lean agents (--lean-agents, below);
 //     the tracker's CPU per dispatch without and with the submissions' share (the tracker's and
 //     the submitting client's CPU over SubmitTrials, per trial); and the dispatch latency
 //     p50/p99: from SubmitTrials returning to the offer arriving at an agent, measured one trial
@@ -21,9 +22,10 @@
 //     with it and after the watchers end, and how many never-reading streams the tracker cut off
 //     (RESOURCE_EXHAUSTED).
 //
-//   - with --vs-tvm=DIR instead: benchfarm's tracker beside Apache TVM v0.18's RPC tracker (DIR:
-//     the peer outside the project, ../shared/peers/tvm-tracker: run_tvm_tracker.py and the C
-//     load generator tvmgen.c, built here with gcc into a temporary directory) in one run, in
+//   - with --vs-tvm=DIR instead: benchfarm's tracker (its agents on gRPC's client, and lean)
+//     beside Apache TVM v0.18's RPC tracker (DIR: the peer outside the project,
+//     ../shared/peers/tvm-tracker: run_tvm_tracker.py and the C load generator tvmgen.c,
+//     built here with gcc into a temporary directory) in one run, in
 //     alternating repetitions, one connection per simulated board on both sides, with 100 and
 //     1,000 boards: TVM's tracker with TCP_NODELAY and as shipped. Prints dispatches (TVM: matches)
 //     per second, p99 and CPU per dispatch of each tracker process (/proc/PID/stat), the load
@@ -31,7 +33,8 @@
 //     python3-tornado, it says so and runs benchfarm's rows alone.
 //
 //   tracker_bench [--quick] [--flood | --restart | --vs-tvm=DIR] [--tracker PATH]
-//                 [--only=STORE:AGENTS:QUEUED[:BOARDS[:CLIENTS]] [--agents-per-connection=N]]
+//                 [--only=STORE:AGENTS:QUEUED[:BOARDS[:CLIENTS]]
+//                  [--agents-per-connection=N | --lean-agents]]
 //                 [--only=submit:BATCH] [--drain=DISPATCHES] [--repeat=N] [--unbatched-acks]
 //                 [--unbatched-offers] [--submitting=N[:MS]]
 //
@@ -46,6 +49,8 @@
 // sent alone, for A/B runs. They take the offers queued for them together (Register.batched_offers,
 // as benchfarm's agent does) and answer a message's offers in one message of results
 // (AgentMessage.results); --unbatched-offers has one offer and one result per message.
+// --lean-agents: the --only row's agents on WireAgents (wire_agents.h: HTTP/2 framed by hand, one
+// thread, as lean as TVM's tvmgen) rather than gRPC's client; the table has such rows too.
 // --submitting=N[:MS]: while a dispatch row's latency samples run, another client submits batches
 // of N trials in a loop, MS milliseconds apart (of a kind whose one board holds its offer), so the
 // p99 offer shows what a tuner's submissions cost the dispatches meanwhile.
@@ -82,6 +87,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/process_exit.h"
+#include "benchmarks/sim_board.h"
+#include "benchmarks/wire_agents.h"
 #include "grpcpp/grpcpp.h"
 #include "process/run_command.h"
 #include "process/subprocess.h"
@@ -106,7 +113,8 @@ bool g_batched_offers = true;
 int g_submitting = 0;
 int g_submitting_ms = 0;
 
-using Steady = std::chrono::steady_clock;
+using bench::Board;
+using bench::Steady;
 
 std::chrono::system_clock::time_point In(absl::Duration d) {
   return std::chrono::system_clock::now() + absl::ToChronoMilliseconds(d);
@@ -164,15 +172,6 @@ v1::Trial MakeTrial(uint64_t seed, const std::string& kind = "host") {
   t.set_seed(seed);
   return t;
 }
-
-// Offer arrivals and acknowledged results, shared by every simulated agent.
-struct Board {
-  absl::Mutex mu;
-  bool record_offers ABSL_GUARDED_BY(mu) = true;  // note each offer's arrival (latency runs)
-  std::map<std::string, Steady::time_point> offered ABSL_GUARDED_BY(mu);
-  int64_t acked ABSL_GUARDED_BY(mu) = 0;
-  int registered ABSL_GUARDED_BY(mu) = 0;
-};
 
 // One simulated agent: one stream, `boards` boards; answers every offer at once (or, paused,
 // holds it until resumed). On gRPC's callback API: no thread of its own, so 10,000 of them cost
@@ -508,13 +507,17 @@ struct DispatchConfig {
   int boards = 1;                 // per agent
   int clients = 0;                // 0: as few as the per-client cap allows
   int agents_per_connection = 1;  // 1: each agent on its own connection, as a farm connects
+  // The agents on WireAgents (HTTP/2 framed by hand, as lean as TVM's tvmgen) rather than on
+  // gRPC's client (SimAgent, as benchfarm's agent talks); one connection per agent only.
+  bool lean = false;
 };
 
 // The row's topology, as the table names it.
 std::string Topology(const DispatchConfig& c) {
   const std::string boards = absl::StrCat(c.boards, c.boards == 1 ? " board" : " boards");
   if (c.agents_per_connection == 1) {
-    return absl::StrCat("one connection per agent, ", boards, " per agent");
+    return absl::StrCat("one connection per agent, ", boards, " per agent",
+                        c.lean ? ", lean agents (HTTP/2 framed by hand, as lean as tvmgen)" : "");
   }
   return absl::StrCat("multiplexed: ", c.agents_per_connection,
                       " agents per connection (not how a farm connects)",
@@ -605,15 +608,31 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   absl::SleepFor(absl::Milliseconds(200));
   const double rss_empty = RssMiB(pid);
   Board board;
+  // The agents: on gRPC's client (SimAgent), or with c.lean on WireAgents (one thread).
   SimFarm sim_farm(c.agents_per_connection);
   std::vector<std::unique_ptr<SimAgent>>& sims = sim_farm.agents();
-  for (int i = 0; i < agents; ++i) sim_farm.Add(address, &board, boards)->Start();
+  bench::WireAgents lean(&board, {g_batched_acks, g_batched_offers});
   bool ok = true;
+  if (c.lean) {
+    if (absl::Status s = lean.Start(address, agents, boards); !s.ok()) {
+      std::fprintf(stderr, "tracker_bench: %s\n", std::string(s.message()).c_str());
+      return false;
+    }
+  } else {
+    for (int i = 0; i < agents; ++i) sim_farm.Add(address, &board, boards)->Start();
+  }
+  // An agent's connection that ends (WireAgents) ends every wait: the run has failed.
+  auto failed = [&board]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) {
+    if (board.failure.empty()) return false;
+    std::fprintf(stderr, "tracker_bench: a simulated agent failed: %s\n", board.failure.c_str());
+    return true;
+  };
   {
     absl::MutexLock lock(&board.mu);
-    auto all = [&board, agents]()
-                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) { return board.registered == agents; };
-    if (!board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(120))) {
+    auto all = [&board, agents]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) {
+      return board.registered == agents || !board.failure.empty();
+    };
+    if (!board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(120)) || failed()) {
       std::fprintf(stderr, "tracker_bench: only %d of %d agents registered\n", board.registered,
                    agents);
       ok = false;
@@ -662,9 +681,9 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
     absl::MutexLock lock(&board.mu);
     const std::string id = ids[0];
     auto arrived = [&board, &id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) {
-      return board.offered.count(id) > 0;
+      return board.offered.count(id) > 0 || !board.failure.empty();
     };
-    if (!board.mu.AwaitWithTimeout(absl::Condition(&arrived), absl::Seconds(10))) {
+    if (!board.mu.AwaitWithTimeout(absl::Condition(&arrived), absl::Seconds(10)) || failed()) {
       std::fprintf(stderr, "tracker_bench: no offer for %s within 10 s\n", id.c_str());
       ok = false;
       break;
@@ -692,9 +711,12 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   {
     absl::MutexLock lock(&board.mu);
     const int64_t want = static_cast<int64_t>(latencies_ms.size());
-    auto all = [&board, want]()
-                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) { return board.acked >= want; };
-    if (ok && !board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(30))) ok = false;
+    auto all = [&board, want]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) {
+      return board.acked >= want || !board.failure.empty();
+    };
+    if (ok && (!board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(30)) || failed())) {
+      ok = false;
+    }
     board.record_offers = false;
     board.offered.clear();
     acked_before = board.acked;
@@ -702,6 +724,7 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
 
   // The backlog: every board holds an offer it does not answer yet; the rest queue.
   for (auto& sim : sims) sim->Pause();
+  lean.Pause();
   const double rss_before_backlog = RssMiB(pid);
   const double submit_tracker_cpu0 = CpuSeconds(pid), submit_client_cpu0 = SelfCpuSeconds();
   int64_t submitted = 0;  // client k's trials end at (k + 1) * total / clients
@@ -722,12 +745,14 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   const double tracker_cpu0 = CpuSeconds(pid), bench_cpu0 = SelfCpuSeconds();
   const Steady::time_point start = Steady::now();
   for (auto& sim : sims) sim->Resume();
+  lean.Resume();
   if (ok) {
     absl::MutexLock lock(&board.mu);
     const int64_t want = acked_before + drain;
-    auto all = [&board, want]()
-                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) { return board.acked >= want; };
-    if (!board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Minutes(10))) {
+    auto all = [&board, want]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board.mu) {
+      return board.acked >= want || !board.failure.empty();
+    };
+    if (!board.mu.AwaitWithTimeout(absl::Condition(&all), absl::Minutes(10)) || failed()) {
       std::fprintf(stderr, "tracker_bench: %lld of %lld results after 10 min\n",
                    static_cast<long long>(board.acked - acked_before),
                    static_cast<long long>(drain));
@@ -739,7 +764,7 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   row->bench_cpu_s = SelfCpuSeconds() - bench_cpu0;
   row->trials = drain;
   // Every board of every agent was offered work.
-  int64_t offered = 0;
+  int64_t offered = lean.BoardsOffered();
   for (auto& sim : sims) offered += sim->BoardsOffered();
   if (ok && offered != farm) {
     std::fprintf(stderr, "tracker_bench: %lld of %lld boards were offered work\n",
@@ -747,6 +772,7 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
     ok = false;
   }
   for (auto& sim : sims) sim->Stop();
+  lean.Stop();
   if (parked != nullptr) parked->Stop();
   return ok;
 }
@@ -1439,29 +1465,32 @@ int VsTvmMain(const std::string& tracker, const Stores& stores, const std::strin
     std::printf("tracker_bench --vs-tvm: %s: TVM's columns are skipped\n",
                 std::string(peer.status().message()).c_str());
   }
-  // benchfarm twice: one board per agent (each board on a connection of its own, as TVM's
-  // servers connect) and 16 boards per agent (an agent host's boards on its one connection, as a
-  // farm connects; the size rounded up to whole agents).
-  enum Side { kBenchfarm, kBenchfarm16, kTvmNodelay, kTvmStock, kSides };
-  const char* names[kSides] = {"benchfarm", "benchfarm, 16/agent", "TVM + TCP_NODELAY",
-                               "TVM as shipped"};
+  // benchfarm three times: one board per agent (each board on a connection of its own, as TVM's
+  // servers connect), with the agents on gRPC's client (as benchfarm's agent talks) and on
+  // WireAgents (HTTP/2 framed by hand, as lean as tvmgen: on this machine the load generator's
+  // CPU is the tracker's to lose); and 16 boards per agent (an agent host's boards on its one
+  // connection, as a farm connects; the size rounded up to whole agents).
+  enum Side { kBenchfarm, kBenchfarmLean, kBenchfarm16, kTvmNodelay, kTvmStock, kSides };
+  const char* names[kSides] = {"benchfarm", "benchfarm, lean agents", "benchfarm, 16/agent",
+                               "TVM + TCP_NODELAY", "TVM as shipped"};
   constexpr int kBoardsPerAgent = 16;
   // runs[size][side]: that side's runs at that size.
   std::vector<std::vector<std::vector<SideFigures>>> runs(
       sizes.size(), std::vector<std::vector<SideFigures>>(kSides));
   bool ok = true;
   for (int rep = 0; rep < repeat; ++rep) {
-    std::vector<int> order = {kBenchfarm, kBenchfarm16, kTvmNodelay, kTvmStock};
+    std::vector<int> order = {kBenchfarm, kBenchfarmLean, kTvmNodelay, kBenchfarm16, kTvmStock};
     if (rep % 2 == 1) std::reverse(order.begin(), order.end());
     for (size_t s = 0; s < sizes.size(); ++s) {
       for (int side : order) {
-        const bool ours = side == kBenchfarm || side == kBenchfarm16;
+        const bool ours = side == kBenchfarm || side == kBenchfarmLean || side == kBenchfarm16;
         if (!ours && !peer.ok()) continue;
         SideFigures f;
         const double load = AwaitCalm(patience);
         bool ran;
         if (ours) {
           DispatchConfig c{"disk", sizes[s], 1000};
+          c.lean = side == kBenchfarmLean;
           if (side == kBenchfarm16) {
             c.agents = (sizes[s] + kBoardsPerAgent - 1) / kBoardsPerAgent;
             c.boards = kBoardsPerAgent;
@@ -1494,9 +1523,9 @@ int VsTvmMain(const std::string& tracker, const Stores& stores, const std::strin
       "\ntracker_bench --vs-tvm: %u CPUs, tracker %s, TVM %s; each figure its median "
       "over %d repetition(s)\n",
       std::thread::hardware_concurrency(), tracker.c_str(), tvm_dir.c_str(), repeat);
-  std::printf("%-7s %-20s %10s %9s %13s %13s %11s\n", "boards", "tracker", "dispatch/s", "p99",
+  std::printf("%-7s %-22s %10s %9s %13s %13s %11s\n", "boards", "tracker", "dispatch/s", "p99",
               "tracker CPU", "generator CPU", "load at");
-  std::printf("%-7s %-20s %10s %9s %13s %13s %11s\n", "", "", "", "", "per dispatch",
+  std::printf("%-7s %-22s %10s %9s %13s %13s %11s\n", "", "", "", "", "per dispatch",
               "per dispatch", "starts");
   for (size_t s = 0; s < sizes.size(); ++s) {
     for (int side = 0; side < kSides; ++side) {
@@ -1510,7 +1539,7 @@ int VsTvmMain(const std::string& tracker, const Stores& stores, const std::strin
       const int boards = side == kBenchfarm16
                              ? (sizes[s] + kBoardsPerAgent - 1) / kBoardsPerAgent * kBoardsPerAgent
                              : sizes[s];
-      std::printf("%-7d %-20s %10.0f %6.2f ms %10.1f us %10.1f us %5.2f-%.2f\n", boards,
+      std::printf("%-7d %-22s %10.0f %6.2f ms %10.1f us %10.1f us %5.2f-%.2f\n", boards,
                   names[side], m.per_s, m.p99_ms, m.tracker_us, m.generator_us, least, most);
     }
   }
@@ -1520,7 +1549,10 @@ int VsTvmMain(const std::string& tracker, const Stores& stores, const std::strin
       "ack; its tracker CPU includes its\nshare of the SubmitTrials that queued the trials; p99: "
       "SubmitTrials returning -> the offer at an agent,\nboards idle (%d samples). 16/agent: "
       "the same with 16 boards per agent on its connection (the\nboards rounded up to whole "
-      "agents), taking a message's offers together and answering them in one message.\n"
+      "agents), taking a message's offers together and answering them in one message.\nLean "
+      "agents: the same agents of one board on HTTP/2 framed by hand (WireAgents: one thread, no "
+      "gRPC\nclient, no window updates sent), as lean as tvmgen, so the tracker has the CPU "
+      "gRPC's client would take.\n"
       "TVM: v0.18's RPC tracker (Python, one thread; stores nothing) and tvmgen: a server per "
       "board "
       "and as many\nclients, each on a connection of its own; a dispatch is one REQUEST matched to "
@@ -1568,6 +1600,7 @@ int Main(int argc, char** argv) {
   // Rounds over the dispatch rows; each row printed is its median round (of an even number, the
   // upper middle one). 0: not given (1; with --vs-tvm 5 repetitions, 1 with --quick).
   int repeat = 0;
+  bool lean = false;  // --lean-agents
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
@@ -1582,6 +1615,8 @@ int Main(int argc, char** argv) {
     } else if (std::strncmp(argv[i], "--submitting=", 13) == 0 && ParseSubmitting(argv[i] + 13)) {
     } else if (std::strcmp(argv[i], "--unbatched-acks") == 0) {
       g_batched_acks = false;
+    } else if (std::strcmp(argv[i], "--lean-agents") == 0) {
+      lean = true;
     } else if (std::strcmp(argv[i], "--tracker") == 0 && i + 1 < argc) {
       tracker_flag = argv[++i];
     } else if (std::strncmp(argv[i], "--tracker=", 10) == 0) {
@@ -1599,7 +1634,8 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: tracker_bench [--quick] [--flood | --restart | --vs-tvm=DIR] "
                    "[--tracker PATH] [--only=STORE:AGENTS:QUEUED[:BOARDS[:CLIENTS]] "
-                   "[--agents-per-connection=N] | --only=submit:BATCH] [--drain=DISPATCHES] "
+                   "[--agents-per-connection=N | --lean-agents] | --only=submit:BATCH] "
+                   "[--drain=DISPATCHES] "
                    "[--repeat=N] [--unbatched-acks] [--unbatched-offers] [--submitting=N[:MS]]\n");
       return 2;
     }
@@ -1608,6 +1644,13 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr,
                  "tracker_bench: --agents-per-connection applies to one dispatch row: give it "
                  "with --only=STORE:AGENTS:QUEUED[...]\n");
+    return 2;
+  }
+  if (lean && (only.empty() || absl::StartsWith(only, "submit:") || agents_per_connection > 1)) {
+    std::fprintf(stderr,
+                 "tracker_bench: --lean-agents applies to one dispatch row of one connection per "
+                 "agent: give it with --only=STORE:AGENTS:QUEUED[...] and no "
+                 "--agents-per-connection above 1\n");
     return 2;
   }
   // One connection per agent: as many descriptors as agents, here and in the tracker (a child,
@@ -1671,10 +1714,10 @@ int Main(int argc, char** argv) {
   // In the order printed: rows of one topology together (Topology() names each group).
   std::vector<DispatchConfig> configs;
   if (quick) {
-    configs = {{"disk", 10, 100},        {"disk", 20, 1000},
-               {"disk", 20, 1000, 1, 3}, {"tmpfs", 10, 100},
-               {"pg", 10, 100},          {"disk", 5, 100, 4},
-               {"disk", 2, 100, 16},     {"disk", 60, 100, 1, 0, kMultiplexedStreams}};
+    configs = {
+        {"disk", 10, 100},   {"disk", 20, 1000},   {"disk", 20, 1000, 1, 3},
+        {"tmpfs", 10, 100},  {"pg", 10, 100},      {"disk", 10, 100, 1, 0, 1, true},
+        {"disk", 5, 100, 4}, {"disk", 2, 100, 16}, {"disk", 60, 100, 1, 0, kMultiplexedStreams}};
   } else {
     // 100 and 1,000 boards as a farm connects: each agent on a connection of its own, with 1, 4
     // and 16 boards per agent (16: 96 and 1,008 boards, whole agents). A million queued trials
@@ -1682,7 +1725,9 @@ int Main(int argc, char** argv) {
     // clients each: the queue's depth apart from the clients' number. The multiplexed rows (50
     // agents' streams on one connection, the bench's shape before issue 39) are kept, labelled:
     // 10,000 agents, and 10,000 boards on 1,000 agents, only there (10,000 connections would be
-    // the load generator's more than the tracker's).
+    // the load generator's more than the tracker's). The lean rows: 100 and 1,000 boards again,
+    // their agents on WireAgents (HTTP/2 framed by hand, as lean as TVM's tvmgen) rather than on
+    // gRPC's client, so the tracker has the CPU gRPC's client would take on this machine.
     const int mux = kMultiplexedStreams;
     configs = {{"disk", 100, 1000},
                {"disk", 1000, 1000},
@@ -1693,6 +1738,8 @@ int Main(int argc, char** argv) {
                {"tmpfs", 1000, 1000},
                {"pg", 100, 1000},
                {"pg", 1000, 1000},
+               {"disk", 100, 1000, 1, 0, 1, true},
+               {"disk", 1000, 1000, 1, 0, 1, true},
                {"disk", 25, 1000, 4},
                {"disk", 250, 1000, 4},
                {"disk", 6, 1000, 16},
@@ -1730,6 +1777,7 @@ int Main(int argc, char** argv) {
     }
     c.store = parts[0];
     c.agents_per_connection = std::max(agents_per_connection, 1);
+    c.lean = lean;
     configs = {c};
   }
   std::unique_ptr<testing::PostgresServer> postgres;
@@ -1761,10 +1809,11 @@ int Main(int argc, char** argv) {
       const DispatchConfig& c = configs[i];
       if (!stores.Has(c.store)) continue;
       DispatchRow row;
-      if (!RunDispatchRow(tracker, stores, c,
-                          absl::StrCat("dispatch", c.agents, "x", c.boards, "_", c.backlog, "_",
-                                       c.clients, "_", c.agents_per_connection, "_", round),
-                          drain, samples, &row)) {
+      if (!RunDispatchRow(
+              tracker, stores, c,
+              absl::StrCat("dispatch", c.agents, "x", c.boards, "_", c.backlog, "_", c.clients, "_",
+                           c.agents_per_connection, c.lean ? "_lean_" : "_", round),
+              drain, samples, &row)) {
         ok = false;
       }
       std::fprintf(stderr,

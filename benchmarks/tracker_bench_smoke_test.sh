@@ -4,7 +4,9 @@
 # --agents-per-connection prints that row alone, --only=submit:100 prints that row alone,
 # --vs-tvm without TVM's tracker says so and prints benchfarm's side, a --quick --flood run prints
 # its baseline and flood rows, the flood's with the dashboard's walks, and a --quick --restart run
-# its rows, and --submitting runs a row's latency samples beside a submitting client.
+# its rows, --submitting runs a row's latency samples beside a submitting client, and the lean
+# agents (WireAgents: HTTP/2 framed by hand) register, take offers and have their results
+# acknowledged (a row whose agent fails, or whose boards are not all offered work, fails the run).
 # Usage: tracker_bench_smoke_test.sh BINARY
 set -euo pipefail
 bin="$1"
@@ -40,9 +42,11 @@ under_topology "$out" "disk +5 +4 +100 +1 +500 " "one connection per agent, 4 bo
   fail "no dispatch row of 4 boards per agent"
 under_topology "$out" "disk +2 +16 +100 +1 +500 " "one connection per agent, 16 boards per agent" ||
   fail "no dispatch row of 16 boards per agent"
+lean="one connection per agent, 1 board per agent, lean agents (HTTP/2 framed by hand, as lean as tvmgen)"
+under_topology "$out" "disk +10 +1 +100 +1 +500 " "$lean" || fail "no dispatch row of lean agents"
 mux="multiplexed: 50 agents per connection (not how a farm connects)"
 under_topology "$out" "disk +60 +1 +100 +1 +500 " "$mux" || fail "no multiplexed dispatch row"
-[[ $(grep -c "clients, round 2/2: done" "$out") -eq 8 ]] ||
+[[ $(grep -c "clients, round 2/2: done" "$out") -eq 9 ]] ||
   fail "--repeat=2 did not run every dispatch row twice"
 # One dispatch row alone, its agents multiplexed (A/B runs of a topology).
 only="$dir/tracker_bench_only.txt"
@@ -53,14 +57,27 @@ under_topology "$only" "disk +60 +1 +100 +1 +500 " "$mux" ||
 if "$bin" --quick --agents-per-connection=50 >/dev/null 2>&1; then
   fail "--agents-per-connection without a dispatch --only row was accepted"
 fi
+# One row of lean agents alone; lean agents are one connection each, and only in a dispatch row.
+lean_only="$dir/tracker_bench_lean.txt"
+run "$lean_only" "$bin" --quick --only=disk:20:100:2 --lean-agents
+under_topology "$lean_only" "disk +20 +2 +100 +1 +500 " \
+  "one connection per agent, 2 boards per agent, lean agents (HTTP/2 framed by hand, as lean as tvmgen)" ||
+  fail "--only=disk:20:100:2 --lean-agents did not print that row"
+for bad in "--lean-agents" "--only=submit:100 --lean-agents" \
+  "--only=disk:60:100 --agents-per-connection=50 --lean-agents"; do
+  # shellcheck disable=SC2086
+  if "$bin" --quick $bad >/dev/null 2>&1; then fail "'$bad' was accepted"; fi
+done
 # --vs-tvm without the peer: it says so and runs benchfarm's side alone (the tests do not need
 # TVM's tracker or python3-tornado).
 vs="$dir/tracker_bench_vs_tvm.txt"
 run "$vs" "$bin" --quick --vs-tvm=/nonexistent/tvm-tracker
 grep -q "no TVM tracker at /nonexistent/tvm-tracker" "$vs" || fail "--vs-tvm did not say the peer is absent"
 for boards in 10 50; do
-  grep -qE "^$boards +benchfarm +[0-9]+ +[0-9.]+ ms +[0-9.]+ us +[0-9.]+ us +[0-9.]+-[0-9.]+$" "$vs" ||
-    fail "no --vs-tvm benchfarm row for $boards boards with figures"
+  for side in "benchfarm" "benchfarm, lean agents"; do
+    grep -qE "^$boards +$side +[0-9]+ +[0-9.]+ ms +[0-9.]+ us +[0-9.]+ us +[0-9.]+-[0-9.]+$" "$vs" ||
+      fail "no --vs-tvm '$side' row for $boards boards with figures"
+  done
   grep -q "load [0-9.]* at the start" "$vs" || fail "--vs-tvm did not print the load at a start"
 done
 if grep -q "TVM + TCP_NODELAY  " "$vs"; then fail "--vs-tvm printed TVM rows without TVM"; fi
