@@ -764,6 +764,7 @@ bool DispatchScenario(const std::string& tracker_path, const std::string& databa
   row->bench_cpu_s = SelfCpuSeconds() - bench_cpu0;
   row->trials = drain;
   // Every board of every agent was offered work.
+  if (absl::MutexLock lock(&board.mu); ok && failed()) ok = false;  // a connection lost at the end
   int64_t offered = lean.BoardsOffered();
   for (auto& sim : sims) offered += sim->BoardsOffered();
   if (ok && offered != farm) {
@@ -1551,7 +1552,7 @@ int VsTvmMain(const std::string& tracker, const Stores& stores, const std::strin
       "the same with 16 boards per agent on its connection (the\nboards rounded up to whole "
       "agents), taking a message's offers together and answering them in one message.\nLean "
       "agents: the same agents of one board on HTTP/2 framed by hand (WireAgents: one thread, no "
-      "gRPC\nclient, no window updates sent), as lean as tvmgen, so the tracker has the CPU "
+      "gRPC\nclient, no window update per message), as lean as tvmgen, so the tracker has the CPU "
       "gRPC's client would take.\n"
       "TVM: v0.18's RPC tracker (Python, one thread; stores nothing) and tvmgen: a server per "
       "board "

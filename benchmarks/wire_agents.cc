@@ -123,7 +123,7 @@ WireAgents::WireAgents(Board* board, Options options) : board_(board), options_(
 WireAgents::~WireAgents() { Stop(); }
 
 absl::Status WireAgents::Start(const std::string& address, int agents, int boards) {
-  if (!conns_.empty() || thread_.joinable()) {
+  if (epoll_ >= 0 || !conns_.empty() || thread_.joinable()) {
     return absl::FailedPreconditionError("WireAgents started twice");
   }
   const size_t colon = address.rfind(':');
@@ -231,7 +231,10 @@ void WireAgents::Loop() {
     const int n = epoll_wait(epoll_, events, 256, -1);
     if (n < 0) {
       if (errno == EINTR) continue;
-      std::fprintf(stderr, "WireAgents: epoll_wait: %s\n", strerror(errno));
+      const std::string why = absl::StrCat("WireAgents: epoll_wait: ", strerror(errno));
+      std::fprintf(stderr, "%s\n", why.c_str());
+      absl::MutexLock lock(&board_->mu);
+      if (board_->failure.empty()) board_->failure = why;
       return;
     }
     for (int i = 0; i < n && !stopping_; ++i) {
@@ -308,16 +311,16 @@ bool WireAgents::Frame(Conn& c, uint8_t type, uint8_t flags, uint32_t stream, co
         Fail(c, "the tracker ended its stream");
         return false;
       }
-      // Granted back in halves of the window (never, in a bench's run: 2^31 - 1 bytes).
-      if (c.conn_received > kMaxWindow / 2) {
-        PutWindowUpdate(&c.out, 0, c.conn_received);
-        c.conn_received = 0;
-      }
-      if (c.stream_received > kMaxWindow / 2) {
+      const int taken = TakeMessages(c);
+      if (taken < 0) return false;
+      // As gRPC's client does once it has read a message: the bytes granted back, the stream's
+      // and the connection's (so the tracker reads what benchfarm's agent sends it).
+      if (taken > 0) {
         PutWindowUpdate(&c.out, kStream, c.stream_received);
-        c.stream_received = 0;
+        PutWindowUpdate(&c.out, 0, c.conn_received);
+        c.stream_received = c.conn_received = 0;
       }
-      return TakeMessages(c);
+      return true;
     }
     case kHeaders:
       if (stream == kStream && (flags & kEndStream)) {
@@ -340,6 +343,11 @@ bool WireAgents::Frame(Conn& c, uint8_t type, uint8_t flags, uint32_t stream, co
           c.stream_window += static_cast<int64_t>(value) - c.initial_window;
           c.initial_window = value;
         } else if (id == kSettingsMaxFrameSize) {
+          if (value < 16384 || value > 16777215) {
+            Fail(c, absl::StrCat("the tracker set SETTINGS_MAX_FRAME_SIZE to ", value,
+                                 ", outside 16384..16777215"));
+            return false;
+          }
           c.max_frame = value;
         }
       }
@@ -373,24 +381,26 @@ bool WireAgents::Frame(Conn& c, uint8_t type, uint8_t flags, uint32_t stream, co
   }
 }
 
-bool WireAgents::TakeMessages(Conn& c) {
+int WireAgents::TakeMessages(Conn& c) {
   size_t at = 0;
+  int taken = 0;
   while (c.messages.size() - at >= 5) {
     if (c.messages[at] != 0) {
       Fail(c, "the tracker sent a compressed message (none was asked for)");
-      return false;
+      return -1;
     }
     const uint32_t length = GetU32(c.messages.data() + at + 1);
     if (c.messages.size() - at - 5 < length) break;
     if (!in_.ParseFromArray(c.messages.data() + at + 5, static_cast<int>(length))) {
       Fail(c, "the tracker sent a TrackerMessage that does not parse");
-      return false;
+      return -1;
     }
     at += 5 + length;
+    ++taken;
     Handle(c);
   }
   c.messages.erase(0, at);
-  return true;
+  return taken;
 }
 
 void WireAgents::Handle(Conn& c) {

@@ -5,12 +5,14 @@
 // side-by-side run compares the trackers rather than their load generators.
 //
 // Each agent registers (Register.batched_acks and batched_offers as given) and answers every
-// offer at once with a result of 1 ms, as tracker_bench's SimAgent does on gRPC's client. What
-// they leave out is what a dispatch does not need: they never decode the tracker's headers
+// offer at once with a result of 1 ms, as tracker_bench's SimAgent does on gRPC's client, and,
+// as gRPC's client does, grants back the stream's and the connection's window after each message
+// it reads (two WINDOW_UPDATE frames): the tracker reads what it reads from benchfarm's agent.
+// What they leave out is what a dispatch does not need: they never decode the tracker's headers
 // (HPACK: only whether a stream ended matters), compress nothing, and have no TLS, deadlines or
-// retries. They keep to HTTP/2's flow control both ways, answer SETTINGS and PING, and a stream
-// or connection the tracker ends (trailers, RST_STREAM, GOAWAY, EOF) fails the run, said in
-// Board::failure.
+// retries. They keep to the tracker's flow control windows, answer SETTINGS and PING, and a
+// stream or connection the tracker ends (trailers, RST_STREAM, GOAWAY, EOF), or a setting out of
+// range, fails the run, said in Board::failure.
 
 #ifndef BENCHFARM_BENCHMARKS_WIRE_AGENTS_H_
 #define BENCHFARM_BENCHMARKS_WIRE_AGENTS_H_
@@ -60,7 +62,7 @@ class WireAgents {
   bool TakeFrames(Conn& c);
   bool Frame(Conn& c, uint8_t type, uint8_t flags, uint32_t stream, const char* payload,
              size_t length);
-  bool TakeMessages(Conn& c);
+  int TakeMessages(Conn& c);  // the messages taken, or -1 once failed
   void Handle(Conn& c);
   void Answer(Conn& c, const std::vector<std::pair<std::string, int32_t>>& offers);
   void SendMessage(Conn& c);

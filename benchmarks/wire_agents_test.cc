@@ -12,6 +12,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -124,6 +126,51 @@ class FakeTracker {
   std::string address_;
 };
 
+// An HPACK integer with an N-bit prefix (RFC 7541 5.1) at `*at`, which moves past it.
+size_t HpackInt(const std::string& block, size_t* at, int prefix_bits) {
+  const size_t max = (size_t{1} << prefix_bits) - 1;
+  size_t value = static_cast<unsigned char>(block[(*at)++]) & max;
+  if (value < max) return value;
+  for (int shift = 0; *at < block.size(); shift += 7) {
+    const unsigned char b = static_cast<unsigned char>(block[(*at)++]);
+    value += size_t{b & 0x7fu} << shift;
+    if ((b & 0x80) == 0) break;
+  }
+  return value;
+}
+
+// A header block of literals without indexing, new names, not Huffman-coded (what WireAgents
+// sends): its fields in order, or an empty list if it is anything else.
+std::vector<std::pair<std::string, std::string>> DecodeLiterals(const std::string& block) {
+  std::vector<std::pair<std::string, std::string>> fields;
+  size_t at = 0;
+  while (at < block.size()) {
+    if (block[at++] != '\0') return {};
+    std::string strings[2];
+    for (std::string& str : strings) {
+      if (at >= block.size() || (static_cast<unsigned char>(block[at]) & 0x80) != 0) return {};
+      const size_t n = HpackInt(block, &at, 7);
+      if (block.size() - at < n) return {};
+      str = block.substr(at, n);
+      at += n;
+    }
+    fields.emplace_back(strings[0], strings[1]);
+  }
+  return fields;
+}
+
+// The two WINDOW_UPDATE frames a message read is followed by: the stream's and the connection's,
+// each granting `bytes` back.
+void ExpectWindowUpdates(FakeTracker* tracker, uint32_t bytes) {
+  for (uint32_t stream : {1u, 0u}) {
+    Frame update = tracker->ReadFrame();
+    EXPECT_EQ(update.type, 0x8);
+    EXPECT_EQ(update.stream, stream);
+    ASSERT_EQ(update.payload.size(), 4u);
+    EXPECT_EQ(U32(update.payload, 0), bytes) << "stream " << stream;
+  }
+}
+
 // Waits (up to 10 s) for the board to satisfy `done`.
 template <typename F>
 bool AwaitBoard(Board* board, F done) {
@@ -145,7 +192,9 @@ TEST(WireAgents, RegistersAnswersOffersWithinTheWindowAndReportsGoaway) {
   EXPECT_EQ(tracker.ReadBytes(24), "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
   Frame settings = tracker.ReadFrame();
   EXPECT_EQ(settings.type, 0x4);
-  EXPECT_EQ(settings.payload.size(), 12u);
+  EXPECT_EQ(settings.stream, 0u);
+  // ENABLE_PUSH 0, INITIAL_WINDOW_SIZE 2^31 - 1.
+  EXPECT_EQ(settings.payload, std::string({0, 2, 0, 0, 0, 0, 0, 4}) + Be32(0x7fffffff));
   Frame window = tracker.ReadFrame();
   EXPECT_EQ(window.type, 0x8);
   EXPECT_EQ(window.stream, 0u);
@@ -153,8 +202,17 @@ TEST(WireAgents, RegistersAnswersOffersWithinTheWindowAndReportsGoaway) {
   Frame headers = tracker.ReadFrame();
   EXPECT_EQ(headers.type, 0x1);
   EXPECT_EQ(headers.stream, 1u);
-  EXPECT_TRUE(absl::StrContains(headers.payload, "/benchfarm.v1.TrackerAgent/Connect"));
-  EXPECT_TRUE(absl::StrContains(headers.payload, "application/grpc"));
+  EXPECT_EQ(headers.flags, 0x4);  // END_HEADERS
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {":method", "POST"},
+      {":scheme", "http"},
+      {":path", "/benchfarm.v1.TrackerAgent/Connect"},
+      {":authority", tracker.address()},
+      {"content-type", "application/grpc"},
+      {"te", "trailers"},
+      {"user-agent", "benchfarm-wire-agents"},
+  };
+  EXPECT_EQ(DecodeLiterals(headers.payload), want);
   Frame hello = tracker.ReadFrame();
   ASSERT_EQ(hello.type, 0x0);
   ASSERT_GE(hello.payload.size(), 5u);
@@ -184,8 +242,10 @@ TEST(WireAgents, RegistersAnswersOffersWithinTheWindowAndReportsGoaway) {
 
   v1::TrackerMessage registered;
   registered.mutable_registered()->set_batched_results(true);
-  tracker.Write(FrameBytes(0x0, 0, 1, GrpcMessage(registered)));
+  const std::string registered_bytes = GrpcMessage(registered);
+  tracker.Write(FrameBytes(0x0, 0, 1, registered_bytes));
   ASSERT_TRUE(AwaitBoard(&board, [](Board& b) { return b.registered == 1; }));
+  ExpectWindowUpdates(&tracker, static_cast<uint32_t>(registered_bytes.size()));
 
   // Two offers in one message, split over two DATA frames, the first padded.
   v1::TrackerMessage offers;
@@ -197,14 +257,17 @@ TEST(WireAgents, RegistersAnswersOffersWithinTheWindowAndReportsGoaway) {
   second->set_attempt(3);
   second->set_board_id("agent-0-board1");
   const std::string message = GrpcMessage(offers);
-  tracker.Write(FrameBytes(0x0, 0x8, 1, std::string(1, '\3') + message.substr(0, 7) + "pad"));
+  const std::string padded = std::string(1, '\3') + message.substr(0, 7) + "pad";
+  tracker.Write(FrameBytes(0x0, 0x8, 1, padded));
   tracker.Write(FrameBytes(0x0, 0, 1, message.substr(7)));
 
   // The answer: one message of both results, its first 10 bytes as far as the window goes, the
-  // rest once the tracker grants more.
+  // rest once the tracker grants more; after it, the two frames' bytes (the padding too) granted
+  // back.
   Frame first = tracker.ReadFrame();
   ASSERT_EQ(first.type, 0x0);
   EXPECT_EQ(first.payload.size(), window_left);
+  ExpectWindowUpdates(&tracker, static_cast<uint32_t>(padded.size() + message.size() - 7));
   EXPECT_TRUE(tracker.Quiet(absl::Milliseconds(200)));
   tracker.Write(FrameBytes(0x8, 0, 1, Be32(1000)));
   std::string answer = first.payload;
@@ -237,8 +300,10 @@ TEST(WireAgents, RegistersAnswersOffersWithinTheWindowAndReportsGoaway) {
   acks_and_offer.mutable_offer()->set_job_id("job-c");
   acks_and_offer.mutable_offer()->set_attempt(1);
   acks_and_offer.mutable_offer()->set_board_id("agent-0-board");
-  tracker.Write(FrameBytes(0x0, 0, 1, GrpcMessage(acks_and_offer)));
+  const std::string acks_and_offer_bytes = GrpcMessage(acks_and_offer);
+  tracker.Write(FrameBytes(0x0, 0, 1, acks_and_offer_bytes));
   ASSERT_TRUE(AwaitBoard(&board, [](Board& b) { return b.acked == 2; }));
+  ExpectWindowUpdates(&tracker, static_cast<uint32_t>(acks_and_offer_bytes.size()));
   EXPECT_TRUE(tracker.Quiet(absl::Milliseconds(200)));
   agents.Resume();
   Frame held = tracker.ReadFrame();
@@ -254,6 +319,57 @@ TEST(WireAgents, RegistersAnswersOffersWithinTheWindowAndReportsGoaway) {
   absl::MutexLock lock(&board.mu);
   EXPECT_TRUE(absl::StrContains(board.failure, "agent-0: the tracker sent GOAWAY"));
   EXPECT_TRUE(absl::StrContains(board.failure, "draining"));
+}
+
+// A registration larger than the connection's and the stream's first windows (65,535 bytes each)
+// goes out in frames of at most 16,384 bytes until both are spent, and the rest only once the
+// tracker has granted more on both.
+TEST(WireAgents, ALargeRegistrationWaitsForBothWindowsInFramesOfTheMaximumSize) {
+  FakeTracker tracker;
+  Board board;
+  WireAgents agents(&board, {});
+  ASSERT_TRUE(agents.Start(tracker.address(), 1, 3000).ok());
+  tracker.Accept();
+  ASSERT_EQ(tracker.ReadBytes(24).size(), 24u);
+  for (int i = 0; i < 3; ++i) tracker.ReadFrame();  // SETTINGS, WINDOW_UPDATE, HEADERS
+  std::string registration;
+  while (registration.size() < 65535) {
+    Frame data = tracker.ReadFrame();
+    ASSERT_EQ(data.type, 0x0);
+    EXPECT_LE(data.payload.size(), 16384u);
+    registration += data.payload;
+  }
+  EXPECT_EQ(registration.size(), 65535u);
+  EXPECT_TRUE(tracker.Quiet(absl::Milliseconds(200)));
+  tracker.Write(FrameBytes(0x8, 0, 1, Be32(1 << 20)));  // the stream's window: not enough
+  EXPECT_TRUE(tracker.Quiet(absl::Milliseconds(200)));
+  tracker.Write(FrameBytes(0x8, 0, 0, Be32(1 << 20)));  // and the connection's
+  ASSERT_GE(registration.size(), 5u);
+  const size_t length = 5 + U32(registration, 1);
+  ASSERT_GT(length, 65535u);
+  while (registration.size() < length) {
+    Frame data = tracker.ReadFrame();
+    ASSERT_EQ(data.type, 0x0);
+    EXPECT_LE(data.payload.size(), 16384u);
+    registration += data.payload;
+  }
+  v1::AgentMessage m;
+  ASSERT_TRUE(m.ParseFromString(registration.substr(5)));
+  EXPECT_EQ(m.register_().boards_size(), 3000);
+  EXPECT_EQ(m.register_().boards(2999).board_id(), "agent-0-board2999");
+}
+
+// A tracker's setting out of HTTP/2's range fails the agent rather than being obeyed.
+TEST(WireAgents, AMaxFrameSizeOutOfRangeIsRefused) {
+  FakeTracker tracker;
+  Board board;
+  WireAgents agents(&board, {});
+  ASSERT_TRUE(agents.Start(tracker.address(), 1, 1).ok());
+  tracker.Accept();
+  tracker.Write(FrameBytes(0x4, 0, 0, std::string{0, 5} + Be32(0)));
+  ASSERT_TRUE(AwaitBoard(&board, [](Board& b) { return !b.failure.empty(); }));
+  absl::MutexLock lock(&board.mu);
+  EXPECT_TRUE(absl::StrContains(board.failure, "SETTINGS_MAX_FRAME_SIZE to 0")) << board.failure;
 }
 
 TEST(WireAgents, ATrackerThatEndsTheStreamOrIsAbsentIsSaid) {
@@ -278,7 +394,10 @@ TEST(WireAgents, ATrackerThatEndsTheStreamOrIsAbsentIsSaid) {
   }
   const absl::Status s = agents.Start(address, 1, 1);
   EXPECT_TRUE(absl::IsUnavailable(s)) << s;
-  EXPECT_TRUE(absl::IsInvalidArgument(agents.Start("localhost", 1, 1)));
+  // Once only, even after a failed start.
+  EXPECT_TRUE(absl::IsFailedPrecondition(agents.Start(address, 1, 1)));
+  WireAgents unstarted(&board, {});
+  EXPECT_TRUE(absl::IsInvalidArgument(unstarted.Start("localhost", 1, 1)));
 }
 
 }  // namespace
