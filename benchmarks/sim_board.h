@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 
 namespace benchfarm::bench {
@@ -25,6 +26,11 @@ struct Board {
   // Why an agent's connection or stream ended before the run did (WireAgents), or empty.
   std::string failure ABSL_GUARDED_BY(mu);
 };
+
+// The id of a simulated agent's board b: "AGENT-board", "AGENT-board1", ...
+inline std::string BoardId(const std::string& agent_id, int b) {
+  return b == 0 ? agent_id + "-board" : absl::StrCat(agent_id, "-board", b);
+}
 
 }  // namespace benchfarm::bench
 

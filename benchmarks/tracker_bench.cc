@@ -199,7 +199,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Trac
     hello.mutable_register_()->set_batched_offers(g_batched_offers);
     for (int b = 0; b < boards_; ++b) {
       v1::BoardRegistration* r = hello.mutable_register_()->add_boards();
-      r->set_board_id(b == 0 ? id_ + "-board" : absl::StrCat(id_, "-board", b));
+      r->set_board_id(bench::BoardId(id_, b));
       r->set_kind(kind_);
     }
     for (const v1::JobOffer& offer : held) {

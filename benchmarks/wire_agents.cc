@@ -185,7 +185,7 @@ absl::Status WireAgents::Start(const std::string& address, int agents, int board
     r->set_batched_offers(options_.batched_offers);
     for (int b = 0; b < boards; ++b) {
       v1::BoardRegistration* board = r->add_boards();
-      board->set_board_id(b == 0 ? c->id + "-board" : absl::StrCat(c->id, "-board", b));
+      board->set_board_id(BoardId(c->id, b));
       board->set_kind("host");
     }
     SendMessage(*c);
@@ -410,21 +410,16 @@ void WireAgents::Handle(Conn& c) {
     c.batched_results = options_.batched_offers && in_.registered().batched_results();
   }
   std::vector<std::pair<std::string, int32_t>> offers;
+  auto take = [&](const v1::JobOffer& offer) {
+    offers.emplace_back(offer.job_id(), offer.attempt());
+    if (static_cast<int>(c.offered_boards.size()) < boards_ &&
+        c.offered_boards.insert(offer.board_id()).second) {
+      ++boards_offered_;
+    }
+  };
   if (in_.has_offer()) {
-    offers.reserve(1 + static_cast<size_t>(in_.offers_size()));
-    offers.emplace_back(in_.offer().job_id(), in_.offer().attempt());
-    for (const v1::JobOffer& offer : in_.offers()) {
-      offers.emplace_back(offer.job_id(), offer.attempt());
-    }
-    if (static_cast<int>(c.offered_boards.size()) < boards_) {
-      if (c.offered_boards.insert(in_.offer().board_id()).second) ++boards_offered_;
-      for (const v1::JobOffer& offer : in_.offers()) {
-        if (static_cast<int>(c.offered_boards.size()) < boards_ &&
-            c.offered_boards.insert(offer.board_id()).second) {
-          ++boards_offered_;
-        }
-      }
-    }
+    take(in_.offer());
+    for (const v1::JobOffer& offer : in_.offers()) take(offer);
   }
   if (acks > 0 || in_.has_registered() || !offers.empty()) {
     absl::MutexLock lock(&board_->mu);
@@ -494,26 +489,23 @@ void WireAgents::Flush(Conn& c) {
         Fail(c, absl::StrCat("writing its connection: ", strerror(errno)));
         return;
       }
-      if (!c.want_out) {
-        epoll_event event{};
-        event.events = EPOLLIN | EPOLLOUT;
-        event.data.u64 = c.tag;
-        epoll_ctl(epoll_, EPOLL_CTL_MOD, c.fd, &event);
-        c.want_out = true;
-      }
+      WantOut(c, true);
       return;
     }
     c.out_sent += static_cast<size_t>(n);
   }
   c.out.clear();
   c.out_sent = 0;
-  if (c.want_out) {
-    epoll_event event{};
-    event.events = EPOLLIN;
-    event.data.u64 = c.tag;
-    epoll_ctl(epoll_, EPOLL_CTL_MOD, c.fd, &event);
-    c.want_out = false;
-  }
+  WantOut(c, false);
+}
+
+void WireAgents::WantOut(Conn& c, bool want) {
+  if (c.want_out == want) return;
+  epoll_event event{};
+  event.events = want ? EPOLLIN | EPOLLOUT : EPOLLIN;
+  event.data.u64 = c.tag;
+  epoll_ctl(epoll_, EPOLL_CTL_MOD, c.fd, &event);
+  c.want_out = want;
 }
 
 void WireAgents::Fail(Conn& c, const std::string& why) {

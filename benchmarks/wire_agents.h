@@ -68,6 +68,7 @@ class WireAgents {
   void SendMessage(Conn& c);
   void MoveToWire(Conn& c);
   void Flush(Conn& c);
+  void WantOut(Conn& c, bool want);  // EPOLLOUT armed or not
   void Fail(Conn& c, const std::string& why);
 
   Board* const board_;
