@@ -166,21 +166,22 @@ TEST_F(RpcClientTest, DeviceInfoNamesTheThreadCpuClockAndTheCalibrationKernel) {
 TEST_F(RpcClientTest, CalibrationTimeGrowsWithIterations) {
   // The board times with its thread's CPU clock, so other processes on its CPU add little; but
   // on a VM about one run in ten still takes up to 1.6x longer (the hypervisor's neighbours), and
-  // this machine runs other builds. So: 10M and 20M interleaved, the least of each, loose bounds.
-  double t10 = 1e9, t20 = 1e9;
+  // this machine runs other builds (one CI run saw 10M and 20M at 1.38x). So: 10M and 40M
+  // interleaved, the least of each, bounds half and twice the 4x the work says.
+  double t10 = 1e9, t40 = 1e9;
   for (int i = 0; i < 5; ++i) {
-    for (auto [n, best] : {std::pair<int64_t, double*>{10'000'000, &t10}, {20'000'000, &t20}}) {
+    for (auto [n, best] : {std::pair<int64_t, double*>{10'000'000, &t10}, {40'000'000, &t40}}) {
       absl::StatusOr<double> s = client_->Calibrate(n, Soon());
       ASSERT_TRUE(s.ok()) << s.status();
       EXPECT_GT(*s, 0);
       *best = std::min(*best, *s);
     }
   }
-  EXPECT_GE(t20 / t10, 1.5) << t10 << " s for 10M, " << t20 << " s for 20M";
-  EXPECT_LE(t20 / t10, 2.5) << t10 << " s for 10M, " << t20 << " s for 20M";
+  EXPECT_GE(t40 / t10, 2.0) << t10 << " s for 10M, " << t40 << " s for 40M";
+  EXPECT_LE(t40 / t10, 8.0) << t10 << " s for 10M, " << t40 << " s for 40M";
   // 1 cycle per iteration (x86-64): a core clock between 0.3 and 10 GHz.
-  const double hz = 20e6 / t20;
-  std::printf("calibration: 10M iterations %.6f s, 20M %.6f s: %.4g iterations/s\n", t10, t20, hz);
+  const double hz = 40e6 / t40;
+  std::printf("calibration: 10M iterations %.6f s, 40M %.6f s: %.4g iterations/s\n", t10, t40, hz);
   EXPECT_GT(hz, 3e8);
   EXPECT_LT(hz, 1e10);
 }

@@ -129,6 +129,11 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
         // Offers ride together only where acknowledgements ride too: the wait for one is what
         // gathers them (WriteNextLocked).
         batched_offers_ = batched_acks_ && m.register_().batched_offers();
+        // An agent of one board has nothing for that wait to gather: its board's next offer goes
+        // at once (the board works while the result is stored, and more results share each
+        // fsync), and the acknowledgement rides on the offer after it instead (WriteNextLocked).
+        offers_wait_for_acks_ = batched_acks_ && m.register_().boards_size() > 1;
+        acks_wait_for_offers_ = batched_acks_ && m.register_().boards_size() == 1;
       }
       service_->Poke(m.register_().agent_id());
       return grpc::Status::OK;
@@ -149,10 +154,18 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
       case v1::AgentMessage::kBoard:
         queue->RecordFlashes(agent, m.board());
         break;
-      case v1::AgentMessage::kHeartbeat:
+      case v1::AgentMessage::kHeartbeat: {
         queue->Touch(agent, std::vector<v1::HeldAttempt>(m.heartbeat().held().begin(),
                                                          m.heartbeat().held().end()));
+        // Acknowledgements held for an offer whose result may never come (its job cancelled):
+        // they go now, at the latest a heartbeat after they were ready.
+        absl::MutexLock lock(&mu_);
+        if (!acks_.empty()) {
+          flush_acks_ = true;
+          WriteNextLocked();
+        }
         break;
+      }
       case v1::AgentMessage::kAck:
         queue->Touch(agent, m.ack().job_id(), m.ack().attempt());
         break;
@@ -179,8 +192,14 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
     }
     if (!answers.acks.empty()) {
       // Their boards are free now: their next jobs are taken at once, from this thread (no
-      // dispatcher wake-up), and go out with the acknowledgements once the results are stored.
+      // dispatcher wake-up), and go out with the acknowledgements once the results are stored
+      // (an agent of one board: with those held for it). With no next job, the held ones go
+      // alone.
       Pump();
+      {
+        absl::MutexLock lock(&mu_);
+        WriteNextLocked();
+      }
       answers.Flush(this);
     }
     return grpc::Status::OK;
@@ -199,10 +218,18 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
       if (acks.empty()) return;
       GroupCommit::Ticket newest = 0;
       for (const auto& [ticket, ack] : acks) newest = std::max(newest, ticket);
+      bool urgent;
+      {
+        absl::MutexLock lock(&stream->mu_);
+        // Held to ride on the board's next offer anyway: the commit may gather.
+        urgent = !stream->acks_wait_for_offers_;
+      }
       stream->service_->queue()->WhenDurable(
-          newest, [stream, acks = std::move(acks)](absl::Status stored) mutable {
+          newest,
+          [stream, acks = std::move(acks)](absl::Status stored) mutable {
             stream->Answer(std::move(acks), stored);
-          });
+          },
+          urgent);
       acks.clear();
     }
   };
@@ -212,6 +239,10 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   grpc::Status HandleResult(const std::string& agent, const v1::JobResult& result,
                             Answers* answers) {
     JobQueue* queue = service_->queue();
+    {
+      absl::MutexLock lock(&mu_);
+      offer_out_ = false;  // the board's offer is answered (acks_wait_for_offers_)
+    }
     bool superseded = false;
     GroupCommit::Ticket ticket = 0;
     absl::Status s = queue->ReportResult(agent, result, &superseded, &ticket);
@@ -295,9 +326,10 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
 
   // Starts the next write, or — once the stream is closing and nothing more can or need be
   // written — finishes it (exactly once; gRPC then calls OnDone). With batched acks, the
-  // acknowledgements ready ride on the next message, and an offer waits while results are
-  // being stored until one of their acknowledgements can ride on it (one message where there
-  // were two; they are stored within a group commit).
+  // acknowledgements ready ride on the next message, and, for an agent of several boards, an
+  // offer waits while results are being stored until one of their acknowledgements can ride on
+  // it (one message where there were two; they are stored within a group commit), gathering the
+  // offers of the boards that finish meanwhile.
   void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (writing_) return;
     if (write_failed_ || (closing_ && !final_status_.ok())) {
@@ -311,10 +343,17 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
       }
       return;
     }
-    if (batched_acks_ && !outbox_.empty() && outbox_.front().has_offer() && acks_.empty() &&
+    if (offers_wait_for_acks_ && !outbox_.empty() && outbox_.front().has_offer() && acks_.empty() &&
         awaiting_store_ > 0) {
       return;  // Answer brings the acknowledgement
     }
+    // An agent of one board whose board holds an offer: its acknowledgements ride on the
+    // board's next offer (sent when that offer's result comes), unless the stream is closing or
+    // a heartbeat came.
+    if (acks_wait_for_offers_ && outbox_.empty() && offer_out_ && !closing_ && !flush_acks_) {
+      return;
+    }
+    flush_acks_ = false;
     if (outbox_.empty()) {
       current_.Clear();
     } else {
@@ -336,6 +375,8 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
     }
     for (v1::ResultAck& ack : acks_) *current_.add_acks() = std::move(ack);
     acks_.clear();
+    if (current_.has_offer()) offer_out_ = true;
+    if (current_.has_cancel()) offer_out_ = false;  // no result need come
     writing_ = true;
     StartWrite(&current_);
   }
@@ -354,8 +395,12 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   absl::Mutex pump_mu_;  // taken before mu_
   absl::Mutex mu_;
   std::string agent_id_ ABSL_GUARDED_BY(mu_);
-  bool batched_acks_ ABSL_GUARDED_BY(mu_) = false;    // the agent reads TrackerMessage.acks
-  bool batched_offers_ ABSL_GUARDED_BY(mu_) = false;  // ... and TrackerMessage.offers
+  bool batched_acks_ ABSL_GUARDED_BY(mu_) = false;          // the agent reads TrackerMessage.acks
+  bool batched_offers_ ABSL_GUARDED_BY(mu_) = false;        // ... and TrackerMessage.offers
+  bool offers_wait_for_acks_ ABSL_GUARDED_BY(mu_) = false;  // batched acks, more than one board
+  bool acks_wait_for_offers_ ABSL_GUARDED_BY(mu_) = false;  // batched acks, one board
+  bool offer_out_ ABSL_GUARDED_BY(mu_) = false;   // an offer sent, its result not read yet
+  bool flush_acks_ ABSL_GUARDED_BY(mu_) = false;  // a heartbeat came: held acks go now
   std::deque<v1::TrackerMessage> outbox_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::ResultAck> acks_ ABSL_GUARDED_BY(mu_);  // to ride on the next message
   v1::TrackerMessage current_ ABSL_GUARDED_BY(mu_);

@@ -82,13 +82,14 @@ absl::Status GroupCommit::Refused() const {
                    "); the change is kept and stored when it works again: try again later"));
 }
 
-void GroupCommit::WhenDurable(Ticket ticket, Done done) {
+void GroupCommit::WhenDurable(Ticket ticket, Done done, bool urgent) {
   absl::Status now;
   {
     absl::MutexLock lock(&mu_);
     if (ticket > durable_) {
       if (stats_.problem.empty()) {
-        waiters_[ticket].push_back(std::move(done));
+        waiters_[ticket].push_back(Waiter{std::move(done), urgent});
+        if (urgent) ++urgent_waiters_;
         return;
       }
       now = Refused();
@@ -145,6 +146,15 @@ void GroupCommit::Run() {
       mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
       if (pending_.empty() && stopping_) return;
       if (pending_.empty() || (!stopping_ && absl::Now() < next_try_)) continue;
+      // Close behind the last commit, with no one waiting urgently: what comes in meanwhile
+      // joins this one (until someone does).
+      if (const absl::Time gathered = last_start_ + options_.min_interval;
+          !stopping_ && stats_.problem.empty() && urgent_waiters_ == 0 && absl::Now() < gathered) {
+        auto go = [this]()
+                      ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_ || urgent_waiters_ > 0; };
+        mu_.AwaitWithDeadline(absl::Condition(&go), gathered);
+      }
+      last_start_ = absl::Now();
       if (stopping_) {
         if (last_try) {
           spdlog::error("database: {} changes could not be stored before stopping ({})",
@@ -208,7 +218,10 @@ void GroupCommit::Run() {
       // Waiters of the batch's tickets (on failure: and of every ticket, the store failing).
       auto end = status.ok() ? waiters_.upper_bound(upto) : waiters_.end();
       for (auto it = waiters_.begin(); it != end; ++it) {
-        for (Done& done : it->second) decided.push_back(std::move(done));
+        for (Waiter& w : it->second) {
+          if (w.urgent) --urgent_waiters_;
+          decided.push_back(std::move(w.done));
+        }
       }
       waiters_.erase(waiters_.begin(), end);
     }

@@ -47,6 +47,11 @@ namespace benchfarm::tracker {
 struct GroupCommitOptions {
   // While the store refuses writes: how often the pending batch is tried again.
   absl::Duration retry = absl::Seconds(1);
+  // The least time from one commit's start to the next's while no one waits urgently for what
+  // is pending (WhenDurable's `urgent`): a change put after a quiet spell is committed at once,
+  // and under a steady stream of changes that can wait each commit gathers this long's worth
+  // (one fsync for more changes; 0: commit whenever the last one is done).
+  absl::Duration min_interval = absl::Milliseconds(3);
 };
 
 // What the commit thread did (for /metrics and the bench).
@@ -82,8 +87,10 @@ class GroupCommit {
 
   // Calls done(OK) once every change up to `ticket` is durable, or done(Unavailable naming the
   // cause) when a commit holding it fails or the store is failing already (the change stays
-  // pending). Ticket 0 or one already durable: at once.
-  void WhenDurable(Ticket ticket, Done done);
+  // pending). Ticket 0 or one already durable: at once. Not `urgent`: the answer may wait for a
+  // commit that gathers changes for up to min_interval (no one is held up by it); an urgent
+  // waiter has the commit that holds its change start as soon as the one before is done.
+  void WhenDurable(Ticket ticket, Done done, bool urgent = true);
   // The blocking form.
   absl::Status Wait(Ticket ticket);
 
@@ -107,9 +114,15 @@ class GroupCommit {
   absl::flat_hash_map<std::string, size_t> pending_boards_ ABSL_GUARDED_BY(mu_);  // -> index
   Ticket last_ ABSL_GUARDED_BY(mu_) = 0;
   Ticket durable_ ABSL_GUARDED_BY(mu_) = 0;
-  std::map<Ticket, std::vector<Done>> waiters_ ABSL_GUARDED_BY(mu_);
+  struct Waiter {
+    Done done;
+    bool urgent = true;
+  };
+  std::map<Ticket, std::vector<Waiter>> waiters_ ABSL_GUARDED_BY(mu_);
+  int64_t urgent_waiters_ ABSL_GUARDED_BY(mu_) = 0;  // of waiters_
   CommitStats stats_ ABSL_GUARDED_BY(mu_);
   absl::Time next_try_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time last_start_ = absl::InfinitePast();  // of the last commit (the commit thread's)
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -144,6 +144,50 @@ TEST_F(GroupCommitTest, PendingChangesAreStoredWhenItStops) {
   EXPECT_EQ(StoredState("b"), v1::QUEUED);
 }
 
+// Changes put soon after a commit started, with no one waiting urgently, wait for min_interval
+// and go together in the next; an urgent waiter ends that wait; one put after a quiet spell is
+// committed at once; stopping does not wait for the interval.
+TEST_F(GroupCommitTest, ChangesCloseBehindACommitAreGatheredUntilSomeoneIsUrgent) {
+  GroupCommitOptions options;
+  options.min_interval = absl::Seconds(2);
+  absl::Time stopped;
+  {
+    GroupCommit commit(flaky_.get(), options);
+    const absl::Time start = absl::Now();
+    ASSERT_TRUE(commit.Wait(commit.PutJob(1, true, Job("a", v1::QUEUED))).ok());
+    EXPECT_LT(absl::Now() - start, absl::Seconds(1)) << "the first commit waited";
+    // Not urgent: b and c wait for the interval, together.
+    commit.PutJob(2, true, Job("b", v1::QUEUED));
+    absl::Notification c_stored;
+    commit.WhenDurable(
+        commit.PutJob(3, true, Job("c", v1::QUEUED)), [&](absl::Status) { c_stored.Notify(); },
+        /*urgent=*/false);
+    ASSERT_TRUE(c_stored.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    EXPECT_GE(absl::Now() - start, absl::Seconds(2)) << "b and c did not wait to gather";
+    EXPECT_EQ(commit.Stats().commits, 2);  // a; then b and c together
+    // Close behind that commit: d gathers, until e's urgent waiter comes.
+    const absl::Time d_put = absl::Now();
+    absl::Notification d_stored;
+    commit.WhenDurable(
+        commit.PutJob(4, true, Job("d", v1::QUEUED)), [&](absl::Status) { d_stored.Notify(); },
+        /*urgent=*/false);
+    absl::SleepFor(absl::Milliseconds(100));
+    EXPECT_FALSE(d_stored.HasBeenNotified()) << "d did not gather";
+    ASSERT_TRUE(commit.Wait(commit.PutJob(5, true, Job("e", v1::QUEUED))).ok());
+    EXPECT_TRUE(d_stored.HasBeenNotified());
+    EXPECT_LT(absl::Now() - d_put, absl::Seconds(1)) << "e's urgent waiter waited for the interval";
+    CommitStats stats = commit.Stats();
+    EXPECT_EQ(stats.commits, 3);  // d and e together
+    EXPECT_EQ(stats.writes, 5);
+    // Pending when it stops: stored at once, not after the interval.
+    commit.PutJob(0, false, Job("a", v1::DONE));
+    stopped = absl::Now();
+  }
+  EXPECT_LT(absl::Now() - stopped, absl::Seconds(1)) << "stopping waited for the interval";
+  EXPECT_EQ(StoredState("a"), v1::DONE);
+  EXPECT_EQ(StoredState("e"), v1::QUEUED);
+}
+
 TEST_F(GroupCommitTest, AnAlreadyDurableTicketIsAnsweredAtOnce) {
   GroupCommit commit(flaky_.get(), {});
   bool called = false;

@@ -138,8 +138,9 @@ class JobQueue {
   // before destroying what those answers use (server, service).
   absl::Status Flush();
   // done(OK) once the change of `ticket` is stored; done(Unavailable) if the store is failing.
-  void WhenDurable(GroupCommit::Ticket ticket, GroupCommit::Done done) {
-    commit_.WhenDurable(ticket, std::move(done));
+  // Not `urgent`: see GroupCommit::WhenDurable.
+  void WhenDurable(GroupCommit::Ticket ticket, GroupCommit::Done done, bool urgent = true) {
+    commit_.WhenDurable(ticket, std::move(done), urgent);
   }
   // Every change up to this ticket is stored.
   GroupCommit::Ticket Durable() const { return commit_.durable(); }

@@ -89,14 +89,15 @@ TEST_F(ServiceTest, AgentGetsOffersAndResultsAreAcknowledged) {
   EXPECT_TRUE(WaitFor([&] { return ListedBoard("b1").state() == v1::OFFLINE; }));
 }
 
-// An agent that registers with batched_acks gets a result's acknowledgement with the offer of
-// the board's next job, in one message; with nothing to offer, the acknowledgement comes alone.
-// (The agents of the other tests do not ask: they get ResultAck messages.)
+// An agent of several boards that registers with batched_acks gets a result's acknowledgement
+// with the offer of the board's next job, in one message; with nothing to offer, the
+// acknowledgement comes alone. (Its second board is of a kind no trial asks for. The agents of
+// the other tests do not ask: they get ResultAck messages.)
 TEST_F(ServiceTest, BatchedAcksRideOnTheNextOffer) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   std::vector<std::string> ids = Submit(3, "r1");
   ASSERT_EQ(ids.size(), 3u);
-  v1::Register registration = Registration("agent-1", {Board("b1")});
+  v1::Register registration = Registration("agent-1", {Board("b1"), Board("b2", "idle-kind")});
   registration.set_batched_acks(true);
   auto agent = Agent(registration);
   std::optional<v1::TrackerMessage> m = agent->NextMessage();
@@ -126,23 +127,33 @@ TEST_F(ServiceTest, BatchedAcksRideOnTheNextOffer) {
   EXPECT_TRUE(agent->Close().ok());
 }
 
-// Only an agent that asked for batched acks has its offers wait for a result to be stored: while
-// the database is locked by another connection (the tracker's commit waits), an agent that did
-// not ask gets its board's next job at once, and one that did gets it with the acknowledgement
-// once the lock is gone.
-TEST_F(ServiceTest, OnlyBatchingAgentsOffersWaitForTheStore) {
+// Only an agent of several boards that asked for batched acks has its offers wait for a result
+// to be stored: while the database is locked by another connection (the tracker's commit waits),
+// an agent that did not ask, and an agent of one board that did, get their board's next job at
+// once (the latter its acknowledgement alone once stored); an agent of two boards that did gets
+// it with the acknowledgement once the lock is gone.
+TEST_F(ServiceTest, OnlyOffersOfAgentsOfSeveralBoardsWaitForTheStore) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
-  std::vector<std::string> ids = Submit(4, "r1");
-  ASSERT_EQ(ids.size(), 4u);
+  std::vector<std::string> ids = Submit(8, "r1");
+  ASSERT_EQ(ids.size(), 8u);
   auto plain = Agent(Registration("plain", {Board("p1")}));
   std::optional<v1::JobOffer> first = plain->NextOffer();
   ASSERT_TRUE(first.has_value());
-  v1::Register registration = Registration("batching", {Board("b1")});
+  v1::Register one_board = Registration("one-board", {Board("s1")});
+  one_board.set_batched_acks(true);
+  auto single = Agent(one_board);
+  std::optional<v1::TrackerMessage> m = single->NextMessage();
+  ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
+  const v1::JobOffer single_first = m->offer();
+  v1::Register registration = Registration("batching", {Board("b1"), Board("b2")});
   registration.set_batched_acks(true);
   auto batching = Agent(registration);
-  std::optional<v1::TrackerMessage> m = batching->NextMessage();
+  m = batching->NextMessage();
   ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
   const v1::JobOffer batched_first = m->offer();
+  m = batching->NextMessage();  // its other board's
+  ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
+  EXPECT_NE(m->offer().board_id(), batched_first.board_id());
 
   const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" +
                            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
@@ -160,14 +171,99 @@ TEST_F(ServiceTest, OnlyBatchingAgentsOffersWaitForTheStore) {
   std::optional<v1::JobOffer> second = plain->NextOffer();
   EXPECT_TRUE(second.has_value());
   EXPECT_FALSE(released.HasBeenNotified()) << "the plain agent's offer waited for the store";
+  ASSERT_TRUE(single->SendResult(single_first.job_id(), single_first.attempt(), v1::NO_ERROR));
+  m = single->NextMessage();
+  EXPECT_FALSE(released.HasBeenNotified()) << "the one-board agent's offer waited for the store";
+  ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
+  EXPECT_EQ(m->offer().board_id(), "s1");
+  EXPECT_EQ(m->acks_size(), 0) << "acknowledged before the result was stored";
+  const v1::JobOffer single_second = m->offer();
   ASSERT_TRUE(batching->SendResult(batched_first.job_id(), batched_first.attempt(), v1::NO_ERROR));
   m = batching->NextMessage();
   EXPECT_TRUE(released.HasBeenNotified());  // not before the result was stored
   ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
+  EXPECT_EQ(m->offer().board_id(), batched_first.board_id());
   ASSERT_EQ(m->acks_size(), 1);
   EXPECT_EQ(m->acks(0).job_id(), batched_first.job_id());
+  // The one-board agent's acknowledgement waits to ride on its board's next offer; a heartbeat
+  // has it sent alone.
+  ASSERT_TRUE(single->Heartbeat({{single_second.job_id(), single_second.attempt()}}));
+  m = single->NextMessage();
+  ASSERT_TRUE(m.has_value()) << "ended";
+  EXPECT_EQ(m->msg_case(), v1::TrackerMessage::MSG_NOT_SET) << m->DebugString();
+  ASSERT_EQ(m->acks_size(), 1) << m->DebugString();
+  EXPECT_EQ(m->acks(0).job_id(), single_first.job_id());
+  EXPECT_EQ(Get(single_first.job_id()).state(), v1::DONE);
   unlocker.join();
   EXPECT_TRUE(plain->AwaitAck(first->job_id()));
+}
+
+// The tracker's answer to GetJobLog comes once everything before it is stored and the
+// acknowledgements of the results stored with it are handed to their streams: a barrier.
+void AwaitStored(v1::Tracker::Stub* client, const std::string& job_id) {
+  v1::GetJobLogRequest request;
+  request.set_job_id(job_id);
+  v1::GetJobLogResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  (void)client->GetJobLog(&context, request, &response);  // the result has no log: NOT_FOUND
+}
+
+// An agent of one board that registers with batched_acks gets its board's next offer as soon as
+// it sends a result, and the result's acknowledgement, once stored, rides on the offer after
+// that (one message per trial, and the board never waits for the fsync); a heartbeat sends the
+// acknowledgements held so far alone; with no next job, they come alone.
+TEST_F(ServiceTest, AOneBoardAgentsAcknowledgementsRideOnTheOfferAfterTheNext) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  std::vector<std::string> ids = Submit(4, "r1");
+  ASSERT_EQ(ids.size(), 4u);
+  v1::Register registration = Registration("agent-1", {Board("b1")});
+  registration.set_batched_acks(true);
+  auto agent = Agent(registration);
+  std::optional<v1::TrackerMessage> m = agent->NextMessage();
+  ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
+  EXPECT_EQ(m->offer().job_id(), ids[0]);
+  // Result 0: offer 1 at once. Once result 0 is stored its acknowledgement is held, and rides
+  // on offer 2 (the next message), sent when result 1 comes.
+  ASSERT_TRUE(agent->SendResult(ids[0], 1, v1::NO_ERROR));
+  m = agent->NextMessage();
+  ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
+  EXPECT_EQ(m->offer().job_id(), ids[1]);
+  AwaitStored(client_.get(), ids[0]);
+  ASSERT_TRUE(agent->SendResult(ids[1], 1, v1::NO_ERROR));
+  m = agent->NextMessage();
+  ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
+  EXPECT_EQ(m->offer().job_id(), ids[2]);
+  ASSERT_GE(m->acks_size(), 1) << m->DebugString();
+  EXPECT_EQ(m->acks(0).job_id(), ids[0]);
+  // A heartbeat while offer 2 is out: result 1's acknowledgement (if it did not ride on offer 2)
+  // comes alone.
+  AwaitStored(client_.get(), ids[1]);
+  if (m->acks_size() == 1) {
+    ASSERT_TRUE(agent->Heartbeat({{ids[2], 1}}));
+    m = agent->NextMessage();
+    ASSERT_TRUE(m.has_value()) << "ended";
+    EXPECT_EQ(m->msg_case(), v1::TrackerMessage::MSG_NOT_SET) << m->DebugString();
+    ASSERT_EQ(m->acks_size(), 1) << m->DebugString();
+    EXPECT_EQ(m->acks(0).job_id(), ids[1]);
+  }
+  // Results 2 and 3: offer 3, then no job left: the acknowledgements come alone.
+  ASSERT_TRUE(agent->SendResult(ids[2], 1, v1::NO_ERROR));
+  m = agent->NextMessage();
+  ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
+  EXPECT_EQ(m->offer().job_id(), ids[3]);
+  std::set<std::string> acked;
+  for (const v1::ResultAck& ack : m->acks()) acked.insert(ack.job_id());
+  ASSERT_TRUE(agent->SendResult(ids[3], 1, v1::NO_ERROR));
+  while (acked.size() < 2) {
+    m = agent->NextMessage();
+    ASSERT_TRUE(m.has_value()) << "ended before every result was acknowledged";
+    EXPECT_EQ(m->msg_case(), v1::TrackerMessage::MSG_NOT_SET) << m->DebugString();
+    for (const v1::ResultAck& ack : m->acks()) acked.insert(ack.job_id());
+  }
+  EXPECT_EQ(acked, (std::set<std::string>{ids[2], ids[3]}));
+  for (const std::string& id : ids) EXPECT_EQ(Get(id).state(), v1::DONE);
+  EXPECT_TRUE(agent->Close().ok());
 }
 
 // A registration that asks for batched acknowledgements and offers, as benchfarm's agent does.
