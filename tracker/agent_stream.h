@@ -47,24 +47,28 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   // Sends offers and cancellations for this agent's free boards (the dispatcher's thread, or the
   // thread that read a result). One pump at a time: a cancellation one thread takes cannot
   // overtake the offer of its job another took.
-  void Pump() {
+  // Returns how many offers it sent.
+  int Pump() {
     absl::MutexLock pumping(&pump_mu_);
     std::string agent;
     {
       absl::MutexLock lock(&mu_);
-      if (closing_ || agent_id_.empty()) return;
+      if (closing_ || agent_id_.empty()) return 0;
       agent = agent_id_;
     }
+    int offered = 0;
     for (Offer& offer : service_->queue()->TakeOffers(agent)) {
       v1::TrackerMessage m;
       *m.mutable_offer() = std::move(offer.offer);
       Send(std::move(m));
+      ++offered;
     }
     for (std::string& job_id : service_->queue()->TakeCancels(agent)) {
       v1::TrackerMessage m;
       m.mutable_cancel()->set_job_id(std::move(job_id));
       Send(std::move(m));
     }
+    return offered;
   }
 
   void OnReadDone(bool ok) override {
@@ -191,16 +195,25 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
       if (!s.ok()) return s;
     }
     if (!answers.acks.empty()) {
-      // Their boards are free now: their next jobs are taken at once, from this thread (no
-      // dispatcher wake-up), and go out with the acknowledgements once the results are stored
-      // (an agent of one board: with those held for it). With no next job, the held ones go
-      // alone.
-      Pump();
+      // Nothing is written until the boards' next offers are queued (below), so that the
+      // acknowledgements can ride on them even if the store is quick.
       {
         absl::MutexLock lock(&mu_);
-        WriteNextLocked();
+        taking_offers_ = true;
       }
+      // The wait for the store before the offers: anything that waits for the store after the
+      // agent sees them is answered after these acknowledgements are in hand (GroupCommit calls
+      // a ticket's waiters in order).
       answers.Flush(this);
+      // Their boards are free now: their next jobs are taken at once, from this thread (no
+      // dispatcher wake-up), and go out with the acknowledgements once the results are stored
+      // (an agent of one board: at once, with those held for it). An agent of one board with no
+      // next job: nothing more comes for the held ones to ride on, and they go alone.
+      const int offered = Pump();
+      absl::MutexLock lock(&mu_);
+      taking_offers_ = false;
+      if (offered == 0) offer_out_ = false;
+      WriteNextLocked();
     }
     return grpc::Status::OK;
   }
@@ -218,11 +231,12 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
       if (acks.empty()) return;
       GroupCommit::Ticket newest = 0;
       for (const auto& [ticket, ack] : acks) newest = std::max(newest, ticket);
-      bool urgent;
+      bool urgent = false;
       {
         absl::MutexLock lock(&stream->mu_);
-        // Held to ride on the board's next offer anyway: the commit may gather.
-        urgent = !stream->acks_wait_for_offers_;
+        // Held to ride on the board's next offer anyway: the commit may gather. Not a
+        // superseded one: the offer that may follow of its job waits for it (WriteNextLocked).
+        urgent = !stream->acks_wait_for_offers_ || stream->superseded_awaiting_store_ > 0;
       }
       stream->service_->queue()->WhenDurable(
           newest,
@@ -239,10 +253,6 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   grpc::Status HandleResult(const std::string& agent, const v1::JobResult& result,
                             Answers* answers) {
     JobQueue* queue = service_->queue();
-    {
-      absl::MutexLock lock(&mu_);
-      offer_out_ = false;  // the board's offer is answered (acks_wait_for_offers_)
-    }
     bool superseded = false;
     GroupCommit::Ticket ticket = 0;
     absl::Status s = queue->ReportResult(agent, result, &superseded, &ticket);
@@ -260,6 +270,9 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
         // Keeps the stream open (and this reactor alive) until answered; with batched acks,
         // the offers sent meanwhile wait to carry the acknowledgement (WriteNextLocked).
         ++awaiting_store_;
+        // The agent notes a superseded result before it reads an offer of its job: with
+        // batched acks, every offer waits for this acknowledgement (WriteNextLocked).
+        if (superseded) ++superseded_awaiting_store_;
       }
       answers->Add(ticket, std::move(ack));
       return grpc::Status::OK;
@@ -296,6 +309,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
     const GroupCommit::Ticket durable = stored.ok() ? 0 : service_->queue()->Durable();
     absl::MutexLock lock(&mu_);
     awaiting_store_ -= static_cast<int>(acks.size());
+    for (const auto& [ticket, ack] : acks) superseded_awaiting_store_ -= ack.superseded() ? 1 : 0;
     if (!write_failed_ && !(closing_ && !final_status_.ok())) {
       for (auto& [ticket, ack] : acks) {
         if (!stored.ok() && ticket > durable) {
@@ -331,7 +345,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   // it (one message where there were two; they are stored within a group commit), gathering the
   // offers of the boards that finish meanwhile.
   void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (writing_) return;
+    if (writing_ || taking_offers_) return;
     if (write_failed_ || (closing_ && !final_status_.ok())) {
       outbox_.clear();
       acks_.clear();
@@ -343,8 +357,8 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
       }
       return;
     }
-    if (offers_wait_for_acks_ && !outbox_.empty() && outbox_.front().has_offer() && acks_.empty() &&
-        awaiting_store_ > 0) {
+    if (batched_acks_ && !outbox_.empty() && outbox_.front().has_offer() && awaiting_store_ > 0 &&
+        ((offers_wait_for_acks_ && acks_.empty()) || superseded_awaiting_store_ > 0)) {
       return;  // Answer brings the acknowledgement
     }
     // An agent of one board whose board holds an offer: its acknowledgements ride on the
@@ -405,10 +419,12 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   std::vector<v1::ResultAck> acks_ ABSL_GUARDED_BY(mu_);  // to ride on the next message
   v1::TrackerMessage current_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool taking_offers_ ABSL_GUARDED_BY(mu_) = false;  // Handle: results read, offers not yet taken
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;  // the read side ended (or a message was bad)
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   int awaiting_store_ ABSL_GUARDED_BY(mu_) = 0;  // results whose answer waits for the store
+  int superseded_awaiting_store_ ABSL_GUARDED_BY(mu_) = 0;  // ... of them, superseded
   grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
 };
 
