@@ -328,6 +328,36 @@ TEST_F(ServiceTest, BatchedOffersAndResultsTravelTogether) {
   EXPECT_TRUE(agent->Close().ok());
 }
 
+// The agent notes a result the tracker calls superseded (its attempt ended and the job queued
+// again) before it reads an offer of that job (agent.cc reads TrackerMessage.acks first). To an
+// agent of one board, whose next offer otherwise goes at once, the offer of the job's next
+// attempt waits for that acknowledgement and carries it.
+TEST_F(ServiceTest, ASupersededResultsAcknowledgementComesWithTheJobsNextOffer) {
+  JobQueueOptions options = HostOptions();
+  options.quarantine_threshold = 100;
+  ASSERT_NO_FATAL_FAILURE(StartServer(options));
+  std::vector<std::string> ids = Submit(1, "r1");
+  ASSERT_EQ(ids.size(), 1u);
+  auto agent = Agent(Batching(Registration("agent-1", {Board("b1")})));
+  std::vector<v1::JobOffer> offered = TakeOffers(agent.get(), 1);
+  ASSERT_EQ(offered.size(), 1u);
+  // One message: the attempt failed to flash (the job queues again, for the same board), then a
+  // copy of that attempt's result saying it measured (a resend from a spool, say): superseded.
+  v1::AgentMessage results = ResultsOf({offered[0], offered[0]});
+  results.mutable_results(0)->mutable_result()->clear_costs_s();
+  results.mutable_results(0)->mutable_result()->set_error_code(v1::FLASH_ERROR);
+  ASSERT_TRUE(agent->Send(results));
+  std::optional<v1::TrackerMessage> m = agent->NextMessage();
+  ASSERT_TRUE(m.has_value() && m->has_offer()) << (m ? m->DebugString() : "ended");
+  EXPECT_EQ(m->offer().job_id(), ids[0]);
+  EXPECT_EQ(m->offer().attempt(), 2);
+  ASSERT_EQ(m->acks_size(), 2) << "the offer came before the superseded acknowledgement: "
+                               << m->DebugString();
+  EXPECT_FALSE(m->acks(0).superseded());
+  EXPECT_TRUE(m->acks(1).superseded());
+  EXPECT_TRUE(agent->Close().ok());
+}
+
 // A message of more results than kMaxResultsPerMessage is refused, naming the limit: the stream
 // ends and nothing of it is taken.
 TEST_F(ServiceTest, AMessageOfTooManyResultsIsRefused) {
