@@ -185,37 +185,40 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
                           absl::StrCat("a message carries at most ", catalog::kMaxResultsPerMessage,
                                        " results, not ", results));
     }
+    if (!m.has_result() && m.results().empty()) return grpc::Status::OK;
+    // Nothing is written while the message's results are taken and the boards' next offers
+    // queued (the dispatcher may offer one of the jobs meanwhile), so that an offer cannot
+    // overtake the acknowledgement it must follow (a superseded one), and the acknowledgements
+    // can ride on the offers however quick the store.
+    {
+      absl::MutexLock lock(&mu_);
+      taking_offers_ = true;
+    }
     Answers answers;
-    if (m.has_result()) {
-      grpc::Status s = HandleResult(agent, m.result(), &answers);
-      if (!s.ok()) return s;
+    grpc::Status status = grpc::Status::OK;
+    if (m.has_result()) status = HandleResult(agent, m.result(), &answers);
+    for (int i = 0; status.ok() && i < m.results_size(); ++i) {
+      status = HandleResult(agent, m.results(i), &answers);
     }
-    for (const v1::JobResult& result : m.results()) {
-      grpc::Status s = HandleResult(agent, result, &answers);
-      if (!s.ok()) return s;
-    }
-    if (!answers.acks.empty()) {
-      // Nothing is written until the boards' next offers are queued (below), so that the
-      // acknowledgements can ride on them even if the store is quick.
-      {
-        absl::MutexLock lock(&mu_);
-        taking_offers_ = true;
-      }
+    int offered = 0;
+    const bool answered = status.ok() && !answers.acks.empty();  // (Flush empties answers)
+    if (answered) {
       // The wait for the store before the offers: anything that waits for the store after the
       // agent sees them is answered after these acknowledgements are in hand (GroupCommit calls
       // a ticket's waiters in order).
       answers.Flush(this);
       // Their boards are free now: their next jobs are taken at once, from this thread (no
       // dispatcher wake-up), and go out with the acknowledgements once the results are stored
-      // (an agent of one board: at once, with those held for it). An agent of one board with no
-      // next job: nothing more comes for the held ones to ride on, and they go alone.
-      const int offered = Pump();
-      absl::MutexLock lock(&mu_);
-      taking_offers_ = false;
-      if (offered == 0) offer_out_ = false;
-      WriteNextLocked();
+      // (an agent of one board: at once, with those held for it).
+      offered = Pump();
     }
-    return grpc::Status::OK;
+    absl::MutexLock lock(&mu_);
+    taking_offers_ = false;
+    // An agent of one board with no next job: nothing more comes for the held acknowledgements
+    // to ride on, and they go alone.
+    if (answered && offered == 0) offer_out_ = false;
+    WriteNextLocked();
+    return status;
   }
 
   // The acknowledgements of one message's results, answered together once the newest of their
@@ -419,7 +422,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   std::vector<v1::ResultAck> acks_ ABSL_GUARDED_BY(mu_);  // to ride on the next message
   v1::TrackerMessage current_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool taking_offers_ ABSL_GUARDED_BY(mu_) = false;  // Handle: results read, offers not yet taken
+  bool taking_offers_ ABSL_GUARDED_BY(mu_) = false;  // Handle: a message's results being taken
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;  // the read side ended (or a message was bad)
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
