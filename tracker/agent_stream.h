@@ -161,13 +161,12 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
       case v1::AgentMessage::kHeartbeat: {
         queue->Touch(agent, std::vector<v1::HeldAttempt>(m.heartbeat().held().begin(),
                                                          m.heartbeat().held().end()));
-        // Acknowledgements held for an offer whose result may never come (its job cancelled):
-        // they go now, at the latest a heartbeat after they were ready.
+        // Acknowledgements held for an offer whose result may never come (its job cancelled, a
+        // long trial): those ready go now, or, if none is, the next one goes as soon as it is;
+        // so each waits at most a heartbeat after it was ready.
         absl::MutexLock lock(&mu_);
-        if (!acks_.empty()) {
-          flush_acks_ = true;
-          WriteNextLocked();
-        }
+        flush_acks_ = true;
+        WriteNextLocked();
         break;
       }
       case v1::AgentMessage::kAck:
@@ -370,7 +369,6 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
     if (acks_wait_for_offers_ && outbox_.empty() && offer_out_ && !closing_ && !flush_acks_) {
       return;
     }
-    flush_acks_ = false;
     if (outbox_.empty()) {
       current_.Clear();
     } else {
@@ -390,6 +388,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
         }
       }
     }
+    if (!acks_.empty()) flush_acks_ = false;  // those a heartbeat asked for go now
     for (v1::ResultAck& ack : acks_) *current_.add_acks() = std::move(ack);
     acks_.clear();
     if (current_.has_offer()) offer_out_ = true;
@@ -417,7 +416,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   bool offers_wait_for_acks_ ABSL_GUARDED_BY(mu_) = false;  // batched acks, more than one board
   bool acks_wait_for_offers_ ABSL_GUARDED_BY(mu_) = false;  // batched acks, one board
   bool offer_out_ ABSL_GUARDED_BY(mu_) = false;   // an offer sent, its result not read yet
-  bool flush_acks_ ABSL_GUARDED_BY(mu_) = false;  // a heartbeat came: held acks go now
+  bool flush_acks_ ABSL_GUARDED_BY(mu_) = false;  // a heartbeat came: held acks (or the next) go
   std::deque<v1::TrackerMessage> outbox_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::ResultAck> acks_ ABSL_GUARDED_BY(mu_);  // to ride on the next message
   v1::TrackerMessage current_ ABSL_GUARDED_BY(mu_);
