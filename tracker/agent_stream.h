@@ -136,7 +136,6 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
         // An agent of one board has nothing for that wait to gather: its board's next offer goes
         // at once (the board works while the result is stored, and more results share each
         // fsync), and the acknowledgement rides on the offer after it instead (WriteNextLocked).
-        offers_wait_for_acks_ = batched_acks_ && m.register_().boards_size() > 1;
         acks_wait_for_offers_ = batched_acks_ && m.register_().boards_size() == 1;
       }
       service_->Poke(m.register_().agent_id());
@@ -360,7 +359,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
       return;
     }
     if (batched_acks_ && !outbox_.empty() && outbox_.front().has_offer() && awaiting_store_ > 0 &&
-        ((offers_wait_for_acks_ && acks_.empty()) || superseded_awaiting_store_ > 0)) {
+        ((!acks_wait_for_offers_ && acks_.empty()) || superseded_awaiting_store_ > 0)) {
       return;  // Answer brings the acknowledgement
     }
     // An agent of one board whose board holds an offer: its acknowledgements ride on the
@@ -411,10 +410,11 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
   absl::Mutex pump_mu_;  // taken before mu_
   absl::Mutex mu_;
   std::string agent_id_ ABSL_GUARDED_BY(mu_);
-  bool batched_acks_ ABSL_GUARDED_BY(mu_) = false;          // the agent reads TrackerMessage.acks
-  bool batched_offers_ ABSL_GUARDED_BY(mu_) = false;        // ... and TrackerMessage.offers
-  bool offers_wait_for_acks_ ABSL_GUARDED_BY(mu_) = false;  // batched acks, more than one board
-  bool acks_wait_for_offers_ ABSL_GUARDED_BY(mu_) = false;  // batched acks, one board
+  bool batched_acks_ ABSL_GUARDED_BY(mu_) = false;    // the agent reads TrackerMessage.acks
+  bool batched_offers_ ABSL_GUARDED_BY(mu_) = false;  // ... and TrackerMessage.offers
+  // Batched acks and one board: offers go at once, acks wait for the next (else, with batched
+  // acks, offers wait for the acks).
+  bool acks_wait_for_offers_ ABSL_GUARDED_BY(mu_) = false;
   bool offer_out_ ABSL_GUARDED_BY(mu_) = false;   // an offer sent, its result not read yet
   bool flush_acks_ ABSL_GUARDED_BY(mu_) = false;  // a heartbeat came: held acks (or the next) go
   std::deque<v1::TrackerMessage> outbox_ ABSL_GUARDED_BY(mu_);
