@@ -57,13 +57,14 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::T
       agent = agent_id_;
     }
     int offered = 0;
-    for (Offer& offer : service_->queue()->TakeOffers(agent)) {
+    std::vector<std::string> cancels;
+    for (Offer& offer : service_->queue()->TakeOffers(agent, &cancels)) {
       v1::TrackerMessage m;
       *m.mutable_offer() = std::move(offer.offer);
       Send(std::move(m));
       ++offered;
     }
-    for (std::string& job_id : service_->queue()->TakeCancels(agent)) {
+    for (std::string& job_id : cancels) {
       v1::TrackerMessage m;
       m.mutable_cancel()->set_job_id(std::move(job_id));
       Send(std::move(m));

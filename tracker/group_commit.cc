@@ -86,7 +86,7 @@ void GroupCommit::WhenDurable(Ticket ticket, Done done, bool urgent) {
   absl::Status now;
   {
     absl::MutexLock lock(&mu_);
-    if (ticket > durable_) {
+    if (ticket > durable_.load(std::memory_order_relaxed)) {
       if (stats_.problem.empty()) {
         waiters_[ticket].push_back(Waiter{std::move(done), urgent});
         if (urgent) ++urgent_waiters_;
@@ -110,8 +110,7 @@ absl::Status GroupCommit::Wait(Ticket ticket) {
 }
 
 GroupCommit::Ticket GroupCommit::durable() const {
-  absl::MutexLock lock(&mu_);
-  return durable_;
+  return durable_.load(std::memory_order_acquire);
 }
 
 GroupCommit::Ticket GroupCommit::last() const {
@@ -119,10 +118,7 @@ GroupCommit::Ticket GroupCommit::last() const {
   return last_;
 }
 
-bool GroupCommit::failing() const {
-  absl::MutexLock lock(&mu_);
-  return !stats_.problem.empty();
-}
+bool GroupCommit::failing() const { return failing_.load(std::memory_order_acquire); }
 
 CommitStats GroupCommit::Stats() const {
   absl::MutexLock lock(&mu_);
@@ -182,10 +178,11 @@ void GroupCommit::Run() {
           spdlog::info("database: writes work again (they failed with: {}); {} changes stored",
                        stats_.problem, batch.size());
           stats_.problem.clear();
+          failing_.store(false, std::memory_order_release);
         }
         stats_.commits++;
         stats_.writes += static_cast<int64_t>(batch.size());
-        durable_ = upto;
+        durable_.store(upto, std::memory_order_release);
       } else {
         stats_.failures++;
         const std::string cause(status.message().substr(0, 512));
@@ -197,6 +194,7 @@ void GroupCommit::Run() {
               cause, absl::FormatDuration(options_.retry), batch.size());
         }
         stats_.problem = cause;
+        failing_.store(true, std::memory_order_release);
         next_try_ = absl::Now() + options_.retry;
         // Kept, older than what came meanwhile: the newer changes merge into it.
         WriteBatch newer = std::move(pending_);

@@ -27,6 +27,7 @@
 #ifndef BENCHFARM_TRACKER_GROUP_COMMIT_H_
 #define BENCHFARM_TRACKER_GROUP_COMMIT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -51,7 +52,7 @@ struct GroupCommitOptions {
   // is pending (WhenDurable's `urgent`): a change put after a quiet spell is committed at once,
   // and under a steady stream of changes that can wait each commit gathers this long's worth
   // (one fsync for more changes; 0: commit whenever the last one is done).
-  absl::Duration min_interval = absl::Milliseconds(3);
+  absl::Duration min_interval = absl::Milliseconds(10);
 };
 
 // What the commit thread did (for /metrics and the bench).
@@ -113,7 +114,10 @@ class GroupCommit {
   absl::flat_hash_map<std::string, size_t> pending_jobs_ ABSL_GUARDED_BY(mu_);    // -> index
   absl::flat_hash_map<std::string, size_t> pending_boards_ ABSL_GUARDED_BY(mu_);  // -> index
   Ticket last_ ABSL_GUARDED_BY(mu_) = 0;
-  Ticket durable_ ABSL_GUARDED_BY(mu_) = 0;
+  // Written under mu_ (with stats_); read without it too (durable(), failing(): asked on every
+  // offer and result).
+  std::atomic<Ticket> durable_{0};
+  std::atomic<bool> failing_{false};  // !stats_.problem.empty()
   struct Waiter {
     Done done;
     bool urgent = true;

@@ -705,7 +705,9 @@ absl::Status JobQueue::CheckIndexes() {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(boards_.CheckIndexes());
   for (const auto& [id, live] : jobs_) {
-    if (live.job.state() == v1::RUNNING && running_.count({live.job.board_id(), id}) == 0) {
+    auto board = running_.find(live.job.board_id());
+    if (live.job.state() == v1::RUNNING &&
+        (board == running_.end() || board->second.count(id) == 0)) {
       return absl::InternalError(absl::StrCat("job ", id, " runs on board ", live.job.board_id(),
                                               " but running_ lacks it"));
     }

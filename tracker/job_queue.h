@@ -22,7 +22,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_map.h"
@@ -189,8 +188,10 @@ class JobQueue {
   void Touch(const std::string& agent_id, const std::string& job_id, int attempt);
   // Jobs for the agent's boards with free slots (a board holds at most its registered slots;
   // boards take turns, one job each per round), marked RUNNING and leased. None while the store
-  // is failing.
-  std::vector<Offer> TakeOffers(const std::string& agent_id);
+  // is failing. With `cancels`, the agent's cancellations to deliver too (TakeCancels), taken
+  // in the same hold of the lock.
+  std::vector<Offer> TakeOffers(const std::string& agent_id,
+                                std::vector<std::string>* cancels = nullptr);
   // The agents TakeOffers or TakeCancels could give something now: a board with a free slot and
   // jobs queued for its kind, a quarantined board whose health check is due, or cancellations to
   // deliver (an agent may be named twice; disconnected ones are not filtered out), so a periodic
@@ -222,6 +223,8 @@ class JobQueue {
   void RecordFlashes(const std::string& agent_id, const v1::BoardUpdate& update);
   // Cancellations to deliver to the agent (each returned once).
   std::vector<std::string> TakeCancels(const std::string& agent_id);
+  std::vector<std::string> TakeCancelsLocked(const std::string& agent_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks agents silent for a whole lease as silent (README.md, "Silent agents"), then ends every
   // attempt whose lease has expired (README.md, "Attempts and leases"), and hands the offers
   // older than defer_offer_writes, not written yet, to the store. Returns how many attempts it
@@ -392,12 +395,12 @@ class JobQueue {
   };
   std::map<std::pair<std::string, std::string>, Submitted> submitted_ ABSL_GUARDED_BY(mu_);
   int64_t forgotten_submissions_ ABSL_GUARDED_BY(mu_) = 0;  // dropped from submitted_ so far
-  // (board id, job id) of jobs that went RUNNING on that board: ExpireLeases looks at these, not
+  // Board id -> ids of jobs that went RUNNING on that board: ExpireLeases looks at these, not
   // at every live job, and an agent that registers only at its own boards' (a scan of every
   // running job per registration made 10,000 agents coming back to a restarted tracker take 6 s
   // instead of 0.8: `tracker_bench --restart`). Entries of jobs no longer running on that board
   // are dropped as they are met.
-  absl::btree_set<std::pair<std::string, std::string>> running_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> running_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace benchfarm::tracker

@@ -260,8 +260,10 @@ std::vector<std::string> JobQueue::AgentsToPump(PumpCursor* cursor, size_t max_a
   return agents;
 }
 
-std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id) {
+std::vector<Offer> JobQueue::TakeOffers(const std::string& agent_id,
+                                        std::vector<std::string>* cancels) {
   absl::MutexLock lock(&mu_);
+  if (cancels != nullptr) *cancels = TakeCancelsLocked(agent_id);
   std::vector<Offer> offers;
   if (connected_agents_.count(agent_id) == 0) return offers;
   // Work measured now could not be stored: none until the store works again.
@@ -481,6 +483,10 @@ void JobQueue::RecordFlashes(const std::string& agent_id, const v1::BoardUpdate&
 
 std::vector<std::string> JobQueue::TakeCancels(const std::string& agent_id) {
   absl::MutexLock lock(&mu_);
+  return TakeCancelsLocked(agent_id);
+}
+
+std::vector<std::string> JobQueue::TakeCancelsLocked(const std::string& agent_id) {
   std::vector<std::string> out;
   auto it = pending_cancels_.find(agent_id);
   if (it != pending_cancels_.end()) {
@@ -491,30 +497,32 @@ std::vector<std::string> JobQueue::TakeCancels(const std::string& agent_id) {
 }
 
 void JobQueue::NoteRunning(const LiveJob& job) {
-  running_.emplace(job.job.board_id(), job.job.job_id());
+  running_[job.job.board_id()].insert(job.job.job_id());
 }
 
 std::vector<LiveJob*> JobQueue::RunningJobs(const std::set<std::string>* boards) {
   std::vector<LiveJob*> running;
-  // Collects running jobs from `it` on: those of `board_id`, or of every board if null. An entry
-  // of a job no longer running there is dropped (which invalidates the other iterators).
-  auto collect = [&](decltype(running_)::iterator it, const std::string* board_id) {
-    while (it != running_.end() && (board_id == nullptr || it->first == *board_id)) {
-      auto live = jobs_.find(it->second);
+  // Collects the running jobs of one board's entry. An entry of a job no longer running there
+  // is dropped (the board's set stays, for its next jobs).
+  auto collect = [&](decltype(running_)::iterator board) {
+    absl::flat_hash_set<std::string>& ids = board->second;
+    for (auto id = ids.begin(); id != ids.end();) {
+      auto here = id++;
+      auto live = jobs_.find(*here);
       if (live == jobs_.end() || live->second.job.state() != v1::RUNNING ||
-          live->second.job.board_id() != it->first) {
-        it = running_.erase(it);
+          live->second.job.board_id() != board->first) {
+        ids.erase(here);
         continue;
       }
       running.push_back(&live->second);
-      ++it;
     }
   };
   if (boards == nullptr) {
-    collect(running_.begin(), nullptr);
+    for (auto it = running_.begin(); it != running_.end(); ++it) collect(it);
   } else {
     for (const std::string& board_id : *boards) {
-      collect(running_.lower_bound({board_id, ""}), &board_id);
+      auto it = running_.find(board_id);
+      if (it != running_.end()) collect(it);
     }
   }
   return running;
