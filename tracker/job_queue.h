@@ -374,13 +374,13 @@ class JobQueue {
   absl::flat_hash_set<std::string> silent_agents_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<std::string>> pending_cancels_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> kinds_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, ClientLoad> load_by_client_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, ClientLoad> load_by_client_ ABSL_GUARDED_BY(mu_);
   std::map<int, Listener> listeners_ ABSL_GUARDED_BY(mu_);
   int next_listener_ ABSL_GUARDED_BY(mu_) = 1;
   QueueStats counters_ ABSL_GUARDED_BY(mu_);
   // Kept up to date by AddLoad/RemoveLoad so Summary and Stats never walk the jobs: live jobs by
   // kind (running = live - queued).
-  std::map<std::string, int64_t> live_by_kind_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, int64_t> live_by_kind_ ABSL_GUARDED_BY(mu_);
   int64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;  // the newest job's sequence number
   // Finished jobs (by id) and submissions (by client and request id) whose change may not be
   // stored yet, with its ticket: a result sent again, GetJob and a retried submission see them.
