@@ -267,6 +267,7 @@ absl::StatusOr<TrialArgs> TemplateArgs(const v1::OpTemplate& spec,
                                        std::vector<std::vector<int64_t>> shapes,
                                        const v1::Trial* trial) {
   TrialArgs args;
+  args.args.reserve(std::min<size_t>(spec.args_size(), shapes.size()));
   for (int a = 0; a < spec.args_size() && a < static_cast<int>(shapes.size()); ++a) {
     const std::string field = absl::StrCat("args[", a, "]");
     ASSIGN_OR_RETURN(DLDataType dtype, ParseDtype(field + ".dtype", spec.args(a).dtype()));

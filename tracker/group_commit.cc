@@ -1,5 +1,6 @@
 #include "tracker/group_commit.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -29,6 +30,9 @@ GroupCommit::Ticket GroupCommit::PutSubmission(const std::string& client_id,
   for (const WriteBatch::JobWrite& job : jobs) job_ids.push_back(job.job_id);
   absl::MutexLock lock(&mu_);  // one acquisition: the commit thread takes all of it or none
   pending_.submissions.push_back({client_id, request_id, std::move(job_ids)});
+  if (const size_t needed = pending_.jobs.size() + jobs.size(); pending_.jobs.capacity() < needed) {
+    pending_.jobs.reserve(std::max(needed, 2 * pending_.jobs.capacity()));
+  }
   for (WriteBatch::JobWrite& job : jobs) AddJobLocked(std::move(job));
   return ++last_;
 }

@@ -323,7 +323,13 @@ grpc::ServerUnaryReactor* TrackerService::SubmitTrials(grpc::CallbackServerConte
     }
     if (client.empty()) client = caller->identity.name;
   }
-  std::vector<v1::Trial> trials(request->trials().begin(), request->trials().end());
+  // Moved out, not copied: the request is gRPC's non-const message, read-only to a handler only
+  // by the callback API's signature, and nothing reads it after this call.
+  std::vector<v1::Trial> trials;
+  trials.reserve(request->trials_size());
+  for (v1::Trial& t : *const_cast<v1::SubmitTrialsRequest*>(request)->mutable_trials()) {
+    trials.push_back(std::move(t));
+  }
   absl::StatusOr<JobQueue::Accepted> accepted =
       queue_->SubmitAsync(client, request->request_id(), std::move(trials));
   if (!accepted.ok()) return Done(context, accepted.status());
