@@ -54,7 +54,10 @@ TrackerService::TrackerService(JobQueue* queue, Metrics* metrics, ServiceOptions
     if (job.state() == v1::DONE || job.state() == v1::CANCELLED_STATE) {
       if (metrics_ != nullptr) metrics_->JobFinished(job);
     }
-    if (job.state() == v1::QUEUED) Poke();
+    // A job queued again (an attempt ended without a result) can be offered at once. A submitted
+    // one only once its submission is stored: SubmitTrials pokes then (a poke per job now would
+    // have the dispatcher look at the farm for jobs it may not offer yet, once per chunk queued).
+    if (job.state() == v1::QUEUED && job.attempts_size() > 0) Poke();
   });
   dispatcher_ = std::thread([this] { DispatchLoop(); });
   watch_hub_ = std::make_shared<WatchHub>(queue_, metrics_, options_);
