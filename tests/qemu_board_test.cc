@@ -346,21 +346,37 @@ TEST_P(QemuBoardTest, DataThatCannotCrossTheLinkInTimeIsRefusedSayingSo) {
   // slowed by a busy moment would leave the trial time to finish; with three, a CI run once had
   // all three slowed).
   device::RpcClient* rpc = board->rpc();
-  absl::StatusOr<device::RemoteTensor> probe =
-      rpc->AllocTensor({3072}, device::DlDataType{}, absl::Now() + absl::Seconds(10));
-  ASSERT_TRUE(probe.ok()) << probe.status();
-  absl::Duration per_input = absl::InfiniteDuration();
-  for (int i = 0; i < 5; ++i) {
-    const absl::Time t0 = absl::Now();
-    ASSERT_TRUE(
-        rpc->CopyToRemote(*probe, std::string(12288, '\0'), absl::Now() + absl::Seconds(10)).ok());
-    per_input = std::min(per_input, absl::Now() - t0);
-  }
-  ASSERT_TRUE(rpc->FreeTensor(*probe, absl::Now() + absl::Seconds(10)).ok());
+  auto link_time = [rpc]() -> absl::StatusOr<absl::Duration> {
+    absl::StatusOr<device::RemoteTensor> probe =
+        rpc->AllocTensor({3072}, device::DlDataType{}, absl::Now() + absl::Seconds(10));
+    if (!probe.ok()) return probe.status();
+    absl::Duration fastest = absl::InfiniteDuration();
+    for (int i = 0; i < 5; ++i) {
+      const absl::Time t0 = absl::Now();
+      absl::Status copied =
+          rpc->CopyToRemote(*probe, std::string(12288, '\0'), absl::Now() + absl::Seconds(10));
+      if (!copied.ok()) return copied;
+      fastest = std::min(fastest, absl::Now() - t0);
+    }
+    absl::Status freed = rpc->FreeTensor(*probe, absl::Now() + absl::Seconds(10));
+    if (!freed.ok()) return freed;
+    return fastest;
+  };
   // The trial's data is 5 inputs' worth (two inputs, an output up and two down); give it time for
-  // two and a half: the first 8 KiB show it cannot make it.
-  const absl::Time start = absl::Now();
-  absl::StatusOr<device::MeasureOutcome> m = device::Measure(*rpc, r, start + per_input * 2.5);
+  // two and a half: the first 8 KiB show it cannot make it. A trial whose data crossed anyway had
+  // its time from probes all slowed by a busy moment that then ended (a CI run saw it once): the
+  // link is probed again and the trial tried again, up to three times.
+  absl::Duration per_input;
+  absl::Time start;
+  absl::StatusOr<device::MeasureOutcome> m;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    absl::StatusOr<absl::Duration> probed = link_time();
+    ASSERT_TRUE(probed.ok()) << probed.status();
+    per_input = *probed;
+    start = absl::Now();
+    m = device::Measure(*rpc, r, start + per_input * 2.5);
+    if (!m.ok()) break;
+  }
   ASSERT_FALSE(m.ok());
   EXPECT_TRUE(absl::IsResourceExhausted(m.status())) << m.status();
   EXPECT_NE(m.status().message().find("does not cross this board's link in its timeout: 61440 "
