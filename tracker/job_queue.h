@@ -223,8 +223,6 @@ class JobQueue {
   void RecordFlashes(const std::string& agent_id, const v1::BoardUpdate& update);
   // Cancellations to deliver to the agent (each returned once).
   std::vector<std::string> TakeCancels(const std::string& agent_id);
-  std::vector<std::string> TakeCancelsLocked(const std::string& agent_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks agents silent for a whole lease as silent (README.md, "Silent agents"), then ends every
   // attempt whose lease has expired (README.md, "Attempts and leases"), and hands the offers
   // older than defer_offer_writes, not written yet, to the store. Returns how many attempts it
@@ -272,6 +270,9 @@ class JobQueue {
   std::vector<std::string> WaitingReasons(const std::string& kind) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // ---- TakeOffers' steps ----
+  // TakeCancels' work, for TakeOffers' hold of the lock too.
+  std::vector<std::string> TakeCancelsLocked(const std::string& agent_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The board's due health check, started and offered.
   Offer OfferHealthCheck(BoardRecord* record, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job, RUNNING on the board (a new attempt, leased), offered with its operator's files
